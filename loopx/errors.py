@@ -1,0 +1,60 @@
+"""The one error hierarchy. Messages say what is wrong and what to do; the CLI picks exit codes."""
+
+from __future__ import annotations
+
+
+class LoopxError(Exception):
+    """Base of every error loopx raises on purpose; its message is shown to the user as is."""
+
+
+class UsageError(LoopxError):
+    """The user asked for something that cannot be done (unknown id, illegal transition, ...)."""
+
+
+class NotFound(UsageError):
+    """An id, ref or file that does not exist."""
+
+
+class Ambiguous(UsageError):
+    """An id prefix that matches more than one entity."""
+
+
+class TransitionError(UsageError):
+    """A write that the projection's rules refuse (e.g. claiming a todo that is done)."""
+
+
+class CodecError(LoopxError):
+    """A file that is not acceptable YAML (too big, aliases, tags, duplicate keys, ...)."""
+
+
+class SchemaError(LoopxError):
+    """A well-formed document that does not validate against the event model."""
+
+
+class GitError(LoopxError):
+    """A git command failed; carries the command, its exit code and stderr."""
+
+    def __init__(self, argv: list[str], returncode: int, stderr: str) -> None:
+        self.argv = argv
+        self.returncode = returncode
+        self.stderr = stderr
+        detail = stderr.strip().splitlines()[-1] if stderr.strip() else "no error output"
+        super().__init__(f"git {' '.join(argv[:3])} failed (exit {returncode}): {detail}")
+
+
+class RefRaceError(LoopxError):
+    """A compare-and-swap ref update lost a race; retrying from the new tip is safe."""
+
+    retryable = True
+
+
+class LockTimeout(LoopxError):
+    """Another loopx writer held this clone's lock for longer than we were willing to wait."""
+
+
+class ConflictError(LoopxError):
+    """The same event id exists with different bytes (never silently overwritten)."""
+
+
+class SyncError(LoopxError):
+    """Fetching, merging or pushing the state branch failed."""

@@ -1,0 +1,55 @@
+"""Event ids (ULIDs) and short entity ids. Pure apart from the random source."""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import time
+from typing import NewType
+
+EventId = NewType("EventId", str)
+
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+ULID_RE = re.compile(r"^[0-7][0-9A-HJKMNP-TV-Z]{25}$")
+# Entity ids: chosen by the user (`--id T-3`) or generated (`t-4k2j9x`). No slashes or dots,
+# so they can never escape a path or confuse a file name.
+ENTITY_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+
+_lock = threading.Lock()
+_last: tuple[int, int] = (0, 0)
+
+
+def _encode(value: int, length: int) -> str:
+    chars = []
+    for _ in range(length):
+        value, rem = divmod(value, 32)
+        chars.append(_CROCKFORD[rem])
+    return "".join(reversed(chars))
+
+
+def new_event_id(ms: int | None = None) -> EventId:
+    """A ULID; monotonic within this process even when two are made in one millisecond."""
+    global _last
+    with _lock:
+        stamp = ms if ms is not None else time.time_ns() // 1_000_000
+        last_ms, last_rand = _last
+        if stamp <= last_ms:
+            stamp, rand = last_ms, last_rand + 1
+        else:
+            rand = int.from_bytes(os.urandom(10), "big")
+        _last = (stamp, rand)
+    return EventId(_encode(stamp, 10) + _encode(rand & ((1 << 80) - 1), 16))
+
+
+def ulid_ms(event_id: str) -> int:
+    """The millisecond timestamp encoded in a ULID."""
+    value = 0
+    for char in event_id[:10]:
+        value = value * 32 + _CROCKFORD.index(char)
+    return value
+
+
+def new_short_id(prefix: str) -> str:
+    """A short random id such as ``t-4k2j9x``: 30 bits, plenty for one project's entities."""
+    return f"{prefix}-{_encode(int.from_bytes(os.urandom(4), 'big') >> 2, 6).lower()}"

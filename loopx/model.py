@@ -1,0 +1,408 @@
+"""The event model: the envelope and one typed payload per event type. Pure (no git, no I/O).
+
+Every event is one immutable YAML file. Its ``type`` names a payload model below; ``v`` is the
+version of that payload's schema. A type (or version) this loopx does not know is kept as an
+:class:`UnknownEvent` and reported, never dropped (a newer loopx may have written it).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from loopx.errors import SchemaError
+from loopx.ids import ENTITY_ID_RE, ULID_RE, EventId, ulid_ms
+
+SCHEMA_VERSION = 1  # bump when any payload's meaning changes; keys the projection cache
+
+TS_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$"
+ACTOR_PATTERN = r"^[a-z][a-z0-9_-]{0,31}:\S{1,200}$"
+ID_PATTERN = ENTITY_ID_RE.pattern
+OID_PATTERN = r"^[0-9a-f]{40}([0-9a-f]{24})?$"
+
+EntityId = Field(pattern=ID_PATTERN)
+Text = Field(min_length=1, max_length=20_000)
+
+
+class Model(BaseModel):
+    # defer_build: only the payload models a command touches pay their schema build cost.
+    model_config = ConfigDict(extra="forbid", defer_build=True, frozen=True)
+
+
+class Criterion(Model):
+    """An acceptance criterion of a goal."""
+
+    id: str = Field(pattern=ID_PATTERN)
+    text: str = Text
+
+
+# --- ledger and config -----------------------------------------------------------------------
+
+
+class LedgerInitialised(Model):
+    """The first event of a ledger."""
+
+    name: Optional[str] = Field(default=None, max_length=200)
+    loopx_version: str = Field(max_length=40)
+
+
+class ConfigSet(Model):
+    """Ledger-wide settings; each field given replaces the previous value."""
+
+    roles: Optional[dict[str, list[str]]] = Field(
+        default=None, description="role name -> actor identities, e.g. maintainer: [human:a@x]"
+    )
+    lease_ttl_seconds: Optional[int] = Field(default=None, ge=10, le=30 * 86400)
+    session_slots: Optional[int] = Field(default=None, ge=1, le=10_000)
+    session_idle_seconds: Optional[int] = Field(default=None, ge=60)
+    signed_answers: Optional[Literal["off", "all"] | list[str]] = Field(
+        default=None, description="'all', 'off', or the gate ids whose answers must be signed"
+    )
+    allowed_signers: Optional[str] = Field(
+        default=None, max_length=200_000, description="ssh allowed_signers text for signed answers"
+    )
+
+
+# --- goals -----------------------------------------------------------------------------------
+
+
+class GoalCreated(Model):
+    id: str = EntityId
+    title: str = Field(min_length=1, max_length=500)
+    description: Optional[str] = Field(default=None, max_length=20_000)
+    acceptance: list[Criterion] = Field(default_factory=list, max_length=200)
+
+
+class GoalUpdated(Model):
+    id: str = EntityId
+    title: Optional[str] = Field(default=None, min_length=1, max_length=500)
+    description: Optional[str] = Field(default=None, max_length=20_000)
+    add_acceptance: list[Criterion] = Field(default_factory=list, max_length=200)
+    state: Optional[Literal["active", "paused"]] = None
+
+
+class GoalClosed(Model):
+    id: str = EntityId
+    outcome: Literal["achieved", "abandoned"]
+    reason: Optional[str] = Field(default=None, max_length=20_000)
+    override: bool = Field(
+        default=False, description="a human decision: achieved although criteria are unmet"
+    )
+
+
+# --- todos -----------------------------------------------------------------------------------
+
+
+class TodoAdded(Model):
+    id: str = EntityId
+    goal: str = EntityId
+    title: str = Field(min_length=1, max_length=500)
+    description: Optional[str] = Field(default=None, max_length=20_000)
+    depends_on: list[str] = Field(default_factory=list, max_length=200)
+    gates: list[str] = Field(default_factory=list, max_length=200)
+    criteria: list[str] = Field(default_factory=list, max_length=200)
+
+
+class TodoUpdated(Model):
+    id: str = EntityId
+    title: Optional[str] = Field(default=None, min_length=1, max_length=500)
+    description: Optional[str] = Field(default=None, max_length=20_000)
+    add_depends_on: list[str] = Field(default_factory=list, max_length=200)
+    add_gates: list[str] = Field(default_factory=list, max_length=200)
+
+
+class TodoClaimed(Model):
+    id: str = EntityId
+    until: str = Field(pattern=TS_PATTERN, description="lease expiry (UTC)")
+
+
+class TodoRenewed(Model):
+    id: str = EntityId
+    until: str = Field(pattern=TS_PATTERN)
+
+
+class TodoReleased(Model):
+    id: str = EntityId
+    reason: Optional[str] = Field(default=None, max_length=20_000)
+
+
+class TodoDone(Model):
+    id: str = EntityId
+    evidence: list[str] = Field(default_factory=list, max_length=200)
+    summary: Optional[str] = Field(default=None, max_length=20_000)
+
+
+class TodoBlocked(Model):
+    id: str = EntityId
+    reason: str = Text
+
+
+class TodoReopened(Model):
+    id: str = EntityId
+    reason: Optional[str] = Field(default=None, max_length=20_000)
+
+
+class TodoCancelled(Model):
+    id: str = EntityId
+    reason: Optional[str] = Field(default=None, max_length=20_000)
+
+
+# --- gates -----------------------------------------------------------------------------------
+
+
+class GateOpened(Model):
+    id: str = EntityId
+    goal: str = EntityId
+    question: str = Text
+    authority: list[str] = Field(
+        min_length=1, max_length=50,
+        description="identities (human:alice@example.com) or roles (role:maintainer)",
+    )
+    blocks: list[str] = Field(default_factory=list, max_length=200)
+
+
+class GateAnswered(Model):
+    id: str = EntityId
+    decision: Literal["approve", "reject", "answer"]
+    answer: Optional[str] = Field(default=None, max_length=20_000)
+    comment: Optional[str] = Field(default=None, max_length=20_000)
+
+
+class GateWithdrawn(Model):
+    id: str = EntityId
+    reason: Optional[str] = Field(default=None, max_length=20_000)
+
+
+# --- evidence --------------------------------------------------------------------------------
+
+
+class EvidenceRecorded(Model):
+    id: str = EntityId
+    kind: Literal["test", "ci", "commit", "review", "receipt", "note"]
+    commit: Optional[str] = Field(default=None, pattern=OID_PATTERN)
+    tree: Optional[str] = Field(default=None, pattern=OID_PATTERN)
+    dirty: bool = False
+    command: Optional[str] = Field(default=None, max_length=10_000)
+    exit_code: Optional[int] = None
+    duration_s: Optional[float] = Field(default=None, ge=0)
+    summary: Optional[str] = Field(default=None, max_length=20_000)
+    digest: Optional[str] = Field(default=None, max_length=200)
+    url: Optional[str] = Field(default=None, max_length=2_000)
+    output_tail: Optional[str] = Field(default=None, max_length=20_000)
+    author: Optional[str] = Field(default=None, max_length=500)
+    todo: Optional[str] = Field(default=None, pattern=ID_PATTERN)
+    criteria: list[str] = Field(default_factory=list, max_length=200)
+
+
+class EvidenceRemapped(Model):
+    """Commits rewritten by amend or rebase: evidence for ``old`` now follows ``new``."""
+
+    mappings: list[dict[str, str]] = Field(min_length=1, max_length=10_000)
+
+    @field_validator("mappings")
+    @classmethod
+    def _pairs(cls, value: list[dict[str, str]]) -> list[dict[str, str]]:
+        for pair in value:
+            if set(pair) != {"old", "new"} or not all(
+                re.match(OID_PATTERN, pair[k]) for k in ("old", "new")
+            ):
+                raise ValueError("each mapping is {old: <sha>, new: <sha>}")
+        return value
+
+
+# --- wakes, quota, effects, notes ------------------------------------------------------------
+
+
+class WakeSet(Model):
+    id: str = EntityId
+    at: Optional[str] = Field(default=None, pattern=TS_PATTERN)
+    on_gate: Optional[str] = Field(default=None, pattern=ID_PATTERN)
+    on_ci: Optional[str] = Field(default=None, max_length=200, description="a commit sha or 'HEAD'")
+    on_todo: Optional[str] = Field(default=None, pattern=ID_PATTERN)
+    reason: Optional[str] = Field(default=None, max_length=2_000)
+
+
+class WakeCleared(Model):
+    id: str = EntityId
+
+
+class QuotaSet(Model):
+    turns: Optional[int] = Field(default=None, ge=0)
+    tokens: Optional[int] = Field(default=None, ge=0)
+    cost: Optional[float] = Field(default=None, ge=0)
+
+
+class QuotaSpent(Model):
+    turns: int = Field(default=0, ge=0)
+    tokens: int = Field(default=0, ge=0)
+    cost: float = Field(default=0.0, ge=0)
+    todo: Optional[str] = Field(default=None, pattern=ID_PATTERN)
+
+
+class EffectIntended(Model):
+    id: str = EntityId
+    target: str = Field(min_length=1, max_length=2_000, description="e.g. github:owner/repo#12")
+    action: str = Field(min_length=1, max_length=200, description="e.g. open-pr, comment")
+    idempotency_key: str = Field(min_length=1, max_length=200)
+    todo: Optional[str] = Field(default=None, pattern=ID_PATTERN)
+
+
+class EffectConfirmed(Model):
+    id: str = EntityId
+    receipt: str = Field(min_length=1, max_length=2_000, description="e.g. the URL created")
+
+
+class EffectFailed(Model):
+    id: str = EntityId
+    error: str = Text
+    retryable: bool = True
+
+
+class NoteAdded(Model):
+    id: str = EntityId
+    text: str = Text
+    todo: Optional[str] = Field(default=None, pattern=ID_PATTERN)
+
+
+# type name -> (payload model, version). Sessions (a later issue) add their types here.
+EVENT_TYPES: dict[str, tuple[type[Model], int]] = {
+    "ledger.initialised": (LedgerInitialised, 1),
+    "config.set": (ConfigSet, 1),
+    "goal.created": (GoalCreated, 1),
+    "goal.updated": (GoalUpdated, 1),
+    "goal.closed": (GoalClosed, 1),
+    "todo.added": (TodoAdded, 1),
+    "todo.updated": (TodoUpdated, 1),
+    "todo.claimed": (TodoClaimed, 1),
+    "todo.renewed": (TodoRenewed, 1),
+    "todo.released": (TodoReleased, 1),
+    "todo.done": (TodoDone, 1),
+    "todo.blocked": (TodoBlocked, 1),
+    "todo.reopened": (TodoReopened, 1),
+    "todo.cancelled": (TodoCancelled, 1),
+    "gate.opened": (GateOpened, 1),
+    "gate.answered": (GateAnswered, 1),
+    "gate.withdrawn": (GateWithdrawn, 1),
+    "evidence.recorded": (EvidenceRecorded, 1),
+    "evidence.remapped": (EvidenceRemapped, 1),
+    "wake.set": (WakeSet, 1),
+    "wake.cleared": (WakeCleared, 1),
+    "quota.set": (QuotaSet, 1),
+    "quota.spent": (QuotaSpent, 1),
+    "effect.intended": (EffectIntended, 1),
+    "effect.confirmed": (EffectConfirmed, 1),
+    "effect.failed": (EffectFailed, 1),
+    "note.added": (NoteAdded, 1),
+}
+
+TYPE_RE = re.compile(r"^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$")
+
+
+class Envelope(Model):
+    """The fields every event file carries around its typed ``data``."""
+
+    id: EventId = Field(pattern=ULID_RE.pattern, description="ULID; also the idempotency key")
+    type: str = Field(pattern=TYPE_RE.pattern)
+    v: int = Field(ge=1, description="schema version of this event type's payload")
+    at: str = Field(pattern=TS_PATTERN, description="UTC wall clock, for display only")
+    clock: int = Field(ge=1, description="Lamport clock: 1 + the highest clock the writer saw")
+    actor: str = Field(pattern=ACTOR_PATTERN)
+    goal: Optional[str] = Field(default=None, pattern=ID_PATTERN)
+    data: dict[str, Any]
+
+
+class Event:
+    """A validated event: the envelope plus its typed payload (``None`` when unknown)."""
+
+    __slots__ = ("env", "data")
+
+    def __init__(self, env: Envelope, data: Optional[Model]) -> None:
+        self.env = env
+        self.data = data
+
+    @property
+    def id(self) -> str:
+        return self.env.id
+
+    @property
+    def type(self) -> str:
+        return self.env.type
+
+    @property
+    def known(self) -> bool:
+        return self.data is not None
+
+    def sort_key(self) -> tuple[int, str]:
+        return (self.env.clock, self.env.id)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The document as written to its file, in canonical key order."""
+        doc: dict[str, Any] = {
+            "id": self.env.id, "type": self.env.type, "v": self.env.v, "at": self.env.at,
+            "clock": self.env.clock, "actor": self.env.actor,
+        }
+        if self.env.goal is not None:
+            doc["goal"] = self.env.goal
+        doc["data"] = (
+            self.data.model_dump(mode="json", exclude_none=True)
+            if self.data is not None else self.env.data
+        )
+        return doc
+
+
+def _describe(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:5]:
+        where = ".".join(str(p) for p in err["loc"]) or "document"
+        parts.append(f"{where}: {err['msg']}")
+    return "; ".join(parts)
+
+
+def parse_event(doc: Any, name: str = "<event>") -> Event:
+    """Validate a loaded document into an Event; raise SchemaError naming ``name``."""
+    if not isinstance(doc, dict):
+        raise SchemaError(f"{name}: an event file must hold a mapping")
+    try:
+        env = Envelope.model_validate(doc)
+    except ValidationError as exc:
+        raise SchemaError(f"{name}: {_describe(exc)}") from None
+    known = EVENT_TYPES.get(env.type)
+    if known is None or env.v > known[1]:
+        return Event(env, None)  # from a newer loopx: kept and reported
+    try:
+        data = known[0].model_validate(env.data)
+    except ValidationError as exc:
+        raise SchemaError(f"{name}: {env.type}: {_describe(exc)}") from None
+    return Event(env, data)
+
+
+def make_event(
+    *, type: str, data: dict[str, Any], event_id: str, at: str, clock: int, actor: str,
+    goal: Optional[str] = None,
+) -> Event:
+    """Build and validate a new event for writing."""
+    doc: dict[str, Any] = {"id": event_id, "type": type, "v": EVENT_TYPES[type][1], "at": at,
+                           "clock": clock, "actor": actor, "data": data}
+    if goal is not None:
+        doc["goal"] = goal
+    return parse_event(doc, f"new {type} event")
+
+
+def event_dir(event_id: str) -> str:
+    """``events/YYYY/MM/DD``, dated by the ULID's own timestamp so an id always maps to one
+    directory (a retried append finds its earlier copy there)."""
+    day = datetime.fromtimestamp(ulid_ms(event_id) / 1000, tz=timezone.utc)
+    return f"events/{day:%Y/%m/%d}"
+
+
+def event_path(event: Event) -> str:
+    """``events/YYYY/MM/DD/<id>.<type>.yaml``."""
+    return f"{event_dir(event.env.id)}/{event.env.id}.{event.env.type}.yaml"
+
+
+PATH_RE = re.compile(
+    r"^events/(\d{4})/(\d{2})/(\d{2})/([0-7][0-9A-HJKMNP-TV-Z]{25})\.([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*)\.yaml$"
+)

@@ -1,0 +1,367 @@
+"""The only module that writes git objects and moves refs.
+
+Plumbing only: blobs (``hash-object``), trees (``mktree``), commits (``commit-tree``) and
+compare-and-swap ref updates (``update-ref <ref> <new> <old>``). The user's index, working
+tree, HEAD and current branch are never touched. Reads are batched: one ``ls-tree -r`` per
+tree listing and one long-lived ``cat-file --batch`` for contents.
+
+One clone's writers are serialised by :meth:`Store.lock`, an ``flock`` on a file in the common
+git dir: the kernel drops it when its holder dies, so a killed writer never leaves a lock that
+needs a manual unlock. The CAS on the ref keeps us safe against every other writer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import os
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from loopx import git
+from loopx.errors import ConflictError, GitError, LockTimeout, RefRaceError
+from loopx.git import Oid, RefName
+
+STATE_REF = RefName("refs/heads/loopx/state")
+QUARANTINE_PREFIX = "refs/loopx/quarantine/"
+LOCK_TIMEOUT_S = 60.0
+# git's own ref lock (<ref>.lock) is held for milliseconds; one older than this was left by a
+# killed process and is removed while we hold our clone lock.
+STALE_REF_LOCK_S = 2.0
+
+BLOB_MODE = "100644"
+TREE_MODE = "40000"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One file of a tree listing."""
+
+    path: str
+    mode: str
+    type: str
+    oid: Oid
+
+
+class Store:
+    """Git object and ref access for one repository."""
+
+    def __init__(self, repo: git.Repo) -> None:
+        self.repo = repo
+        self.cwd = repo.cwd
+        self._reader: git.ObjectReader | None = None
+        self._hash_len: int | None = None
+
+    # --- reads ------------------------------------------------------------------------------
+
+    @property
+    def reader(self) -> git.ObjectReader:
+        if self._reader is None:
+            self._reader = git.ObjectReader(self.cwd)
+        return self._reader
+
+    def close(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+
+    def resolve(self, rev: str) -> Oid | None:
+        """The commit a ref or revision names, or None when it does not exist."""
+        proc = git.run(self.cwd, "rev-parse", "--verify", "-q", f"{rev}^{{commit}}", check=False)
+        return Oid(proc.stdout.decode().strip()) if proc.returncode == 0 else None
+
+    def tip(self, ref: str = STATE_REF) -> Oid | None:
+        return self.resolve(ref)
+
+    def list_files(self, commit: str) -> list[Entry]:
+        """Every file in ``commit``'s tree, recursively (one ``ls-tree`` process)."""
+        raw = git.run(self.cwd, "ls-tree", "-r", "-z", "--full-tree", commit).stdout
+        return [_parse_ls_tree(item) for item in raw.split(b"\0") if item]
+
+    def added_files(self, old: str, new: str) -> list[tuple[str, str, Entry]]:
+        """(status, old_oid, entry) for each file that differs between two commits' trees."""
+        raw = git.run(
+            self.cwd, "diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", old, new
+        ).stdout.split(b"\0")
+        changes = []
+        for meta, path in zip(raw[0::2], raw[1::2]):
+            if not meta:
+                continue
+            src_mode, dst_mode, src_oid, dst_oid, status = meta.decode().lstrip(":").split(" ")
+            entry = Entry(path.decode("utf-8", "surrogateescape"), dst_mode, "blob", Oid(dst_oid))
+            changes.append((status, src_oid, entry))
+        return changes
+
+    def read_blobs(self, oids: list[str]) -> list[bytes | None]:
+        """Contents of many blobs through the one cat-file process (None if missing)."""
+        return [item[1] if item else None for item in self.reader.read_many(oids)]
+
+    def read_tree(self, rev: str) -> dict[str, tuple[str, str]]:
+        """name -> (mode, oid) of the tree ``rev`` names (empty when it is not a tree)."""
+        found = self.reader.read(rev)
+        if found is None or found[0] != "tree":
+            return {}
+        return _parse_tree(found[1], self.hash_len // 2)
+
+    def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        proc = git.run(self.cwd, "merge-base", "--is-ancestor", ancestor, descendant, check=False)
+        return proc.returncode == 0
+
+    def merge_base(self, a: str, b: str) -> Oid | None:
+        proc = git.run(self.cwd, "merge-base", a, b, check=False)
+        return Oid(proc.stdout.decode().strip()) if proc.returncode == 0 else None
+
+    # --- writes -----------------------------------------------------------------------------
+
+    def write_blobs(self, contents: list[bytes]) -> list[Oid]:
+        """Write blobs with one ``hash-object -w`` process; returns their oids."""
+        if not contents:
+            return []
+        tmp = self.repo.loopx_dir / "tmp"
+        tmp.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=tmp) as scratch:
+            paths = []
+            for index, data in enumerate(contents):
+                path = Path(scratch) / str(index)
+                path.write_bytes(data)
+                paths.append(str(path))
+            out = git.run(
+                self.cwd, "hash-object", "-w", "--no-filters", "--stdin-paths",
+                input="\n".join(paths).encode() + b"\n",
+            ).stdout.decode().split()
+        return [Oid(o) for o in out]
+
+    def write_tree(self, base_commit: str | None, additions: dict[str, Oid]) -> Oid:
+        """The tree of ``base_commit`` plus ``additions`` (path -> existing blob oid).
+
+        Adding a path that exists with the same blob is a no-op; with another blob it is a
+        ConflictError: event files are never modified.
+        """
+        dirs = _TreeBuilder(self, base_commit)
+        for path, oid in additions.items():
+            dirs.add(path, oid)
+        return dirs.write()
+
+    def commit_tree(
+        self, tree: str, parents: list[str], message: str, *, author: tuple[str, str],
+        sign: bool = False,
+    ) -> Oid:
+        name, email = author
+        ident = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email,
+                 "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email}
+        args = ["commit-tree", tree]
+        for parent in parents:
+            args += ["-p", parent]
+        if sign:
+            args.append("-S")
+        proc = git.run(self.cwd, *args, input=message.encode(), env=ident)
+        return Oid(proc.stdout.decode().strip())
+
+    def update_ref_if(self, ref: str, new: str, *, expected: str | None, reason: str) -> None:
+        """Move ``ref`` to ``new`` only if it is still at ``expected`` (None: must not exist).
+
+        Raises RefRaceError when someone else moved it first; the caller re-reads and retries.
+        """
+        old = expected or "0" * self.hash_len
+        deadline = time.monotonic() + LOCK_TIMEOUT_S
+        while True:
+            proc = git.run(
+                self.cwd, "update-ref", "--create-reflog", "-m", reason, ref, new, old,
+                check=False,
+            )
+            if proc.returncode == 0:
+                return
+            stderr = proc.stderr.decode("utf-8", "replace")
+            if "File exists" in stderr and time.monotonic() < deadline:
+                self._clear_stale_ref_lock(ref)
+                time.sleep(0.02)
+                continue
+            if "but expected" in stderr or "already exists" in stderr or "reference already" in stderr:
+                raise RefRaceError(f"{ref} moved while we were writing; retry from its new tip")
+            raise GitError(["update-ref", ref], proc.returncode, stderr)
+
+    def delete_ref_if(self, ref: str, *, expected: str) -> None:
+        git.run(self.cwd, "update-ref", "-d", ref, expected)
+
+    def _clear_stale_ref_lock(self, ref: str) -> None:
+        lock = self.repo.common_dir / f"{ref}.lock"
+        with contextlib.suppress(FileNotFoundError):
+            if time.time() - lock.stat().st_mtime > STALE_REF_LOCK_S:
+                lock.unlink()
+
+    @property
+    def hash_len(self) -> int:
+        if self._hash_len is None:
+            fmt = git.out(self.cwd, "rev-parse", "--show-object-format", check=False)
+            self._hash_len = 64 if fmt.strip() == "sha256" else 40
+        return self._hash_len
+
+    def hash_tree(self, content: bytes) -> Oid:
+        algo = hashlib.sha256 if self.hash_len == 64 else hashlib.sha1
+        return Oid(algo(b"tree %d\0" % len(content) + content).hexdigest())
+
+    def reflog(self, ref: str = STATE_REF) -> list[tuple[Oid, Oid, str]]:
+        """(old, new, message) for each reflog entry of ``ref``, newest first."""
+        path = self.repo.common_dir / "logs" / ref
+        try:
+            lines = path.read_text("utf-8", "replace").splitlines()
+        except FileNotFoundError:
+            return []
+        entries = []
+        for line in reversed(lines):
+            head, _, message = line.partition("\t")
+            parts = head.split(" ")
+            if len(parts) >= 2:
+                entries.append((Oid(parts[0]), Oid(parts[1]), message))
+        return entries
+
+    # --- the clone lock ---------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def lock(self, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
+        """Serialise loopx writers of this clone (all worktrees share it)."""
+        self.repo.loopx_dir.mkdir(parents=True, exist_ok=True)
+        path = self.repo.loopx_dir / "write.lock"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            _acquire(fd, path, timeout)
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
+            yield
+        finally:
+            os.close(fd)  # closing the descriptor releases the flock
+
+    def lock_holder(self) -> int | None:
+        """The pid holding the clone lock right now, or None when it is free."""
+        path = self.repo.loopx_dir / "write.lock"
+        if not path.exists():
+            return None
+        fd = os.open(path, os.O_RDWR)
+        try:
+            try:
+                _flock(fd, blocking=False)
+            except BlockingIOError:
+                text = path.read_text().strip()
+                return int(text) if text.isdigit() else -1
+            return None
+        finally:
+            os.close(fd)
+
+
+def _flock(fd: int, *, blocking: bool) -> None:
+    import fcntl
+
+    fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+
+
+def _acquire(fd: int, path: Path, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    delay = 0.001
+    while True:
+        try:
+            _flock(fd, blocking=False)
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                raise
+        if time.monotonic() > deadline:
+            holder = path.read_text().strip() or "unknown"
+            raise LockTimeout(
+                f"another loopx writer (pid {holder}) has held {path} for over {timeout:.0f}s; "
+                "it is released automatically when that process exits"
+            )
+        time.sleep(delay)
+        delay = min(delay * 2, 0.05)
+
+
+def _parse_ls_tree(item: bytes) -> Entry:
+    meta, _, path = item.partition(b"\t")
+    mode, kind, oid = meta.decode().split(" ")
+    return Entry(path.decode("utf-8", "surrogateescape"), mode, kind, Oid(oid))
+
+
+class _TreeBuilder:
+    """Adds files to an existing tree, rewriting only the directories on their paths."""
+
+    def __init__(self, store: Store, base_commit: str | None) -> None:
+        self.store = store
+        self.base_commit = base_commit
+        # directory path ("" for root) -> {name: (mode, oid)}
+        self.dirs: dict[str, dict[str, tuple[str, str]]] = {}
+
+    def _load(self, path: str) -> dict[str, tuple[str, str]]:
+        if path in self.dirs:
+            return self.dirs[path]
+        entries: dict[str, tuple[str, str]] = {}
+        if self.base_commit is not None:
+            entries = self.store.read_tree(f"{self.base_commit}^{{tree}}:{path}" if path
+                                           else f"{self.base_commit}^{{tree}}")
+        self.dirs[path] = entries
+        return entries
+
+    def add(self, path: str, oid: Oid) -> None:
+        parent, _, name = path.rpartition("/")
+        ancestors = parent.split("/") if parent else []
+        for depth in range(len(ancestors) + 1):
+            self._load("/".join(ancestors[:depth]))
+        entries = self._load(parent)
+        existing = entries.get(name)
+        if existing is not None and existing != (BLOB_MODE, oid):
+            raise ConflictError(f"{path} already exists with different content")
+        entries[name] = (BLOB_MODE, oid)
+
+    def write(self) -> Oid:
+        # Deepest directories first, so each parent can refer to its children's new oids.
+        payloads: list[bytes] = []
+        for path in sorted(self.dirs, key=lambda p: (-p.count("/") - bool(p), p)):
+            content = _format_tree(self.dirs[path])
+            oid = self.store.hash_tree(content)
+            if path:
+                parent, _, name = path.rpartition("/")
+                self.dirs[parent][name] = (TREE_MODE, oid)
+            payloads.append(_mktree_input(self.dirs[path]))
+        out = git.run(self.store.cwd, "mktree", "--batch", input=b"".join(payloads)).stdout
+        written = out.decode().split()
+        expected = self.store.hash_tree(_format_tree(self.dirs[""]))
+        if not written or written[-1] != expected:
+            raise GitError(["mktree"], 1, f"tree oid mismatch: git {written[-1:]}, ours {expected}")
+        return Oid(expected)
+
+
+def _parse_tree(data: bytes, raw_len: int) -> dict[str, tuple[str, str]]:
+    entries: dict[str, tuple[str, str]] = {}
+    pos = 0
+    while pos < len(data):
+        space = data.index(b" ", pos)
+        nul = data.index(b"\0", space)
+        mode = data[pos:space].decode()
+        name = data[space + 1 : nul].decode("utf-8", "surrogateescape")
+        oid = data[nul + 1 : nul + 1 + raw_len].hex()
+        entries[name] = (mode, oid)
+        pos = nul + 1 + raw_len
+    return entries
+
+
+def _tree_sort_key(item: tuple[str, tuple[str, str]]) -> bytes:
+    name, (mode, _) = item
+    raw = name.encode("utf-8", "surrogateescape")
+    return raw + b"/" if mode == TREE_MODE else raw
+
+
+def _format_tree(entries: dict[str, tuple[str, str]]) -> bytes:
+    return b"".join(
+        mode.encode() + b" " + name.encode("utf-8", "surrogateescape") + b"\0" + bytes.fromhex(oid)
+        for name, (mode, oid) in sorted(entries.items(), key=_tree_sort_key)
+    )
+
+
+def _mktree_input(entries: dict[str, tuple[str, str]]) -> bytes:
+    lines = []
+    for name, (mode, oid) in sorted(entries.items(), key=_tree_sort_key):
+        kind = "tree" if mode == TREE_MODE else "blob" if mode != "160000" else "commit"
+        lines.append(f"{mode} {kind} {oid}\t{name}\n".encode("utf-8", "surrogateescape"))
+    return b"".join(lines) + b"\n"
