@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import threading
@@ -50,6 +51,8 @@ def ulid_ms(event_id: str) -> int:
     return value
 
 
-def new_short_id(prefix: str) -> str:
-    """A short random id such as ``t-4k2j9x``: 30 bits, plenty for one project's entities."""
-    return f"{prefix}-{_encode(int.from_bytes(os.urandom(4), 'big') >> 2, 6).lower()}"
+def new_short_id(prefix: str, seed: str | None = None) -> str:
+    """A short id such as ``t-4k2j9x`` (30 bits). Random, or derived from ``seed`` (the event id
+    of a write that may be retried) so that a retry names the same entity."""
+    raw = hashlib.sha256(seed.encode()).digest()[:4] if seed else os.urandom(4)
+    return f"{prefix}-{_encode(int.from_bytes(raw, 'big') >> 2, 6).lower()}"

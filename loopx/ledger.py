@@ -17,7 +17,7 @@ from loopx import __version__, cache, clock, codec, git, ids, projection
 from loopx.errors import (
     Ambiguous, CodecError, ConflictError, NotFound, RefRaceError, SchemaError, TransitionError,
 )
-from loopx.model import PATH_RE, Event, event_dir, event_path, make_event, parse_event
+from loopx.model import PATH_RE, RETRY_VOLATILE, Event, event_dir, event_path, make_event, parse_event
 from loopx.store import STATE_REF, Store
 
 T = TypeVar("T")
@@ -67,7 +67,9 @@ class Txn:
     def _duplicate(self, earlier: Event, event: Event) -> Event:
         def meaning(e: Event) -> tuple[Any, ...]:
             doc = e.to_dict()
-            return (doc["type"], doc["actor"], doc.get("goal"), doc["data"])
+            volatile = RETRY_VOLATILE.get(e.type, frozenset())
+            data = {k: v for k, v in doc["data"].items() if k not in volatile}
+            return (doc["type"], doc["actor"], doc.get("goal"), data)
 
         if meaning(earlier) != meaning(event):
             raise ConflictError(

@@ -298,6 +298,14 @@ EVENT_TYPES: dict[str, tuple[type[Model], int]] = {
     "note.added": (NoteAdded, 1),
 }
 
+# Payload fields the writer derives from its clock (e.g. a lease's expiry from --ttl): a retry
+# of the same event id may differ in them and is still the same event.
+RETRY_VOLATILE: dict[str, frozenset[str]] = {
+    "todo.claimed": frozenset({"until"}),
+    "todo.renewed": frozenset({"until"}),
+    "wake.set": frozenset({"at"}),
+}
+
 TYPE_RE = re.compile(r"^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$")
 
 

@@ -329,8 +329,9 @@ def _not_ready(fold: Fold, todo: Todo) -> Optional[str]:
     if goal is not None and goal.state != "active":
         return f"goal {goal.id} is {goal.state}"
     for dep in todo.depends_on:
-        if fold.todos[dep].state != "done":
-            return f"waits for todo {dep} ({fold.todos[dep].state})"
+        state = fold.todos[dep].state
+        if state != "done":
+            return f"waits for todo {dep}" + ("" if state == "open" else f" ({state})")
     for gate_id in todo.gates:
         gate = fold.gates[gate_id]
         if gate.state == "open":

@@ -1,0 +1,233 @@
+"""`git loopx`: the only module that knows about argv, exit codes and colours.
+
+Exit codes: 0 ok, 1 a user error (one clear line), 2 usage, 3 unexpected (rerun with --debug).
+Each command group lives in its own module and is registered in ``_GROUPS`` below.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+import traceback
+from datetime import datetime
+from typing import Any, Callable, Optional
+
+import click
+
+from loopx import __version__
+from loopx.errors import GitError, LoopxError, NotFound
+
+# (module, attribute) of each command or group, imported when the CLI starts.
+_GROUPS = [
+    ("loopx.cli.core", "init"),
+    ("loopx.cli.core", "config"),
+    ("loopx.cli.goal", "goal"),
+    ("loopx.cli.todo", "todo"),
+    ("loopx.cli.gate", "gate"),
+    ("loopx.cli.records", "evidence"),
+    ("loopx.cli.records", "wake"),
+    ("loopx.cli.records", "quota"),
+    ("loopx.cli.records", "effect"),
+    ("loopx.cli.records", "note"),
+    ("loopx.cli.core", "status"),
+    ("loopx.cli.core", "batch"),
+    ("loopx.cli.core", "schema"),
+    ("loopx.cli.core", "demo"),
+    ("loopx.cli.core", "help_"),
+]
+
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+class App:
+    """What every command needs: the ledger (opened lazily), identity, output format."""
+
+    def __init__(self, *, cwd: str, actor: Optional[str], state_ref: Optional[str], debug: bool) -> None:
+        self.cwd = cwd
+        self._actor = actor
+        self.state_ref = state_ref
+        self.debug = debug
+        self.format = "text"
+        self._ledger: Any = None
+        self.batch_txn: Any = None  # set by `batch`: writes go into one shared transaction
+        self.now: Optional[datetime] = None
+
+    @property
+    def ledger(self) -> Any:
+        if self._ledger is None:
+            from loopx.ledger import Ledger
+            from loopx.store import STATE_REF
+
+            ref = self.state_ref or STATE_REF
+            if ref and not ref.startswith("refs/"):
+                ref = f"refs/heads/{ref}"
+            self._ledger = Ledger.open(self.cwd, ref=ref)
+        return self._ledger
+
+    @property
+    def actor(self) -> str:
+        if self._actor:
+            return self._actor
+        from loopx import git
+
+        email = git.out(self.cwd, "config", "user.email", check=False).strip()
+        if not email:
+            raise LoopxError(
+                "who is acting? pass --actor KIND:NAME, set LOOPX_ACTOR, or `git config user.email`"
+            )
+        self._actor = f"human:{email}"
+        return self._actor
+
+    @property
+    def json(self) -> bool:
+        return self.format == "json"
+
+    def write(self, build: Callable[[Any], Any], *, require: bool = True) -> Any:
+        """Run ``build(txn)`` as one commit (or inside the running batch)."""
+        if self.batch_txn is not None:
+            return build(self.batch_txn)
+        if require:
+            self.ledger.require()
+        result, _ = self.ledger.write(build, actor=self.actor, now=self.now)
+        return result
+
+    def emit(self, data: Any, text: Optional[str | Callable[[], str]] = None) -> None:
+        """Print ``data`` as JSON, or its text rendering."""
+        if self.batch_txn is not None:
+            self.batch_results.append(data)
+            return
+        if self.json:
+            click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+        else:
+            rendered = text() if callable(text) else text
+            if rendered is None:
+                rendered = json.dumps(data, indent=2, ensure_ascii=False, default=str)
+            if rendered:
+                click.echo(rendered)
+
+    batch_results: list[Any] = []
+
+
+def pass_app(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorator: adds --format/--json to a command and passes the App as first argument."""
+
+    def set_format(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        app = ctx.find_object(App)
+        if app is not None and value:
+            app.format = "json" if (value is True or value == "json") else app.format
+        return value
+
+    fn = click.option("--json", "as_json", is_flag=True, expose_value=False, callback=set_format,
+                      help="Alias for --format json.")(fn)
+    fn = click.option("--format", "fmt", type=click.Choice(["text", "json"]), expose_value=False,
+                      callback=set_format, help="Output format (default text).")(fn)
+    return click.pass_obj(fn)
+
+
+class LoopxGroup(click.Group):
+    """Loads command modules lazily and keeps `git loopx help CMD` working."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        self._load()
+        return super().list_commands(ctx)
+
+    def get_command(self, ctx: click.Context, name: str) -> Optional[click.Command]:
+        self._load()
+        return super().get_command(ctx, name)
+
+    def _load(self) -> None:
+        if getattr(self, "_loaded", False):
+            return
+        self._loaded = True
+        for module, attr in _GROUPS:
+            self.add_command(getattr(importlib.import_module(module), attr))
+
+
+@click.group(cls=LoopxGroup, context_settings=CONTEXT_SETTINGS)
+@click.version_option(__version__, "--version", prog_name="git-loopx")
+@click.option("-C", "cwd", default=".", metavar="PATH", help="Run as if started in PATH.")
+@click.option("--actor", envvar="LOOPX_ACTOR", help="Who is acting, e.g. agent:codex@devbox "
+              "(default: $LOOPX_ACTOR, else human:<git user.email>).")
+@click.option("--state-ref", envvar="LOOPX_STATE_REF", metavar="REF",
+              help="Read and write this state branch instead of loopx/state (for proposals).")
+@click.option("--debug", is_flag=True, envvar="LOOPX_DEBUG", help="Log git calls; show tracebacks.")
+@click.pass_context
+def cli(ctx: click.Context, cwd: str, actor: Optional[str], state_ref: Optional[str], debug: bool) -> None:
+    """loopx: durable goals, todos, gates and evidence for long-running agent work.
+
+    State lives in this repository on refs/heads/loopx/state as one YAML file per event.
+    Start with `git loopx init`, or try `git loopx demo`.
+    """
+    if debug:
+        from loopx import git
+
+        git.DEBUG = True
+    if ctx.obj is None:  # `batch` re-enters with its own App already set
+        ctx.obj = App(cwd=cwd, actor=actor, state_ref=state_ref, debug=debug)
+
+
+def main(argv: Optional[list[str]] = None) -> None:
+    """Console entry point: maps errors to exit codes."""
+    debug = "--debug" in (argv if argv is not None else sys.argv) or bool(os.environ.get("LOOPX_DEBUG"))
+    try:
+        cli.main(args=argv, prog_name="git loopx", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(1)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except NotFound as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    except GitError as exc:
+        click.echo(f"error: {exc}", err=True)
+        if debug:
+            click.echo(exc.stderr, err=True)
+        else:
+            click.echo("hint: rerun with --debug for details", err=True)
+        sys.exit(3)
+    except LoopxError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(0)
+    except Exception as exc:  # the safety net: never a bare traceback for users
+        if debug:
+            traceback.print_exc()
+        click.echo(f"error: unexpected {type(exc).__name__}: {exc}", err=True)
+        click.echo("hint: rerun with --debug and report the traceback", err=True)
+        sys.exit(3)
+
+
+def emit_event(app: App, event: Any, text: str) -> None:
+    """What a write command prints: one line of text, or the event document as JSON."""
+    app.emit(event.to_dict(), f"{text}  [{event.id}]")
+
+
+def lookup(table: dict[str, Any], prefix: str, kind: str) -> str:
+    """Resolve a unique id prefix (like git's short hashes)."""
+    from loopx.ledger import resolve_id
+
+    return resolve_id(table, prefix, kind)
+
+
+def event_id_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """--event-id: makes a retried write idempotent (same id and content: recorded once)."""
+    return click.option("--event-id", metavar="ULID",
+                        help="Event id to use; retrying with the same id records nothing new.")(fn)
+
+
+def duration(text: str) -> int:
+    from loopx import clock
+
+    try:
+        return int(clock.parse_duration(text).total_seconds())
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None

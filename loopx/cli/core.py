@@ -1,0 +1,215 @@
+"""`git loopx init|config|status|batch|schema|help`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import click
+
+from loopx.cli import App, duration, emit_event, pass_app
+from loopx.errors import LoopxError, UsageError
+
+
+@click.command()
+@click.option("--name", help="A name for this ledger (shown in status).")
+@pass_app
+def init(app: App, name: Optional[str]) -> None:
+    """Create the ledger on refs/heads/loopx/state (idempotent).
+
+    In a fresh clone, adopts origin's state branch instead of starting a new one.
+    """
+    event = app.ledger.init(actor=app.actor, name=name)
+    ref = app.ledger.ref
+    if event is None:
+        app.emit({"created": False, "ref": ref, "tip": app.ledger.tip()},
+                 f"ledger already exists on {ref}")
+    else:
+        app.emit({"created": True, "ref": ref, "event": event.to_dict()},
+                 f"initialised ledger on {ref}  [{event.id}]")
+
+
+@click.group()
+def config() -> None:
+    """Ledger-wide settings (roles, lease length, session slots), stored as events."""
+
+
+@config.command("set")
+@click.option("--role", "roles", multiple=True, metavar="NAME=ACTOR[,ACTOR]",
+              help="Who holds a role, e.g. maintainer=human:alice@example.com (replaces it).")
+@click.option("--lease-ttl", metavar="DURATION", help="Default lease length, e.g. 45m.")
+@click.option("--session-slots", type=click.IntRange(min=1), help="Open sessions per owner.")
+@click.option("--signed-answers", metavar="all|off|GATE,...",
+              help="Require signed commits for gate answers (all, off, or gate ids).")
+@click.option("--allowed-signers", "signers_file", type=click.Path(exists=True, dir_okay=False),
+              help="An ssh allowed_signers file whose keys may sign answers.")
+@pass_app
+def config_set(app: App, roles: tuple[str, ...], lease_ttl: Optional[str],
+               session_slots: Optional[int], signed_answers: Optional[str],
+               signers_file: Optional[str]) -> None:
+    """Change ledger settings."""
+    from loopx.ledger import Draft
+
+    def build(txn: Any) -> Any:
+        data: dict[str, Any] = {}
+        if roles:
+            merged = dict(txn.fold.config.get("roles") or {})
+            for spec in roles:
+                role, sep, who = spec.partition("=")
+                if not sep or not role:
+                    raise click.BadParameter(f"{spec!r}: use NAME=ACTOR[,ACTOR]", param_hint="--role")
+                merged[role] = [w.strip() for w in who.split(",") if w.strip()]
+            data["roles"] = merged
+        if lease_ttl:
+            data["lease_ttl_seconds"] = duration(lease_ttl)
+        if session_slots:
+            data["session_slots"] = session_slots
+        if signed_answers:
+            data["signed_answers"] = (signed_answers if signed_answers in ("all", "off")
+                                      else [g.strip() for g in signed_answers.split(",")])
+        if signers_file:
+            data["allowed_signers"] = Path(signers_file).read_text("utf-8")
+        if not data:
+            raise click.UsageError("nothing to set (see --help)")
+        return txn.add(Draft("config.set", data))
+
+    event = app.write(build)
+    emit_event(app, event, "updated ledger config")
+
+
+@config.command("show")
+@pass_app
+def config_show(app: App) -> None:
+    """Show ledger settings."""
+    conf = app.ledger.fold().config
+    app.emit(conf, lambda: "\n".join(f"{k}: {v}" for k, v in sorted(conf.items())) or "defaults")
+
+
+@click.command()
+@click.option("--goal", "goal_id", help="Only this goal.")
+@pass_app
+def status(app: App, goal_id: Optional[str]) -> None:
+    """Goals, acceptance, frontier, blocked todos and why, gates, leases, problems."""
+    from loopx.cli import render
+
+    app.ledger.require()
+    snap = app.ledger.snapshot(app.now)
+    snap["ref"] = app.ledger.ref
+    if goal_id:
+        snap = render.only_goal(snap, goal_id)
+    app.emit(snap, lambda: render.status_text(snap, color=sys.stdout.isatty()))
+
+
+@click.command()
+@click.option("--message", "-m", help="Commit message for the batch.")
+@pass_app
+def batch(app: App, message: Optional[str]) -> None:
+    """Apply JSON lines of commands from stdin in one commit (all or nothing).
+
+    Each line is a JSON array of arguments, e.g. ["todo", "add", "g-1", "Write tests"].
+    Later lines see what earlier lines created.
+    """
+    from loopx.cli import cli
+
+    lines = [(n, line) for n, line in enumerate(sys.stdin.read().splitlines(), 1) if line.strip()]
+    commands = [_batch_argv(n, line) for n, line in lines]
+
+    def build(txn: Any) -> list[Any]:
+        app.batch_txn, app.batch_results = txn, []
+        try:
+            for (n, _), argv in zip(lines, commands):
+                try:
+                    cli.main(args=argv, prog_name="git loopx", standalone_mode=False, obj=app)
+                except click.ClickException as exc:
+                    raise UsageError(f"line {n}: {exc.format_message()}") from None
+                except LoopxError as exc:
+                    raise type(exc)(f"line {n}: {exc}") from None
+            return app.batch_results
+        finally:
+            app.batch_txn = None
+
+    app.ledger.require()
+    results, _ = app.ledger.write(build, actor=app.actor, message=message, now=app.now)
+    app.emit(results, lambda: f"applied {len(results)} commands in one commit")
+
+
+def _batch_argv(n: int, line: str) -> list[str]:
+    try:
+        value = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"line {n}: not JSON ({exc.msg})") from None
+    if isinstance(value, dict):
+        value = value.get("argv")
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+        raise UsageError(f'line {n}: expected a JSON array of strings, e.g. ["note", "add", "hi"]')
+    if value[0] in ("batch", "demo", "init"):
+        raise UsageError(f"line {n}: `{value[0]}` cannot run inside a batch")
+    return value
+
+
+@click.group()
+def schema() -> None:
+    """The JSON Schemas in .loopx-schema/ (generated from the event model)."""
+
+
+def _project_root(root: Optional[str]) -> Path:
+    if root:
+        return Path(root)
+    from loopx import git
+
+    return git.discover(".").work_tree or Path(".")
+
+
+@schema.command("export")
+@click.option("--root", type=click.Path(file_okay=False), help="Where .loopx-schema/ goes.")
+@pass_app
+def schema_export(app: App, root: Optional[str]) -> None:
+    """Write the schema files."""
+    from loopx import schema as schemas
+
+    written = schemas.export(_project_root(root))
+    app.emit(written, lambda: "\n".join(f"wrote {p}" for p in written) or "schemas up to date")
+
+
+@schema.command("check")
+@click.option("--root", type=click.Path(file_okay=False), help="Where .loopx-schema/ is.")
+@pass_app
+def schema_check(app: App, root: Optional[str]) -> None:
+    """Fail when the checked-in schema files differ from the model."""
+    from loopx import schema as schemas
+
+    problems = schemas.stale(_project_root(root))
+    app.emit({"ok": not problems, "problems": problems},
+             lambda: "\n".join(problems) if problems else "schemas up to date")
+    if problems:
+        raise click.exceptions.Exit(1)
+
+
+@click.command()
+@click.option("--keep", is_flag=True, help="Keep the throwaway repository and print its path.")
+@click.option("--dir", "where", type=click.Path(file_okay=False), help="Create it here.")
+@pass_app
+def demo(app: App, keep: bool, where: Optional[str]) -> None:
+    """Walk the classic story in a throwaway repository, printing status after each step."""
+    from loopx.cli import demo as story
+
+    story.run(keep=keep, where=where, as_json=app.json)
+
+
+@click.command("help")
+@click.argument("command", nargs=-1)
+@click.pass_context
+def help_(ctx: click.Context, command: tuple[str, ...]) -> None:
+    """Show help for loopx or one of its commands."""
+    group = ctx.parent.command if ctx.parent else None
+    target: Any = group
+    parent = ctx.parent
+    for name in command:
+        sub = target.get_command(ctx, name) if isinstance(target, click.Group) else None
+        if sub is None:
+            raise click.UsageError(f"no such command: {' '.join(command)}")
+        parent = click.Context(sub, info_name=name, parent=parent)
+        target = sub
+    click.echo(target.get_help(parent))

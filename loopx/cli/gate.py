@@ -1,0 +1,115 @@
+"""`git loopx gate ...`"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import click
+
+from loopx.cli import App, emit_event, event_id_option, lookup, pass_app
+from loopx.ids import new_short_id
+
+
+@click.group()
+def gate() -> None:
+    """Gates: questions that wait on a named human authority."""
+
+
+@gate.command("open")
+@click.argument("goal_id")
+@click.argument("question")
+@click.option("--id", "gate_id", help="Id to use (default: a generated q-xxxxxx).")
+@click.option("--authority", multiple=True, required=True, metavar="WHO",
+              help="Who may answer: an identity (human:alice@example.com) or role:NAME.")
+@click.option("--blocks", multiple=True, metavar="TODO", help="A todo that waits for approval.")
+@event_id_option
+@pass_app
+def gate_open(app: App, goal_id: str, question: str, gate_id: Optional[str],
+              authority: tuple[str, ...], blocks: tuple[str, ...], event_id: Optional[str]) -> None:
+    """Ask QUESTION of an authority; the todos it blocks wait for approval."""
+    from loopx.ledger import Draft
+
+    def build(txn: Any) -> Any:
+        gid = lookup(txn.fold.goals, goal_id, "goal")
+        data = {"id": gate_id or new_short_id("q", event_id), "goal": gid, "question": question,
+                "authority": list(authority),
+                "blocks": [lookup(txn.fold.todos, t, "todo") for t in blocks]}
+        return txn.add(Draft("gate.opened", data, gid, event_id))
+
+    event = app.write(build)
+    emit_event(app, event, f"opened gate {event.data.id}, waiting on {', '.join(authority)}")
+
+
+@gate.command("answer")
+@click.argument("gate_id")
+@click.option("--approve", "decision", flag_value="approve", help="Approve.")
+@click.option("--reject", "decision", flag_value="reject", help="Reject.")
+@click.option("--answer", "answer", metavar="TEXT", help="A free answer.")
+@click.option("--comment", help="A comment that goes with the decision.")
+@event_id_option
+@pass_app
+def gate_answer(app: App, gate_id: str, decision: Optional[str], answer: Optional[str],
+                comment: Optional[str], event_id: Optional[str]) -> None:
+    """Answer a gate (only its authority may)."""
+    from loopx.ledger import Draft
+
+    if answer is not None and decision is None:
+        decision = "answer"
+    if decision is None:
+        raise click.UsageError("say --approve, --reject or --answer TEXT")
+
+    def build(txn: Any) -> Any:
+        gid = lookup(txn.fold.gates, gate_id, "gate")
+        data = {"id": gid, "decision": decision, "answer": answer, "comment": comment}
+        return txn.add(Draft("gate.answered", data, txn.fold.gates[gid].goal, event_id))
+
+    event = app.write(build)
+    emit_event(app, event, f"answered gate {event.data.id}: {decision}")
+
+
+@gate.command("withdraw")
+@click.argument("gate_id")
+@click.option("--reason")
+@event_id_option
+@pass_app
+def gate_withdraw(app: App, gate_id: str, reason: Optional[str], event_id: Optional[str]) -> None:
+    """Withdraw a question that no longer needs an answer."""
+    from loopx.ledger import Draft
+
+    def build(txn: Any) -> Any:
+        gid = lookup(txn.fold.gates, gate_id, "gate")
+        return txn.add(Draft("gate.withdrawn", {"id": gid, "reason": reason},
+                             txn.fold.gates[gid].goal, event_id))
+
+    event = app.write(build)
+    emit_event(app, event, f"withdrew gate {event.data.id}")
+
+
+@gate.command("list")
+@click.option("--all", "show_all", is_flag=True, help="Include answered and withdrawn gates.")
+@pass_app
+def gate_list(app: App, show_all: bool) -> None:
+    """List gates."""
+    gates = [g for g in app.ledger.snapshot(app.now)["gates"] if show_all or g["state"] == "open"]
+
+    def text() -> str:
+        if not gates:
+            return "no open gates"
+        return "\n".join(
+            f"{g['id']:<12} {g['state']:<9} {g['question']}  "
+            + (f"(asks {', '.join(g['authority'])})" if g["state"] == "open"
+               else f"({g['decision']} by {g['answered_by']})" if g["decision"] else "")
+            for g in gates
+        )
+
+    app.emit(gates, text)
+
+
+@gate.command("show")
+@click.argument("gate_id")
+@pass_app
+def gate_show(app: App, gate_id: str) -> None:
+    """Show one gate."""
+    gates = {g["id"]: g for g in app.ledger.snapshot(app.now)["gates"]}
+    found = gates[lookup(gates, gate_id, "gate")]
+    app.emit(found, lambda: "\n".join(f"{k}: {v}" for k, v in found.items() if v not in (None, [])))

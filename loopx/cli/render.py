@@ -1,0 +1,73 @@
+"""Text renderings for people: short, most important first, coloured on a TTY."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from loopx.cli import lookup
+
+
+def _style(color: bool):  # type: ignore[no-untyped-def]
+    def paint(text: str, **kw: Any) -> str:
+        return click.style(text, **kw) if color else text
+
+    return paint
+
+
+def only_goal(snap: dict[str, Any], goal_prefix: str) -> dict[str, Any]:
+    gid = lookup({g["id"]: g for g in snap["goals"]}, goal_prefix, "goal")
+    todos = [t for t in snap["todos"] if t["goal"] == gid]
+    ids = {t["id"] for t in todos}
+    return dict(snap, goals=[g for g in snap["goals"] if g["id"] == gid], todos=todos,
+                frontier=[t for t in snap["frontier"] if t in ids],
+                gates=[g for g in snap["gates"] if g["goal"] == gid],
+                evidence=[e for e in snap["evidence"] if e["goal"] == gid])
+
+
+def status_text(snap: dict[str, Any], *, color: bool = False) -> str:
+    paint = _style(color)
+    out: list[str] = []
+    ledger = snap["ledger"]
+    ref = snap.get("ref", "refs/heads/loopx/state").removeprefix("refs/heads/")
+    out.append(f"On ledger {ref} ({ledger['events']} events)")
+    if snap["problems"]:
+        out.append(paint(f"\nProblems ({len(snap['problems'])}), events not applied:", fg="red", bold=True))
+        out += [f"  {p['event']}: {p['reason']}" for p in snap["problems"][:10]]
+    todos = {t["id"]: t for t in snap["todos"]}
+    for goal in snap["goals"]:
+        if goal["state"] in ("achieved", "abandoned"):
+            continue
+        met = sum(c["met"] for c in goal["acceptance"])
+        out.append(paint(f"\nGoal {goal['id']}: {goal['title']}", bold=True)
+                   + f"  [{goal['state']}, {met}/{len(goal['acceptance'])} criteria met]")
+        for c in goal["acceptance"]:
+            mark = paint("x", fg="green") if c["met"] else " "
+            out.append(f"  [{mark}] {c['id']}  {c['text']}")
+    frontier = [todos[t] for t in snap["frontier"]]
+    if frontier:
+        out.append(paint("\nReady to work on:", fg="green"))
+        out += [f"  {t['id']:<12} {t['title']}" for t in frontier]
+    claimed = [t for t in snap["todos"] if t["state"] == "claimed"]
+    if claimed:
+        out.append("\nClaimed:")
+        out += [f"  {t['id']:<12} {t['title']}  ({t['claimed_by']} until {t['lease_expires']})"
+                for t in claimed]
+    waiting = [t for t in snap["todos"] if t["state"] in ("open", "blocked") and not t["ready"]]
+    if waiting:
+        out.append(paint("\nWaiting:", fg="yellow"))
+        out += [f"  {t['id']:<12} {t['title']}  ({t['why_not_ready']})" for t in waiting]
+    gates = [g for g in snap["gates"] if g["state"] == "open"]
+    if gates:
+        out.append(paint("\nOpen gates:", fg="yellow"))
+        out += [f"  {g['id']:<12} {g['question']}  (asks {', '.join(g['authority'])})" for g in gates]
+    done = [t for t in snap["todos"] if t["state"] == "done"]
+    if done:
+        out.append(f"\nDone: {', '.join(t['id'] for t in done)}")
+    if snap.get("unknown_events"):
+        out.append(f"\n{len(snap['unknown_events'])} events of types this loopx does not know "
+                   "(kept; upgrade loopx to read them)")
+    if not snap["goals"]:
+        out.append("\nNo goals yet: git loopx goal add TITLE --accept TEXT")
+    return "\n".join(out)

@@ -1,0 +1,149 @@
+"""JSON Schemas generated from the event model, plus the status contract. Checked in under
+``.loopx-schema/`` by ``git loopx schema export`` and verified by ``git loopx schema check``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from loopx.model import EVENT_TYPES, Envelope
+
+SCHEMA_DIR = ".loopx-schema"
+BASE_URI = "https://loopx.dev/schema/"
+
+
+def _event_schema(type_name: str) -> dict[str, Any]:
+    model, version = EVENT_TYPES[type_name]
+    envelope = Envelope.model_json_schema()
+    payload = model.model_json_schema(ref_template="#/$defs/{model}")
+    defs = {**envelope.pop("$defs", {}), **payload.pop("$defs", {})}
+    envelope["properties"]["type"] = {"const": type_name, "title": "Type"}
+    envelope["properties"]["v"] = {"const": version, "title": "V"}
+    envelope["properties"]["data"] = {"$ref": f"#/$defs/{model.__name__}"}
+    defs[model.__name__] = payload
+    envelope["$defs"] = defs
+    envelope["$id"] = f"{BASE_URI}events/{type_name}.schema.json"
+    envelope["title"] = type_name
+    envelope["description"] = (model.__doc__ or f"The {type_name} event.").strip().splitlines()[0]
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **envelope}
+
+
+def _nullable(kind: str | list[str]) -> dict[str, Any]:
+    kinds = [kind] if isinstance(kind, str) else kind
+    return {"type": [*kinds, "null"]}
+
+
+_STR_LIST = {"type": "array", "items": {"type": "string"}}
+
+STATUS_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$id": f"{BASE_URI}status.schema.json",
+    "title": "git loopx status --format json",
+    "description": "The status contract read by other tools; see docs/status.md.",
+    "type": "object",
+    "required": ["ledger", "goals", "todos", "frontier", "gates", "evidence", "problems"],
+    "properties": {
+        "ledger": {"type": "object", "required": ["events", "clock"]},
+        "goals": {"type": "array", "items": {
+            "type": "object", "required": ["id", "title", "state", "acceptance"],
+            "properties": {
+                "id": {"type": "string"}, "title": {"type": "string"},
+                "state": {"enum": ["active", "paused", "achieved", "abandoned"]},
+                "acceptance": {"type": "array", "items": {
+                    "type": "object", "required": ["id", "text", "met"],
+                    "properties": {"id": {"type": "string"}, "text": {"type": "string"},
+                                   "met": {"type": "boolean"}, "evidence": _STR_LIST},
+                }},
+            },
+        }},
+        "todos": {"type": "array", "items": {
+            "type": "object",
+            "required": ["id", "goal", "title", "state", "depends_on", "claimed_by",
+                         "lease_expires", "ready", "why_not_ready"],
+            "properties": {
+                "id": {"type": "string"}, "goal": {"type": "string"}, "title": {"type": "string"},
+                "state": {"enum": ["open", "claimed", "done", "blocked", "cancelled"]},
+                "depends_on": _STR_LIST, "gates": _STR_LIST,
+                "claimed_by": _nullable("string"), "lease_expires": _nullable("string"),
+                "ready": {"type": "boolean"}, "why_not_ready": _nullable("string"),
+            },
+        }},
+        "frontier": _STR_LIST,
+        "gates": {"type": "array", "items": {
+            "type": "object", "required": ["id", "goal", "state", "authority", "decision"],
+            "properties": {
+                "id": {"type": "string"}, "goal": {"type": "string"},
+                "state": {"enum": ["open", "answered", "withdrawn"]},
+                "authority": _STR_LIST,
+                "decision": {"enum": ["approve", "reject", "answer", None]},
+            },
+        }},
+        "evidence": {"type": "array", "items": {
+            "type": "object", "required": ["id", "kind", "commit", "todo", "criteria"],
+            "properties": {
+                "id": {"type": "string"},
+                "kind": {"enum": ["test", "ci", "commit", "review", "receipt", "note"]},
+                "commit": _nullable("string"), "todo": _nullable("string"), "criteria": _STR_LIST,
+            },
+        }},
+        "problems": {"type": "array", "items": {
+            "type": "object", "required": ["event", "reason"],
+            "properties": {"event": {"type": "string"}, "reason": {"type": "string"}},
+        }},
+        "unknown_events": {"type": "array"},
+        "wakes": {"type": "array"},
+        "effects": {"type": "array"},
+        "quota": {"type": "object"},
+    },
+}
+
+
+def render() -> dict[str, str]:
+    """Every schema file: relative path -> exact text."""
+    def dump(doc: Any) -> str:
+        return json.dumps(doc, indent=2, sort_keys=False, ensure_ascii=False) + "\n"
+
+    envelope = Envelope.model_json_schema()
+    envelope.update({"$schema": "https://json-schema.org/draft/2020-12/schema",
+                     "$id": f"{BASE_URI}envelope.schema.json"})
+    files = {"envelope.schema.json": dump(envelope), "status.schema.json": dump(STATUS_SCHEMA)}
+    index = {"envelope": "envelope.schema.json", "status": "status.schema.json", "events": {}}
+    for type_name in sorted(EVENT_TYPES):
+        path = f"events/{type_name}.schema.json"
+        files[path] = dump(_event_schema(type_name))
+        index["events"][type_name] = {"v": EVENT_TYPES[type_name][1], "schema": path}
+    files["index.json"] = dump(index)
+    return files
+
+
+def export(root: Path) -> list[str]:
+    """Write the schema files under ``root/.loopx-schema``; returns the paths written."""
+    target = root / SCHEMA_DIR
+    written = []
+    for rel, text in render().items():
+        path = target / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists() or path.read_text("utf-8") != text:
+            path.write_text(text, "utf-8")
+            written.append(str(path))
+    return written
+
+
+def stale(root: Path) -> list[str]:
+    """Schema files that are missing, different or no longer generated."""
+    target = root / SCHEMA_DIR
+    expected = render()
+    problems = []
+    for rel, text in expected.items():
+        path = target / rel
+        if not path.exists():
+            problems.append(f"missing {SCHEMA_DIR}/{rel}")
+        elif path.read_text("utf-8") != text:
+            problems.append(f"stale {SCHEMA_DIR}/{rel}")
+    if target.exists():
+        for path in sorted(target.rglob("*.json")):
+            rel = path.relative_to(target).as_posix()
+            if rel not in expected:
+                problems.append(f"extra {SCHEMA_DIR}/{rel}")
+    return problems
