@@ -58,3 +58,11 @@ class ConflictError(LoopxError):
 
 class SyncError(LoopxError):
     """Fetching, merging or pushing the state branch failed."""
+
+
+class Quarantined(SyncError):
+    """A remote's state failed the incoming check; it was quarantined, local state untouched."""
+
+
+class ClaimLost(LoopxError):
+    """Another actor's claim on the todo reached the shared state first."""

@@ -15,7 +15,8 @@ from typing import Any, Callable, Optional, TypeVar
 
 from loopx import __version__, cache, clock, codec, git, ids, projection
 from loopx.errors import (
-    Ambiguous, CodecError, ConflictError, NotFound, RefRaceError, SchemaError, TransitionError,
+    Ambiguous, CodecError, ConflictError, NotFound, Quarantined, RefRaceError, SchemaError,
+    TransitionError,
 )
 from loopx.model import PATH_RE, RETRY_VOLATILE, Event, event_dir, event_path, make_event, parse_event
 from loopx.store import STATE_REF, Store
@@ -121,12 +122,28 @@ class Ledger:
         theirs = self.store.tip(f"refs/remotes/{remote}/loopx/state")
         if theirs is None:
             return False
+        self._check_adoptable(remote, theirs)
         try:
             self.store.update_ref_if(self.ref, theirs, expected=None,
                                      reason=f"loopx: adopt {remote}/loopx/state")
         except RefRaceError:
             pass
         return True
+
+    def _check_adoptable(self, remote: str, theirs: str) -> None:
+        """A hostile origin must not be adopted blindly: run the incoming check first."""
+        from loopx import incoming
+
+        verdict = incoming.check(self.store, theirs=theirs, ours=None)
+        if verdict.ok:
+            return
+        ref = incoming.quarantine(self.store, remote=remote, verdict=verdict)
+        shown = "\n".join(f"  {f}" for f in verdict.findings[:20])
+        raise Quarantined(
+            f"{remote}'s loopx/state failed the incoming check and was not adopted "
+            f"(quarantined as {ref}):\n{shown}\nreport: {incoming.report_path(self.store, ref)}\n"
+            f"to start without it: git update-ref -d refs/remotes/{remote}/loopx/state"
+        )
 
     def fold(self) -> projection.Fold:
         """The projection of the current tip (from the cache when possible)."""

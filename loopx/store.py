@@ -187,6 +187,10 @@ class Store:
     def delete_ref_if(self, ref: str, *, expected: str) -> None:
         git.run(self.cwd, "update-ref", "-d", ref, expected)
 
+    def clear_stale_ref_lock(self, ref: str) -> None:
+        """Remove git's ``<ref>.lock`` if a killed process left it (older than a few seconds)."""
+        self._clear_stale_ref_lock(ref)
+
     def _clear_stale_ref_lock(self, ref: str) -> None:
         lock = self.repo.common_dir / f"{ref}.lock"
         with contextlib.suppress(FileNotFoundError):

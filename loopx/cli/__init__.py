@@ -35,6 +35,8 @@ _GROUPS = [
     ("loopx.cli.core", "batch"),
     ("loopx.cli.core", "schema"),
     ("loopx.cli.core", "demo"),
+    ("loopx.cli.sync", "sync"), ("loopx.cli.sync", "fetch"), ("loopx.cli.sync", "push"),
+    ("loopx.cli.sync", "doctor"),
     ("loopx.cli.core", "help_"),
 ]
 

@@ -107,9 +107,11 @@ def _lease_command(event_type: str, verb: str) -> Any:
     @click.argument("todo_id")
     @click.option("--ttl", default=None, metavar="DURATION",
                   help="Lease length, e.g. 45m (default: ledger config, else 45m).")
+    @click.option("--sync", "synced", is_flag=True,
+                  help="Count only once the remote has it; fails if someone else's claim got there first.")
     @event_id_option
     @pass_app
-    def command(app: App, todo_id: str, ttl: Optional[str], event_id: Optional[str]) -> None:
+    def command(app: App, todo_id: str, ttl: Optional[str], synced: bool, event_id: Optional[str]) -> None:
         from loopx import clock
         from loopx.ledger import Draft
         from loopx.projection import DEFAULT_LEASE_TTL_S
@@ -120,7 +122,12 @@ def _lease_command(event_type: str, verb: str) -> Any:
             until = clock.format_ts(txn.now + timedelta(seconds=seconds))
             return txn.add(Draft(event_type, {"id": tid, "until": until}, txn.fold.todos[tid].goal, event_id))
 
-        event = app.write(build)
+        if synced:
+            from loopx.cli.sync import write_synced
+
+            event = write_synced(app, build, todo_id)
+        else:
+            event = app.write(build)
         emit_event(app, event, f"{verb} todo {event.data.id} until {event.data.until}")
 
     return command

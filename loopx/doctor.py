@@ -1,0 +1,110 @@
+"""`git loopx doctor`: is the state branch whole and valid, and what is left lying around?
+
+Checks that every object the state tip reaches is present (``git fsck --connectivity-only``
+from that tip only), that every file on it passes the incoming check, that the branch has a
+reflog, and reports leftover locks, quarantined remote tips and abandoned proposals.
+:func:`rollback` moves the branch back to its newest healthy reflog entry (CAS), listing the
+events that drops.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Optional
+
+from loopx import git, incoming
+from loopx.errors import GitError, LoopxError
+from loopx.ledger import Ledger
+from loopx.store import STALE_REF_LOCK_S, Store
+from loopx.sync import PROPOSAL_PREFIX
+
+
+def examine(*, ledger: Ledger) -> dict[str, Any]:
+    """A health report of ``ledger``'s state branch; ``ok`` is False when something is wrong."""
+    store, tip = ledger.store, ledger.tip()
+    problems: list[str] = []
+    if tip is None:
+        problems.append(f"{ledger.ref} does not exist (run `git loopx init` or `git loopx sync`)")
+    else:
+        problems += tip_problems(store, tip)
+    reflog = store.reflog(ledger.ref)
+    warnings = [] if reflog or tip is None else [f"{ledger.ref} has no reflog: rollback is impossible"]
+    locks = _locks(store, ledger.ref)
+    problems += [lock["problem"] for lock in locks if lock.get("problem")]
+    return {
+        "ref": ledger.ref, "tip": tip, "ok": not problems, "problems": problems,
+        "warnings": warnings, "reflog_entries": len(reflog), "locks": locks,
+        "quarantines": [{"ref": ref, "tip": store.tip(ref),
+                         "report": str(incoming.report_path(store, ref))}
+                        for ref in incoming.quarantined(store)],
+        "proposals": _refs(store, PROPOSAL_PREFIX),
+    }
+
+
+def tip_problems(store: Store, tip: str) -> list[str]:
+    """Why the commit ``tip`` is not a healthy state (missing objects, invalid files)."""
+    proc = git.run(store.cwd, "fsck", "--connectivity-only", "--no-dangling", "--no-progress",
+                   tip, check=False)
+    if proc.returncode != 0:
+        lines = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        return [f"objects missing or broken: {line}" for line in lines[:10]] or ["git fsck failed"]
+    verdict = incoming.check(store, theirs=tip, ours=None)
+    return [str(f) for f in verdict.findings]
+
+
+def rollback(*, ledger: Ledger) -> dict[str, Any]:
+    """Move the state branch back to its newest healthy reflog entry; lists what that drops."""
+    store = ledger.store
+    with store.lock():
+        tip = ledger.tip()
+        if tip is not None and not tip_problems(store, tip):
+            return {"rolled_back": False, "tip": tip, "dropped": [],
+                    "reason": f"{ledger.ref} is healthy; nothing to roll back"}
+        good = _last_good(store, ledger.ref, tip)
+        dropped = _dropped(store, good, tip)
+        store.update_ref_if(ledger.ref, good, expected=tip, reason="loopx: doctor rollback")
+    return {"rolled_back": True, "from": tip, "to": good, "dropped": dropped}
+
+
+def _last_good(store: Store, ref: str, tip: Optional[str]) -> str:
+    zero = "0" * store.hash_len
+    for _, new, _ in store.reflog(ref):
+        if new not in (tip, zero) and store.resolve(new) and not tip_problems(store, new):
+            return new
+    raise LoopxError(f"no healthy entry in the reflog of {ref}; nothing to roll back to "
+                     "(a fresh clone of a healthy remote is the way out)")
+
+
+def _dropped(store: Store, good: str, tip: Optional[str]) -> list[str]:
+    """Event files on ``tip`` that ``good`` lacks (best effort when tip's objects are gone)."""
+    if tip is None:
+        return []
+    try:
+        changes = store.added_files(good, tip)
+    except GitError:
+        return ["(unknown: the current tip's objects are missing)"]
+    return [e.path for status, _, e in changes if status == "A" and e.path.startswith("events/")]
+
+
+def _locks(store: Store, ref: str) -> list[dict[str, Any]]:
+    found = []
+    holder = store.lock_holder()
+    if holder is not None:
+        found.append({"lock": str(store.repo.loopx_dir / "write.lock"), "pid": holder,
+                      "note": "held by a running loopx writer; released when it exits"})
+    common = store.repo.common_dir
+    for path in [common / f"{ref}.lock", common / "packed-refs.lock",
+                 *(common / "refs" / "remotes").glob("*/loopx/*.lock")]:
+        if path.exists():
+            age = time.time() - path.stat().st_mtime
+            entry: dict[str, Any] = {"lock": str(path), "age_seconds": round(age, 1)}
+            if age > STALE_REF_LOCK_S:
+                entry["problem"] = (f"stale git lock {path} ({age:.0f}s old); loopx removes it on "
+                                    "its next write, or delete it")
+            found.append(entry)
+    return found
+
+
+def _refs(store: Store, prefix: str) -> list[str]:
+    out = git.out(store.cwd, "for-each-ref", "--format=%(refname)", prefix)
+    return [line for line in out.splitlines() if line]

@@ -1,0 +1,322 @@
+"""Sync the state branch with a remote: fetch, check, merge (fast-forward or union), push.
+
+The protocol (docs/sync.md):
+
+1. ``git fetch <remote> +<state ref>:refs/remotes/<remote>/<branch>``. The ``+`` only lets the
+   remote-tracking ref follow a rewritten remote; the incoming check then refuses it.
+2. :func:`loopx.incoming.check` judges what arrived; a refused tip is quarantined and local
+   state is left as it was (:class:`~loopx.errors.Quarantined`).
+3. Under the clone lock: adopt, fast-forward, or write a two-parent commit whose tree is the
+   union of both sides; the local ref moves only by compare-and-swap.
+4. ``git push <remote> <tip>:<state ref>``, never forced. A rejection (someone pushed first)
+   sends us back to 1 after a jittered exponential backoff, a bounded number of times.
+
+:func:`publish` is the variant for claims: the write is made on a scratch ref on top of the
+remote's state and becomes local state only once the remote accepted it, so the first claim
+to reach the remote wins and a loser records nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any, Callable, Optional, TypeVar
+
+from loopx import cache, git, ids, incoming
+from loopx.errors import Quarantined, RefRaceError, SyncError
+from loopx.git import Oid
+from loopx.ledger import Ledger, Txn
+from loopx.store import Store
+
+T = TypeVar("T")
+DEFAULT_RETRIES = 5
+MERGE_AUTHOR = ("loopx sync", "sync@loopx.invalid")
+FETCH_LOCK_WAIT_S = 10.0
+PROPOSAL_PREFIX = "refs/loopx/proposals/"
+
+
+@dataclass
+class Report:
+    """What a fetch, push or sync moved (the ``--format json`` output)."""
+
+    remote: str
+    ref: str
+    local_before: Optional[str] = None
+    local_after: Optional[str] = None
+    remote_before: Optional[str] = None
+    remote_after: Optional[str] = None
+    merge: str = "none"  # none | adopted | up-to-date | fast-forward | union
+    received: int = 0  # event files merged into local state
+    sent: int = 0  # event files the remote got from us
+    pushed: bool = False
+    retries: int = 0
+    quarantined: list[str] = field(default_factory=list)
+    unknown_events: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class _Pushed:
+    ok: bool
+    retryable: bool
+    detail: str
+
+
+def default_remote(repo: git.Repo) -> str:
+    """The current branch's upstream remote, else ``origin``."""
+    branch = git.out(repo.cwd, "symbolic-ref", "-q", "--short", "HEAD", check=False)
+    if branch:
+        remote = git.out(repo.cwd, "config", f"branch.{branch}.remote", check=False)
+        if remote and remote != ".":
+            return remote
+    return "origin"
+
+
+def tracking_ref(ref: str, remote: str) -> str:
+    """``refs/remotes/<remote>/loopx/state`` for ``refs/heads/loopx/state``."""
+    return f"refs/remotes/{remote}/{ref.removeprefix('refs/heads/')}"
+
+
+# --- public entry points ------------------------------------------------------------------------
+
+
+def fetch(*, ledger: Ledger, remote: Optional[str] = None) -> Report:
+    """Fetch the remote's state, check it and merge it into local state (no push)."""
+    report = _start(ledger, remote)
+    _fetch_merge(ledger, report)
+    report.local_after = ledger.tip()
+    return report
+
+
+def push(*, ledger: Ledger, remote: Optional[str] = None) -> Report:
+    """Push local state (fast-forward only); fails if the remote has events we lack."""
+    report = _start(ledger, remote)
+    ledger.require()
+    tip = Oid(ledger.tip() or "")
+    report.remote_before = report.remote_after = _remote_tip(ledger.store, report)
+    outcome = _push(ledger.store, report, tip)
+    if not outcome.ok:
+        raise SyncError(f"{report.remote} refused loopx/state: {outcome.detail}; "
+                        "run `git loopx sync` to merge its events first")
+    _record_push(ledger.store, report, tip)
+    report.local_after = tip
+    return report
+
+
+def sync(*, ledger: Ledger, remote: Optional[str] = None, retries: int = DEFAULT_RETRIES) -> Report:
+    """Fetch, check, merge and push until the remote accepts our tip (or ``retries`` run out)."""
+    report = _start(ledger, remote)
+    for attempt in range(retries + 1):
+        theirs = _fetch_merge(ledger, report)
+        ours = ledger.tip()
+        report.local_after = ours
+        if ours is None or ours == theirs:
+            return report
+        outcome = _push(ledger.store, report, Oid(ours))
+        if outcome.ok:
+            _record_push(ledger.store, report, Oid(ours))
+            return report
+        _retry_or_fail(report, outcome, attempt, retries)
+    raise AssertionError("unreachable")
+
+
+def publish(*, ledger: Ledger, build: Callable[[Txn], T], actor: str,
+            remote: Optional[str] = None, retries: int = DEFAULT_RETRIES,
+            now: Optional[datetime] = None) -> tuple[T, Report]:
+    """Write ``build``'s events so that they reach the remote before they count locally.
+
+    Each attempt syncs, builds the commit on a scratch ref on top of the merged state and
+    pushes it (fast-forward only). Only when the remote accepts it does local state take it.
+    If someone else pushed first, the next attempt re-runs ``build`` against their events,
+    so a claim refused by the projection (someone else holds the todo) raises there and
+    nothing of ours is recorded anywhere.
+    """
+    report = _start(ledger, remote)
+    for attempt in range(retries + 1):
+        _fetch_merge(ledger, report)
+        ledger.require()
+        with _proposal(ledger) as proposal:
+            result, _ = proposal.write(build, actor=actor, now=now)
+            tip = Oid(proposal.tip() or "")
+            outcome = _push(ledger.store, report, tip)
+            if outcome.ok:
+                _record_push(ledger.store, report, tip)
+                _merge(ledger, report, tip, previous=None, label="proposal")
+                report.local_after = ledger.tip()
+                return result, report
+        _retry_or_fail(report, outcome, attempt, retries)
+    raise AssertionError("unreachable")
+
+
+# --- steps ----------------------------------------------------------------------------------
+
+
+def _start(ledger: Ledger, remote: Optional[str]) -> Report:
+    remote = remote or default_remote(ledger.repo)
+    remotes = git.out(ledger.repo.cwd, "remote").split()
+    if remote not in remotes:
+        known = ", ".join(remotes) or "none configured"
+        raise SyncError(f"no remote named {remote!r} (remotes: {known}); "
+                        "pass one, or `git remote add origin URL`")
+    return Report(remote=remote, ref=ledger.ref, local_before=ledger.tip())
+
+
+def _fetch_merge(ledger: Ledger, report: Report) -> Optional[Oid]:
+    """Fetch, check and merge; returns the remote's tip (None when it has no state yet)."""
+    store = ledger.store
+    tracking = tracking_ref(ledger.ref, report.remote)
+    old, ours = store.tip(tracking), ledger.tip()
+    # Only a tip we merged before is evidence of a rewrite; a refused one is not.
+    previous = old if old and ours and store.is_ancestor(old, ours) else None
+    theirs = _fetch(store, report, tracking)
+    if report.remote_before is None:
+        report.remote_before = theirs
+    report.remote_after = theirs
+    if theirs is not None:
+        _merge(ledger, report, theirs, previous=previous, label=f"{report.remote}/loopx/state")
+    return theirs
+
+
+def _fetch(store: Store, report: Report, tracking: str) -> Optional[Oid]:
+    deadline = time.monotonic() + FETCH_LOCK_WAIT_S
+    while True:
+        proc = git.run(store.cwd, "fetch", "--no-tags", "--no-write-fetch-head",
+                       "--no-recurse-submodules", "--quiet", report.remote,
+                       f"+{report.ref}:{tracking}", check=False)
+        if proc.returncode == 0:
+            return store.tip(tracking)
+        err = proc.stderr.decode("utf-8", "replace")
+        if "couldn't find remote ref" in err:
+            return None  # the remote has no state branch yet: the first push creates it
+        if ".lock" in err and time.monotonic() < deadline:
+            # A fetch killed mid-update leaves git's lock on the tracking ref behind.
+            store.clear_stale_ref_lock(tracking)
+            time.sleep(0.05)
+            continue
+        raise SyncError(f"could not fetch loopx/state from {report.remote}: {_last_line(err)}")
+
+
+def _merge(ledger: Ledger, report: Report, theirs: Oid, *, previous: Optional[str],
+           label: str) -> None:
+    """Check ``theirs`` and fold it into local state under the clone lock (CAS)."""
+    store = ledger.store
+    for _ in range(DEFAULT_RETRIES):
+        with store.lock():
+            ours = ledger.tip()
+            verdict = incoming.check(store, theirs=theirs, ours=ours, previous=previous)
+            report.unknown_events += [p for p in verdict.unknown if p not in report.unknown_events]
+            if not verdict.ok:
+                _refuse(store, report, verdict)
+            new, how = _merged(store, verdict, label)
+            try:
+                if new != ours:
+                    store.update_ref_if(ledger.ref, new, expected=ours, reason=f"loopx: sync {how} {label}")
+            except RefRaceError:
+                continue  # a writer of another worktree moved it; re-check from its tip
+            report.merge = how if report.merge in ("none", "up-to-date") else report.merge
+            report.received += verdict.new_events if label != "proposal" else 0
+            return
+    raise SyncError("local loopx/state kept moving while merging; run the command again")
+
+
+def _merged(store: Store, verdict: incoming.Verdict, label: str) -> tuple[Oid, str]:
+    """The commit local state should move to, and how it was obtained."""
+    ours, theirs = verdict.ours, verdict.theirs
+    if ours is None:
+        return theirs, "adopted"
+    if verdict.base == theirs:
+        return ours, "up-to-date"
+    if verdict.base == ours:
+        return theirs, "fast-forward"
+    tree = store.write_tree(ours, verdict.new_files)
+    commit = store.commit_tree(tree, [ours, theirs], f"loopx: merge {label}\n", author=MERGE_AUTHOR)
+    return commit, "union"
+
+
+def _refuse(store: Store, report: Report, verdict: incoming.Verdict) -> None:
+    ref = incoming.quarantine(store, remote=report.remote, verdict=verdict)
+    report.quarantined.append(ref)
+    shown = "\n".join(f"  {f}" for f in verdict.findings[:20])
+    more = len(verdict.findings) - 20
+    raise Quarantined(
+        f"{report.remote}'s loopx/state ({verdict.theirs[:12]}) failed the incoming check and was "
+        f"quarantined as {ref}; local state is unchanged:\n{shown}"
+        + (f"\n  ... and {more} more" if more > 0 else "")
+        + f"\nreport: {incoming.report_path(store, ref)}"
+    )
+
+
+def _remote_tip(store: Store, report: Report) -> Optional[str]:
+    return store.tip(tracking_ref(report.ref, report.remote))
+
+
+def _push(store: Store, report: Report, tip: Oid) -> _Pushed:
+    """Push ``tip`` to the remote's state ref, never forced."""
+    proc = git.run(store.cwd, "push", "--porcelain", "--no-verify", report.remote,
+                   f"{tip}:{report.ref}", check=False)
+    for line in proc.stdout.decode("utf-8", "replace").splitlines():
+        flag, _, rest = line.partition("\t")
+        if not rest.split("\t")[0].endswith(f":{report.ref}"):
+            continue
+        summary = rest.partition("\t")[2]
+        if flag in (" ", "*", "="):
+            return _Pushed(True, False, summary)
+        # [rejected] (fetch first / non-fast-forward): someone pushed first. A remote that
+        # could not take its ref lock in time is busy with another push: also worth a retry.
+        retry = "[rejected]" in summary or "lock" in summary or "failed to update" in summary
+        return _Pushed(False, retry, summary)
+    return _Pushed(False, False, _last_line(proc.stderr.decode("utf-8", "replace")))
+
+
+def _record_push(store: Store, report: Report, tip: Oid) -> None:
+    """Count what the remote got from us and move our remote-tracking ref along."""
+    before = report.remote_after
+    start = before or store.hash_tree(b"")
+    report.sent += sum(1 for _, _, e in store.added_files(start, tip) if e.path.startswith("events/"))
+    report.pushed, report.remote_after = True, tip
+    tracking = tracking_ref(report.ref, report.remote)
+    with contextlib.suppress(RefRaceError):
+        store.update_ref_if(tracking, tip, expected=store.tip(tracking), reason="loopx: pushed")
+
+
+def _retry_or_fail(report: Report, outcome: _Pushed, attempt: int, retries: int) -> None:
+    if not outcome.retryable:
+        raise SyncError(f"{report.remote} refused loopx/state: {outcome.detail}")
+    if attempt >= retries:
+        raise SyncError(
+            f"gave up after {retries} retries: {report.remote}'s loopx/state kept moving "
+            f"({outcome.detail}); local state is intact, run `git loopx sync` again")
+    report.retries += 1
+    # Jittered exponential backoff so that racing pushers stop colliding.
+    time.sleep(min(2.0, 0.05 * 2 ** attempt) * random.uniform(0.5, 1.5))
+
+
+@contextlib.contextmanager
+def _proposal(ledger: Ledger) -> Any:
+    """A scratch ledger on ``refs/loopx/proposals/<id>`` starting at local state; removed after."""
+    store, base = ledger.store, ledger.tip()
+    ref = PROPOSAL_PREFIX + ids.new_event_id()
+    store.update_ref_if(ref, base or "", expected=None, reason="loopx: propose")
+    proposal = Ledger(ledger.repo, ref=ref)
+    cache_dir = ledger.repo.loopx_dir / "cache"
+    seeded = cache.load(cache.path_for(cache_dir, ledger.ref))  # not a full replay
+    if seeded is not None:
+        cache.save(cache.path_for(cache_dir, ref), *seeded)
+    try:
+        yield proposal
+    finally:
+        proposal.close()
+        tip = store.tip(ref)
+        if tip is not None:
+            store.delete_ref_if(ref, expected=tip)
+        cache.path_for(cache_dir, ref).unlink(missing_ok=True)
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else "no error output"

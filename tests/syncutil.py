@@ -1,0 +1,98 @@
+"""Helpers for the sync tests: bare remotes, clones, appends, invariants. Real git only."""
+
+from __future__ import annotations
+
+import subprocess
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from conftest import git
+
+NOW = datetime(2030, 1, 1, tzinfo=timezone.utc)
+ZERO = "0" * 40
+STATE = "refs/heads/loopx/state"
+
+
+def bare_remote(tmp_path: Path, name: str = "remote.git") -> Path:
+    """A bare remote that keeps a reflog of every ref update, so we can prove fast-forwards."""
+    path = tmp_path / name
+    git(tmp_path, "init", "-q", "--bare", str(path))
+    git(path, "config", "core.logAllRefUpdates", "always")
+    return path
+
+
+def clone(url: str | Path, path: Path) -> Path:
+    git(path.parent, "clone", "-q", str(url), str(path))
+    return path
+
+
+def seeded(tmp_path: Path, clones: int) -> tuple[Path, list[Path]]:
+    """A bare remote whose ledger was created by the first of ``clones`` clones."""
+    remote = bare_remote(tmp_path)
+    first = clone(remote, tmp_path / "c0")
+    git(first, "commit", "-q", "--allow-empty", "-m", "initial")
+    git(first, "push", "-q", "origin", "HEAD")
+    with open_ledger(first) as led:
+        led.init(actor="agent:c0")
+    do_sync(first)
+    return remote, [first] + [clone(remote, tmp_path / f"c{n}") for n in range(1, clones)]
+
+
+def open_ledger(path: Path) -> Any:
+    from loopx import Ledger
+
+    return Ledger.open(path)
+
+
+def note(path: Path, actor: str, text: str, event_id: str | None = None) -> str:
+    from loopx.ids import new_short_id
+
+    with open_ledger(path) as led:
+        return led.append("note.added", {"id": new_short_id("n", event_id), "text": text},
+                          actor=actor, event_id=event_id).id  # type: ignore[no-any-return]
+
+
+def do_sync(path: Path, **kwargs: Any) -> Any:
+    from loopx import sync
+
+    with open_ledger(path) as led:
+        return sync.sync(ledger=led, **kwargs)
+
+
+def snapshot(path: Path) -> dict[str, Any]:
+    with open_ledger(path) as led:
+        return led.snapshot(NOW)  # type: ignore[no-any-return]
+
+
+def state_files(path: Path, ref: str = STATE) -> dict[str, str]:
+    out = git(path, "ls-tree", "-r", "--full-tree", ref)
+    return {line.split("\t")[1]: line.split()[2] for line in out.splitlines()}
+
+
+def tip(path: Path, ref: str = STATE) -> str | None:
+    proc = subprocess.run(["git", "rev-parse", "-q", "--verify", ref], cwd=path,
+                          capture_output=True, text=True)
+    return proc.stdout.strip() or None
+
+
+def assert_only_fast_forwarded(remote: Path, ref: str = STATE) -> int:
+    """Every reflog entry of ``ref`` in the bare remote moved it forward; returns how many."""
+    entries = (remote / "logs" / ref).read_text().splitlines()
+    for line in entries:
+        old, new = line.split()[:2]
+        if old != ZERO:
+            proc = subprocess.run(["git", "merge-base", "--is-ancestor", old, new], cwd=remote)
+            assert proc.returncode == 0, f"remote {ref} was not fast-forwarded: {old} -> {new}"
+    return len(entries)
+
+
+def assert_fsck_clean(path: Path) -> None:
+    proc = subprocess.run(["git", "fsck", "--no-dangling", "--no-progress"], cwd=path,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def event_ids(path: Path) -> list[str]:
+    """Event ids on the state branch (a list: duplicates would show twice)."""
+    return [p.rsplit("/", 1)[1].split(".")[0] for p in state_files(path) if p.startswith("events/")]

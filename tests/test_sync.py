@@ -1,0 +1,217 @@
+"""Sync through real bare remotes: convergence, fast-forward-only pushes, handoff by clone."""
+
+from __future__ import annotations
+
+import os
+import random
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import git, invoke, run_loopx
+from syncutil import (
+    assert_fsck_clean, assert_only_fast_forwarded, bare_remote, clone, do_sync, note, open_ledger, seeded,
+    snapshot, state_files, tip,
+)
+
+
+def _converge(clones: list[Path]) -> None:
+    for _ in range(2):  # a second round carries the last merges everywhere
+        for path in clones:
+            do_sync(path)
+
+
+def _assert_identical(clones: list[Path]) -> None:
+    first = snapshot(clones[0])
+    files = state_files(clones[0])
+    for path in clones[1:]:
+        assert snapshot(path) == first
+        assert state_files(path) == files
+
+
+@pytest.mark.parametrize("count", [2, 4])
+def test_interleaved_appends_and_syncs_converge_with_fast_forward_pushes_only(
+        tmp_path: Path, count: int) -> None:
+    remote, clones = seeded(tmp_path, count)
+    rng = random.Random(count)
+    written = []
+    for step in range(6 * count):
+        path = rng.choice(clones)
+        if rng.random() < 0.6:
+            written.append(note(path, f"agent:c{clones.index(path)}", f"step {step}"))
+        else:
+            do_sync(path)
+    _converge(clones)
+    _assert_identical(clones)
+    assert snapshot(clones[0])["notes"] == len(written)
+    assert tip(remote) == tip(clones[0])
+    assert assert_only_fast_forwarded(remote) >= 2
+    assert_fsck_clean(remote)
+
+
+def test_concurrent_writers_in_four_clones_converge(tmp_path: Path) -> None:
+    remote, clones = seeded(tmp_path, 4)
+    script = (
+        "import sys; from pathlib import Path; sys.path.insert(0, sys.argv[2]);"
+        "from syncutil import note, do_sync\n"
+        "for i in range(4):\n"
+        "    note(Path(sys.argv[1]), 'agent:w', f'{sys.argv[1]} {i}')\n"
+        "    do_sync(Path(sys.argv[1]), retries=20)\n"
+    )
+    tests_dir = str(Path(__file__).parent)
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(p), tests_dir],
+                              stderr=subprocess.PIPE, text=True) for p in clones]
+    for proc in procs:
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+    _converge(clones)
+    _assert_identical(clones)
+    assert snapshot(clones[0])["notes"] == 16
+    assert_only_fast_forwarded(remote)
+
+
+def test_first_push_creates_the_remote_branch_and_an_empty_clone_adopts_it(tmp_path: Path) -> None:
+    remote = bare_remote(tmp_path)
+    a = clone(remote, tmp_path / "a")
+    b = clone(remote, tmp_path / "b")  # cloned before there was any state
+    assert invoke(a, "init").code == 0
+    report = do_sync(a)
+    assert report.pushed and report.sent == 1 and report.remote_before is None
+    fetched = do_sync(b)
+    assert fetched.merge == "adopted" and fetched.received == 1
+    assert tip(b) == tip(a) == tip(remote)
+
+
+def test_sync_merges_diverged_tips_with_a_two_parent_union_commit(tmp_path: Path) -> None:
+    remote, (a, b) = seeded(tmp_path, 2)
+    note(a, "agent:a", "from a")
+    note(b, "agent:b", "from b")
+    do_sync(a)
+    report = do_sync(b)
+    assert report.merge == "union" and report.received == 1 and report.sent == 1
+    parents = git(b, "rev-list", "--parents", "-n1", "refs/heads/loopx/state").split()[1:]
+    assert len(parents) == 2
+    assert tip(remote) == tip(b)
+
+
+def test_fetch_merges_without_pushing_and_push_refuses_to_overwrite(tmp_path: Path) -> None:
+    remote, (a, b) = seeded(tmp_path, 2)
+    note(a, "agent:a", "a")
+    do_sync(a)
+    note(b, "agent:b", "b")
+    before = tip(remote)
+    rejected = invoke(b, "push")
+    assert rejected.code == 1 and "run `git loopx sync`" in rejected.err
+    fetched = invoke(b, "fetch", "--format", "json")
+    assert fetched.code == 0, fetched.err
+    assert fetched.json()["merge"] == "union"
+    assert tip(remote) == before
+    assert invoke(b, "push").code == 0
+    assert tip(remote) == tip(b)
+
+
+def test_sync_reports_unknown_remote(repo: Path) -> None:
+    invoke(repo, "init")
+    result = invoke(repo, "sync", "nowhere")
+    assert result.code == 1 and "no remote named 'nowhere'" in result.err
+
+
+def test_remote_defaults_to_the_branch_upstream(tmp_path: Path) -> None:
+    remote, (a,) = seeded(tmp_path, 1)
+    other = bare_remote(tmp_path, "other.git")
+    git(a, "remote", "add", "up", str(other))
+    git(a, "push", "-q", "-u", "up", "HEAD")
+    result = invoke(a, "sync", "--format", "json")
+    assert result.json()["remote"] == "up"
+    assert tip(other) == tip(a)
+
+
+def test_a_fresh_clone_shows_exactly_the_origins_projection(tmp_path: Path) -> None:
+    remote, (a,) = seeded(tmp_path, 1)
+    assert invoke(a, "goal", "add", "Ship it", "--id", "g-1", "--accept", "works").code == 0
+    assert invoke(a, "todo", "add", "g-1", "Write it", "--id", "t-1").code == 0
+    assert invoke(a, "todo", "claim", "t-1").code == 0
+    assert invoke(a, "sync").code == 0
+    fresh = clone(remote, tmp_path / "fresh")
+    theirs = run_loopx(a, "status", "--format", "json").json()
+    ours = run_loopx(fresh, "status", "--format", "json").json()
+    assert ours == theirs
+    assert tip(fresh) == tip(a)
+
+
+def test_two_agents_claiming_one_todo_with_sync_exactly_one_wins_everywhere(tmp_path: Path) -> None:
+    remote, (a, b) = seeded(tmp_path, 2)
+    assert invoke(a, "goal", "add", "G", "--id", "g-1", "--accept", "x").code == 0
+    assert invoke(a, "todo", "add", "g-1", "T", "--id", "t-1").code == 0
+    do_sync(a)
+    do_sync(b)
+    procs = [subprocess.Popen(["git", "loopx", "todo", "claim", "t-1", "--sync"], cwd=path,
+                              env=dict(os.environ, LOOPX_ACTOR=actor), text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+             for path, actor in ((a, "agent:a"), (b, "agent:b"))]
+    results = [(p.wait(timeout=120), p.stdout.read(), p.stderr.read()) for p in procs]  # type: ignore[union-attr]
+    winners = [i for i, (code, _, _) in enumerate(results) if code == 0]
+    assert len(winners) == 1, results
+    winner = ("agent:a", "agent:b")[winners[0]]
+    loser_err = results[1 - winners[0]][2]
+    assert f"went to {winner}" in loser_err
+    _converge([a, b])
+    for path in (a, b):
+        with open_ledger(path) as led:
+            todo = led.fold().todos["t-1"]
+        assert todo.holder == winner and todo.contested_by == []
+    assert not git(a, "for-each-ref", "refs/loopx/proposals/")
+
+
+def test_claim_sync_when_the_todo_is_already_taken_remotely_names_the_holder(tmp_path: Path) -> None:
+    remote, (a, b) = seeded(tmp_path, 2)
+    invoke(a, "goal", "add", "G", "--id", "g-1", "--accept", "x")
+    invoke(a, "todo", "add", "g-1", "T", "--id", "t-1")
+    do_sync(a)
+    do_sync(b)
+    assert invoke(a, "todo", "claim", "t-1", "--sync", actor="agent:a").code == 0
+    lost = invoke(b, "todo", "claim", "t-1", "--sync", actor="agent:b")
+    assert lost.code == 1 and "went to agent:a" in lost.err
+    assert tip(b) == tip(remote)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_sync_over_git_daemon(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GIT_ALLOW_PROTOCOL", "file:git")
+    served = tmp_path / "served"
+    served.mkdir()
+    remote = bare_remote(served, "state.git")
+    port = _free_port()
+    daemon = subprocess.Popen(
+        ["git", "daemon", "--listen=127.0.0.1", f"--port={port}", "--reuseaddr", "--export-all",
+         "--enable=receive-pack", f"--base-path={served}", str(served)],
+        stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        url = f"git://127.0.0.1:{port}/state.git"
+        for _ in range(100):  # wait until it listens
+            if subprocess.run(["git", "ls-remote", url], capture_output=True).returncode == 0:
+                break
+            time.sleep(0.05)
+        clones = [clone(url, tmp_path / f"d{n}") for n in range(2)]
+        invoke(clones[0], "init")
+        for step in range(6):
+            path = clones[step % 2]
+            note(path, f"agent:d{step % 2}", f"over git:// {step}")
+            do_sync(path)
+        _converge(clones)
+        _assert_identical(clones)
+        assert snapshot(clones[0])["notes"] == 6
+        assert_only_fast_forwarded(remote)
+    finally:
+        os.killpg(daemon.pid, 15)
+        daemon.wait(timeout=10)
+
