@@ -82,6 +82,11 @@ def tracking_ref(ref: str, remote: str) -> str:
     return f"refs/remotes/{remote}/{ref.removeprefix('refs/heads/')}"
 
 
+def accepted_ref(remote: str) -> str:
+    """Where we remember the last state of ``remote`` that passed the incoming check."""
+    return f"refs/loopx/accepted/{remote}"
+
+
 # --- public entry points ------------------------------------------------------------------------
 
 
@@ -170,9 +175,9 @@ def _fetch_merge(ledger: Ledger, report: Report) -> Optional[Oid]:
     """Fetch, check and merge; returns the remote's tip (None when it has no state yet)."""
     store = ledger.store
     tracking = tracking_ref(ledger.ref, report.remote)
-    old, ours = store.tip(tracking), ledger.tip()
-    # Only a tip we merged before is evidence of a rewrite; a refused one is not.
-    previous = old if old and ours and store.is_ancestor(old, ours) else None
+    # The remote tip we accepted last time (not the tracking ref, which a plain `git fetch`
+    # moves to anything): a new tip that does not contain it means a rewritten history.
+    previous = store.tip(accepted_ref(report.remote))
     theirs = _fetch(store, report, tracking)
     if report.remote_before is None:
         report.remote_before = theirs
@@ -218,6 +223,7 @@ def _merge(ledger: Ledger, report: Report, theirs: Oid, *, previous: Optional[st
                     store.update_ref_if(ledger.ref, new, expected=ours, reason=f"loopx: sync {how} {label}")
             except RefRaceError:
                 continue  # a writer of another worktree moved it; re-check from its tip
+            _accept(store, report.remote, theirs)
             report.merge = how if report.merge in ("none", "up-to-date") else report.merge
             report.received += verdict.new_events if label != "proposal" else 0
             return
@@ -279,9 +285,20 @@ def _record_push(store: Store, report: Report, tip: Oid) -> None:
     start = before or store.hash_tree(b"")
     report.sent += sum(1 for _, _, e in store.added_files(start, tip) if e.path.startswith("events/"))
     report.pushed, report.remote_after = True, tip
+    _accept(store, report.remote, tip)
     tracking = tracking_ref(report.ref, report.remote)
     with contextlib.suppress(RefRaceError):
-        store.update_ref_if(tracking, tip, expected=store.tip(tracking), reason="loopx: pushed")
+        if store.tip(tracking) != tip:
+            store.update_ref_if(tracking, tip, expected=store.tip(tracking), reason="loopx: pushed")
+
+
+def _accept(store: Store, remote: str, tip: str) -> None:
+    """Remember ``tip`` as the newest remote state we checked and took in."""
+    ref = accepted_ref(remote)
+    old = store.tip(ref)
+    if old != tip and (old is None or store.is_ancestor(old, tip)):
+        with contextlib.suppress(RefRaceError):
+            store.update_ref_if(ref, tip, expected=old, reason="loopx: accepted")
 
 
 def _retry_or_fail(report: Report, outcome: _Pushed, attempt: int, retries: int) -> None:

@@ -1,0 +1,217 @@
+"""The hostile-remote corpus: states forged with real plumbing, pushed to a bare remote, synced.
+
+Each is quarantined (local state unchanged, the files and reasons reported) or, for an event
+type from a newer loopx, accepted and reported.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from conftest import git, invoke, run_loopx
+from syncutil import clone, do_sync, note, seeded, snapshot, state_files, tip
+
+
+def _blob(repo: Path, data: bytes) -> str:
+    proc = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=repo, input=data,
+                          capture_output=True, check=True)
+    return proc.stdout.decode().strip()
+
+
+def _mktree(repo: Path, entries: dict[str, tuple[str, str, str]]) -> str:
+    """Build nested trees with `git mktree` from path -> (mode, type, oid)."""
+    here: dict[str, tuple[str, str, str]] = {}
+    subdirs: dict[str, dict[str, tuple[str, str, str]]] = {}
+    for path, entry in entries.items():
+        head, sep, rest = path.partition("/")
+        if sep:
+            subdirs.setdefault(head, {})[rest] = entry
+        else:
+            here[head] = entry
+    for name, sub in subdirs.items():
+        here[name] = ("040000", "tree", _mktree(repo, sub))
+    lines = "".join(f"{mode} {kind} {oid}\t{name}\n" for name, (mode, kind, oid) in here.items())
+    return git(repo, "mktree", input=lines)
+
+
+def forge(repo: Path, base: str, *, add: dict[str, tuple[str, bytes]] | None = None,
+          drop: tuple[str, ...] = (), parent: str | None = None) -> str:
+    """A commit whose tree is ``base``'s files minus ``drop`` plus ``add`` (path -> (mode, data))."""
+    files = {}
+    for line in git(repo, "ls-tree", "-r", "--full-tree", base).splitlines():
+        meta, path = line.split("\t")
+        mode, kind, oid = meta.split()
+        files[path] = (mode, kind, oid)
+    for path in drop:
+        del files[path]
+    for path, (mode, data) in (add or {}).items():
+        if mode == "160000":
+            files[path] = (mode, "commit", data.decode())
+        else:
+            files[path] = (mode, "blob", _blob(repo, data))
+    tree = _mktree(repo, files)
+    return git(repo, "commit-tree", tree, "-p", parent or base, "-m", "forged")
+
+
+def _event(type_: str = "note.added", data: dict[str, Any] | None = None, v: int = 1) -> tuple[str, bytes]:
+    from loopx import codec, ids
+    from loopx.model import event_dir
+
+    event_id = ids.new_event_id()
+    doc = {"id": event_id, "type": type_, "v": v, "at": "2030-01-01T00:00:00Z", "clock": 50,
+           "actor": "agent:mallory", "data": data or {"id": "n-evil", "text": "hi"}}
+    return f"{event_dir(event_id)}/{event_id}.{type_}.yaml", codec.dump(doc)
+
+
+def _existing_event(repo: Path, ref: str) -> str:
+    return next(p for p in state_files(repo, ref) if p.startswith("events/"))
+
+
+def _dotdot(repo: Path, base: str) -> str:
+    return forge(repo, base, add={"../escape.yaml": ("100644", b"x: 1\n")})
+
+
+def _dotgit(repo: Path, base: str) -> str:
+    return forge(repo, base, add={".git/hooks/post-checkout": ("100644", b"#!/bin/sh\n")})
+
+
+def _symlink(repo: Path, base: str) -> str:
+    path, _ = _event()
+    return forge(repo, base, add={path: ("120000", b"/etc/passwd")})
+
+
+def _gitlink(repo: Path, base: str) -> str:
+    path, _ = _event()
+    return forge(repo, base, add={path: ("160000", base.encode())})
+
+
+def _executable(repo: Path, base: str) -> str:
+    path, data = _event()
+    return forge(repo, base, add={path: ("100755", data)})
+
+
+def _oversize(repo: Path, base: str) -> str:
+    path, _ = _event()
+    return forge(repo, base, add={path: ("100644", b"x: " + b"a" * 300_000 + b"\n")})
+
+
+def _alias_bomb(repo: Path, base: str) -> str:
+    path, _ = _event()
+    bomb = b"a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n" \
+           b"c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: [*c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+    return forge(repo, base, add={path: ("100644", bomb)})
+
+
+def _invalid_event(repo: Path, base: str) -> str:
+    path, data = _event(data={"id": "n-1", "text": "hi", "surprise": True})
+    return forge(repo, base, add={path: ("100644", data)})
+
+
+def _outside_layout(repo: Path, base: str) -> str:
+    return forge(repo, base, add={"README.md": ("100644", b"hello\n")})
+
+
+def _case_collision(repo: Path, base: str) -> str:
+    return forge(repo, base, add={"sessions/abc/transcript-1/0001.txt": ("100644", b"a"),
+                                  "sessions/ABC/transcript-1/0001.txt": ("100644", b"b")})
+
+
+def _deleted(repo: Path, base: str) -> str:
+    return forge(repo, base, drop=(_existing_event(repo, base),))
+
+
+def _modified(repo: Path, base: str) -> str:
+    path = _existing_event(repo, base)
+    old = git(repo, "cat-file", "blob", f"{base}:{path}")
+    return forge(repo, base, add={path: ("100644", old.replace("loopx_version", "loopx_version").encode() + b"#\n")})
+
+
+def _rewritten(repo: Path, base: str) -> str:
+    """Drop the remote's newest commit and put a different one in its place (force-push)."""
+    parent = git(repo, "rev-parse", f"{base}^")
+    path, data = _event()
+    return forge(repo, parent, add={path: ("100644", data)}, parent=parent)
+
+
+CORPUS: dict[str, tuple[Callable[[Path, str], str], str]] = {
+    "rewritten history": (_rewritten, "rewritten"),
+    "deleted event": (_deleted, "deleted"),
+    "modified event": (_modified, "modified"),
+    "dot-dot path": (_dotdot, "not a normal relative path"),
+    "dot-git path": (_dotgit, "names .git"),
+    "symlink": (_symlink, "is a symlink"),
+    "gitlink": (_gitlink, "gitlink"),
+    "executable": (_executable, "executable"),
+    "oversize file": (_oversize, "over the 256 KiB cap"),
+    "alias bomb": (_alias_bomb, "anchor"),
+    "invalid event": (_invalid_event, "surprise"),
+    "outside the layout": (_outside_layout, "outside the state layout"),
+    "case collision": (_case_collision, "case-insensitive"),
+}
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """(remote, victim, attacker): the victim has merged the remote's newest commit."""
+    remote, (victim, attacker) = seeded(tmp_path, 2)
+    note(victim, "agent:victim", "before the attack")
+    do_sync(victim)
+    git(attacker, "fetch", "-q", "origin")
+    return remote, victim, attacker
+
+
+@pytest.mark.parametrize("case", list(CORPUS))
+def test_hostile_remote_state_is_quarantined_and_local_state_unchanged(
+        pair: tuple[Path, Path, Path], case: str) -> None:
+    remote, victim, attacker = pair
+    make, reason = CORPUS[case]
+    forged = make(attacker, git(attacker, "rev-parse", "origin/loopx/state"))
+    git(attacker, "push", "-q", "-f", "origin", f"{forged}:refs/heads/loopx/state")
+    note(victim, "agent:victim", "local work")
+    before, files = tip(victim), state_files(victim)
+
+    result = invoke(victim, "sync")
+
+    assert result.code == 1, result.out
+    assert "quarantined as refs/loopx/quarantine/origin/" in result.err
+    assert reason in result.err
+    assert tip(victim) == before and state_files(victim) == files
+    refs = git(victim, "for-each-ref", "--format=%(objectname) %(refname)", "refs/loopx/quarantine/")
+    assert refs.split()[0] == forged
+    report = victim / ".git" / "loopx" / "quarantine" / (refs.split()[1].removeprefix("refs/loopx/quarantine/") + ".txt")
+    assert reason in report.read_text()
+    again = invoke(victim, "sync")  # still refused, and quarantined once
+    assert again.code == 1 and len(git(victim, "for-each-ref", "refs/loopx/quarantine/").splitlines()) == 1
+    assert "quarantines" in invoke(victim, "doctor", "--format", "json").out
+
+
+def test_event_of_an_unknown_type_from_a_newer_loopx_is_kept(pair: tuple[Path, Path, Path]) -> None:
+    remote, victim, attacker = pair
+    path, data = _event("widget.added", {"anything": [1, 2]}, v=3)
+    forged = forge(attacker, git(attacker, "rev-parse", "origin/loopx/state"), add={path: ("100644", data)})
+    git(attacker, "push", "-q", "origin", f"{forged}:refs/heads/loopx/state")
+
+    result = invoke(victim, "sync", "--format", "json")
+
+    assert result.code == 0, result.err
+    assert result.json()["unknown_events"] == [path]
+    assert path in state_files(victim)
+    assert [u["type"] for u in snapshot(victim)["unknown_events"]] == ["widget.added"]
+
+
+def test_a_fresh_clone_does_not_adopt_a_hostile_origin(pair: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    remote, victim, attacker = pair
+    forged = _symlink(attacker, git(attacker, "rev-parse", "origin/loopx/state"))
+    git(attacker, "push", "-q", "origin", f"{forged}:refs/heads/loopx/state")
+    fresh = clone(remote, tmp_path / "fresh")
+
+    result = run_loopx(fresh, "status")
+
+    assert result.code == 1 and "was not adopted" in result.err and "is a symlink" in result.err
+    assert tip(fresh) is None
+    doctor = run_loopx(fresh, "doctor", "--format", "json")
+    assert doctor.json()["health"]["quarantines"][0]["tip"] == forged
