@@ -46,7 +46,9 @@ def tip_problems(store: Store, tip: str) -> list[str]:
     proc = git.run(store.cwd, "fsck", "--connectivity-only", "--no-dangling", "--no-progress",
                    tip, check=False)
     if proc.returncode != 0:
-        lines = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        text = (proc.stdout + proc.stderr).decode("utf-8", "replace")
+        lines = [line for line in text.strip().splitlines()
+                 if not line.startswith("warning:")]  # e.g. the gateway's fsync settings
         return [f"objects missing or broken: {line}" for line in lines[:10]] or ["git fsck failed"]
     verdict = incoming.check(store, theirs=tip, ours=None)
     return [str(f) for f in verdict.findings]

@@ -15,8 +15,8 @@ from typing import Any, Callable, Optional, TypeVar
 
 from loopx import __version__, cache, clock, codec, git, ids, projection
 from loopx.errors import (
-    Ambiguous, CodecError, ConflictError, NotFound, Quarantined, RefRaceError, SchemaError,
-    TransitionError,
+    Ambiguous, CodecError, ConflictError, GitError, NotFound, Quarantined, RefRaceError,
+    SchemaError, TransitionError,
 )
 from loopx.model import PATH_RE, RETRY_VOLATILE, Event, event_dir, event_path, make_event, parse_event
 from loopx.store import STATE_REF, Store
@@ -248,7 +248,10 @@ class Ledger:
                     return result, txn
                 try:
                     new = self._commit(base, txn, message)
-                except RefRaceError:
+                except (RefRaceError, GitError):
+                    # GitError too: a concurrent `git gc` can make object writes fail for a
+                    # moment (loose objects packed away, object dirs pruned); nothing was
+                    # published before the CAS, so building the commit again is safe.
                     if attempt == MAX_RACE_RETRIES - 1:
                         raise
                     continue

@@ -23,10 +23,11 @@ import random
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Callable, Optional, TypeVar
 
 from loopx import cache, git, ids, incoming
-from loopx.errors import Quarantined, RefRaceError, SyncError
+from loopx.errors import GitError, LoopxError, Quarantined, RefRaceError, SyncError
 from loopx.git import Oid
 from loopx.ledger import Ledger, Txn
 from loopx.store import Store
@@ -126,6 +127,8 @@ def sync(*, ledger: Ledger, remote: Optional[str] = None, retries: int = DEFAULT
         if outcome.ok:
             _record_push(ledger.store, report, Oid(ours))
             return report
+        if "[remote rejected]" in outcome.detail:
+            _clear_remote_lock(ledger.store, report)
         _retry_or_fail(report, outcome, attempt, retries)
     raise AssertionError("unreachable")
 
@@ -154,6 +157,8 @@ def publish(*, ledger: Ledger, build: Callable[[Txn], T], actor: str,
                 _merge(ledger, report, tip, previous=None, label="proposal")
                 report.local_after = ledger.tip()
                 return result, report
+        if "[remote rejected]" in outcome.detail:
+            _clear_remote_lock(ledger.store, report)
         _retry_or_fail(report, outcome, attempt, retries)
     raise AssertionError("unreachable")
 
@@ -217,12 +222,14 @@ def _merge(ledger: Ledger, report: Report, theirs: Oid, *, previous: Optional[st
             report.unknown_events += [p for p in verdict.unknown if p not in report.unknown_events]
             if not verdict.ok:
                 _refuse(store, report, verdict)
-            new, how = _merged(store, verdict, label)
             try:
+                new, how = _merged(store, verdict, label)
                 if new != ours:
                     store.update_ref_if(ledger.ref, new, expected=ours, reason=f"loopx: sync {how} {label}")
-            except RefRaceError:
-                continue  # a writer of another worktree moved it; re-check from its tip
+            except (RefRaceError, GitError):
+                # Another worktree's writer moved the ref, or a concurrent `git gc` briefly
+                # failed an object write: nothing is published yet, so check and merge again.
+                continue
             _accept(store, report.remote, theirs)
             report.merge = how if report.merge in ("none", "up-to-date") else report.merge
             report.received += verdict.new_events if label != "proposal" else 0
@@ -299,6 +306,21 @@ def _accept(store: Store, remote: str, tip: str) -> None:
     if old != tip and (old is None or store.is_ancestor(old, tip)):
         with contextlib.suppress(RefRaceError):
             store.update_ref_if(ref, tip, expected=old, reason="loopx: accepted")
+
+
+def _clear_remote_lock(store: Store, report: Report) -> None:
+    """A push killed inside a local remote's receive-pack leaves that remote's ref lock behind.
+
+    git has no way to clear it from the client; for a remote that is a path on this machine
+    we remove it like our own stale locks (only when older than a few seconds). A server's
+    receive-pack is not killed with us, so this is only needed for path remotes.
+    """
+    url = git.out(store.cwd, "remote", "get-url", report.remote, check=False)
+    path = url.removeprefix("file://")
+    if "://" in path or (":" in path.split("/")[0] and not path.startswith("/")):
+        return  # ssh, git://, https: not ours to touch
+    with contextlib.suppress(LoopxError, OSError):
+        Store(git.discover(store.cwd / Path(path))).clear_stale_ref_lock(report.ref)
 
 
 def _retry_or_fail(report: Report, outcome: _Pushed, attempt: int, retries: int) -> None:

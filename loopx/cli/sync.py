@@ -116,7 +116,10 @@ def doctor(app: App, rollback: bool) -> None:
     app.emit(result, lambda: _doctor_text(result))
     final = result.get("after", result["health"])
     if not final["ok"]:
-        raise click.exceptions.Exit(1)
+        from loopx.errors import LoopxError
+
+        raise LoopxError(f"{final['ref']} has {len(final['problems'])} problem(s); see above"
+                         + ("" if rollback else " (`git loopx doctor --rollback` may help)"))
 
 
 def _doctor_text(result: dict[str, Any]) -> str:

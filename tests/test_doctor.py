@@ -1,0 +1,82 @@
+"""`git loopx doctor`: objects, files, reflog, locks, quarantines, rollback."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from conftest import git, invoke
+from syncutil import event_ids, note, tip
+
+
+def _forge_on_state(repo: Path, path: str, data: bytes) -> str:
+    """Commit a file straight onto the state branch with plumbing (as a broken tool might)."""
+    blob = git(repo, "hash-object", "-w", "--stdin", input=data.decode())
+    git(repo, "read-tree", "--index-output=.git/tmp-index", "refs/heads/loopx/state")
+    env_index = {"GIT_INDEX_FILE": str(repo / ".git" / "tmp-index")}
+    import subprocess
+
+    subprocess.run(["git", "update-index", "--add", "--cacheinfo", f"100644,{blob},{path}"],
+                   cwd=repo, env={**os.environ, **env_index}, check=True)
+    tree = subprocess.run(["git", "write-tree"], cwd=repo, env={**os.environ, **env_index},
+                          check=True, capture_output=True, text=True).stdout.strip()
+    commit = git(repo, "commit-tree", tree, "-p", "refs/heads/loopx/state", "-m", "broken")
+    git(repo, "update-ref", "-m", "broken tool", "refs/heads/loopx/state", commit)
+    return commit
+
+
+def test_doctor_reports_a_healthy_ledger(repo: Path) -> None:
+    invoke(repo, "init")
+    result = invoke(repo, "doctor", "--format", "json")
+    assert result.code == 0, result.out
+    health = result.json()["health"]
+    assert health["ok"] and health["reflog_entries"] == 1 and health["problems"] == []
+
+
+def test_doctor_reports_a_stale_git_lock_that_the_next_write_clears(repo: Path) -> None:
+    invoke(repo, "init")
+    lock = repo / ".git" / "refs" / "heads" / "loopx" / "state.lock"
+    lock.write_text("")
+    os.utime(lock, (time.time() - 60, time.time() - 60))
+    result = invoke(repo, "doctor")
+    assert result.code == 1 and "stale git lock" in result.out
+    note(repo, "agent:x", "still works")
+    assert not lock.exists()
+
+
+def test_doctor_rolls_back_past_an_invalid_file_and_lists_what_it_drops(repo: Path) -> None:
+    invoke(repo, "init")
+    good = tip(repo)
+    _forge_on_state(repo, "README.md", b"not an event\n")
+    dropped = note(repo, "agent:x", "written on top of the broken commit")
+    result = invoke(repo, "doctor")
+    assert result.code == 1 and "README.md: is outside the state layout" in result.out
+
+    rolled = invoke(repo, "doctor", "--rollback", "--format", "json")
+
+    assert rolled.code == 0, rolled.out
+    data = rolled.json()["rollback"]
+    assert data["to"] == good and [p for p in data["dropped"] if dropped in p]
+    assert tip(repo) == good and dropped not in event_ids(repo)
+
+
+def test_doctor_finds_missing_objects_and_rolls_back_to_a_whole_commit(repo: Path) -> None:
+    invoke(repo, "init")
+    good = tip(repo)
+    lost = note(repo, "agent:x", "its blob will vanish")
+    blob = git(repo, "rev-parse", f"refs/heads/loopx/state:{next(p for p in git(repo, 'ls-tree', '-r', '--name-only', 'refs/heads/loopx/state').splitlines() if lost in p)}")
+    (repo / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    result = invoke(repo, "doctor")
+    assert result.code == 1 and "objects missing or broken" in result.out
+    rolled = invoke(repo, "doctor", "--rollback")
+    assert rolled.code == 0, rolled.out
+    assert tip(repo) == good and "dropping 1 event file" in rolled.out
+
+
+def test_doctor_rollback_does_nothing_on_a_healthy_branch(repo: Path) -> None:
+    invoke(repo, "init")
+    before = tip(repo)
+    result = invoke(repo, "doctor", "--rollback")
+    assert result.code == 0 and "nothing to roll back" in result.out
+    assert tip(repo) == before
