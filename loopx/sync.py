@@ -36,6 +36,8 @@ T = TypeVar("T")
 DEFAULT_RETRIES = 5
 MERGE_AUTHOR = ("loopx sync", "sync@loopx.invalid")
 FETCH_LOCK_WAIT_S = 10.0
+BACKOFF_BASE_S = 0.1
+BACKOFF_CAP_S = 3.0
 PROPOSAL_PREFIX = "refs/loopx/proposals/"
 
 
@@ -331,8 +333,9 @@ def _retry_or_fail(report: Report, outcome: _Pushed, attempt: int, retries: int)
             f"gave up after {retries} retries: {report.remote}'s loopx/state kept moving "
             f"({outcome.detail}); local state is intact, run `git loopx sync` again")
     report.retries += 1
-    # Jittered exponential backoff so that racing pushers stop colliding.
-    time.sleep(min(2.0, 0.05 * 2 ** attempt) * random.uniform(0.5, 1.5))
+    # Exponential backoff with full jitter, so that racing pushers spread out instead of
+    # colliding again in lockstep.
+    time.sleep(random.uniform(0.02, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2 ** attempt)))
 
 
 @contextlib.contextmanager
