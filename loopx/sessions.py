@@ -92,7 +92,9 @@ def checkpoint(txn: Txn, session_id: str, transcript: bytes, *, summary: str,
             "limit; checkpoint more often, or store the oldest part elsewhere and say so in "
             "--omitted")
     session = get(txn.fold, session_id)
-    number = len(session.checkpoints) + 1
+    # A retry of an event id that is already recorded must rebuild the same event (a no-op).
+    retried = [c["number"] for c in session.checkpoints if event_id and c["event"] == event_id]
+    number = retried[0] if retried else len(session.checkpoints) + 1
     parts = chunks(transcript)
     paths = [transcript_chunk_path(session.id, number, i) for i in range(len(parts))]
     oids = txn.attach(dict(zip(paths, parts)))
