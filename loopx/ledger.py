@@ -47,9 +47,9 @@ class Txn:
     now: datetime
     events: list[Event] = field(default_factory=list)
     duplicates: list[Event] = field(default_factory=list)
-    files: dict[str, str] = field(default_factory=dict)  # non-event path -> blob oid
+    files: dict[str, git.Oid] = field(default_factory=dict)  # non-event path -> blob oid
 
-    def attach(self, files: dict[str, bytes]) -> dict[str, str]:
+    def attach(self, files: dict[str, bytes]) -> dict[str, git.Oid]:
         """Stage non-event files (session transcripts) for this commit; returns their blob oids.
 
         Only paths matching ``model.SESSION_FILE_RE`` are allowed: everything else on the state
