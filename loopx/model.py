@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timezone
-from typing import Any, Literal, Optional
+from typing import Annotated, Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -356,14 +356,8 @@ class SessionAcked(Model):
     """The owner consumed these interjections (event ids); the rest stay in the inbox."""
 
     id: str = EntityId
-    interjections: list[str] = Field(min_length=1, max_length=1_000)
-
-    @field_validator("interjections")
-    @classmethod
-    def _event_ids(cls, value: list[str]) -> list[str]:
-        if not all(ULID_RE.match(v) for v in value):
-            raise ValueError("interjections are the event ids of session.interjected events")
-        return value
+    interjections: list[Annotated[str, Field(pattern=ULID_RE.pattern)]] = Field(
+        min_length=1, max_length=1_000, description="event ids of session.interjected events")
 
 
 class SessionClosed(Model):

@@ -182,6 +182,21 @@ def test_a_retried_send_with_the_same_event_id_is_recorded_once(repo_with_goal: 
     assert len(ok(repo, "session", "inbox", "s-1")) == 1
 
 
+def test_messages_from_stdin_survive_a_cold_replay_byte_exact(repo_with_goal: Path) -> None:
+    from loopx import Ledger, projection
+
+    repo = repo_with_goal
+    open_session(repo)
+    result = invoke(repo, "session", "respond", "s-1", "-", input="February done\n", actor=OWNER)
+    assert result.code == 0, result.err
+    result = invoke(repo, "session", "send", "s-1", "-", input="now March\n\tthen April\n")
+    assert result.code == 0, result.err
+    with Ledger.open(repo) as ledger:
+        fold = projection.replay(ledger.read_events(ledger.tip(), []))
+    assert fold.sessions["s-1"].last_response == "February done\n"
+    assert fold.sessions["s-1"].messages[0]["message"] == "now March\n\tthen April\n"
+
+
 def test_replay_rederives_the_kind_when_a_merge_reorders_a_message() -> None:
     from loopx import projection
     from loopx.model import make_event
