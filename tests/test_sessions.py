@@ -334,6 +334,20 @@ def test_checkpoints_are_numbered_and_each_reads_back(repo_with_goal: Path, tmp_
     assert session(repo, "s-1")["checkpoints"] == 2
 
 
+@pytest.mark.stress
+def test_a_transcript_at_the_size_cap_round_trips(repo_with_goal: Path, tmp_path: Path) -> None:
+    from loopx import Ledger, sessions
+    from loopx.model import TRANSCRIPT_MAX_BYTES
+
+    repo = repo_with_goal
+    open_session(repo)
+    data = random.Random(1).randbytes(TRANSCRIPT_MAX_BYTES)
+    (tmp_path / "max").write_bytes(data)
+    ok(repo, "session", "checkpoint", "s-1", "--transcript", str(tmp_path / "max"), "--summary", "s")
+    with Ledger.open(repo) as ledger:
+        assert sessions.read_transcript(ledger, ledger.fold().sessions["s-1"]) == data
+
+
 def test_a_retried_checkpoint_is_recorded_once(repo_with_goal: Path, tmp_path: Path) -> None:
     repo = repo_with_goal
     open_session(repo)
