@@ -6,7 +6,8 @@ plain file mode and under the size cap, and every event file parses and validate
 of a type this loopx does not know (a newer version wrote it) is accepted and reported.
 
 Files outside ``events/`` are refused unless they live in an area listed in :data:`AREAS`;
-today that is only the session transcripts (``sessions/<id>/transcript-<n>/<nnnn>.txt``).
+today that is only the session transcript chunks (``model.SESSION_FILE_RE``,
+``sessions/<id>/transcript-<n>/<nnnn>.txt``, at most ``model.TRANSCRIPT_CHUNK_BYTES``).
 
 A tip that fails is kept under ``refs/loopx/quarantine/<remote>/<stamp>`` with a text report
 in ``<common git dir>/loopx/quarantine/<remote>/<stamp>.txt``; local state is not touched.
@@ -25,16 +26,13 @@ from typing import Optional
 from loopx import codec, git
 from loopx.errors import CodecError, SchemaError
 from loopx.git import Oid
+from loopx.model import PATH_RE, SESSION_FILE_RE, TRANSCRIPT_CHUNK_BYTES, event_path, parse_event
 from loopx.store import BLOB_MODE, QUARANTINE_PREFIX, Entry, Store
 
 # Top-level areas of the state tree: path pattern and size cap of the files each may hold.
-# Keep the sessions pattern in step with model.SESSION_FILE_RE (the sessions feature).
-SESSION_FILE_RE = re.compile(
-    r"^sessions/([A-Za-z0-9][A-Za-z0-9_-]{0,63})/transcript-([1-9][0-9]{0,5})/([0-9]{4})\.txt$"
-)
 AREAS: dict[str, tuple[re.Pattern[str], int]] = {
-    "events": (re.compile(r"^events/.*$"), codec.MAX_BYTES),  # name checked by model.PATH_RE
-    "sessions": (SESSION_FILE_RE, codec.MAX_BYTES),
+    "events": (PATH_RE, codec.MAX_BYTES),
+    "sessions": (SESSION_FILE_RE, TRANSCRIPT_CHUNK_BYTES),  # transcript chunks (docs/sessions.md)
 }
 _MODES = {"120000": "a symlink", "160000": "a gitlink (submodule)", "100755": "executable"}
 
@@ -131,12 +129,8 @@ def path_problem(path: str, mode: str) -> Optional[str]:
     if area is None:
         return f"is outside the state layout (allowed: {', '.join(f'{a}/' for a in AREAS)})"
     if not area[0].match(path):
-        return f"is not a valid {parts[0]}/ path"
-    if parts[0] == "events":
-        from loopx.model import PATH_RE
-
-        if not PATH_RE.match(path):
-            return "is not an event path (events/YYYY/MM/DD/<ulid>.<type>.yaml)"
+        return ("is not an event path (events/YYYY/MM/DD/<ulid>.<type>.yaml)" if parts[0] == "events"
+                else f"is not a valid {parts[0]}/ path")
     return None
 
 
@@ -196,8 +190,6 @@ def _blob_sizes(store: Store, oids: list[str]) -> dict[str, int]:
 
 
 def _check_event(path: str, data: Optional[bytes], verdict: Verdict) -> None:
-    from loopx.model import event_path, parse_event
-
     try:
         event = parse_event(codec.load(data or b"", path), path)
     except (CodecError, SchemaError) as exc:

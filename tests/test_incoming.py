@@ -215,3 +215,14 @@ def test_a_fresh_clone_does_not_adopt_a_hostile_origin(pair: tuple[Path, Path, P
     assert tip(fresh) is None
     doctor = run_loopx(fresh, "doctor", "--format", "json")
     assert doctor.json()["health"]["quarantines"][0]["tip"] == forged
+
+
+def test_a_session_transcript_chunk_is_accepted(pair: tuple[Path, Path, Path]) -> None:
+    remote, victim, attacker = pair
+    chunk = "sessions/s-1/transcript-1/0000.txt"
+    forged = forge(attacker, git(attacker, "rev-parse", "origin/loopx/state"),
+                   add={chunk: ("100644", b"hello transcript\n")})
+    git(attacker, "push", "-q", "origin", f"{forged}:refs/heads/loopx/state")
+    result = invoke(victim, "sync")
+    assert result.code == 0, result.err
+    assert chunk in state_files(victim)
