@@ -85,9 +85,9 @@ def tracking_ref(ref: str, remote: str) -> str:
     return f"refs/remotes/{remote}/{ref.removeprefix('refs/heads/')}"
 
 
-def accepted_ref(remote: str) -> str:
-    """Where we remember the last state of ``remote`` that passed the incoming check."""
-    return f"refs/loopx/accepted/{remote}"
+def accepted_ref(ref: str, remote: str) -> str:
+    """Where we remember the last state of ``remote``'s ``ref`` that passed the incoming check."""
+    return f"refs/loopx/accepted/{remote}/{ref.removeprefix('refs/heads/')}"
 
 
 # --- public entry points ------------------------------------------------------------------------
@@ -184,7 +184,7 @@ def _fetch_merge(ledger: Ledger, report: Report) -> Optional[Oid]:
     tracking = tracking_ref(ledger.ref, report.remote)
     # The remote tip we accepted last time (not the tracking ref, which a plain `git fetch`
     # moves to anything): a new tip that does not contain it means a rewritten history.
-    previous = store.tip(accepted_ref(report.remote))
+    previous = store.tip(accepted_ref(report.ref, report.remote))
     theirs = _fetch(store, report, tracking)
     if report.remote_before is None:
         report.remote_before = theirs
@@ -232,7 +232,7 @@ def _merge(ledger: Ledger, report: Report, theirs: Oid, *, previous: Optional[st
                 # Another worktree's writer moved the ref, or a concurrent `git gc` briefly
                 # failed an object write: nothing is published yet, so check and merge again.
                 continue
-            _accept(store, report.remote, theirs)
+            _accept(store, report, theirs)
             report.merge = how if report.merge in ("none", "up-to-date") else report.merge
             report.received += verdict.new_events if label != "proposal" else 0
             return
@@ -294,16 +294,16 @@ def _record_push(store: Store, report: Report, tip: Oid) -> None:
     start = before or store.hash_tree(b"")
     report.sent += sum(1 for _, _, e in store.added_files(start, tip) if e.path.startswith("events/"))
     report.pushed, report.remote_after = True, tip
-    _accept(store, report.remote, tip)
+    _accept(store, report, tip)
     tracking = tracking_ref(report.ref, report.remote)
     with contextlib.suppress(RefRaceError):
         if store.tip(tracking) != tip:
             store.update_ref_if(tracking, tip, expected=store.tip(tracking), reason="loopx: pushed")
 
 
-def _accept(store: Store, remote: str, tip: str) -> None:
+def _accept(store: Store, report: Report, tip: str) -> None:
     """Remember ``tip`` as the newest remote state we checked and took in."""
-    ref = accepted_ref(remote)
+    ref = accepted_ref(report.ref, report.remote)
     old = store.tip(ref)
     if old != tip and (old is None or store.is_ancestor(old, tip)):
         with contextlib.suppress(RefRaceError):
