@@ -126,16 +126,17 @@ sys.path.insert(0, sys.argv[1])
 from loopx import Ledger, sync
 from loopx.ids import new_short_id
 path, appends = Path(sys.argv[2]), int(sys.argv[3])
-retries, failures = [], 0
+retries, failures, errors = [], 0, []
 with Ledger.open(path) as led:
     for i in range(appends):
         led.append("note.added", {"id": new_short_id("n"), "text": f"{path.name} {i}"},
                    actor="agent:" + path.name)
         try:
             retries.append(sync.sync(ledger=led, retries=10).retries)
-        except Exception:
+        except Exception as exc:
             failures += 1
-print(json.dumps({"retries": retries, "failures": failures}))
+            errors.append(f"{type(exc).__name__}: {exc}")
+print(json.dumps({"retries": retries, "failures": failures, "errors": errors[:3]}))
 """
 
 
@@ -157,7 +158,8 @@ def bench_race(base: Path, clones: int, appends: int) -> dict[str, float]:
             "retries/sync mean": statistics.mean(retries) if retries else 0.0,
             "retries/sync max": max(retries, default=0),
             "failed syncs": sum(res["failures"] for res in results),
-            "clones converged": float(len(tips) == 1)}
+            "clones converged": float(len(tips) == 1),
+            "errors": sorted({e for res in results for e in res["errors"]})[:3]}
 
 
 def main() -> None:
@@ -180,8 +182,11 @@ def main() -> None:
         print(f"   {'ratio (goal <= 2.0)':<26} {loopx_total / plain_total:9.2f} x")
         r = bench_race(base, args.clones, args.appends)
         print(f"2. {args.clones} clones x {args.appends} appends, each followed by a sync")
+        errors = r.pop("errors")
         for name, value in r.items():
             print(f"   {name:<26} {value:9.2f}")
+        for error in errors:
+            print(f"   failed sync: {error}")
     finally:
         shutil.rmtree(base, ignore_errors=True)
 

@@ -119,6 +119,8 @@ def push(*, ledger: Ledger, remote: Optional[str] = None) -> Report:
 def sync(*, ledger: Ledger, remote: Optional[str] = None, retries: int = DEFAULT_RETRIES) -> Report:
     """Fetch, check, merge and push until the remote accepts our tip (or ``retries`` run out)."""
     report = _start(ledger, remote)
+    if _push_ahead(ledger, report):
+        return report
     for attempt in range(retries + 1):
         theirs = _fetch_merge(ledger, report)
         ours = ledger.tip()
@@ -133,6 +135,26 @@ def sync(*, ledger: Ledger, remote: Optional[str] = None, retries: int = DEFAULT
             _clear_remote_lock(ledger.store, report)
         _retry_or_fail(report, outcome, attempt, retries)
     raise AssertionError("unreachable")
+
+
+def _push_ahead(ledger: Ledger, report: Report) -> bool:
+    """When we are strictly ahead of the remote as last seen, push before fetching.
+
+    A fast-forward push that succeeds proves the remote had nothing we lack, so the fetch
+    would have been wasted; a rejected one costs one round trip and we go the long way.
+    """
+    store, ours = ledger.store, ledger.tip()
+    seen = store.tip(accepted_ref(report.ref, report.remote))
+    if ours is None or seen is None or seen == ours or not store.is_ancestor(seen, ours):
+        return False
+    report.remote_before = report.remote_after = seen
+    outcome = _push(store, report, Oid(ours))
+    if not outcome.ok:
+        report.remote_before = report.remote_after = None
+        return False
+    _record_push(store, report, Oid(ours))
+    report.local_after = ours
+    return True
 
 
 def publish(*, ledger: Ledger, build: Callable[[Txn], T], actor: str,
