@@ -91,11 +91,11 @@ def check(store: Store, *, theirs: str, ours: Optional[str], previous: Optional[
             "which we fetched and merged before (someone force-pushed loopx/state)"))
     if base == tip:
         return verdict  # nothing new on their side
-    existing = {e.path: e for e in store.list_files(mine)} if mine else {}
     added = _changes(store, base, tip, verdict)
+    ours_dirs = _OurDirs(store, mine)
     for entry in added:
-        _check_entry(entry, existing, verdict)
-    _check_case(existing, added, verdict)
+        _check_entry(entry, ours_dirs, verdict)
+    _check_case(ours_dirs, added, verdict)
     _check_contents(store, [e for e in added if e.path in verdict.new_files], verdict)
     return verdict
 
@@ -134,29 +134,56 @@ def path_problem(path: str, mode: str) -> Optional[str]:
     return None
 
 
-def _check_entry(entry: Entry, existing: dict[str, Entry], verdict: Verdict) -> None:
+class _OurDirs:
+    """The directories of our tip that incoming files land in, read one tree at a time.
+
+    Only touched directories are read (through the long-lived cat-file), so the check costs
+    what arrived, not the size of the ledger.
+    """
+
+    def __init__(self, store: Store, tip: Optional[str]) -> None:
+        self.store, self.tip = store, tip
+        self.dirs: dict[str, dict[str, tuple[str, str]]] = {}
+
+    def entries(self, directory: str) -> dict[str, tuple[str, str]]:
+        """name -> (mode, oid) in ``directory`` of our tip ("" is the root)."""
+        if directory not in self.dirs:
+            rev = f"{self.tip}:{directory}" if directory else f"{self.tip}^{{tree}}"
+            self.dirs[directory] = self.store.read_tree(rev) if self.tip else {}
+        return self.dirs[directory]
+
+
+def _check_entry(entry: Entry, ours: _OurDirs, verdict: Verdict) -> None:
     why = path_problem(entry.path, entry.mode)
     if why is not None:
         verdict.findings.append(Finding(entry.path, why))
         return
-    ours = existing.get(entry.path)
-    if ours is None:
+    directory, _, name = entry.path.rpartition("/")
+    mine = ours.entries(directory).get(name)
+    if mine is None:
         verdict.new_files[entry.path] = entry.oid
-    elif ours.oid != entry.oid:
+    elif mine[1] != entry.oid:
         verdict.findings.append(Finding(entry.path, "differs from our copy of the same file"))
 
 
-def _check_case(existing: dict[str, Entry], added: list[Entry], verdict: Verdict) -> None:
+def _check_case(ours: _OurDirs, added: list[Entry], verdict: Verdict) -> None:
     """Two names equal under casefold would collide on macOS and Windows checkouts."""
-    seen: dict[str, str] = {}
-    for path in [*existing, *(e.path for e in added)]:
-        parts = path.split("/")
-        for depth in range(1, len(parts) + 1):
-            name = "/".join(parts[:depth])
+    names: dict[str, set[str]] = {}  # directory -> names in it (ours and theirs)
+    for entry in added:
+        parts = entry.path.split("/")
+        for depth in range(len(parts)):
+            directory = "/".join(parts[:depth])
+            if directory not in names:
+                names[directory] = set(ours.entries(directory))
+            names[directory].add(parts[depth])
+    for directory, found in names.items():
+        seen: dict[str, str] = {}
+        for name in sorted(found):
             other = seen.setdefault(name.casefold(), name)
             if other != name:
-                verdict.findings.append(Finding(name, f"collides with {other} on case-insensitive disks"))
-                return
+                where = f"{directory}/" if directory else ""
+                verdict.findings.append(Finding(f"{where}{name}",
+                                                f"collides with {where}{other} on case-insensitive disks"))
 
 
 def _check_contents(store: Store, entries: list[Entry], verdict: Verdict) -> None:
