@@ -251,7 +251,7 @@ def _merge(ledger: Ledger, report: Report, theirs: Oid, *, previous: Optional[st
                 if new != ours:
                     store.update_ref_if(ledger.ref, new, expected=ours, reason=f"loopx: sync {how} {label}")
             except (RefRaceError, GitError):
-                # Another worktree's writer moved the ref, or a concurrent `git gc` briefly
+                # Something outside loopx moved the ref, or a concurrent `git gc` briefly
                 # failed an object write: nothing is published yet, so check and merge again.
                 continue
             _accept(store, report, theirs)
