@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Optional, TypeVar
 
-from loopx import __version__, cache, clock, codec, git, ids, projection
+from loopx import __version__, cache, clock, codec, commits, git, ids, projection
 from loopx.errors import (
     Ambiguous, CodecError, ConflictError, NotFound, RefRaceError, SchemaError, TransitionError,
 )
@@ -45,6 +45,10 @@ class Txn:
     now: datetime
     events: list[Event] = field(default_factory=list)
     duplicates: list[Event] = field(default_factory=list)
+    sign: bool = False  # set when an event needs a signed commit (see _claim_signature)
+    # The ref's own tip: None for a proposal ref that does not exist yet, whose first commit
+    # forks from loopx/state (``base``) and creates the ref.
+    expected: Optional[str] = None
 
     def add(self, draft: Draft) -> Event:
         """Validate ``draft`` against the state so far and stage it; raises TransitionError."""
@@ -57,12 +61,24 @@ class Txn:
             earlier = self.ledger._find_event(self.base, event_id, staged=self.events)
             if earlier is not None:
                 return self._duplicate(earlier, event)
+        self._claim_signature(event)
         reason = projection.check(self.fold, event)
         if reason is not None:
             raise TransitionError(reason)
         self.fold.apply(event)
         self.events.append(event)
         return event
+
+    def _claim_signature(self, event: Event) -> None:
+        """A gate answer that must be signed: sign this commit and, until git has verified the
+        signature (before the ref moves, in Ledger._verify_signed), take the writer's word."""
+        gate = self.fold.gates.get(getattr(event.data, "id", "")) if event.type == "gate.answered" else None
+        allowed = self.fold.config.get("allowed_signers")
+        if gate is None or not allowed or not projection.signature_required(self.fold.config, gate.id):
+            return
+        self.sign = True
+        signed = self.fold.extra.setdefault("signed", {})
+        signed[event.id] = {projection.signers_digest(allowed): event.env.actor}
 
     def _duplicate(self, earlier: Event, event: Event) -> Event:
         def meaning(e: Event) -> tuple[Any, ...]:
@@ -109,7 +125,9 @@ class Ledger:
     # --- reading ----------------------------------------------------------------------------
 
     def tip(self) -> Optional[str]:
-        return self.store.tip(self.ref)
+        """The ref's commit; a proposal ref that does not exist yet starts at loopx/state's."""
+        return self.store.tip(self.ref) or (
+            self.store.tip(STATE_REF) if self.ref != STATE_REF else None)
 
     def exists(self) -> bool:
         return self.tip() is not None
@@ -154,11 +172,45 @@ class Ledger:
         if cached is not None:
             fold = self._advance(cached[0], cached[1], tip)
         if fold is None:
-            file_problems: list[projection.Problem] = []
-            fold = projection.replay(self.read_events(tip, file_problems))
-            fold.problems[:0] = file_problems
+            fold = self.fold_at(tip)
         cache.save(path, tip, fold)
         return fold
+
+    def fold_at(self, commit: str) -> projection.Fold:
+        """The projection of any commit of a state branch, read afresh (no cache): the one
+        fold that status, diff and validate all use."""
+        file_problems: list[projection.Problem] = []
+        events = self.read_events(commit, file_problems)
+        fold = projection.Fold()
+        signed = self.verify_answers(commit, events)
+        if signed:
+            fold.extra["signed"] = signed
+        projection.replay(events, fold)
+        fold.problems[:0] = file_problems
+        return fold
+
+    def verify_answers(self, commit: str, events: list[Event]) -> dict[str, dict[str, str]]:
+        """answer event id -> {signers digest: principal} for answers in signed commits.
+
+        Asks git only when some config in ``events`` turns signed answers on: one ``git log``
+        to find the commits that added answer files, one per allowed_signers text to verify.
+        """
+        texts = _signer_texts(events)
+        if not texts or not any(e.type == "gate.answered" for e in events):
+            return {}
+        adders: dict[str, list[str]] = {}
+        for found in commits.walk(self.store.cwd, [commit], paths=[ANSWER_PATHS]):
+            for change in found.added:
+                adders.setdefault(_event_id(change.path), []).append(found.oid)
+        every = sorted({oid for oids in adders.values() for oid in oids})
+        result: dict[str, dict[str, str]] = {}
+        for text in texts:
+            verdicts = commits.signers(self.store.cwd, every, text)
+            for event_id, oids in adders.items():
+                principal = next((verdicts[o] for o in oids if verdicts.get(o)), None)
+                if principal:
+                    result.setdefault(event_id, {})[projection.signers_digest(text)] = principal
+        return result
 
     def _advance(self, old: str, fold: projection.Fold, tip: str) -> Optional[projection.Fold]:
         """Apply only the files added since ``old``; None when a full rebuild is needed."""
@@ -171,6 +223,9 @@ class Ledger:
         events = self._parse_entries([entry for _, _, entry in changes], problems)
         if problems or any(e.sort_key() <= fold.last_key for e in events):
             return None  # merged events that sort earlier: replay everything
+        if _signer_texts(events) or (fold.config.get("allowed_signers") and any(
+                e.type == "gate.answered" for e in events)):
+            return None  # answers to verify against the signers in force: replay everything
         return projection.replay(events, fold)
 
     def read_events(self, commit: str, problems: list[projection.Problem]) -> list[Event]:
@@ -215,17 +270,20 @@ class Ledger:
     # --- writing ----------------------------------------------------------------------------
 
     def write(self, build: Callable[[Txn], T], *, actor: str, message: Optional[str] = None,
-              now: Optional[datetime] = None) -> tuple[T, Txn]:
+              now: Optional[datetime] = None, sign: bool = False) -> tuple[T, Txn]:
         """Run ``build`` in a transaction and commit what it staged, as one commit.
 
         ``build`` may be run again (from the new tip) if another writer moved the ref.
+        ``sign`` signs the commit (``commit-tree -S``); answers the config requires signed
+        are signed anyway.
         """
         for attempt in range(MAX_RACE_RETRIES):
             with self.store.lock():
-                base = self.tip()
+                expected = self.store.tip(self.ref)
+                base = expected or self.tip()
                 fold = self._load_fold(base) if base else projection.Fold()
                 fold = cache_copy(fold)
-                txn = Txn(self, fold, base, actor, now or clock.now())
+                txn = Txn(self, fold, base, actor, now or clock.now(), sign=sign, expected=expected)
                 result = build(txn)
                 if not txn.events:
                     return result, txn
@@ -254,9 +312,28 @@ class Ledger:
         subject = message or _summary(txn.events)
         commit = self.store.commit_tree(
             tree, [base] if base else [], subject + "\n", author=_identity(txn.actor),
+            sign=txn.sign,
         )
-        self.store.update_ref_if(self.ref, commit, expected=base, reason=f"loopx: {subject}")
+        if txn.sign:
+            self._verify_signed(commit, txn)
+        self.store.update_ref_if(self.ref, commit, expected=txn.expected, reason=f"loopx: {subject}")
         return commit
+
+    def _verify_signed(self, commit: str, txn: Txn) -> None:
+        """Refuse before the ref moves when git does not verify our own signature as the actor."""
+        allowed = txn.fold.config.get("allowed_signers")
+        if not allowed:
+            return
+        principal = commits.signers(self.store.cwd, [commit], allowed).get(commit)
+        if principal is None or not projection.signer_matches(principal, txn.actor):
+            raise TransitionError(
+                f"this answer must be signed by {txn.actor}'s key in the ledger's allowed_signers, "
+                f"but git verified the commit as {principal or 'not validly signed'}; set "
+                "`git config user.signingkey` (and gpg.format ssh) to that key")
+        digest = projection.signers_digest(allowed)
+        for event in txn.events:
+            if event.id in txn.fold.extra.get("signed", {}):
+                txn.fold.extra["signed"][event.id] = {digest: principal}
 
     def init(self, *, actor: str, name: Optional[str] = None) -> Optional[Event]:
         """Create the ledger if it does not exist yet (idempotent); returns the new event."""
@@ -275,6 +352,21 @@ class Ledger:
     def require(self) -> None:
         if not self.exists():
             raise NotFound("this repository has no loopx ledger yet; run `git loopx init`")
+
+
+ANSWER_PATHS = ":(glob)events/**/*.gate.answered.yaml"
+
+
+def _event_id(path: str) -> str:
+    return path.rpartition("/")[2].partition(".")[0]
+
+
+def _signer_texts(events: list[Event]) -> list[str]:
+    """The allowed_signers texts of a ledger that (at some point) turns signed answers on."""
+    configs = [e.data for e in events if e.type == "config.set" and e.known]
+    if not any(c.signed_answers not in (None, "off") for c in configs):
+        return []
+    return sorted({c.allowed_signers for c in configs if c.allowed_signers})
 
 
 def cache_copy(fold: projection.Fold) -> projection.Fold:

@@ -12,6 +12,7 @@ reported with its reason. The same set of events gives the same state in any mer
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable, Optional
@@ -405,6 +406,46 @@ def _check_gate_answered(fold: Fold, event: Event) -> Optional[str]:
                 f"you are {event.env.actor}")
     if event.data.decision == "answer" and not event.data.answer:
         return "a free answer needs its text"
+    return _check_signature(fold, event, gate)
+
+
+# --- verified authority: signed answers ---------------------------------------------------------
+# Whether a commit is signed is not in the event file: the reading layer asks git once per
+# allowed_signers text and passes the verdicts in as data, fold.extra["signed"]:
+# answer event id -> {signers_digest(allowed_signers text): principal}. They depend only on
+# commits reachable from the tip and on the config inside it, so a fold cached by tip stays true.
+
+
+def signature_required(config: dict[str, Any], gate_id: str) -> bool:
+    """Whether the config in force says answers to ``gate_id`` must come in signed commits."""
+    rule = config.get("signed_answers")
+    return rule == "all" or (isinstance(rule, list) and gate_id in rule)
+
+
+def signers_digest(allowed_signers: str) -> str:
+    """A short name for one allowed_signers text (keys rotate: each answer is checked against
+    the list in force where it falls in the order)."""
+    return hashlib.sha256(allowed_signers.encode("utf-8")).hexdigest()[:16]
+
+
+def signer_matches(principal: str, actor: str) -> bool:
+    """``alice@example.com`` (or the full actor) in allowed_signers signs as human:alice@..."""
+    return principal == actor or principal == actor.partition(":")[2]
+
+
+def _check_signature(fold: Fold, event: Event, gate: Gate) -> Optional[str]:
+    if not signature_required(fold.config, gate.id):
+        return None
+    allowed = fold.config.get("allowed_signers")
+    if not allowed:
+        return f"gate {gate.id} needs a signed answer, but the config names no allowed signers"
+    verdicts = fold.extra.get("signed", {}).get(event.id, {})
+    principal = verdicts.get(signers_digest(allowed))
+    if principal is None:
+        return (f"the answer to gate {gate.id} is not in a commit signed by a key in "
+                "allowed_signers (unsigned, unknown key or bad signature)")
+    if not signer_matches(principal, event.env.actor):
+        return f"the answer to gate {gate.id} is signed by {principal}, not by {event.env.actor}"
     return None
 
 

@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional
 import click
 
 from loopx import __version__
-from loopx.errors import GitError, LoopxError, NotFound
+from loopx.errors import GitError, LoopxError, NotFound, UsageError
 
 # (module, attribute) of each command or group, imported when the CLI starts.
 _GROUPS = [
@@ -84,14 +84,21 @@ class App:
     def json(self) -> bool:
         return self.format == "json"
 
-    def write(self, build: Callable[[Any], Any], *, require: bool = True) -> Any:
+    def write(self, build: Callable[[Any], Any], *, require: bool = True, sign: bool = False) -> Any:
         """Run ``build(txn)`` as one commit (or inside the running batch)."""
         if self.batch_txn is not None:
+            self.batch_txn.sign = self.batch_txn.sign or sign
             return build(self.batch_txn)
         if require:
             self.ledger.require()
-        result, _ = self.ledger.write(build, actor=self.actor, now=self.now)
+        result, _ = self.ledger.write(build, actor=self.actor, now=self.now, sign=sign)
         return result
+
+    def use_state_ref(self, ref: str) -> None:
+        """A command's own --state-ref (a proposal branch); same meaning as the global one."""
+        if self._ledger is not None and ref not in (self.state_ref, self._ledger.ref):
+            raise UsageError("--state-ref cannot change inside a batch; give it to `batch`")
+        self.state_ref = ref
 
     def emit(self, data: Any, text: Optional[str | Callable[[], str]] = None) -> None:
         """Print ``data`` as JSON, or its text rendering."""
@@ -111,7 +118,7 @@ class App:
 
 
 def pass_app(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Decorator: adds --format/--json to a command and passes the App as first argument."""
+    """Decorator: adds --format/--json/--state-ref to a command and passes the App as first argument."""
 
     def set_format(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
         app = ctx.find_object(App)
@@ -119,6 +126,15 @@ def pass_app(fn: Callable[..., Any]) -> Callable[..., Any]:
             app.format = "json" if (value is True or value == "json") else app.format
         return value
 
+    def set_state_ref(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        app = ctx.find_object(App)
+        if app is not None and value:
+            app.use_state_ref(value)
+        return value
+
+    fn = click.option("--state-ref", "state_ref_", metavar="REF", expose_value=False,
+                      callback=set_state_ref, help="Use this state branch instead of loopx/state "
+                      "(a proposal: created from loopx/state on its first write).")(fn)
     fn = click.option("--json", "as_json", is_flag=True, expose_value=False, callback=set_format,
                       help="Alias for --format json.")(fn)
     fn = click.option("--format", "fmt", type=click.Choice(["text", "json"]), expose_value=False,
