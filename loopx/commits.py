@@ -57,7 +57,7 @@ class Commit:
 
 
 def walk(cwd: Path | str, revs: list[str], *, paths: Optional[list[str]] = None,
-         max_count: Optional[int] = None) -> list[Commit]:
+         max_count: Optional[int] = None, topo: bool = False) -> list[Commit]:
     """Commits of ``revs`` (git log syntax: ``tip`` or ``base..tip``), newest first.
 
     ``-c`` gives merges a combined diff: a file that a merge took unchanged from one parent
@@ -69,6 +69,8 @@ def walk(cwd: Path | str, revs: list[str], *, paths: Optional[list[str]] = None,
             f"--format={_FORMAT}"]
     if paths:
         args.append("--full-history")
+    if topo:
+        args.append("--topo-order")  # children before parents, whatever the dates say
     if max_count is not None:
         args.append(f"--max-count={max_count}")
     args += [*revs, "--", *(paths or [])]

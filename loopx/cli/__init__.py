@@ -32,6 +32,7 @@ _GROUPS = [
     ("loopx.cli.records", "effect"),
     ("loopx.cli.records", "note"),
     ("loopx.cli.core", "status"),
+    ("loopx.cli.review", "log"), ("loopx.cli.review", "diff"), ("loopx.cli.review", "validate"),
     ("loopx.cli.core", "batch"),
     ("loopx.cli.core", "schema"),
     ("loopx.cli.core", "demo"),
