@@ -198,10 +198,15 @@ class Ledger:
         texts = _signer_texts(events)
         if not texts or not any(e.type == "gate.answered" for e in events):
             return {}
+        # A signature vouches for the bytes its commit added: bind each verdict to the blob
+        # the tip holds, so a file rewritten after signing is not covered by the old signature.
+        current = {e.path: e.oid for e in self.store.list_files(commit)
+                   if e.path.endswith(".gate.answered.yaml")}
         adders: dict[str, list[str]] = {}
         for found in commits.walk(self.store.cwd, [commit], paths=[ANSWER_PATHS]):
             for change in found.added:
-                adders.setdefault(_event_id(change.path), []).append(found.oid)
+                if current.get(change.path) == change.oid:
+                    adders.setdefault(_event_id(change.path), []).append(found.oid)
         every = sorted({oid for oids in adders.values() for oid in oids})
         result: dict[str, dict[str, str]] = {}
         for text in texts:
