@@ -246,8 +246,8 @@ def render(report: Report) -> str:
     range does."""
     span = f"{report.base}..{report.head}" if report.base else report.head
     lines = [f"loopx validate {span}: " + (
-        f"OK ({report.commits} commits, {len(report.events)} new events)" if report.ok
-        else f"FAILED, {len(report.findings)} problems ({report.commits} commits)")]
+        f"OK ({_n(report.commits, 'commit')}, {_n(len(report.events), 'new event')})" if report.ok
+        else f"FAILED, {_n(len(report.findings), 'problem')} ({_n(report.commits, 'commit')})")]
     for f in report.findings:
         lines.append(f"  {f.rule:<20} {f.message}  [commit {f.commit[:12]}]")
     if report.config:
@@ -257,3 +257,7 @@ def render(report: Report) -> str:
         lines.append("New events, in replay order:")
         lines += [f"  {e['actor']}: {e['text']}  [{e['id']}]" for e in report.events]
     return "\n".join(lines)
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
