@@ -15,7 +15,8 @@ from typing import Any, Callable, Optional, TypeVar
 
 from loopx import __version__, cache, clock, codec, commits, git, ids, projection
 from loopx.errors import (
-    Ambiguous, CodecError, ConflictError, NotFound, RefRaceError, SchemaError, TransitionError,
+    Ambiguous, CodecError, ConflictError, GitError, NotFound, RefRaceError, SchemaError,
+    TransitionError, UsageError,
 )
 from loopx.model import PATH_RE, RETRY_VOLATILE, Event, event_dir, event_path, make_event, parse_event
 from loopx.store import STATE_REF, Store
@@ -315,10 +316,17 @@ class Ledger:
         paths = {event_path(e): oid for e, oid in zip(txn.events, blobs)}
         tree = self.store.write_tree(base, paths)
         subject = message or _summary(txn.events)
-        commit = self.store.commit_tree(
-            tree, [base] if base else [], subject + "\n", author=_identity(txn.actor),
-            sign=txn.sign,
-        )
+        try:
+            commit = self.store.commit_tree(
+                tree, [base] if base else [], subject + "\n", author=_identity(txn.actor),
+                sign=txn.sign,
+            )
+        except GitError as exc:
+            if not txn.sign:
+                raise
+            raise UsageError(
+                f"could not sign the commit ({exc}); this ledger requires signed gate answers: "
+                "set `git config gpg.format ssh` and `git config user.signingkey <key>`") from None
         if txn.sign:
             self._verify_signed(commit, txn)
         self.store.update_ref_if(self.ref, commit, expected=txn.expected, reason=f"loopx: {subject}")

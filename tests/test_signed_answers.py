@@ -152,3 +152,24 @@ def _tree_with(repo: Path, tree: str, path: str, blob: str) -> str:
         run(repo, "read-tree", tree, env=env)
         run(repo, "update-index", "--add", "--cacheinfo", f"100644,{blob},{path}", env=env)
         return run(repo, "write-tree", env=env)
+
+
+def test_answering_with_no_signing_key_says_how_to_set_one(repo: Path, signed: dict) -> None:
+    result = invoke(repo, "gate", "answer", "q-1", "--approve", actor=ALICE)
+    assert result.code == 1
+    assert "user.signingkey" in result.err
+
+
+def test_answers_arriving_on_a_cached_ledger_are_verified_too(repo: Path, signed: dict) -> None:
+    """A fetched tip is folded incrementally from the cache: signatures must still count."""
+    with Ledger.open(repo) as led:
+        led.fold()  # cache the current tip, so the next read advances from it
+    path, data = _answer("q-1", clock=40)
+    commit_files(repo, STATE, {path: data}, sign_key=signed["keys"]["alice"][0])
+    path, data = _answer("q-3", clock=41)
+    commit_files(repo, STATE, {path: data})  # unsigned
+    with Ledger.open(repo) as led:
+        assert led.fold().gates["q-1"].state == "answered"
+        assert led.fold().gates["q-3"].state == "open"
+    status = invoke(repo, "status", "--format", "json").json()
+    assert "not in a commit signed" in status["problems"][0]["reason"]
