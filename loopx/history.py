@@ -26,6 +26,10 @@ def _with(text: str, note: Optional[str], sep: str = ": ") -> str:
     return f"{text}{sep}{_quote(note)}" if note else text
 
 
+def _n(count: int, one: str, many: Optional[str] = None) -> str:
+    return f"{count} {one if count == 1 else (many or one + 's')}"
+
+
 def _hhmm(ts: str) -> str:
     """``2026-11-29T14:05:00Z`` -> ``2026-11-29 14:05Z``: a lease's end at a glance."""
     return ts.replace("T", " ")[:16] + "Z"
@@ -46,13 +50,13 @@ def _config(d: Any) -> str:
         parts.append("signed answers " + (", ".join(rule) if isinstance(rule, list) else rule))
     if d.allowed_signers is not None:
         keys = [ln for ln in d.allowed_signers.splitlines() if ln.strip() and not ln.startswith("#")]
-        parts.append(f"allowed signers ({len(keys)} keys: "
+        parts.append(f"allowed signers ({_n(len(keys), 'key')}: "
                      + ", ".join(sorted({ln.split()[0] for ln in keys})) + ")")
     return "set config: " + ", ".join(parts)
 
 
 def _goal_created(d: Any) -> str:
-    crit = f" with {len(d.acceptance)} criteria" if d.acceptance else ""
+    crit = f" with {_n(len(d.acceptance), 'criterion', 'criteria')}" if d.acceptance else ""
     return f"created goal {d.id}: {_quote(d.title)}{crit}"
 
 
@@ -146,7 +150,7 @@ _DESCRIBE: dict[str, Callable[[Any], str]] = {
     "gate.answered": _gate_answered,
     "gate.withdrawn": lambda d: _with(f"withdrew gate {d.id}", d.reason),
     "evidence.recorded": _evidence,
-    "evidence.remapped": lambda d: f"remapped evidence for {len(d.mappings)} rewritten commits",
+    "evidence.remapped": lambda d: f"remapped evidence for {_n(len(d.mappings), 'rewritten commit')}",
     "wake.set": _wake_set,
     "wake.cleared": lambda d: f"cleared wake {d.id}",
     "quota.set": _quota("set"),
@@ -160,8 +164,10 @@ _DESCRIBE: dict[str, Callable[[Any], str]] = {
 
 def describe(event: Event) -> str:
     """One line saying what ``event`` does, in the ledger's terms."""
-    if not event.known or event.type not in _DESCRIBE:
+    if not event.known:
         return f"{event.type} (v{event.env.v}, a type this loopx does not know; kept)"
+    if event.type not in _DESCRIBE:  # a type added without a description yet
+        return f"{event.type} {getattr(event.data, 'id', '') or ''}".rstrip()
     return _DESCRIBE[event.type](event.data)
 
 

@@ -1,0 +1,80 @@
+"""history.describe and history.diff are pure: events and snapshots in, words out."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from loopx import history, ids, projection
+from loopx.model import EVENT_TYPES, make_event, parse_event
+
+SHA = "0" * 40
+EXAMPLES = {
+    "ledger.initialised": {"loopx_version": "0.1.0"},
+    "config.set": {"roles": {"maintainer": ["human:a@x"]}, "signed_answers": ["q-1"],
+                   "allowed_signers": "a@x ssh-ed25519 AAAA\n# comment\n"},
+    "goal.created": {"id": "g-1", "title": "T", "acceptance": [{"id": "a1", "text": "works"}]},
+    "goal.updated": {"id": "g-1", "title": "New", "state": "paused"},
+    "goal.closed": {"id": "g-1", "outcome": "achieved", "reason": "all met"},
+    "todo.added": {"id": "t-1", "goal": "g-1", "title": "Do", "depends_on": ["t-0"]},
+    "todo.updated": {"id": "t-1", "add_gates": ["q-1"]},
+    "todo.claimed": {"id": "t-3", "until": "2026-11-29T14:05:00Z"},
+    "todo.renewed": {"id": "t-3", "until": "2026-11-29T15:05:00Z"},
+    "todo.released": {"id": "t-3"},
+    "todo.done": {"id": "t-3", "evidence": ["e-1"]},
+    "todo.blocked": {"id": "t-3", "reason": "waiting on CI"},
+    "todo.reopened": {"id": "t-3"},
+    "todo.cancelled": {"id": "t-3", "reason": "not needed"},
+    "gate.opened": {"id": "q-1", "goal": "g-1", "question": "Stable?", "authority": ["role:m"]},
+    "gate.answered": {"id": "G-1", "decision": "approve", "comment": "error_code is stable"},
+    "gate.withdrawn": {"id": "q-1"},
+    "evidence.recorded": {"id": "e-1", "kind": "test", "exit_code": 1, "commit": SHA},
+    "evidence.remapped": {"mappings": [{"old": SHA, "new": SHA}]},
+    "wake.set": {"id": "w-1", "at": "2026-11-29T14:05:00Z"},
+    "wake.cleared": {"id": "w-1"},
+    "quota.set": {"turns": 10},
+    "quota.spent": {"tokens": 500},
+    "effect.intended": {"id": "x-1", "target": "github:o/r#1", "action": "comment",
+                        "idempotency_key": "k"},
+    "effect.confirmed": {"id": "x-1", "receipt": "https://example.com/1"},
+    "effect.failed": {"id": "x-1", "error": "boom", "retryable": False},
+    "note.added": {"id": "n-1", "text": "hello"},
+}
+
+
+def _event(type_: str, data: dict) -> object:
+    return make_event(type=type_, data=data, event_id=ids.new_event_id(), at="2026-11-29T12:00:00Z",
+                      clock=1, actor="human:a@x")
+
+
+@pytest.mark.parametrize("type_", sorted(EVENT_TYPES))
+def test_every_event_type_reads_as_a_sentence(type_: str) -> None:
+    text = history.describe(_event(type_, EXAMPLES.get(type_, {})))  # type: ignore[arg-type]
+    assert text and "\n" not in text and "None" not in text
+
+
+def test_the_examples_from_the_issue_read_as_written() -> None:
+    assert history.describe(_event("todo.claimed", EXAMPLES["todo.claimed"])) == \
+        "claimed t-3 until 2026-11-29 14:05Z"
+    assert history.describe(_event("gate.answered", EXAMPLES["gate.answered"])) == \
+        "answered gate G-1: approve — 'error_code is stable'"
+
+
+def test_unknown_types_are_named_not_dropped() -> None:
+    doc = {"id": ids.new_event_id(), "type": "future.thing", "v": 1, "at": "2026-11-29T12:00:00Z",
+           "clock": 1, "actor": "human:a@x", "data": {}}
+    assert "does not know" in history.describe(parse_event(doc))
+
+
+def test_diff_reports_a_goal_achieved_and_the_frontier() -> None:
+    now = datetime(2026, 11, 29, tzinfo=timezone.utc)
+    events = [_event(t, EXAMPLES[t]) for t in ("goal.created",)]
+    before = projection.snapshot(projection.replay(events), now)
+    closed = make_event(type="goal.closed", data={"id": "g-1", "outcome": "abandoned"},
+                        event_id=ids.new_event_id(), at="2026-11-29T12:00:00Z", clock=2, actor="human:a@x")
+    after = projection.snapshot(projection.replay([*events, closed]), now)
+    result = history.diff(before, after)
+    assert result["changes"] == [{"kind": "goal", "id": "g-1", "change": "changed",
+                                  "text": "active -> abandoned"}]
+    assert result["frontier"] == {"before": [], "after": []}
