@@ -105,6 +105,7 @@ class Ledger:
         self.ref = ref
         self.store = Store(repo)
         self._fold: Optional[tuple[str, projection.Fold]] = None
+        self._parsed: dict[tuple[str, str], Event] = {}
 
     @classmethod
     def open(cls, path: Path | str = ".", *, ref: str = STATE_REF, adopt: bool = True) -> Ledger:
@@ -112,6 +113,9 @@ class Ledger:
         ledger = cls(git.discover(path), ref=ref)
         if adopt and ref == STATE_REF:
             ledger.adopt_remote()
+        elif adopt and ledger.store.tip(ref) is None:
+            with cls(ledger.repo) as state:  # a new proposal forks from loopx/state: adopt it too
+                state.adopt_remote()
         return ledger
 
     def close(self) -> None:
@@ -240,14 +244,15 @@ class Ledger:
         return self._parse_entries(entries, problems)
 
     def _parse_entries(self, entries: list[Any], problems: list[projection.Problem]) -> list[Event]:
-        blobs = self.store.read_blobs([e.oid for e in entries])
-        events = []
-        for entry, data in zip(entries, blobs):
+        # Files are immutable and events frozen: one parse per (path, blob) for the life of
+        # this Ledger, so commands that fold several commits (diff, validate) parse each once.
+        todo = [e for e in entries if (e.path, e.oid) not in self._parsed]
+        for entry, data in zip(todo, self.store.read_blobs([e.oid for e in todo])):
             try:
-                events.append(self._parse_file(entry.path, data))
+                self._parsed[(entry.path, entry.oid)] = self._parse_file(entry.path, data)
             except (CodecError, SchemaError) as exc:
                 problems.append(projection.Problem(entry.path, "file", "", 0, str(exc)))
-        return events
+        return [self._parsed[(e.path, e.oid)] for e in entries if (e.path, e.oid) in self._parsed]
 
     @staticmethod
     def _parse_file(path: str, data: Optional[bytes]) -> Event:

@@ -220,3 +220,11 @@ def _day_of(path: str) -> str:
     from loopx.model import event_dir
 
     return event_dir(path.rsplit("/", 1)[1].split(".")[0]).removeprefix("events/")
+
+
+def test_a_proposal_in_a_fresh_clone_forks_from_origins_state(state: Path, tmp_path: Path) -> None:
+    clone = tmp_path / "clone"
+    run(tmp_path, "clone", "-q", str(state), str(clone))
+    run(clone, "fetch", "-q", "origin", "loopx/state:refs/remotes/origin/loopx/state")
+    assert invoke(clone, "note", "add", "from the clone", "--state-ref", "proposal/c").code == 0
+    assert run(clone, "rev-parse", "proposal/c~1") == run(state, "rev-parse", STATE)
