@@ -12,6 +12,7 @@ from conftest import invoke, run_loopx
 from statekit import commit_files, event, file_of, run
 
 from loopx import Ledger, ids
+from loopx.model import event_dir
 from loopx.validate import validate
 
 ALICE = "human:alice@example.com"
@@ -89,8 +90,8 @@ def test_executable_event_file_fails(state: Path) -> None:
 
 
 def test_bad_yaml_fails(state: Path) -> None:
-    path = f"events/2026/11/29/{ids.new_event_id(1_795_000_000_000)}.note.added.yaml"
-    path = path.replace("2026/11/29", _day_of(path))
+    event_id = ids.new_event_id()
+    path = f"{event_dir(event_id)}/{event_id}.note.added.yaml"
     commit_files(state, PROPOSAL, {path: b"id: [unclosed\n"})
     assert _rules(state) == ["bad-yaml"]
 
@@ -214,12 +215,6 @@ def test_rebase_of_the_proposal_branch_itself(state: Path, tmp_path: Path) -> No
     run(where, "rebase", "-q", "loopx/state")
     with Ledger.open(state, ref=PROPOSAL) as led:
         assert led.fold_at(led.tip()).problems == []
-
-
-def _day_of(path: str) -> str:
-    from loopx.model import event_dir
-
-    return event_dir(path.rsplit("/", 1)[1].split(".")[0]).removeprefix("events/")
 
 
 def test_a_proposal_in_a_fresh_clone_forks_from_origins_state(state: Path, tmp_path: Path) -> None:
