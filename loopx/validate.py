@@ -4,8 +4,9 @@ Made for CI on pull requests into the state branch. The range is ``BASE..HEAD``;
 is judged against ``merge-base(BASE, HEAD)`` (like a pull request's diff). The rules, each a
 small function so the sync's incoming check can share them:
 
-- ``bad-path``, ``bad-mode``, ``too-big``: every added file is ``events/YYYY/MM/DD/<ulid>.<type>.yaml``,
-  a plain ``100644`` blob, at most ``codec.MAX_BYTES``.
+- ``bad-path``, ``bad-mode``, ``too-big``: every added file is ``events/YYYY/MM/DD/<ulid>.<type>.yaml``
+  (or a session transcript chunk, ``model.SESSION_FILE_RE``), a plain ``100644`` blob, at
+  most ``codec.MAX_BYTES`` (``TRANSCRIPT_CHUNK_BYTES`` for a chunk).
 - ``bad-yaml``, ``schema``: it parses with the safe loader and validates against the model
   (and its name matches its id, type and date).
 - ``modified``, ``deleted``: no commit in the range changes or removes an event file, and
@@ -33,7 +34,7 @@ from typing import Any, Optional
 from loopx import codec, commits, history, projection
 from loopx.errors import CodecError, NotFound, SchemaError
 from loopx.ledger import Ledger
-from loopx.model import PATH_RE, Event
+from loopx.model import PATH_RE, SESSION_FILE_RE, TRANSCRIPT_CHUNK_BYTES, Event
 from loopx.store import BLOB_MODE
 
 
@@ -82,10 +83,12 @@ class Report:
 
 
 def check_path(path: str) -> Optional[str]:
-    """Why ``path`` is not a valid event path, or None."""
-    if PATH_RE.match(path):
+    """Why ``path`` may not be on the state branch (an event, or a session transcript
+    chunk stored beside the events), or None."""
+    if PATH_RE.match(path) or SESSION_FILE_RE.match(path):
         return None
-    return f"{path}: not an event path (events/YYYY/MM/DD/<ulid>.<type>.yaml)"
+    return (f"{path}: not an event path (events/YYYY/MM/DD/<ulid>.<type>.yaml) "
+            "nor a session transcript chunk")
 
 
 def check_mode(path: str, mode: str) -> Optional[str]:
@@ -94,7 +97,7 @@ def check_mode(path: str, mode: str) -> Optional[str]:
 
 
 def check_size(path: str, data: bytes) -> Optional[str]:
-    limit = codec.MAX_BYTES
+    limit = TRANSCRIPT_CHUNK_BYTES if SESSION_FILE_RE.match(path) else codec.MAX_BYTES
     return None if len(data) <= limit else f"{path}: {len(data)} bytes is over the {limit // 1024} KiB limit"
 
 
@@ -161,6 +164,8 @@ def _check_file(item: Added, data: bytes, report: Report) -> None:
         if why:
             _fail(report, rule, item.path, item.commit, why)
             return
+    if SESSION_FILE_RE.match(item.path):
+        return  # transcript text: the session events that cite it carry its size and oid
     item.event, broken = parse(item.path, data)
     if broken:
         _fail(report, broken[0], item.path, item.commit, broken[1])
