@@ -159,6 +159,15 @@ _DESCRIBE: dict[str, Callable[[Any], str]] = {
     "effect.confirmed": lambda d: f"confirmed effect {d.id}: {d.receipt}",
     "effect.failed": lambda d: _with(f"effect {d.id} failed" + ("" if d.retryable else " (final)"), d.error),
     "note.added": lambda d: f"noted {_quote(d.text)}" + (f" on {d.todo}" if d.todo else ""),
+    "session.opened": lambda d: f"opened session {d.id} on {d.workspace.host}: {_quote(d.task)}"
+                                + (f" for {d.todo}" if d.todo else ""),
+    "session.progress": lambda d: _with(f"session {d.id} progress", d.message),
+    "session.responded": lambda d: _with(f"session {d.id} responded", d.response),
+    "session.interjected": lambda d: _with(f"sent session {d.id} a {d.kind.replace('_', '-')}", d.message),
+    "session.checkpointed": lambda d: _with(
+        f"checkpointed session {d.id} (#{d.number}, {d.transcript.bytes} bytes of transcript)", d.summary),
+    "session.acked": lambda d: f"session {d.id} read {_n(len(d.interjections), 'interjection')}",
+    "session.closed": lambda d: _with(f"closed session {d.id}: {d.reason}", d.note),
 }
 
 

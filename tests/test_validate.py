@@ -83,6 +83,11 @@ def test_file_outside_the_event_layout_fails(state: Path) -> None:
     assert _rules(state) == ["bad-path", "bad-path"]
 
 
+def test_session_transcript_chunks_are_allowed_beside_events(state: Path) -> None:
+    commit_files(state, PROPOSAL, {"sessions/s-1/transcript-1/0001.txt": b"hello\n"})
+    assert _rules(state) == []
+
+
 def test_executable_event_file_fails(state: Path) -> None:
     path, data = file_of(event("note.added", {"id": "n-1", "text": "x"}, clock=_max_clock(state) + 1))
     commit_files(state, PROPOSAL, {path: data}, mode="100755")
