@@ -18,6 +18,7 @@ from loopx.errors import (
     Ambiguous, CodecError, ConflictError, GitError, NotFound, RefRaceError, SchemaError,
     TransitionError, UsageError,
 )
+from loopx.model import ConfigSet  # signed answers read the config events directly
 from loopx.model import (
     PATH_RE, RETRY_VOLATILE, SESSION_FILE_RE, Event, event_dir, event_path, make_event, parse_event,
 )
@@ -401,7 +402,7 @@ def _event_id(path: str) -> str:
 
 def _signer_texts(events: list[Event]) -> list[str]:
     """The allowed_signers texts of a ledger that (at some point) turns signed answers on."""
-    configs = [e.data for e in events if e.type == "config.set" and e.known]
+    configs = [e.data for e in events if isinstance(e.data, ConfigSet)]
     if not any(c.signed_answers not in (None, "off") for c in configs):
         return []
     return sorted({c.allowed_signers for c in configs if c.allowed_signers})
