@@ -90,11 +90,11 @@ class Txn:
         return event
 
     def _claim_signature(self, event: Event) -> None:
-        """A gate answer that must be signed: sign this commit and, until git has verified the
-        signature (before the ref moves, in Ledger._verify_signed), take the writer's word."""
-        gate = self.fold.gates.get(getattr(event.data, "id", "")) if event.type == "gate.answered" else None
+        """An event that must be signed (projection.needs_signature): sign this commit and,
+        until git has verified the signature (before the ref moves, in Ledger._verify_signed),
+        take the writer's word."""
         allowed = self.fold.config.get("allowed_signers")
-        if gate is None or not allowed or not projection.signature_required(self.fold.config, gate.id):
+        if not event.known or not allowed or not projection.needs_signature(self.fold, event):
             return
         self.sign = True
         signed = self.fold.extra.setdefault("signed", {})
@@ -206,28 +206,29 @@ class Ledger:
         file_problems: list[projection.Problem] = []
         events = self.read_events(commit, file_problems)
         fold = projection.Fold()
-        signed = self.verify_answers(commit, events)
+        signed = self.verify_signatures(commit, events)
         if signed:
             fold.extra["signed"] = signed
         projection.replay(events, fold)
         fold.problems[:0] = file_problems
         return fold
 
-    def verify_answers(self, commit: str, events: list[Event]) -> dict[str, dict[str, str]]:
-        """answer event id -> {signers digest: principal} for answers in signed commits.
+    def verify_signatures(self, commit: str, events: list[Event]) -> dict[str, dict[str, str]]:
+        """event id -> {signers digest: principal} for events of SIGNED_TYPES in signed commits.
 
         Asks git only when some config in ``events`` turns signed answers on: one ``git log``
-        to find the commits that added answer files, one per allowed_signers text to verify.
+        to find the commits that added those files, one per allowed_signers text to verify.
         """
         texts = _signer_texts(events)
-        if not texts or not any(e.type == "gate.answered" for e in events):
+        if not texts or not any(e.type in SIGNED_TYPES for e in events):
             return {}
         # A signature vouches for the bytes its commit added: bind each verdict to the blob
         # the tip holds, so a file rewritten after signing is not covered by the old signature.
         current = {e.path: e.oid for e in self.store.list_files(commit)
-                   if e.path.endswith(".gate.answered.yaml")}
+                   if e.path.endswith(tuple(f".{t}.yaml" for t in SIGNED_TYPES))}
         adders: dict[str, list[str]] = {}
-        for found in commits.walk(self.store.cwd, [commit], paths=[ANSWER_PATHS]):
+        paths = [f":(glob)events/**/*.{t}.yaml" for t in SIGNED_TYPES]
+        for found in commits.walk(self.store.cwd, [commit], paths=paths):
             for change in found.added:
                 if current.get(change.path) == change.oid:
                     adders.setdefault(_event_id(change.path), []).append(found.oid)
@@ -254,7 +255,7 @@ class Ledger:
         if problems or any(e.sort_key() <= fold.last_key for e in events):
             return None  # merged events that sort earlier: replay everything
         if _signer_texts(events) or (fold.config.get("allowed_signers") and any(
-                e.type == "gate.answered" for e in events)):
+                e.type in SIGNED_TYPES for e in events)):
             return None  # answers to verify against the signers in force: replay everything
         return projection.replay(events, fold)
 
@@ -351,7 +352,8 @@ class Ledger:
             if not txn.sign:
                 raise
             raise UsageError(
-                f"could not sign the commit ({exc}); this ledger requires signed gate answers: "
+                f"could not sign the commit ({exc}); this ledger requires signed commits for gate "
+                "answers and for changes to roles or signing rules: "
                 "set `git config gpg.format ssh` and `git config user.signingkey <key>`") from None
         if txn.sign:
             self._verify_signed(commit, txn)
@@ -366,7 +368,7 @@ class Ledger:
         principal = commits.signers(self.store.cwd, [commit], allowed).get(commit)
         if principal is None or not projection.signer_matches(principal, txn.actor):
             raise TransitionError(
-                f"this answer must be signed by {txn.actor}'s key in the ledger's allowed_signers, "
+                f"this change must be signed by {txn.actor}'s key in the ledger's allowed_signers, "
                 f"but git verified the commit as {principal or 'not validly signed'}; set "
                 "`git config user.signingkey` (and gpg.format ssh) to that key")
         digest = projection.signers_digest(allowed)
@@ -393,7 +395,7 @@ class Ledger:
             raise NotFound("this repository has no loopx ledger yet; run `git loopx init`")
 
 
-ANSWER_PATHS = ":(glob)events/**/*.gate.answered.yaml"
+SIGNED_TYPES = ("gate.answered", "config.set")  # the events projection.needs_signature covers
 
 
 def _event_id(path: str) -> str:

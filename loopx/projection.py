@@ -433,13 +433,13 @@ def _check_gate_answered(fold: Fold, event: Event) -> Optional[str]:
                 f"you are {event.env.actor}")
     if event.data.decision == "answer" and not event.data.answer:
         return "a free answer needs its text"
-    return _check_signature(fold, event, gate)
+    return _check_signature(fold, event, f"the answer to gate {gate.id}")
 
 
 # --- verified authority: signed answers ---------------------------------------------------------
 # Whether a commit is signed is not in the event file: the reading layer asks git once per
 # allowed_signers text and passes the verdicts in as data, fold.extra["signed"]:
-# answer event id -> {signers_digest(allowed_signers text): principal}. They depend only on
+# event id -> {signers_digest(allowed_signers text): principal}. They depend only on
 # commits reachable from the tip and on the config inside it, so a fold cached by tip stays true.
 
 
@@ -447,6 +447,23 @@ def signature_required(config: dict[str, Any], gate_id: str) -> bool:
     """Whether the config in force says answers to ``gate_id`` must come in signed commits."""
     rule = config.get("signed_answers")
     return rule == "all" or (isinstance(rule, list) and gate_id in rule)
+
+
+# Who may answer (roles) and how answers are verified: while signing is on, changing these
+# needs a signed commit too, or an unsigned config event could simply switch signing off.
+GUARDED_CONFIG = frozenset({"roles", "signed_answers", "allowed_signers"})
+
+
+def needs_signature(fold: Fold, event: Event) -> bool:
+    """Whether ``event`` counts only in a commit signed by its actor's key in allowed_signers."""
+    if event.type == "gate.answered":
+        gate = fold.gates.get(event.data.id)
+        return gate is not None and signature_required(fold.config, gate.id)
+    if event.type == "config.set":
+        rule = fold.config.get("signed_answers")
+        touched = GUARDED_CONFIG & set(event.data.model_dump(exclude_none=True))
+        return bool(touched) and rule not in (None, "off") and bool(fold.config.get("allowed_signers"))
+    return False
 
 
 def signers_digest(allowed_signers: str) -> str:
@@ -460,20 +477,24 @@ def signer_matches(principal: str, actor: str) -> bool:
     return principal == actor or principal == actor.partition(":")[2]
 
 
-def _check_signature(fold: Fold, event: Event, gate: Gate) -> Optional[str]:
-    if not signature_required(fold.config, gate.id):
+def _check_signature(fold: Fold, event: Event, what: str) -> Optional[str]:
+    if not needs_signature(fold, event):
         return None
     allowed = fold.config.get("allowed_signers")
     if not allowed:
-        return f"gate {gate.id} needs a signed answer, but the config names no allowed signers"
+        return f"{what} needs a signed commit, but the config names no allowed signers"
     verdicts = fold.extra.get("signed", {}).get(event.id, {})
     principal = verdicts.get(signers_digest(allowed))
     if principal is None:
-        return (f"the answer to gate {gate.id} is not in a commit signed by a key in "
-                "allowed_signers (unsigned, unknown key or bad signature)")
+        return (f"{what} is not in a commit signed by a key in allowed_signers "
+                "(unsigned, unknown key or bad signature)")
     if not signer_matches(principal, event.env.actor):
-        return f"the answer to gate {gate.id} is signed by {principal}, not by {event.env.actor}"
+        return f"{what} is signed by {principal}, not by {event.env.actor}"
     return None
+
+
+def _check_config_set(fold: Fold, event: Event) -> Optional[str]:
+    return _check_signature(fold, event, "a change to roles or signing rules")
 
 
 def _check_gate_withdrawn(fold: Fold, event: Event) -> Optional[str]:
@@ -646,6 +667,7 @@ def _ok(fold: Fold, event: Event) -> Optional[str]:
 
 
 _CHECK: dict[str, Check] = {
+    "config.set": _check_config_set,
     "goal.created": _check_goal_created,
     "goal.updated": _check_goal_updated,
     "goal.closed": _check_goal_closed,

@@ -19,6 +19,8 @@ small function so the sync's incoming check can share them:
   projection the CLI uses (``Ledger.fold_at``); any event of the range that lands in
   ``problems`` fails, answers from outside a gate's authority or without a required valid
   signature are ``unauthorised-answer``.
+- ``unauthorised-config``: while signed answers are on, a change to roles or signing rules
+  that is not in a commit signed by its actor's key in allowed_signers.
 - ``breaks-existing``: an event that applied at the merge base no longer applies at HEAD
   (something in the range sorts before it and changes its meaning).
 
@@ -221,7 +223,7 @@ def _check_replay(ledger: Ledger, mb: Optional[str], head: str, added: list[Adde
         if problem.type == "file":
             continue  # reported by the file rules, for files of the range
         if problem.event in ours:
-            rule = "unauthorised-answer" if _is_authority(problem) else "illegal-transition"
+            rule = _rule_for(problem)
             _fail(report, rule, problem.event, ours[problem.event].commit,
                   f"{problem.type} by {problem.actor}: {problem.reason}")
         elif problem.event not in refused_before:
@@ -232,9 +234,14 @@ def _check_replay(ledger: Ledger, mb: Optional[str], head: str, added: list[Adde
     report.config = history.config_changes(before.config, after.config)
 
 
-def _is_authority(problem: projection.Problem) -> bool:
-    return problem.type == "gate.answered" and any(
-        marker in problem.reason for marker in (" only; you are ", "signed", "allowed signers"))
+def _rule_for(problem: projection.Problem) -> str:
+    """Which rule a refused event of the range breaks (the projection's reason says why)."""
+    signing = any(m in problem.reason for m in ("signed", "allowed signers"))
+    if problem.type == "gate.answered" and (signing or " only; you are " in problem.reason):
+        return "unauthorised-answer"
+    if problem.type == "config.set" and signing:
+        return "unauthorised-config"
+    return "illegal-transition"
 
 
 def _event_row(item: Added, event: Event) -> dict[str, Any]:

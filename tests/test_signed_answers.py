@@ -173,3 +173,31 @@ def test_answers_arriving_on_a_cached_ledger_are_verified_too(repo: Path, signed
         assert led.fold().gates["q-3"].state == "open"
     status = invoke(repo, "status", "--format", "json").json()
     assert "not in a commit signed" in status["problems"][0]["reason"]
+
+
+def test_an_unsigned_config_change_cannot_switch_signing_off(repo: Path, signed: dict) -> None:
+    with Ledger.open(repo) as led:
+        clock = led.fold().max_clock
+    off = file_of(event("config.set", {"signed_answers": "off", "roles": {"maintainer": [BOB]}},
+                        clock=clock + 1, actor=ALICE))
+    answer = _answer("q-3", actor=BOB, clock=clock + 2)
+    ref = "refs/heads/p/config"
+    commit_files(repo, ref, dict([off]))
+    commit_files(repo, ref, dict([answer]))
+    with Ledger.open(repo, ref=ref) as led:
+        fold = led.fold()
+        assert fold.config["signed_answers"] == "all"
+        assert fold.gates["q-3"].state == "open"
+        rules = sorted(f.rule for f in validate(led, base=STATE, head=ref).findings)
+    assert rules == ["unauthorised-answer", "unauthorised-config"]
+
+
+def test_a_signed_config_change_by_a_listed_signer_applies(repo: Path, signed: dict) -> None:
+    _use_key(repo, signed["keys"]["alice"][0])
+    result = invoke(repo, "config", "set", "--role", f"maintainer={ALICE},{BOB}", actor=ALICE)
+    assert result.code == 0, result.err
+    with Ledger.open(repo) as led:
+        assert led.fold_at(led.tip()).config["roles"]["maintainer"] == [ALICE, BOB]
+    # Settings that do not decide who may answer need no signature.
+    run(repo, "config", "--unset", "user.signingkey")
+    assert invoke(repo, "config", "set", "--lease-ttl", "30m", actor=ALICE).code == 0
