@@ -363,18 +363,17 @@ class Ledger:
     def _verify_signed(self, commit: str, txn: Txn) -> None:
         """Refuse before the ref moves when git does not verify our own signature as the actor."""
         allowed = txn.fold.config.get("allowed_signers")
-        if not allowed:
-            return
+        claimed = [e for e in txn.events if e.id in txn.fold.extra.get("signed", {})]
+        if not allowed or not claimed:
+            return  # signed by choice (--sign), not because the config requires it
         principal = commits.signers(self.store.cwd, [commit], allowed).get(commit)
         if principal is None or not projection.signer_matches(principal, txn.actor):
             raise TransitionError(
                 f"this change must be signed by {txn.actor}'s key in the ledger's allowed_signers, "
                 f"but git verified the commit as {principal or 'not validly signed'}; set "
                 "`git config user.signingkey` (and gpg.format ssh) to that key")
-        digest = projection.signers_digest(allowed)
-        for event in txn.events:
-            if event.id in txn.fold.extra.get("signed", {}):
-                txn.fold.extra["signed"][event.id] = {digest: principal}
+        for event in claimed:
+            txn.fold.extra["signed"][event.id] = {projection.signers_digest(allowed): principal}
 
     def init(self, *, actor: str, name: Optional[str] = None) -> Optional[Event]:
         """Create the ledger if it does not exist yet (idempotent); returns the new event."""

@@ -201,3 +201,14 @@ def test_a_signed_config_change_by_a_listed_signer_applies(repo: Path, signed: d
     # Settings that do not decide who may answer need no signature.
     run(repo, "config", "--unset", "user.signingkey")
     assert invoke(repo, "config", "set", "--lease-ttl", "30m", actor=ALICE).code == 0
+
+
+def test_sign_on_request_when_the_config_does_not_require_it(repo: Path, tmp_path: Path) -> None:
+    key, _ = ssh_key(tmp_path, "dave")
+    _use_key(repo, key)
+    lines = [["goal", "add", "G", "--id", "g-1"],
+             ["gate", "open", "g-1", "Ok?", "--id", "q-1", "--authority", ALICE]]
+    assert invoke(repo, "init", actor=ALICE).code == 0
+    assert invoke(repo, "batch", input="\n".join(json.dumps(x) for x in lines), actor=ALICE).code == 0
+    assert invoke(repo, "gate", "answer", "q-1", "--approve", "--sign", actor=ALICE).code == 0
+    assert "-----BEGIN SSH SIGNATURE-----" in run(repo, "cat-file", "commit", STATE)
