@@ -33,7 +33,7 @@ def log(ledger: Ledger, spec: Optional[str] = None, *, max_count: Optional[int] 
 
 
 def _revs(ledger: Ledger, spec: Optional[str]) -> tuple[list[str], str]:
-    spec = spec or ledger.ref
+    spec = spec or ledger.tip() or ledger.ref  # a proposal not written yet is loopx/state
     if "..." in spec:
         raise UsageError("use A..B (the commits in B that are not in A)")
     start, sep, end = spec.partition("..")
@@ -90,7 +90,7 @@ def diff(ledger: Ledger, spec: str, *, now: datetime) -> dict[str, Any]:
     start, sep, end = spec.partition("..")
     if "..." in spec or not start:
         raise UsageError("give A..B or A (compared with the state ref's tip)")
-    a, b = ledger.store.resolve(start), ledger.store.resolve(end or ledger.ref)
+    a, b = ledger.store.resolve(start), ledger.store.resolve(end or ledger.tip() or ledger.ref)
     if a is None or b is None:
         raise NotFound(f"no such revision in {spec!r}")
     before, after = ledger.fold_at(a), ledger.fold_at(b)
