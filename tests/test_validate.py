@@ -228,3 +228,24 @@ def test_a_proposal_in_a_fresh_clone_forks_from_origins_state(state: Path, tmp_p
     run(clone, "fetch", "-q", "origin", "loopx/state:refs/remotes/origin/loopx/state")
     assert invoke(clone, "note", "add", "from the clone", "--state-ref", "proposal/c").code == 0
     assert run(clone, "rev-parse", "proposal/c~1") == run(state, "rev-parse", STATE)
+
+
+def test_the_pull_request_flow_end_to_end(state: Path, tmp_path: Path) -> None:
+    """Push a proposal to a bare remote; CI checks out the PR merged into loopx/state (as
+    GitHub's refs/pull/N/merge) and runs the workflow's command."""
+    origin = tmp_path / "origin.git"
+    run(tmp_path, "init", "-q", "--bare", str(origin))
+    run(state, "push", "-q", str(origin), "loopx/state")
+    alice = tmp_path / "alice"
+    run(tmp_path, "clone", "-q", str(origin), str(alice))
+    answer = run_loopx(alice, "gate", "answer", "q-1", "--approve", "--state-ref", "proposal/q-1",
+                       actor=ALICE)
+    assert answer.code == 0, answer.err
+    run(alice, "push", "-q", "origin", "proposal/q-1")
+    ci = tmp_path / "ci"
+    run(tmp_path, "clone", "-q", "--no-checkout", str(origin), str(ci))
+    run(ci, "checkout", "-q", "--detach", "origin/loopx/state")
+    run(ci, "merge", "-q", "--no-ff", "-m", "Merge pull request #1", "origin/proposal/q-1")
+    result = run_loopx(ci, "validate", "--range", "origin/loopx/state..HEAD")
+    assert result.code == 0, result.out + result.err
+    assert "answered gate q-1: approve" in result.out
