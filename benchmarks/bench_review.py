@@ -26,8 +26,10 @@ def build(where: Path, commits: int, per: int) -> Ledger:
     led.init(actor="human:bench@example.com")
     led.append("goal.created", {"id": "g-1", "title": "bench"}, actor="human:bench@example.com")
     for c in range(commits):
-        drafts = [Draft("note.added", {"id": f"n-{c}-{i}", "text": f"note {c}.{i}"}, "g-1")
-                  for i in range(per)]
+        drafts = [
+            Draft("note.added", {"id": f"n-{c}-{i}", "text": f"note {c}.{i}"}, "g-1")
+            for i in range(per)
+        ]
         led.write(lambda txn, ds=drafts: [txn.add(d) for d in ds], actor="agent:bench@host")
     return led
 
@@ -45,14 +47,24 @@ def naive_log(led: Ledger) -> None:
     from loopx import history
 
     cwd = led.store.cwd
-    oids = subprocess.run(["git", "rev-list", "loopx/state"], cwd=cwd, capture_output=True,
-                          text=True, check=True).stdout.split()
+    oids = subprocess.run(
+        ["git", "rev-list", "loopx/state"], cwd=cwd, capture_output=True, text=True, check=True
+    ).stdout.split()
     for oid in oids:
-        names = subprocess.run(["git", "show", "--name-only", "--format=", oid], cwd=cwd,
-                               capture_output=True, text=True, check=True).stdout.split()
+        names = subprocess.run(
+            ["git", "show", "--name-only", "--format=", oid],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
         for name in names:
-            data = subprocess.run(["git", "cat-file", "blob", f"{oid}:{name}"], cwd=cwd,
-                                  capture_output=True, check=True).stdout
+            data = subprocess.run(
+                ["git", "cat-file", "blob", f"{oid}:{name}"],
+                cwd=cwd,
+                capture_output=True,
+                check=True,
+            ).stdout
             history.describe(Ledger._parse_file(name, data))
 
 
@@ -68,9 +80,13 @@ def main() -> None:
         ours = timed("loopx log (whole history, described)", lambda: review.log(led))
         peer = timed("peer: a git process per commit and per file", lambda: naive_log(led))
         print(f"{'log vs peer':<48} {peer / ours:8.1f}x faster")
-        timed("validate last 50 commits", lambda: validate.validate(
-            led, base="loopx/state~50", head="loopx/state"))
-        timed("validate whole history", lambda: validate.validate(led, base=None, head="loopx/state"))
+        timed(
+            "validate last 50 commits",
+            lambda: validate.validate(led, base="loopx/state~50", head="loopx/state"),
+        )
+        timed(
+            "validate whole history", lambda: validate.validate(led, base=None, head="loopx/state")
+        )
 
 
 if __name__ == "__main__":

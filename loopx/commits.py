@@ -56,8 +56,14 @@ class Commit:
         return [c for c in self.changes if c.added]
 
 
-def walk(cwd: Path | str, revs: list[str], *, paths: Optional[list[str]] = None,
-         max_count: Optional[int] = None, topo: bool = False) -> list[Commit]:
+def walk(
+    cwd: Path | str,
+    revs: list[str],
+    *,
+    paths: Optional[list[str]] = None,
+    max_count: Optional[int] = None,
+    topo: bool = False,
+) -> list[Commit]:
     """Commits of ``revs`` (git log syntax: ``tip`` or ``base..tip``), newest first.
 
     ``-c`` gives merges a combined diff: a file that a merge took unchanged from one parent
@@ -65,8 +71,16 @@ def walk(cwd: Path | str, revs: list[str], *, paths: Optional[list[str]] = None,
     """
     # --root: the first commit's files count as added; --full-history: with paths, git
     # would otherwise follow only one side of a merge that is TREESAME to it.
-    args = ["log", "-c", "--raw", "-z", "--root", "--no-renames", "--no-abbrev",
-            f"--format={_FORMAT}"]
+    args = [
+        "log",
+        "-c",
+        "--raw",
+        "-z",
+        "--root",
+        "--no-renames",
+        "--no-abbrev",
+        f"--format={_FORMAT}",
+    ]
     if paths:
         args.append("--full-history")
     if topo:
@@ -85,7 +99,9 @@ def _parse_commit(record: bytes) -> Commit:
     tokens = diff.lstrip(b"\0\n").split(b"\0")
     for meta, path in zip(tokens[0::2], tokens[1::2]):
         if meta.startswith(b":"):
-            commit.changes.append(_parse_raw(meta.decode(), path.decode("utf-8", "surrogateescape")))
+            commit.changes.append(
+                _parse_raw(meta.decode(), path.decode("utf-8", "surrogateescape"))
+            )
     return commit
 
 
@@ -104,8 +120,15 @@ def signers(cwd: Path | str, commits: list[str], allowed_signers: str) -> dict[s
         return {}
     with _allowed_signers_file(allowed_signers) as path:
         raw = git.run(
-            cwd, "-c", "gpg.format=ssh", "-c", f"gpg.ssh.allowedSignersFile={path}",
-            "log", "--no-walk=unsorted", "--format=%H%x00%G?%x00%GS%x01", *commits,
+            cwd,
+            "-c",
+            "gpg.format=ssh",
+            "-c",
+            f"gpg.ssh.allowedSignersFile={path}",
+            "log",
+            "--no-walk=unsorted",
+            "--format=%H%x00%G?%x00%GS%x01",
+            *commits,
         ).stdout.decode("utf-8", "replace")
     found: dict[str, Optional[str]] = {}
     for record in raw.split("\x01"):

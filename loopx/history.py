@@ -49,9 +49,14 @@ def _config(d: Any) -> str:
         rule = d.signed_answers
         parts.append("signed answers " + (", ".join(rule) if isinstance(rule, list) else rule))
     if d.allowed_signers is not None:
-        keys = [ln for ln in d.allowed_signers.splitlines() if ln.strip() and not ln.startswith("#")]
-        parts.append(f"allowed signers ({_n(len(keys), 'key')}: "
-                     + ", ".join(sorted({ln.split()[0] for ln in keys})) + ")")
+        keys = [
+            ln for ln in d.allowed_signers.splitlines() if ln.strip() and not ln.startswith("#")
+        ]
+        parts.append(
+            f"allowed signers ({_n(len(keys), 'key')}: "
+            + ", ".join(sorted({ln.split()[0] for ln in keys}))
+            + ")"
+        )
     return "set config: " + ", ".join(parts)
 
 
@@ -69,8 +74,11 @@ def _goal_updated(d: Any) -> str:
 
 
 def _goal_closed(d: Any) -> str:
-    return _with(f"closed goal {d.id} as {d.outcome}" + (" (override)" if d.override else ""),
-                 d.reason, " — ")
+    return _with(
+        f"closed goal {d.id} as {d.outcome}" + (" (override)" if d.override else ""),
+        d.reason,
+        " — ",
+    )
 
 
 def _todo_added(d: Any) -> str:
@@ -96,7 +104,8 @@ def _todo_done(d: Any) -> str:
 
 def _gate_opened(d: Any) -> str:
     blocks = f", blocking {', '.join(d.blocks)}" if d.blocks else ""
-    return f"opened gate {d.id} on {d.goal}: {_quote(d.question)} (asks {', '.join(d.authority)}{blocks})"
+    asks = ", ".join(d.authority)
+    return f"opened gate {d.id} on {d.goal}: {_quote(d.question)} (asks {asks}{blocks})"
 
 
 def _gate_answered(d: Any) -> str:
@@ -107,7 +116,11 @@ def _gate_answered(d: Any) -> str:
 
 
 def _evidence(d: Any) -> str:
-    result = "" if d.exit_code is None else (" passed" if d.exit_code == 0 else f" failed (exit {d.exit_code})")
+    result = (
+        ""
+        if d.exit_code is None
+        else (" passed" if d.exit_code == 0 else f" failed (exit {d.exit_code})")
+    )
     where = f" at {d.commit[:12]}" if d.commit else ""
     for_ = [f"todo {d.todo}"] if d.todo else []
     for_ += [f"criteria {', '.join(d.criteria)}"] if d.criteria else []
@@ -132,7 +145,9 @@ def _quota(verb: str) -> Callable[[Any], str]:
 
 
 _DESCRIBE: dict[str, Callable[[Any], str]] = {
-    "ledger.initialised": lambda d: "initialised the ledger" + (f" {_quote(d.name)}" if d.name else ""),
+    "ledger.initialised": lambda d: (
+        "initialised the ledger" + (f" {_quote(d.name)}" if d.name else "")
+    ),
     "config.set": _config,
     "goal.created": _goal_created,
     "goal.updated": _goal_updated,
@@ -150,22 +165,32 @@ _DESCRIBE: dict[str, Callable[[Any], str]] = {
     "gate.answered": _gate_answered,
     "gate.withdrawn": lambda d: _with(f"withdrew gate {d.id}", d.reason),
     "evidence.recorded": _evidence,
-    "evidence.remapped": lambda d: f"remapped evidence for {_n(len(d.mappings), 'rewritten commit')}",
+    "evidence.remapped": lambda d: (
+        f"remapped evidence for {_n(len(d.mappings), 'rewritten commit')}"
+    ),
     "wake.set": _wake_set,
     "wake.cleared": lambda d: f"cleared wake {d.id}",
     "quota.set": _quota("set"),
     "quota.spent": _quota("spent"),
     "effect.intended": lambda d: f"intends effect {d.id}: {d.action} on {d.target}",
     "effect.confirmed": lambda d: f"confirmed effect {d.id}: {d.receipt}",
-    "effect.failed": lambda d: _with(f"effect {d.id} failed" + ("" if d.retryable else " (final)"), d.error),
+    "effect.failed": lambda d: _with(
+        f"effect {d.id} failed" + ("" if d.retryable else " (final)"), d.error
+    ),
     "note.added": lambda d: f"noted {_quote(d.text)}" + (f" on {d.todo}" if d.todo else ""),
-    "session.opened": lambda d: f"opened session {d.id} on {d.workspace.host}: {_quote(d.task)}"
-                                + (f" for {d.todo}" if d.todo else ""),
+    "session.opened": lambda d: (
+        f"opened session {d.id} on {d.workspace.host}: {_quote(d.task)}"
+        + (f" for {d.todo}" if d.todo else "")
+    ),
     "session.progress": lambda d: _with(f"session {d.id} progress", d.message),
     "session.responded": lambda d: _with(f"session {d.id} responded", d.response),
-    "session.interjected": lambda d: _with(f"sent session {d.id} a {d.kind.replace('_', '-')}", d.message),
+    "session.interjected": lambda d: _with(
+        f"sent session {d.id} a {d.kind.replace('_', '-')}", d.message
+    ),
     "session.checkpointed": lambda d: _with(
-        f"checkpointed session {d.id} (#{d.number}, {d.transcript.bytes} bytes of transcript)", d.summary),
+        f"checkpointed session {d.id} (#{d.number}, {d.transcript.bytes} bytes of transcript)",
+        d.summary,
+    ),
     "session.acked": lambda d: f"session {d.id} read {_n(len(d.interjections), 'interjection')}",
     "session.closed": lambda d: _with(f"closed session {d.id}: {d.reason}", d.note),
 }
@@ -206,24 +231,41 @@ def diff(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
 
 
 def _change(kind: str, key: str, what: str, text: str) -> dict[str, Any]:
-    return {"kind": kind[:-1] if kind.endswith("s") else kind, "id": key, "change": what, "text": text}
+    return {
+        "kind": kind[:-1] if kind.endswith("s") else kind,
+        "id": key,
+        "change": what,
+        "text": text,
+    }
 
 
 def _goal(old: Optional[dict[str, Any]], new: dict[str, Any]) -> str:
     met = [c["id"] for c in new["acceptance"] if c["met"]]
     if old is None:
         crit = ", ".join(c["id"] + ("*" if c["met"] else "") for c in new["acceptance"])
-        return f"goal {new['id']} {_quote(new['title'])} [{new['state']}]" + (f" criteria {crit}" if crit else "")
+        return f"goal {new['id']} {_quote(new['title'])} [{new['state']}]" + (
+            f" criteria {crit}" if crit else ""
+        )
     parts = []
     if old["state"] != new["state"]:
-        parts.append(f"{old['state']} -> {new['state']}" + (f" ({_quote(new['reason'])})" if new["reason"] else ""))
+        parts.append(
+            f"{old['state']} -> {new['state']}"
+            + (f" ({_quote(new['reason'])})" if new["reason"] else "")
+        )
     if old["title"] != new["title"]:
         parts.append(f"title {_quote(new['title'])}")
     was = {c["id"]: c for c in old["acceptance"]}
-    parts += [f"criterion {c['id']} added {_quote(c['text'])}" for c in new["acceptance"] if c["id"] not in was]
+    parts += [
+        f"criterion {c['id']} added {_quote(c['text'])}"
+        for c in new["acceptance"]
+        if c["id"] not in was
+    ]
     parts += [f"criterion {c} now met" for c in met if c in was and not was[c]["met"]]
-    parts += [f"criterion {c['id']} no longer met" for c in new["acceptance"]
-              if c["id"] in was and was[c["id"]]["met"] and not c["met"]]
+    parts += [
+        f"criterion {c['id']} no longer met"
+        for c in new["acceptance"]
+        if c["id"] in was and was[c["id"]]["met"] and not c["met"]
+    ]
     return "; ".join(parts)
 
 
@@ -245,12 +287,17 @@ def _todo(old: Optional[dict[str, Any]], new: dict[str, Any]) -> str:
 
 
 def _lease(todo: dict[str, Any]) -> str:
-    return f"{todo['claimed_by']} until {_hhmm(todo['lease_expires'])}" if todo["claimed_by"] else "none"
+    return (
+        f"{todo['claimed_by']} until {_hhmm(todo['lease_expires'])}"
+        if todo["claimed_by"]
+        else "none"
+    )
 
 
 def _gate(old: Optional[dict[str, Any]], new: dict[str, Any]) -> str:
     if old is None:
-        text = f"gate {new['id']} {_quote(new['question'])} asks {', '.join(new['authority'])} [{new['state']}]"
+        asks = ", ".join(new["authority"])
+        text = f"gate {new['id']} {_quote(new['question'])} asks {asks} [{new['state']}]"
     elif old["state"] == new["state"]:
         return ""
     else:
@@ -265,27 +312,47 @@ def _gate(old: Optional[dict[str, Any]], new: dict[str, Any]) -> str:
 def _evidence_row(old: Optional[dict[str, Any]], new: dict[str, Any]) -> str:
     if old is not None:
         return ""
-    result = "" if new["exit_code"] is None else (" passed" if new["exit_code"] == 0 else f" failed ({new['exit_code']})")
+    result = (
+        ""
+        if new["exit_code"] is None
+        else (" passed" if new["exit_code"] == 0 else f" failed ({new['exit_code']})")
+    )
     where = f" at {new['commit'][:12]}" if new["commit"] else ""
-    return f"{new['kind']} evidence {new['id']}{result}{where}" + (f" for {new['todo']}" if new["todo"] else "")
+    return f"{new['kind']} evidence {new['id']}{result}{where}" + (
+        f" for {new['todo']}" if new["todo"] else ""
+    )
 
 
 def _problems(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any]]:
     seen = {(p["event"], p["reason"]) for p in before["problems"]}
-    return [_change("problems", p["event"], "added", f"{p['type']} by {p['actor']} not applied: {p['reason']}")
-            for p in after["problems"] if (p["event"], p["reason"]) not in seen]
+    return [
+        _change(
+            "problems",
+            p["event"],
+            "added",
+            f"{p['type']} by {p['actor']} not applied: {p['reason']}",
+        )
+        for p in after["problems"]
+        if (p["event"], p["reason"]) not in seen
+    ]
 
 
 _TABLES: list[tuple[str, Callable[[Optional[dict[str, Any]], dict[str, Any]], str]]] = [
-    ("goals", _goal), ("todos", _todo), ("gates", _gate), ("evidence", _evidence_row),
+    ("goals", _goal),
+    ("todos", _todo),
+    ("gates", _gate),
+    ("evidence", _evidence_row),
 ]
 
 
 def config_changes(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any]]:
     """Config keys whose value differs (who may answer what is config: reviewers must see it)."""
     keys = sorted(set(before) | set(after))
-    return [_change("config", k, "changed", f"{k}: {_short(before.get(k))} -> {_short(after.get(k))}")
-            for k in keys if before.get(k) != after.get(k)]
+    return [
+        _change("config", k, "changed", f"{k}: {_short(before.get(k))} -> {_short(after.get(k))}")
+        for k in keys
+        if before.get(k) != after.get(k)
+    ]
 
 
 def _short(value: Any) -> str:

@@ -15,7 +15,9 @@ from loopx.errors import NotFound, UsageError
 from loopx.ledger import Ledger
 
 
-def log(ledger: Ledger, spec: Optional[str] = None, *, max_count: Optional[int] = None) -> list[dict[str, Any]]:
+def log(
+    ledger: Ledger, spec: Optional[str] = None, *, max_count: Optional[int] = None
+) -> list[dict[str, Any]]:
     """The commits of ``spec`` (a revision or ``A..B``; default the state ref), newest first,
     each with the events it added, described, newest first."""
     revs, tip = _revs(ledger, spec)
@@ -28,8 +30,10 @@ def log(ledger: Ledger, spec: Optional[str] = None, *, max_count: Optional[int] 
     rows: dict[str, list[dict[str, Any]]] = {c.oid: [] for c in walked}
     for (commit, change), data in zip(files, blobs):
         rows[commit.oid].append(_event_row(change.path, data, refused, signed))
-    return [_commit_row(c, sorted(rows[c.oid], key=lambda r: (r["clock"], r["id"]), reverse=True))
-            for c in walked]
+    return [
+        _commit_row(c, sorted(rows[c.oid], key=lambda r: (r["clock"], r["id"]), reverse=True))
+        for c in walked
+    ]
 
 
 def _revs(ledger: Ledger, spec: Optional[str]) -> tuple[list[str], str]:
@@ -40,20 +44,37 @@ def _revs(ledger: Ledger, spec: Optional[str]) -> tuple[list[str], str]:
     end = end or (ledger.ref if sep else start)
     tip = ledger.store.resolve(end)
     if tip is None or (sep and start and ledger.store.resolve(start) is None):
-        raise NotFound(f"no such revision in {spec!r} (is the ledger initialised, the branch fetched?)")
+        raise NotFound(
+            f"no such revision in {spec!r} (is the ledger initialised, the branch fetched?)"
+        )
     return ([tip, f"^{start}"] if sep and start else [tip]), tip
 
 
-def _event_row(path: str, data: Optional[bytes], refused: dict[str, str],
-               signed: dict[str, Any]) -> dict[str, Any]:
+def _event_row(
+    path: str, data: Optional[bytes], refused: dict[str, str], signed: dict[str, Any]
+) -> dict[str, Any]:
     try:
         event = Ledger._parse_file(path, data)
     except Exception as exc:  # a broken file is shown, never fatal: log is for looking
-        return {"id": path, "type": "file", "clock": 0, "actor": None, "at": None,
-                "text": f"unreadable file {path}: {exc}", "applied": False}
-    row = {"id": event.id, "type": event.type, "clock": event.env.clock, "actor": event.env.actor,
-           "at": event.env.at, "goal": event.env.goal, "text": history.describe(event),
-           "applied": event.id not in refused}
+        return {
+            "id": path,
+            "type": "file",
+            "clock": 0,
+            "actor": None,
+            "at": None,
+            "text": f"unreadable file {path}: {exc}",
+            "applied": False,
+        }
+    row = {
+        "id": event.id,
+        "type": event.type,
+        "clock": event.env.clock,
+        "actor": event.env.actor,
+        "at": event.env.at,
+        "goal": event.env.goal,
+        "text": history.describe(event),
+        "applied": event.id not in refused,
+    }
     if event.id in refused:
         row["refused"] = refused[event.id]
     if event.id in signed:
@@ -62,8 +83,15 @@ def _event_row(path: str, data: Optional[bytes], refused: dict[str, str],
 
 
 def _commit_row(commit: commits.Commit, events: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"commit": commit.oid, "parents": commit.parents, "author": commit.author,
-            "email": commit.email, "date": commit.date, "subject": commit.subject, "events": events}
+    return {
+        "commit": commit.oid,
+        "parents": commit.parents,
+        "author": commit.author,
+        "email": commit.email,
+        "date": commit.date,
+        "subject": commit.subject,
+        "events": events,
+    }
 
 
 def log_text(rows: list[dict[str, Any]]) -> str:
@@ -73,7 +101,11 @@ def log_text(rows: list[dict[str, Any]]) -> str:
         actors = sorted({e["actor"] for e in row["events"] if e["actor"]})
         who = ", ".join(actors) or row["author"]
         when = row["events"][0]["at"] if row["events"] and row["events"][0]["at"] else row["date"]
-        merge = "  merge of " + ", ".join(p[:12] for p in row["parents"]) if len(row["parents"]) > 1 else ""
+        merge = (
+            "  merge of " + ", ".join(p[:12] for p in row["parents"])
+            if len(row["parents"]) > 1
+            else ""
+        )
         out.append(f"commit {row['commit'][:12]}  {when}  {who}{merge}")
         for e in row["events"]:
             line = f"    {e['text']}"
@@ -101,8 +133,10 @@ def diff(ledger: Ledger, spec: str, *, now: datetime) -> dict[str, Any]:
 
 
 def diff_text(result: dict[str, Any]) -> str:
-    out = [f"ledger {result['from'][:12]}..{result['to'][:12]}: "
-           f"{result['events']['before']} -> {result['events']['after']} events"]
+    out = [
+        f"ledger {result['from'][:12]}..{result['to'][:12]}: "
+        f"{result['events']['before']} -> {result['events']['after']} events"
+    ]
     for c in result["changes"]:
         out.append(f"  {_MARK[c['change']]} {c['kind']:<9} {c['id']:<12} {c['text']}")
     if len(out) == 1:

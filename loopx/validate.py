@@ -4,9 +4,10 @@ Made for CI on pull requests into the state branch. The range is ``BASE..HEAD``;
 is judged against ``merge-base(BASE, HEAD)`` (like a pull request's diff). The rules, each a
 small function so the sync's incoming check can share them:
 
-- ``bad-path``, ``bad-mode``, ``too-big``: every added file is ``events/YYYY/MM/DD/<ulid>.<type>.yaml``
-  (or a session transcript chunk, ``model.SESSION_FILE_RE``), a plain ``100644`` blob, at
-  most ``codec.MAX_BYTES`` (``TRANSCRIPT_CHUNK_BYTES`` for a chunk).
+- ``bad-path``, ``bad-mode``, ``too-big``: every added file is
+  ``events/YYYY/MM/DD/<ulid>.<type>.yaml`` (or a session transcript chunk,
+  ``model.SESSION_FILE_RE``), a plain ``100644`` blob, at most ``codec.MAX_BYTES``
+  (``TRANSCRIPT_CHUNK_BYTES`` for a chunk).
 - ``bad-yaml``, ``schema``: it parses with the safe loader and validates against the model
   (and its name matches its id, type and date).
 - ``modified``, ``deleted``: no commit in the range changes or removes an event file, and
@@ -76,9 +77,16 @@ class Report:
         return not self.findings
 
     def to_dict(self) -> dict[str, Any]:
-        return {"ok": self.ok, "base": self.base, "head": self.head, "merge_base": self.merge_base,
-                "commits": self.commits, "events": self.events,
-                "findings": [asdict(f) for f in self.findings], "config_changes": self.config}
+        return {
+            "ok": self.ok,
+            "base": self.base,
+            "head": self.head,
+            "merge_base": self.merge_base,
+            "commits": self.commits,
+            "events": self.events,
+            "findings": [asdict(f) for f in self.findings],
+            "config_changes": self.config,
+        }
 
 
 # --- the file rules (shared in spirit with sync's incoming check) -------------------------------
@@ -89,18 +97,26 @@ def check_path(path: str) -> Optional[str]:
     chunk stored beside the events), or None."""
     if PATH_RE.match(path) or SESSION_FILE_RE.match(path):
         return None
-    return (f"{path}: not an event path (events/YYYY/MM/DD/<ulid>.<type>.yaml) "
-            "nor a session transcript chunk")
+    return (
+        f"{path}: not an event path (events/YYYY/MM/DD/<ulid>.<type>.yaml) "
+        "nor a session transcript chunk"
+    )
 
 
 def check_mode(path: str, mode: str) -> Optional[str]:
     """Event files are plain blobs: no symlinks, executables or submodules."""
-    return None if mode == BLOB_MODE else f"{path}: mode {mode}, expected a plain file ({BLOB_MODE})"
+    return (
+        None if mode == BLOB_MODE else f"{path}: mode {mode}, expected a plain file ({BLOB_MODE})"
+    )
 
 
 def check_size(path: str, data: bytes) -> Optional[str]:
     limit = TRANSCRIPT_CHUNK_BYTES if SESSION_FILE_RE.match(path) else codec.MAX_BYTES
-    return None if len(data) <= limit else f"{path}: {len(data)} bytes is over the {limit // 1024} KiB limit"
+    return (
+        None
+        if len(data) <= limit
+        else f"{path}: {len(data)} bytes is over the {limit // 1024} KiB limit"
+    )
 
 
 def check_append_only(path: str, status: str) -> Optional[tuple[str, str]]:
@@ -152,8 +168,10 @@ def _added_files(store: Any, walked: list[commits.Commit], report: Report) -> li
             if broken:
                 _fail(report, broken[0], change.path, commit.oid, broken[1])
             else:
-                found.setdefault((change.path, change.oid),
-                                 Added(change.path, change.mode, change.oid, commit.oid))
+                found.setdefault(
+                    (change.path, change.oid),
+                    Added(change.path, change.mode, change.oid, commit.oid),
+                )
     files = list(found.values())
     for item, data in zip(files, store.read_blobs([f.oid for f in files])):
         _check_file(item, data or b"", report)
@@ -161,8 +179,11 @@ def _added_files(store: Any, walked: list[commits.Commit], report: Report) -> li
 
 
 def _check_file(item: Added, data: bytes, report: Report) -> None:
-    for rule, why in (("bad-path", check_path(item.path)), ("bad-mode", check_mode(item.path, item.mode)),
-                      ("too-big", check_size(item.path, data))):
+    for rule, why in (
+        ("bad-path", check_path(item.path)),
+        ("bad-mode", check_mode(item.path, item.mode)),
+        ("too-big", check_size(item.path, data)),
+    ):
         if why:
             _fail(report, rule, item.path, item.commit, why)
             return
@@ -184,8 +205,9 @@ def _check_tree_kept(store: Any, mb: Optional[str], head: str, report: Report) -
             _fail(report, broken[0], entry.path, head, broken[1])
 
 
-def _check_clocks(ledger: Ledger, walked: list[commits.Commit], added: list[Added],
-                  report: Report) -> None:
+def _check_clocks(
+    ledger: Ledger, walked: list[commits.Commit], added: list[Added], report: Report
+) -> None:
     in_range = {c.oid for c in walked}
     clocks: dict[str, int] = {}  # commit -> highest clock in its tree
     by_commit: dict[str, list[Event]] = {}
@@ -197,10 +219,15 @@ def _check_clocks(ledger: Ledger, walked: list[commits.Commit], added: list[Adde
         mine = by_commit.get(commit.oid, [])
         for event in mine:
             if event.env.clock <= seen:
-                _fail(report, "clock-regression", event.id, commit.oid,
-                      f"{event.type} {event.id} has clock {event.env.clock}, but the ledger its "
-                      f"commit was written on already reached {seen}; it would sort before "
-                      "events its writer had seen")
+                _fail(
+                    report,
+                    "clock-regression",
+                    event.id,
+                    commit.oid,
+                    f"{event.type} {event.id} has clock {event.env.clock}, but the ledger its "
+                    f"commit was written on already reached {seen}; it would sort before "
+                    "events its writer had seen",
+                )
         clocks[commit.oid] = max([seen, *(e.env.clock for e in mine)])
 
 
@@ -213,8 +240,9 @@ def _max_clock(ledger: Ledger, commit: str, clocks: dict[str, int], in_range: se
     return clocks[commit]
 
 
-def _check_replay(ledger: Ledger, mb: Optional[str], head: str, added: list[Added],
-                  report: Report) -> None:
+def _check_replay(
+    ledger: Ledger, mb: Optional[str], head: str, added: list[Added], report: Report
+) -> None:
     after = ledger.fold_at(head)
     before = ledger.fold_at(mb) if mb else projection.Fold()
     ours = {item.event.id: item for item in added if item.event is not None}
@@ -224,13 +252,26 @@ def _check_replay(ledger: Ledger, mb: Optional[str], head: str, added: list[Adde
             continue  # reported by the file rules, for files of the range
         if problem.event in ours:
             rule = _rule_for(problem)
-            _fail(report, rule, problem.event, ours[problem.event].commit,
-                  f"{problem.type} by {problem.actor}: {problem.reason}")
+            _fail(
+                report,
+                rule,
+                problem.event,
+                ours[problem.event].commit,
+                f"{problem.type} by {problem.actor}: {problem.reason}",
+            )
         elif problem.event not in refused_before:
-            _fail(report, "breaks-existing", problem.event, head,
-                  f"{problem.type} by {problem.actor} applied before this range, now: {problem.reason}")
-    report.events = [_event_row(ours[e.id], e) for e in sorted(
-        (i.event for i in ours.values() if i.event is not None), key=Event.sort_key)]
+            _fail(
+                report,
+                "breaks-existing",
+                problem.event,
+                head,
+                f"{problem.type} by {problem.actor} applied before this range, "
+                f"now: {problem.reason}",
+            )
+    report.events = [
+        _event_row(ours[e.id], e)
+        for e in sorted((i.event for i in ours.values() if i.event is not None), key=Event.sort_key)
+    ]
     report.config = history.config_changes(before.config, after.config)
 
 
@@ -245,8 +286,15 @@ def _rule_for(problem: projection.Problem) -> str:
 
 
 def _event_row(item: Added, event: Event) -> dict[str, Any]:
-    return {"id": event.id, "type": event.type, "actor": event.env.actor, "clock": event.env.clock,
-            "commit": item.commit, "path": item.path, "text": history.describe(event)}
+    return {
+        "id": event.id,
+        "type": event.type,
+        "actor": event.env.actor,
+        "clock": event.env.clock,
+        "commit": item.commit,
+        "path": item.path,
+        "text": history.describe(event),
+    }
 
 
 def _fail(report: Report, rule: str, where: str, commit: str, message: str) -> None:
@@ -257,9 +305,14 @@ def render(report: Report) -> str:
     """The report as text for a reviewer: verdict first, then what fails, then what the
     range does."""
     span = f"{report.base}..{report.head}" if report.base else report.head
-    lines = [f"loopx validate {span}: " + (
-        f"OK ({_n(report.commits, 'commit')}, {_n(len(report.events), 'new event')})" if report.ok
-        else f"FAILED, {_n(len(report.findings), 'problem')} ({_n(report.commits, 'commit')})")]
+    lines = [
+        f"loopx validate {span}: "
+        + (
+            f"OK ({_n(report.commits, 'commit')}, {_n(len(report.events), 'new event')})"
+            if report.ok
+            else f"FAILED, {_n(len(report.findings), 'problem')} ({_n(report.commits, 'commit')})"
+        )
+    ]
     for f in report.findings:
         lines.append(f"  {f.rule:<20} {f.message}  [commit {f.commit[:12]}]")
     if report.config:

@@ -12,8 +12,11 @@ from loopx.model import EVENT_TYPES, make_event, parse_event
 SHA = "0" * 40
 EXAMPLES = {
     "ledger.initialised": {"loopx_version": "0.1.0"},
-    "config.set": {"roles": {"maintainer": ["human:a@x"]}, "signed_answers": ["q-1"],
-                   "allowed_signers": "a@x ssh-ed25519 AAAA\n# comment\n"},
+    "config.set": {
+        "roles": {"maintainer": ["human:a@x"]},
+        "signed_answers": ["q-1"],
+        "allowed_signers": "a@x ssh-ed25519 AAAA\n# comment\n",
+    },
     "goal.created": {"id": "g-1", "title": "T", "acceptance": [{"id": "a1", "text": "works"}]},
     "goal.updated": {"id": "g-1", "title": "New", "state": "paused"},
     "goal.closed": {"id": "g-1", "outcome": "achieved", "reason": "all met"},
@@ -35,26 +38,44 @@ EXAMPLES = {
     "wake.cleared": {"id": "w-1"},
     "quota.set": {"turns": 10},
     "quota.spent": {"tokens": 500},
-    "effect.intended": {"id": "x-1", "target": "github:o/r#1", "action": "comment",
-                        "idempotency_key": "k"},
+    "effect.intended": {
+        "id": "x-1",
+        "target": "github:o/r#1",
+        "action": "comment",
+        "idempotency_key": "k",
+    },
     "effect.confirmed": {"id": "x-1", "receipt": "https://example.com/1"},
     "effect.failed": {"id": "x-1", "error": "boom", "retryable": False},
     "note.added": {"id": "n-1", "text": "hello"},
-    "session.opened": {"id": "s-1", "task": "fix it", "keep_open": True,
-                       "workspace": {"host": "devbox", "path": "/w"}},
+    "session.opened": {
+        "id": "s-1",
+        "task": "fix it",
+        "keep_open": True,
+        "workspace": {"host": "devbox", "path": "/w"},
+    },
     "session.progress": {"id": "s-1", "message": "halfway"},
     "session.responded": {"id": "s-1", "response": "done, see PR"},
     "session.interjected": {"id": "s-1", "message": "also X", "kind": "follow_up"},
-    "session.checkpointed": {"id": "s-1", "number": 1, "summary": "so far",
-                             "transcript": {"chunks": [], "bytes": 0, "sha256": "0" * 64}},
+    "session.checkpointed": {
+        "id": "s-1",
+        "number": 1,
+        "summary": "so far",
+        "transcript": {"chunks": [], "bytes": 0, "sha256": "0" * 64},
+    },
     "session.acked": {"id": "s-1", "interjections": ["01M8K3N3KD4ZAY0F5HCT6M5FMP"]},
     "session.closed": {"id": "s-1", "reason": "done"},
 }
 
 
 def _event(type_: str, data: dict) -> object:
-    return make_event(type=type_, data=data, event_id=ids.new_event_id(), at="2026-11-29T12:00:00Z",
-                      clock=1, actor="human:a@x")
+    return make_event(
+        type=type_,
+        data=data,
+        event_id=ids.new_event_id(),
+        at="2026-11-29T12:00:00Z",
+        clock=1,
+        actor="human:a@x",
+    )
 
 
 @pytest.mark.parametrize("type_", sorted(EVENT_TYPES))
@@ -66,15 +87,26 @@ def test_every_event_type_reads_as_a_sentence(type_: str) -> None:
 
 
 def test_the_examples_from_the_issue_read_as_written() -> None:
-    assert history.describe(_event("todo.claimed", EXAMPLES["todo.claimed"])) == \
-        "claimed t-3 until 2026-11-29 14:05Z"
-    assert history.describe(_event("gate.answered", EXAMPLES["gate.answered"])) == \
-        "answered gate G-1: approve — 'error_code is stable'"
+    assert (
+        history.describe(_event("todo.claimed", EXAMPLES["todo.claimed"]))
+        == "claimed t-3 until 2026-11-29 14:05Z"
+    )
+    assert (
+        history.describe(_event("gate.answered", EXAMPLES["gate.answered"]))
+        == "answered gate G-1: approve — 'error_code is stable'"
+    )
 
 
 def test_unknown_types_are_named_not_dropped() -> None:
-    doc = {"id": ids.new_event_id(), "type": "future.thing", "v": 1, "at": "2026-11-29T12:00:00Z",
-           "clock": 1, "actor": "human:a@x", "data": {}}
+    doc = {
+        "id": ids.new_event_id(),
+        "type": "future.thing",
+        "v": 1,
+        "at": "2026-11-29T12:00:00Z",
+        "clock": 1,
+        "actor": "human:a@x",
+        "data": {},
+    }
     assert "does not know" in history.describe(parse_event(doc))
 
 
@@ -82,10 +114,17 @@ def test_diff_reports_a_goal_achieved_and_the_frontier() -> None:
     now = datetime(2026, 11, 29, tzinfo=timezone.utc)
     events = [_event(t, EXAMPLES[t]) for t in ("goal.created",)]
     before = projection.snapshot(projection.replay(events), now)
-    closed = make_event(type="goal.closed", data={"id": "g-1", "outcome": "abandoned"},
-                        event_id=ids.new_event_id(), at="2026-11-29T12:00:00Z", clock=2, actor="human:a@x")
+    closed = make_event(
+        type="goal.closed",
+        data={"id": "g-1", "outcome": "abandoned"},
+        event_id=ids.new_event_id(),
+        at="2026-11-29T12:00:00Z",
+        clock=2,
+        actor="human:a@x",
+    )
     after = projection.snapshot(projection.replay([*events, closed]), now)
     result = history.diff(before, after)
-    assert result["changes"] == [{"kind": "goal", "id": "g-1", "change": "changed",
-                                  "text": "active -> abandoned"}]
+    assert result["changes"] == [
+        {"kind": "goal", "id": "g-1", "change": "changed", "text": "active -> abandoned"}
+    ]
     assert result["frontier"] == {"before": [], "after": []}

@@ -10,7 +10,6 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-
 from conftest import invoke
 from statekit import run
 
@@ -18,7 +17,9 @@ from loopx import Ledger, ids
 from loopx.ledger import Draft
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
-UPDATE = bool(os.environ.get("LOOPX_UPDATE_SNAPSHOTS"))  # read before the hermetic fixture clears it
+UPDATE = bool(
+    os.environ.get("LOOPX_UPDATE_SNAPSHOTS")
+)  # read before the hermetic fixture clears it
 T0 = datetime(2026, 11, 29, 9, 0, tzinfo=timezone.utc)
 ALICE, AGENT = "human:alice@example.com", "agent:codex@devbox"
 SHA = "0123456789abcdef0123456789abcdef01234567"
@@ -26,23 +27,68 @@ SHA = "0123456789abcdef0123456789abcdef01234567"
 STORY: list[tuple[str, str, dict, str | None]] = [
     (ALICE, "ledger.initialised", {"name": "demo", "loopx_version": "0.1.0"}, None),
     (ALICE, "config.set", {"roles": {"maintainer": [ALICE]}, "lease_ttl_seconds": 2700}, None),
-    (ALICE, "goal.created", {"id": "g-1", "title": "Stable error codes", "acceptance": [
-        {"id": "a1", "text": "error_code is documented"}, {"id": "a2", "text": "tests pass"}]}, "g-1"),
-    (ALICE, "todo.added", {"id": "t-1", "goal": "g-1", "title": "Document error_code",
-                           "criteria": ["a1"]}, "g-1"),
-    (ALICE, "todo.added", {"id": "t-2", "goal": "g-1", "title": "Ship it",
-                           "depends_on": ["t-1"]}, "g-1"),
-    (ALICE, "gate.opened", {"id": "q-1", "goal": "g-1", "question": "Is error_code stable?",
-                            "authority": ["role:maintainer"], "blocks": ["t-2"]}, "g-1"),
+    (
+        ALICE,
+        "goal.created",
+        {
+            "id": "g-1",
+            "title": "Stable error codes",
+            "acceptance": [
+                {"id": "a1", "text": "error_code is documented"},
+                {"id": "a2", "text": "tests pass"},
+            ],
+        },
+        "g-1",
+    ),
+    (
+        ALICE,
+        "todo.added",
+        {"id": "t-1", "goal": "g-1", "title": "Document error_code", "criteria": ["a1"]},
+        "g-1",
+    ),
+    (
+        ALICE,
+        "todo.added",
+        {"id": "t-2", "goal": "g-1", "title": "Ship it", "depends_on": ["t-1"]},
+        "g-1",
+    ),
+    (
+        ALICE,
+        "gate.opened",
+        {
+            "id": "q-1",
+            "goal": "g-1",
+            "question": "Is error_code stable?",
+            "authority": ["role:maintainer"],
+            "blocks": ["t-2"],
+        },
+        "g-1",
+    ),
     (AGENT, "todo.claimed", {"id": "t-1", "until": "2099-01-01T14:05:00Z"}, "g-1"),
     # --- the diff snapshot compares the state here with the end ---
-    (AGENT, "evidence.recorded", {"id": "e-1", "kind": "test", "command": "pytest -q",
-                                  "exit_code": 0, "commit": SHA, "tree": SHA, "todo": "t-1",
-                                  "criteria": ["a1", "a2"]}, "g-1"),
+    (
+        AGENT,
+        "evidence.recorded",
+        {
+            "id": "e-1",
+            "kind": "test",
+            "command": "pytest -q",
+            "exit_code": 0,
+            "commit": SHA,
+            "tree": SHA,
+            "todo": "t-1",
+            "criteria": ["a1", "a2"],
+        },
+        "g-1",
+    ),
     (AGENT, "todo.done", {"id": "t-1", "evidence": ["e-1"], "summary": "documented"}, "g-1"),
     (AGENT, "gate.answered", {"id": "q-1", "decision": "approve"}, "g-1"),  # not the authority
-    (ALICE, "gate.answered", {"id": "q-1", "decision": "approve",
-                              "comment": "error_code is stable"}, "g-1"),
+    (
+        ALICE,
+        "gate.answered",
+        {"id": "q-1", "decision": "approve", "comment": "error_code is stable"},
+        "g-1",
+    ),
     (AGENT, "wake.set", {"id": "w-1", "on_todo": "t-2", "reason": "ship when ready"}, "g-1"),
     (ALICE, "note.added", {"id": "n-1", "text": "Remember the changelog"}, None),
 ]
@@ -81,12 +127,23 @@ def _commit_refused(repo: Path, led: Ledger, draft: Draft, actor: str, now: date
     from loopx import clock, codec
     from loopx.model import event_path, make_event
 
-    event = make_event(type=draft.type, data=draft.data, event_id=draft.event_id, at=clock.format_ts(now),
-                       clock=led.fold().max_clock + 1, actor=actor, goal=draft.goal)
+    event = make_event(
+        type=draft.type,
+        data=draft.data,
+        event_id=draft.event_id,
+        at=clock.format_ts(now),
+        clock=led.fold().max_clock + 1,
+        actor=actor,
+        goal=draft.goal,
+    )
     from statekit import commit_files
 
-    commit_files(repo, "refs/heads/loopx/state", {event_path(event): codec.dump(event.to_dict())},
-                 message="gate.answered q-1")
+    commit_files(
+        repo,
+        "refs/heads/loopx/state",
+        {event_path(event): codec.dump(event.to_dict())},
+        message="gate.answered q-1",
+    )
 
 
 def _check(name: str, text: str) -> None:
@@ -129,13 +186,17 @@ def test_diff_json_names_the_frontier_before_and_after(repo: Path, story: list[s
     assert ("problem", result["changes"][-1]["id"], "added") in kinds
 
 
-def test_diff_between_a_commit_and_itself_says_nothing_changed(repo: Path, story: list[str]) -> None:
+def test_diff_between_a_commit_and_itself_says_nothing_changed(
+    repo: Path, story: list[str]
+) -> None:
     result = invoke(repo, "diff", f"{story[2]}..{story[2]}")
     assert "no change in state" in result.out
 
 
 def test_log_of_a_proposal_shows_only_its_commits(repo: Path, story: list[str]) -> None:
-    assert invoke(repo, "note", "add", "proposed", "--state-ref", "proposal/x", actor=ALICE).code == 0
+    assert (
+        invoke(repo, "note", "add", "proposed", "--state-ref", "proposal/x", actor=ALICE).code == 0
+    )
     result = invoke(repo, "log", "loopx/state..proposal/x")
     assert result.out.count("commit ") == 1 and "noted 'proposed'" in result.out
     assert run(repo, "rev-parse", "proposal/x~1") == story[-1]

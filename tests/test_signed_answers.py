@@ -8,7 +8,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from conftest import invoke
 from statekit import commit_files, event, file_of, run, ssh_key
 
@@ -28,13 +27,28 @@ def signed(repo: Path, tmp_path: Path) -> dict[str, object]:
     keys = {name: ssh_key(tmp_path, name) for name in ("alice", "bob", "mallory")}
     signers = tmp_path / "allowed_signers"
     signers.write_text(f"alice@example.com {keys['alice'][1]}\nbob@example.com {keys['bob'][1]}\n")
-    lines = [["goal", "add", "Ship", "--id", "g-1", "--accept", "works"],
-             ["todo", "add", "g-1", "Build", "--id", "t-1"],
-             ["config", "set", "--role", f"maintainer={ALICE}", "--signed-answers", "all",
-              "--allowed-signers", str(signers)]]
-    lines += [["gate", "open", "g-1", f"Question {gate}?", "--id", gate, "--authority", who]
-              for gate, who in (("q-1", "role:maintainer"), ("q-2", "human:carol@example.com"),
-                                ("q-3", "role:maintainer"))]
+    lines = [
+        ["goal", "add", "Ship", "--id", "g-1", "--accept", "works"],
+        ["todo", "add", "g-1", "Build", "--id", "t-1"],
+        [
+            "config",
+            "set",
+            "--role",
+            f"maintainer={ALICE}",
+            "--signed-answers",
+            "all",
+            "--allowed-signers",
+            str(signers),
+        ],
+    ]
+    lines += [
+        ["gate", "open", "g-1", f"Question {gate}?", "--id", gate, "--authority", who]
+        for gate, who in (
+            ("q-1", "role:maintainer"),
+            ("q-2", "human:carol@example.com"),
+            ("q-3", "role:maintainer"),
+        )
+    ]
     assert invoke(repo, "init", actor=ALICE).code == 0
     result = invoke(repo, "batch", input="\n".join(json.dumps(line) for line in lines), actor=ALICE)
     assert result.code == 0, result.err
@@ -46,9 +60,18 @@ def _use_key(repo: Path, key: Path) -> None:
     run(repo, "config", "user.signingkey", str(key))
 
 
-def _answer(gate: str, *, actor: str = ALICE, decision: str = "approve", clock: int = 50) -> tuple[str, bytes]:
-    return file_of(event("gate.answered", {"id": gate, "decision": decision}, clock=clock,
-                         actor=actor, goal="g-1"))
+def _answer(
+    gate: str, *, actor: str = ALICE, decision: str = "approve", clock: int = 50
+) -> tuple[str, bytes]:
+    return file_of(
+        event(
+            "gate.answered",
+            {"id": gate, "decision": decision},
+            clock=clock,
+            actor=actor,
+            goal="g-1",
+        )
+    )
 
 
 def _refused(repo: Path, ref: str, gate: str) -> str:
@@ -76,7 +99,9 @@ def test_a_signed_answer_by_the_authority_is_applied(repo: Path, signed: dict) -
     assert validate(Ledger.open(repo), base=f"{STATE}~1", head=STATE).ok
 
 
-def test_answering_without_a_listed_key_is_refused_before_the_ref_moves(repo: Path, signed: dict) -> None:
+def test_answering_without_a_listed_key_is_refused_before_the_ref_moves(
+    repo: Path, signed: dict
+) -> None:
     _use_key(repo, signed["keys"]["mallory"][0])
     before = run(repo, "rev-parse", STATE)
     result = invoke(repo, "gate", "answer", "q-1", "--approve", actor=ALICE)
@@ -118,13 +143,19 @@ def test_forgery_validly_signed_answer_for_another_gate(repo: Path, signed: dict
 
 def test_forgery_tampered_signed_commit(repo: Path, signed: dict) -> None:
     path, data = _answer("q-3", decision="approve")
-    good = commit_files(repo, "refs/heads/p/good", {path: data}, sign_key=signed["keys"]["alice"][0])
+    good = commit_files(
+        repo, "refs/heads/p/good", {path: data}, sign_key=signed["keys"]["alice"][0]
+    )
     # Keep alice's signature header, swap the tree for one whose answer says "reject".
-    forged_blob = run(repo, "hash-object", "-w", "--stdin", input=data.replace(b"approve", b"reject"))
+    forged_blob = run(
+        repo, "hash-object", "-w", "--stdin", input=data.replace(b"approve", b"reject")
+    )
     raw = run(repo, "cat-file", "commit", good)
     tree_with = _tree_with(repo, f"{good}^{{tree}}", path, forged_blob)
     tampered = raw.replace(raw.split("\n", 1)[0], f"tree {tree_with}", 1)
-    oid = run(repo, "hash-object", "-t", "commit", "-w", "--stdin", input=(tampered + "\n").encode())
+    oid = run(
+        repo, "hash-object", "-t", "commit", "-w", "--stdin", input=(tampered + "\n").encode()
+    )
     run(repo, "update-ref", "refs/heads/p/tampered", oid)
     assert "not in a commit signed" in _refused(repo, "refs/heads/p/tampered", "q-3")
     with Ledger.open(repo, ref="refs/heads/p/good") as led:  # the untampered one is fine
@@ -178,8 +209,14 @@ def test_answers_arriving_on_a_cached_ledger_are_verified_too(repo: Path, signed
 def test_an_unsigned_config_change_cannot_switch_signing_off(repo: Path, signed: dict) -> None:
     with Ledger.open(repo) as led:
         clock = led.fold().max_clock
-    off = file_of(event("config.set", {"signed_answers": "off", "roles": {"maintainer": [BOB]}},
-                        clock=clock + 1, actor=ALICE))
+    off = file_of(
+        event(
+            "config.set",
+            {"signed_answers": "off", "roles": {"maintainer": [BOB]}},
+            clock=clock + 1,
+            actor=ALICE,
+        )
+    )
     answer = _answer("q-3", actor=BOB, clock=clock + 2)
     ref = "refs/heads/p/config"
     commit_files(repo, ref, dict([off]))
@@ -206,9 +243,13 @@ def test_a_signed_config_change_by_a_listed_signer_applies(repo: Path, signed: d
 def test_sign_on_request_when_the_config_does_not_require_it(repo: Path, tmp_path: Path) -> None:
     key, _ = ssh_key(tmp_path, "dave")
     _use_key(repo, key)
-    lines = [["goal", "add", "G", "--id", "g-1"],
-             ["gate", "open", "g-1", "Ok?", "--id", "q-1", "--authority", ALICE]]
+    lines = [
+        ["goal", "add", "G", "--id", "g-1"],
+        ["gate", "open", "g-1", "Ok?", "--id", "q-1", "--authority", ALICE],
+    ]
     assert invoke(repo, "init", actor=ALICE).code == 0
-    assert invoke(repo, "batch", input="\n".join(json.dumps(x) for x in lines), actor=ALICE).code == 0
+    assert (
+        invoke(repo, "batch", input="\n".join(json.dumps(x) for x in lines), actor=ALICE).code == 0
+    )
     assert invoke(repo, "gate", "answer", "q-1", "--approve", "--sign", actor=ALICE).code == 0
     assert "-----BEGIN SSH SIGNATURE-----" in run(repo, "cat-file", "commit", STATE)

@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import invoke, run_loopx
 from statekit import commit_files, event, file_of, run
 
@@ -24,11 +23,23 @@ PROPOSAL = "refs/heads/proposal/p"
 @pytest.fixture
 def state(repo: Path) -> Path:
     """Goal g-1 with todo t-1 behind gate q-1, which alice (the maintainer) answers."""
-    lines = [["config", "set", "--role", f"maintainer={ALICE}"],
-             ["goal", "add", "Ship", "--id", "g-1", "--accept", "works"],
-             ["todo", "add", "g-1", "Build", "--id", "t-1"],
-             ["gate", "open", "g-1", "Is the API stable?", "--id", "q-1",
-              "--authority", "role:maintainer", "--blocks", "t-1"]]
+    lines = [
+        ["config", "set", "--role", f"maintainer={ALICE}"],
+        ["goal", "add", "Ship", "--id", "g-1", "--accept", "works"],
+        ["todo", "add", "g-1", "Build", "--id", "t-1"],
+        [
+            "gate",
+            "open",
+            "g-1",
+            "Is the API stable?",
+            "--id",
+            "q-1",
+            "--authority",
+            "role:maintainer",
+            "--blocks",
+            "t-1",
+        ],
+    ]
     assert invoke(repo, "init", actor=ALICE).code == 0
     result = invoke(repo, "batch", input="\n".join(json.dumps(x) for x in lines), actor=ALICE)
     assert result.code == 0, result.err
@@ -47,8 +58,21 @@ def _max_clock(repo: Path) -> int:
 
 def _propose(repo: Path) -> None:
     """A proposal written with the ordinary CLI: alice approves, the agent claims the todo."""
-    assert invoke(repo, "gate", "answer", "q-1", "--approve", "--comment", "stable",
-                  "--state-ref", "proposal/p", actor=ALICE).code == 0
+    assert (
+        invoke(
+            repo,
+            "gate",
+            "answer",
+            "q-1",
+            "--approve",
+            "--comment",
+            "stable",
+            "--state-ref",
+            "proposal/p",
+            actor=ALICE,
+        ).code
+        == 0
+    )
     result = invoke(repo, "--state-ref", "proposal/p", "todo", "claim", "t-1", actor=AGENT)
     assert result.code == 0, result.err
 
@@ -89,7 +113,9 @@ def test_session_transcript_chunks_are_allowed_beside_events(state: Path) -> Non
 
 
 def test_executable_event_file_fails(state: Path) -> None:
-    path, data = file_of(event("note.added", {"id": "n-1", "text": "x"}, clock=_max_clock(state) + 1))
+    path, data = file_of(
+        event("note.added", {"id": "n-1", "text": "x"}, clock=_max_clock(state) + 1)
+    )
     commit_files(state, PROPOSAL, {path: data}, mode="100755")
     assert _rules(state) == ["bad-mode"]
 
@@ -108,14 +134,22 @@ def test_schema_error_fails(state: Path) -> None:
 
 
 def test_illegal_transition_fails(state: Path) -> None:
-    path, data = file_of(event("todo.done", {"id": "t-404"}, clock=_max_clock(state) + 1, goal="g-1"))
+    path, data = file_of(
+        event("todo.done", {"id": "t-404"}, clock=_max_clock(state) + 1, goal="g-1")
+    )
     commit_files(state, PROPOSAL, {path: data})
     assert _rules(state) == ["illegal-transition"]
 
 
 def test_unauthorised_answer_fails(state: Path) -> None:
-    path, data = file_of(event("gate.answered", {"id": "q-1", "decision": "approve"},
-                               clock=_max_clock(state) + 1, actor="human:mallory@example.com"))
+    path, data = file_of(
+        event(
+            "gate.answered",
+            {"id": "q-1", "decision": "approve"},
+            clock=_max_clock(state) + 1,
+            actor="human:mallory@example.com",
+        )
+    )
     commit_files(state, PROPOSAL, {path: data})
     assert _rules(state) == ["unauthorised-answer"]
 
@@ -238,8 +272,9 @@ def test_the_pull_request_flow_end_to_end(state: Path, tmp_path: Path) -> None:
     run(state, "push", "-q", str(origin), "loopx/state")
     alice = tmp_path / "alice"
     run(tmp_path, "clone", "-q", str(origin), str(alice))
-    answer = run_loopx(alice, "gate", "answer", "q-1", "--approve", "--state-ref", "proposal/q-1",
-                       actor=ALICE)
+    answer = run_loopx(
+        alice, "gate", "answer", "q-1", "--approve", "--state-ref", "proposal/q-1", actor=ALICE
+    )
     assert answer.code == 0, answer.err
     run(alice, "push", "-q", "origin", "proposal/q-1")
     ci = tmp_path / "ci"

@@ -120,7 +120,7 @@ class App:
 
 
 def pass_app(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Decorator: adds --format/--json/--state-ref to a command and passes the App as first argument."""
+    """Decorator: adds --format/--json/--state-ref to a command and passes the App first."""
 
     def set_format(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
         app = ctx.find_object(App)

@@ -42,9 +42,13 @@ def diff(app: App, spec: str) -> None:
 
 
 @click.command()
-@click.option("--range", "span", metavar="BASE..HEAD",
-              help="The commits to check, e.g. origin/loopx/state..HEAD (default: the state "
-                   "ref's whole history).")
+@click.option(
+    "--range",
+    "span",
+    metavar="BASE..HEAD",
+    help="The commits to check, e.g. origin/loopx/state..HEAD (default: the state "
+    "ref's whole history).",
+)
 @pass_app
 def validate(app: App, span: Optional[str]) -> None:
     """Check a range of state commits before it is merged (CI on pull requests).
