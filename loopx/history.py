@@ -209,11 +209,12 @@ def describe(event: Event) -> str:
 
 
 def diff(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
-    """What changed between two ``projection.snapshot`` results taken at the same ``now``."""
+    """What changed between two ``projection.snapshot`` results taken at the same ``now``
+    (goals, todos with their leases, gates, evidence, sessions, new problems, the frontier)."""
     changes: list[dict[str, Any]] = []
     for kind, compare in _TABLES:
-        old = {row["id"]: row for row in before[kind]}
-        new = {row["id"]: row for row in after[kind]}
+        old = {row["id"]: row for row in before.get(kind, [])}
+        new = {row["id"]: row for row in after.get(kind, [])}
         for key in [k for k in new if k not in old]:
             changes.append(_change(kind, key, "added", compare(None, new[key])))
         for key in [k for k in new if k in old]:
@@ -323,6 +324,17 @@ def _evidence_row(old: Optional[dict[str, Any]], new: dict[str, Any]) -> str:
     )
 
 
+def _session(old: Optional[dict[str, Any]], new: dict[str, Any]) -> str:
+    if old is None:
+        return f"session {new['id']} of {new['owner']} {_quote(new['task'])} [{new['state']}]"
+    parts = [f"{old['state']} -> {new['state']}"] if old["state"] != new["state"] else []
+    if new["checkpoints"] != old["checkpoints"]:
+        parts.append(f"checkpoints {old['checkpoints']} -> {new['checkpoints']}")
+    if len(new["inbox"]) != len(old["inbox"]):
+        parts.append(f"inbox {len(old['inbox'])} -> {len(new['inbox'])} messages")
+    return "; ".join(parts)
+
+
 def _problems(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any]]:
     seen = {(p["event"], p["reason"]) for p in before["problems"]}
     return [
@@ -342,6 +354,7 @@ _TABLES: list[tuple[str, Callable[[Optional[dict[str, Any]], dict[str, Any]], st
     ("todos", _todo),
     ("gates", _gate),
     ("evidence", _evidence_row),
+    ("sessions", _session),
 ]
 
 

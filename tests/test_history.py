@@ -128,3 +128,19 @@ def test_diff_reports_a_goal_achieved_and_the_frontier() -> None:
         {"kind": "goal", "id": "g-1", "change": "changed", "text": "active -> abandoned"}
     ]
     assert result["frontier"] == {"before": [], "after": []}
+
+
+def test_diff_shows_a_session_opening_and_closing() -> None:
+    now = datetime(2026, 11, 29, tzinfo=timezone.utc)
+    opened = _event("session.opened", EXAMPLES["session.opened"])
+    closed = make_event(
+        type="session.closed", data={"id": "s-1", "reason": "done"}, event_id=ids.new_event_id(),
+        at="2026-11-29T12:00:00Z", clock=2, actor="human:a@x",
+    )
+    empty = projection.snapshot(projection.replay([]), now)
+    running = projection.snapshot(projection.replay([opened]), now)
+    done = projection.snapshot(projection.replay([opened, closed]), now)
+    added = history.diff(empty, running)["changes"]
+    assert [(c["kind"], c["change"]) for c in added] == [("session", "added")]
+    changed = history.diff(running, done)["changes"]
+    assert changed[0]["text"].endswith("-> closed")
