@@ -203,14 +203,19 @@ class Ledger:
     def fold_at(self, commit: str) -> projection.Fold:
         """The projection of any commit of a state branch, read afresh (no cache): the one
         fold that status, diff and validate all use."""
+        return self.fold_merged([commit])
+
+    def fold_merged(self, tips: list[str]) -> projection.Fold:
+        """The projection of the union of several commits' events: what merging them gives."""
         file_problems: list[projection.Problem] = []
-        events = self.read_events(commit, file_problems)
+        found = {tip: self.read_events(tip, file_problems) for tip in tips}
+        events = list({e.id: e for tip_events in found.values() for e in tip_events}.values())
         fold = projection.Fold()
-        signed = self.verify_signatures(commit, events)
-        if signed:
-            fold.extra["signed"] = signed
+        for tip in tips:  # a signature is found in the history of the tip that has the file
+            for event_id, verdicts in self.verify_signatures(tip, events).items():
+                fold.extra.setdefault("signed", {}).setdefault(event_id, {}).update(verdicts)
         projection.replay(events, fold)
-        fold.problems[:0] = file_problems
+        fold.problems[:0] = list({p.event: p for p in file_problems}.values())
         return fold
 
     def verify_signatures(self, commit: str, events: list[Event]) -> dict[str, dict[str, str]]:

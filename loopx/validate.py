@@ -22,6 +22,9 @@ small function so the sync's incoming check can share them:
   signature are ``unauthorised-answer``.
 - ``unauthorised-config``: while signed answers are on, a change to roles or signing rules
   that is not in a commit signed by its actor's key in allowed_signers.
+- ``conflicts-with-base``: BASE moved since the range forked, and replaying the union of
+  both (what the merge will hold) refuses an event that applies on either side alone (e.g.
+  the same gate answered on both sides).
 - ``breaks-existing``: an event that applied at the merge base no longer applies at HEAD
   (something in the range sorts before it and changes its meaning).
 
@@ -157,6 +160,8 @@ def validate(ledger: Ledger, *, base: Optional[str], head: str) -> Report:
     _check_tree_kept(store, mb, head_oid, report)
     _check_clocks(ledger, walked, added, report)
     _check_replay(ledger, mb, head_oid, added, report)
+    if base_oid is not None and base_oid != mb:
+        _check_merge(ledger, base_oid, head_oid, added, report)
     return report
 
 
@@ -273,6 +278,28 @@ def _check_replay(
         for e in sorted((i.event for i in ours.values() if i.event is not None), key=Event.sort_key)
     ]
     report.config = history.config_changes(before.config, after.config)
+
+
+def _check_merge(
+    ledger: Ledger, base: str, head: str, added: list[Added], report: Report
+) -> None:
+    """The base moved since the range forked: replay the union, as merging would."""
+    alone = {p.event for p in ledger.fold_at(head).problems} | {
+        p.event for p in ledger.fold_at(base).problems
+    }
+    ours = {item.event.id: item.commit for item in added if item.event is not None}
+    for problem in ledger.fold_merged([base, head]).problems:
+        if problem.type == "file" or problem.event in alone:
+            continue
+        side = "this range" if problem.event in ours else "the base"
+        _fail(
+            report,
+            "conflicts-with-base",
+            problem.event,
+            ours.get(problem.event, base),
+            f"{problem.type} by {problem.actor} from {side} applies on its own but not once "
+            f"merged with {report.base}: {problem.reason}",
+        )
 
 
 def _rule_for(problem: projection.Problem) -> str:

@@ -170,6 +170,13 @@ def test_a_merge_that_adds_its_own_backdated_event_fails(state: Path) -> None:
     assert _rules(state) == ["clock-regression"]
 
 
+def test_a_proposal_that_conflicts_with_the_moved_state_branch_fails(state: Path) -> None:
+    _propose(state)  # alice approves q-1 on the proposal
+    assert invoke(state, "gate", "answer", "q-1", "--reject", actor=ALICE).code == 0
+    assert _rules(state) == ["conflicts-with-base"]
+    assert _rules(state, base=f"{STATE}~1") == []  # against the fork point alone: fine
+
+
 def test_cli_report_is_readable_and_exits_1(state: Path) -> None:
     path = run(state, "ls-tree", "-r", "--name-only", STATE).splitlines()[-1]
     commit_files(state, PROPOSAL, {path: None})
