@@ -362,7 +362,8 @@ class Ledger:
                 "set `git config gpg.format ssh` and `git config user.signingkey <key>`") from None
         if txn.sign:
             self._verify_signed(commit, txn)
-        self.store.update_ref_if(self.ref, commit, expected=txn.expected, reason=f"loopx: {subject}")
+        self.store.update_ref_if(self.ref, commit, expected=txn.expected,
+                                 reason=f"loopx: {subject}")
         return commit
 
     def _verify_signed(self, commit: str, txn: Txn) -> None:

@@ -462,7 +462,8 @@ def needs_signature(fold: Fold, event: Event) -> bool:
     if event.type == "config.set":
         rule = fold.config.get("signed_answers")
         touched = GUARDED_CONFIG & set(event.data.model_dump(exclude_none=True))
-        return bool(touched) and rule not in (None, "off") and bool(fold.config.get("allowed_signers"))
+        on = rule not in (None, "off") and bool(fold.config.get("allowed_signers"))
+        return on and bool(touched)
     return False
 
 

@@ -86,7 +86,8 @@ class App:
     def json(self) -> bool:
         return self.format == "json"
 
-    def write(self, build: Callable[[Any], Any], *, require: bool = True, sign: bool = False) -> Any:
+    def write(self, build: Callable[[Any], Any], *, require: bool = True,
+              sign: bool = False) -> Any:
         """Run ``build(txn)`` as one commit (or inside the running batch)."""
         if self.batch_txn is not None:
             self.batch_txn.sign = self.batch_txn.sign or sign
