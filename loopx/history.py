@@ -299,10 +299,13 @@ def _gate(old: Optional[dict[str, Any]], new: dict[str, Any]) -> str:
     if old is None:
         asks = ", ".join(new["authority"])
         text = f"gate {new['id']} {_quote(new['question'])} asks {asks} [{new['state']}]"
-    elif old["state"] == new["state"]:
-        return ""
-    else:
+    elif old["state"] != new["state"]:
         text = f"{old['state']} -> {new['state']}"
+    elif any(old[k] != new[k] for k in ("decision", "answer", "comment", "answered_by")):
+        # Two diverged branches, each with its own answer: say which one this side holds.
+        text = f"answered differently (was {old['decision']} by {old['answered_by']})"
+    else:
+        return ""
     if new["decision"]:
         text += f": {new['decision']} by {new['answered_by']}"
         text += f" {_quote(new['answer'])}" if new["answer"] else ""

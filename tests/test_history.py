@@ -67,13 +67,13 @@ EXAMPLES = {
 }
 
 
-def _event(type_: str, data: dict) -> object:
+def _event(type_: str, data: dict, clock: int = 1) -> object:
     return make_event(
         type=type_,
         data=data,
         event_id=ids.new_event_id(),
         at="2026-11-29T12:00:00Z",
-        clock=1,
+        clock=clock,
         actor="human:a@x",
     )
 
@@ -134,8 +134,12 @@ def test_diff_shows_a_session_opening_and_closing() -> None:
     now = datetime(2026, 11, 29, tzinfo=timezone.utc)
     opened = _event("session.opened", EXAMPLES["session.opened"])
     closed = make_event(
-        type="session.closed", data={"id": "s-1", "reason": "done"}, event_id=ids.new_event_id(),
-        at="2026-11-29T12:00:00Z", clock=2, actor="human:a@x",
+        type="session.closed",
+        data={"id": "s-1", "reason": "done"},
+        event_id=ids.new_event_id(),
+        at="2026-11-29T12:00:00Z",
+        clock=2,
+        actor="human:a@x",
     )
     empty = projection.snapshot(projection.replay([]), now)
     running = projection.snapshot(projection.replay([opened]), now)
@@ -144,3 +148,21 @@ def test_diff_shows_a_session_opening_and_closing() -> None:
     assert [(c["kind"], c["change"]) for c in added] == [("session", "added")]
     changed = history.diff(running, done)["changes"]
     assert changed[0]["text"].endswith("-> closed")
+
+
+def test_diff_between_diverged_branches_shows_a_different_answer() -> None:
+    now = datetime(2026, 11, 29, tzinfo=timezone.utc)
+    gate = {"id": "q-1", "goal": "g-1", "question": "Ok?", "authority": ["human:a@x"]}
+
+    def answered(decision: str) -> dict:
+        events = [
+            _event("goal.created", EXAMPLES["goal.created"], clock=1),
+            _event("gate.opened", gate, clock=2),
+            _event("gate.answered", {"id": "q-1", "decision": decision}, clock=3),
+        ]
+        return projection.snapshot(projection.replay(events), now)
+
+    change = history.diff(answered("approve"), answered("reject"))["changes"]
+    assert change[0]["text"] == (
+        "answered differently (was approve by human:a@x): reject by human:a@x"
+    )
