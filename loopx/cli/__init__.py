@@ -31,6 +31,7 @@ _GROUPS = [
     ("loopx.cli.records", "quota"),
     ("loopx.cli.records", "effect"),
     ("loopx.cli.records", "note"),
+    ("loopx.cli.hooks", "hooks"), ("loopx.cli.hooks", "hook"), ("loopx.cli.hooks", "run"),
     ("loopx.cli.core", "status"),
     ("loopx.cli.core", "batch"),
     ("loopx.cli.core", "schema"),

@@ -1,0 +1,228 @@
+"""`git loopx hooks install|uninstall|status`, `git loopx hook NAME` (what the shims run) and
+`git loopx run -- CMD` (a command run recorded as evidence)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Callable, Optional
+
+import click
+
+from loopx.cli import App, emit_event, event_id_option, lookup, pass_app
+
+# Tests set this to a hook name (or "all") to make that hook's handler fail on purpose, to
+# check that a loopx failure never blocks the git command (see docs/hooks.md).
+FAIL_ENV = "LOOPX_HOOK_TEST_FAIL"
+
+
+@click.group()
+def hooks() -> None:
+    """Install the git hooks that record evidence and carry the state branch."""
+
+
+@hooks.command("install")
+@click.option("--force", is_flag=True,
+              help="Replace existing hooks instead of chaining them (uninstall puts them back).")
+@pass_app
+def hooks_install(app: App, force: bool) -> None:
+    """Install post-commit, post-rewrite and pre-push into the hooks folder git uses.
+
+    A hook already there keeps running: it is chained (run first, same arguments and stdin).
+    """
+    from loopx import hooks as feature
+
+    lines = feature.install(cwd=app.cwd, force=force)
+    app.emit({"hooks_dir": str(feature.hooks_dir(app.cwd)), "results": lines},
+             lambda: "\n".join([f"hooks folder: {feature.hooks_dir(app.cwd)}", *lines]))
+
+
+@hooks.command("uninstall")
+@pass_app
+def hooks_uninstall(app: App) -> None:
+    """Remove the loopx hooks and put back exactly what was there before."""
+    from loopx import hooks as feature
+
+    lines = feature.uninstall(cwd=app.cwd)
+    app.emit({"results": lines}, "\n".join(lines))
+
+
+@hooks.command("status")
+@pass_app
+def hooks_status(app: App) -> None:
+    """Show which loopx hooks are installed, chained or missing."""
+    from loopx import hooks as feature
+
+    states = feature.status(cwd=app.cwd)
+    data = [{"name": s.name, "path": str(s.path), "installed": s.installed, "chained": s.chained,
+             "replaced": s.replaced, "other_hook": s.other} for s in states]
+    app.emit(data, lambda: "\n".join(_status_line(s) for s in states))
+
+
+def _status_line(state: Any) -> str:
+    if state.installed:
+        what = "installed" + (", chaining the previous hook" if state.chained else "")
+        what += ", previous hook set aside by --force" if state.replaced else ""
+    else:
+        what = "not installed" + (" (another hook is there; install chains it)" if state.other else "")
+    return f"{state.name:<13} {what}  {state.path}"
+
+
+# --- the handlers the shims call -------------------------------------------------------------
+
+
+@click.command("hook", hidden=True,
+               context_settings={"ignore_unknown_options": True})
+@click.argument("name", type=click.Choice(["post-commit", "post-rewrite", "pre-push"]))
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+@click.pass_obj
+def hook(app: App, name: str, args: tuple[str, ...]) -> None:
+    """Run loopx's part of git hook NAME (called by the installed shims).
+
+    Fails open: a loopx problem prints one line and exits 0, unless loopx.hooks.strict=true.
+    """
+    stdin = sys.stdin.read() if name in ("pre-push", "post-rewrite") else ""
+    try:
+        if os.environ.get(FAIL_ENV) in (name, "all"):
+            raise RuntimeError(f"forced failure ({FAIL_ENV}={os.environ[FAIL_ENV]})")
+        for line in _HANDLERS[name](app, list(args), stdin):
+            click.echo(f"loopx: {line}", err=True)
+    except Exception as exc:  # noqa: BLE001 - fail open is the point
+        _fail_open(app, name, exc)
+
+
+def _fail_open(app: App, name: str, exc: Exception) -> None:
+    from loopx import git
+
+    strict = git.out(app.cwd, "config", "--bool", "loopx.hooks.strict", check=False) == "true"
+    message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    hint = "" if strict else " (git goes on; set loopx.hooks.strict=true to stop instead)"
+    click.echo(f"loopx: {name} hook failed: {message}{hint}", err=True)
+    if strict:
+        sys.exit(1)
+
+
+def _post_commit(app: App, args: list[str], stdin: str) -> list[str]:
+    git_dir = _ledger_git_dir(app)
+    if git_dir is None or _rebasing(git_dir):
+        return []
+    from loopx import capture
+
+    result = capture.record_commit(ledger=app.ledger, actor=app.actor)
+    return result.notes + [
+        f"recorded commit evidence {e.data.id} for "
+        f"{('todo ' + e.data.todo) if e.data.todo else ('goal ' + str(e.env.goal))}"
+        for e in result.events
+    ]
+
+
+def _rebasing(git_dir: str) -> bool:
+    # The sequencer runs post-commit for every commit a rebase picks (git >= 2.24); post-rewrite
+    # remaps their evidence once it is done, so per-pick records would repeat it (and cost time).
+    return any(os.path.isdir(os.path.join(git_dir, d)) for d in ("rebase-merge", "rebase-apply"))
+
+
+def _ledger_git_dir(app: App) -> Optional[str]:
+    """This worktree's git dir if the repository has a ledger, else None (one git call)."""
+    from loopx import git
+
+    ref = app.state_ref or "refs/heads/loopx/state"
+    proc = git.run(app.cwd, "rev-parse", "--absolute-git-dir", "--verify", "-q", ref, check=False)
+    return proc.stdout.decode().splitlines()[0] if proc.returncode == 0 else None
+
+
+def _has_ledger(app: App) -> bool:
+    return _ledger_git_dir(app) is not None
+
+
+def _post_rewrite(app: App, args: list[str], stdin: str) -> list[str]:
+    from loopx import capture
+
+    pairs = capture.parse_rewrites(stdin.splitlines())
+    if not pairs or not _has_ledger(app):
+        return []
+    result = capture.record_rewrite(ledger=app.ledger, actor=app.actor, pairs=pairs)
+    count = sum(len(e.data.mappings) for e in result.events)
+    return [f"evidence follows {count} rewritten commit(s)"] if count else []
+
+
+def _pre_push(app: App, args: list[str], stdin: str) -> list[str]:
+    from loopx import hooks as feature
+
+    remote = args[0] if args else os.environ.get("PRE_COMMIT_REMOTE_NAME", "")
+    ref = app.state_ref or "refs/heads/loopx/state"
+    if not remote or not feature.pushes_code(stdin.splitlines(), ref):
+        return []
+    if not feature.push_state_enabled(app.cwd) or not _has_ledger(app):
+        return []
+    line = feature.push_state(ledger=app.ledger, remote=remote)
+    return [line] if line else []
+
+
+_HANDLERS: dict[str, Callable[[App, list[str], str], list[str]]] = {
+    "post-commit": _post_commit, "post-rewrite": _post_rewrite, "pre-push": _pre_push,
+}
+
+
+# --- git loopx run ---------------------------------------------------------------------------
+
+
+@click.command("run", context_settings={"ignore_unknown_options": True,
+                                        "allow_interspersed_args": False})
+@click.option("--todo", "todo_id", metavar="TODO", help="The todo it supports.")
+@click.option("--goal", "goal_id", metavar="GOAL", help="The goal (implied by --todo).")
+@click.option("--criterion", multiple=True, metavar="ID", help="Acceptance criterion it meets.")
+@click.option("--kind", type=click.Choice(["test", "ci", "review", "receipt", "note"]),
+              default="test", show_default=True)
+@click.option("--summary", help="One line on what it shows (default: command, verdict, time).")
+@click.option("--id", "ev_id", help="Evidence id to use (default: a generated e-xxxxxx).")
+@event_id_option
+@click.argument("argv", nargs=-1, required=True, type=click.UNPROCESSED, metavar="-- CMD [ARG]...")
+@pass_app
+def run(app: App, todo_id: Optional[str], goal_id: Optional[str], criterion: tuple[str, ...],
+        kind: str, summary: Optional[str], ev_id: Optional[str], event_id: Optional[str],
+        argv: tuple[str, ...]) -> None:
+    """Run CMD (output streamed as usual) and record it as evidence; exits with CMD's code.
+
+    The evidence holds the command, exit code, duration, commit, tree, dirty flag, a sha256 of
+    the output and its last lines. Secrets (credential-like environment values, token
+    shapes) are redacted before anything is written.
+    """
+    from loopx import capture, redact
+    from loopx.cli.records import _binding
+
+    app.ledger.require()
+    binding = _binding(app, None)  # before the command runs: it may change the work tree
+    outcome = capture.run_command(list(argv), environ=os.environ, stdout=sys.stdout.buffer,
+                                  stderr=sys.stderr.buffer)
+    text = redact.redact(summary, os.environ) if summary else capture.run_summary(outcome)
+    data = {"kind": kind, **binding, "command": outcome.command, "exit_code": outcome.exit_code,
+            "duration_s": outcome.duration_s, "summary": text, "digest": outcome.digest,
+            "output_tail": outcome.tail or None, "criteria": list(criterion)}
+    try:
+        event = app.write(_evidence_builder(data, todo_id, goal_id, ev_id, event_id))
+    except Exception as exc:
+        if not outcome.exit_code:
+            raise
+        # The command's own failure is the more important exit code to pass on.
+        click.echo(f"error: evidence not recorded: {exc}", err=True)
+        sys.exit(outcome.exit_code)
+    if app.json:
+        emit_event(app, event, "")
+    else:  # stderr: the command's stdout stays exactly its own
+        click.echo(f"loopx: recorded {kind} evidence {event.data.id}: {text}", err=True)
+    sys.exit(outcome.exit_code)
+
+
+def _evidence_builder(data: dict[str, Any], todo_id: Optional[str], goal_id: Optional[str],
+                      ev_id: Optional[str], event_id: Optional[str]) -> Callable[[Any], Any]:
+    from loopx.cli.records import _goal_of
+    from loopx.ids import new_short_id
+    from loopx.ledger import Draft
+
+    def build(txn: Any) -> Any:
+        todo = lookup(txn.fold.todos, todo_id, "todo") if todo_id else None
+        full = {"id": ev_id or new_short_id("e", event_id), **data, "todo": todo}
+        return txn.add(Draft("evidence.recorded", full, _goal_of(txn, goal_id, todo), event_id))
+
+    return build
