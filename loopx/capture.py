@@ -74,10 +74,10 @@ class Recorded:
 
 
 def record_commit(*, ledger: "Ledger", actor: str, rev: str = "HEAD",
-                  now: Optional[datetime] = None) -> Recorded:
+                  info: Optional[CommitInfo] = None, now: Optional[datetime] = None) -> Recorded:
     """Commit evidence for ``rev``: one per todo named in its trailers, else per todo
     ``actor`` holds a live lease on; a Loopx-Goal trailer alone gives goal-level evidence."""
-    info = read_commit(ledger.repo.cwd, rev)
+    info = info or read_commit(ledger.repo.cwd, rev)
     result = Recorded()
 
     def build(txn: "Txn") -> None:
@@ -114,6 +114,19 @@ def _resolve(resolve_id: Any, table: dict[str, Any], prefix: str, kind: str,
     except (NotFound, Ambiguous) as exc:
         notes.append(f"trailer ignored: {exc}")
         return None
+
+
+def cached_leases(*, repo: git.Repo, ref: str, tip: str, actor: str,
+                  now: Optional[datetime] = None) -> Optional[list[str]]:
+    """The todos ``actor`` holds a live lease on, from the projection cache of ``tip``; None
+    when the cache is not of that tip. Imports no pydantic: post-commit's common case (no
+    trailer, no lease) stays cheap."""
+    from loopx import cache
+
+    cached = cache.load(cache.path_for(repo.loopx_dir / "cache", ref))
+    if cached is None or cached[0] != tip:
+        return None
+    return _leased_by(cached[1], actor, now or clock.now())
 
 
 def _leased_by(fold: Any, actor: str, now: datetime) -> list[str]:

@@ -103,12 +103,17 @@ def _fail_open(app: App, name: str, exc: Exception) -> None:
 
 
 def _post_commit(app: App, args: list[str], stdin: str) -> list[str]:
-    git_dir = _ledger_git_dir(app)
-    if git_dir is None or _rebasing(git_dir):
+    found = _ledger_tip(app)
+    if found is None or _rebasing(found[0]):
         return []
-    from loopx import capture
+    from loopx import capture, git
 
-    result = capture.record_commit(ledger=app.ledger, actor=app.actor)
+    info = capture.read_commit(app.cwd)
+    if not info.todos and not info.goals and capture.cached_leases(
+        repo=git.discover(app.cwd), ref=_state_ref(app), tip=found[1], actor=app.actor,
+    ) == []:
+        return []  # nothing to record, known without loading the ledger
+    result = capture.record_commit(ledger=app.ledger, actor=app.actor, info=info)
     return result.notes + [
         f"recorded commit evidence {e.data.id} for "
         f"{('todo ' + e.data.todo) if e.data.todo else ('goal ' + str(e.env.goal))}"
@@ -122,17 +127,23 @@ def _rebasing(git_dir: str) -> bool:
     return any(os.path.isdir(os.path.join(git_dir, d)) for d in ("rebase-merge", "rebase-apply"))
 
 
-def _ledger_git_dir(app: App) -> Optional[str]:
-    """This worktree's git dir if the repository has a ledger, else None (one git call)."""
+def _state_ref(app: App) -> str:
+    ref = app.state_ref or "refs/heads/loopx/state"
+    return ref if ref.startswith("refs/") else f"refs/heads/{ref}"
+
+
+def _ledger_tip(app: App) -> Optional[tuple[str, str]]:
+    """(this worktree's git dir, state tip) if the repository has a ledger (one git call)."""
     from loopx import git
 
-    ref = app.state_ref or "refs/heads/loopx/state"
-    proc = git.run(app.cwd, "rev-parse", "--absolute-git-dir", "--verify", "-q", ref, check=False)
-    return proc.stdout.decode().splitlines()[0] if proc.returncode == 0 else None
+    proc = git.run(app.cwd, "rev-parse", "--absolute-git-dir", "--verify", "-q",
+                   f"{_state_ref(app)}^{{commit}}", check=False)
+    lines = proc.stdout.decode().split()
+    return (lines[0], lines[1]) if proc.returncode == 0 and len(lines) == 2 else None
 
 
 def _has_ledger(app: App) -> bool:
-    return _ledger_git_dir(app) is not None
+    return _ledger_tip(app) is not None
 
 
 def _post_rewrite(app: App, args: list[str], stdin: str) -> list[str]:
@@ -150,7 +161,7 @@ def _pre_push(app: App, args: list[str], stdin: str) -> list[str]:
     from loopx import hooks as feature
 
     remote = args[0] if args else os.environ.get("PRE_COMMIT_REMOTE_NAME", "")
-    ref = app.state_ref or "refs/heads/loopx/state"
+    ref = _state_ref(app)
     if not remote or not feature.pushes_code(stdin.splitlines(), ref):
         return []
     if not feature.push_state_enabled(app.cwd) or not _has_ledger(app):
