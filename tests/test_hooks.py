@@ -347,3 +347,28 @@ def test_loopx_writes_never_run_repository_hooks(work: Path) -> None:
     assert not (work / "canary").exists()
     git(work, "update-ref", "refs/heads/probe", "HEAD")  # the canary itself does work
     assert "reference-transaction" in (work / "canary").read_text()
+
+
+# --- the pre-commit framework ----------------------------------------------------------------
+
+
+def test_pre_commit_hooks_manifest_names_every_loopx_hook() -> None:
+    from loopx import codec
+
+    entries = codec.load((ROOT / ".pre-commit-hooks.yaml").read_bytes(), ".pre-commit-hooks.yaml")
+    stages = {e["id"]: (e["stages"], e["entry"]) for e in entries}  # type: ignore[union-attr]
+    for name in hooks.HOOK_NAMES:
+        assert stages[f"loopx-{name}"] == ([name], f"git-loopx hook {name}")
+    assert stages["loopx-validate"][1] == "git-loopx validate"
+
+
+def test_pre_push_under_pre_commit_reads_the_refs_from_its_environment(work: Path,
+                                                                      remote: Path) -> None:
+    head = git(work, "rev-parse", "HEAD")
+    env = {"PRE_COMMIT_REMOTE_NAME": "origin", "PRE_COMMIT_REMOTE_BRANCH": "refs/heads/main",
+           "PRE_COMMIT_LOCAL_BRANCH": "refs/heads/main", "PRE_COMMIT_TO_REF": head,
+           "PRE_COMMIT_FROM_REF": "0" * 40}
+    result = run_loopx(work, "hook", "pre-push", input="", env=env)
+    assert result.code == 0, result.err
+    assert git(remote, "rev-parse", "refs/heads/loopx/state") == git(
+        work, "rev-parse", "refs/heads/loopx/state")

@@ -150,6 +150,8 @@ def _post_rewrite(app: App, args: list[str], stdin: str) -> list[str]:
     from loopx import capture
 
     pairs = capture.parse_rewrites(stdin.splitlines())
+    if not stdin and os.environ.get("PRE_COMMIT_REWRITE_COMMAND") == "amend":
+        pairs = _amend_from_reflog(app)  # pre-commit passes no stdin; an amend is HEAD@{1}->HEAD
     if not pairs or not _has_ledger(app):
         return []
     result = capture.record_rewrite(ledger=app.ledger, actor=app.actor, pairs=pairs)
@@ -157,9 +159,23 @@ def _post_rewrite(app: App, args: list[str], stdin: str) -> list[str]:
     return [f"evidence follows {count} rewritten commit(s)"] if count else []
 
 
+def _amend_from_reflog(app: App) -> list[dict[str, str]]:
+    from loopx import git
+
+    proc = git.run(app.cwd, "rev-parse", "HEAD@{1}", "HEAD", check=False)
+    old_new = proc.stdout.decode().split()
+    if proc.returncode != 0 or len(old_new) != 2:
+        return []
+    return [{"old": old_new[0], "new": old_new[1]}]
+
+
 def _pre_push(app: App, args: list[str], stdin: str) -> list[str]:
     from loopx import hooks as feature
 
+    if not stdin and "PRE_COMMIT_REMOTE_BRANCH" in os.environ:  # pre-commit ate stdin
+        stdin = " ".join(os.environ.get(k, "") or "-" for k in (
+            "PRE_COMMIT_LOCAL_BRANCH", "PRE_COMMIT_TO_REF", "PRE_COMMIT_REMOTE_BRANCH",
+            "PRE_COMMIT_FROM_REF"))
     remote = args[0] if args else os.environ.get("PRE_COMMIT_REMOTE_NAME", "")
     ref = _state_ref(app)
     if not remote or not feature.pushes_code(stdin.splitlines(), ref):
