@@ -18,6 +18,7 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Optional
 
 from loopx import clock, git, redact
@@ -116,14 +117,14 @@ def _resolve(resolve_id: Any, table: dict[str, Any], prefix: str, kind: str,
         return None
 
 
-def cached_leases(*, repo: git.Repo, ref: str, tip: str, actor: str,
+def cached_leases(*, loopx_dir: Path, ref: str, tip: str, actor: str,
                   now: Optional[datetime] = None) -> Optional[list[str]]:
     """The todos ``actor`` holds a live lease on, from the projection cache of ``tip``; None
     when the cache is not of that tip. Imports no pydantic: post-commit's common case (no
     trailer, no lease) stays cheap."""
     from loopx import cache
 
-    cached = cache.load(cache.path_for(repo.loopx_dir / "cache", ref))
+    cached = cache.load(cache.path_for(loopx_dir / "cache", ref))
     if cached is None or cached[0] != tip:
         return None
     return _leased_by(cached[1], actor, now or clock.now())

@@ -13,7 +13,14 @@ import pytest
 from conftest import ROOT, git, invoke, run_loopx
 from loopx import hooks
 
-ACTOR = "human:test@example.com"
+
+
+@pytest.fixture(autouse=True)
+def bytecode(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Let the many `git-loopx` processes the hooks start reuse compiled bytecode (a sandbox
+    with PYTHONDONTWRITEBYTECODE would recompile loopx in every one of them)."""
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+    monkeypatch.setenv("PYTHONPYCACHEPREFIX", str(tmp_path_factory.getbasetemp() / "pycache"))
 
 
 def events(repo: Path, type_: str) -> list[str]:
@@ -372,3 +379,17 @@ def test_pre_push_under_pre_commit_reads_the_refs_from_its_environment(work: Pat
     assert result.code == 0, result.err
     assert git(remote, "rev-parse", "refs/heads/loopx/state") == git(
         work, "rev-parse", "refs/heads/loopx/state")
+
+
+def test_background_mode_records_after_the_commit_returns(work: Path) -> None:
+    import time
+
+    git(work, "config", "loopx.hooks.background", "true")
+    proc = commit(work, "later\n\nLoopx-Todo: t1")
+    assert proc.stderr == ""
+    head = git(work, "rev-parse", "HEAD")
+    deadline = time.monotonic() + 30
+    while not evidence(work) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert [e["commit"] for e in evidence(work)] == [head]
+    assert "recorded commit evidence" in (work / ".git" / "loopx" / "hooks.log").read_text()

@@ -15,6 +15,14 @@ CANARY = "canary-Sup3rS3cretValue-7f3a"
 GH_TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 
 
+@pytest.fixture(autouse=True)
+def bytecode(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Let the many `git-loopx` processes the hooks start reuse compiled bytecode (a sandbox
+    with PYTHONDONTWRITEBYTECODE would recompile loopx in every one of them)."""
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+    monkeypatch.setenv("PYTHONPYCACHEPREFIX", str(tmp_path_factory.getbasetemp() / "pycache"))
+
+
 @pytest.fixture
 def work(repo: Path) -> Path:
     for args in (("init",), ("goal", "add", "G", "--id", "g1", "--accept", "works", "--accept", "fast"),

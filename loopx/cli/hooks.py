@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Callable, Optional
+from pathlib import Path
+from typing import Any, Callable, NamedTuple, Optional
 
 import click
 
@@ -14,6 +15,9 @@ from loopx.cli import App, emit_event, event_id_option, lookup, pass_app
 # Tests set this to a hook name (or "all") to make that hook's handler fail on purpose, to
 # check that a loopx failure never blocks the git command (see docs/hooks.md).
 FAIL_ENV = "LOOPX_HOOK_TEST_FAIL"
+# Set by post-commit for the detached process it starts under loopx.hooks.background=true:
+# the commit to record (HEAD may have moved on by the time it runs).
+COMMIT_ENV = "LOOPX_HOOK_COMMIT"
 
 
 @click.group()
@@ -92,9 +96,7 @@ def hook(app: App, name: str, args: tuple[str, ...]) -> None:
 
 
 def _fail_open(app: App, name: str, exc: Exception) -> None:
-    from loopx import git
-
-    strict = git.out(app.cwd, "config", "--bool", "loopx.hooks.strict", check=False) == "true"
+    strict = _config_true(app, "loopx.hooks.strict")
     message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     hint = "" if strict else " (git goes on; set loopx.hooks.strict=true to stop instead)"
     click.echo(f"loopx: {name} hook failed: {message}{hint}", err=True)
@@ -104,21 +106,48 @@ def _fail_open(app: App, name: str, exc: Exception) -> None:
 
 def _post_commit(app: App, args: list[str], stdin: str) -> list[str]:
     found = _ledger_tip(app)
-    if found is None or _rebasing(found[0]):
+    if found is None or _rebasing(found.git_dir):
         return []
     from loopx import capture, git
 
-    info = capture.read_commit(app.cwd)
+    background_child = COMMIT_ENV in os.environ
+    info = capture.read_commit(app.cwd, os.environ.get(COMMIT_ENV, "HEAD"))
     if not info.todos and not info.goals and capture.cached_leases(
-        repo=git.discover(app.cwd), ref=_state_ref(app), tip=found[1], actor=app.actor,
+        loopx_dir=found.loopx_dir, ref=_state_ref(app), tip=found.tip, actor=app.actor,
     ) == []:
-        return []  # nothing to record, known without loading the ledger
-    result = capture.record_commit(ledger=app.ledger, actor=app.actor, info=info)
+        return []  # nothing to record, known without loading the event model
+    if not background_child and _config_true(app, "loopx.hooks.background"):
+        _record_in_background(app, found.loopx_dir, info.sha)
+        return []
+    from loopx.ledger import Ledger
+
+    ledger = Ledger(git.discover(app.cwd), ref=_state_ref(app))
+    result = capture.record_commit(ledger=ledger, actor=app.actor, info=info)
     return result.notes + [
         f"recorded commit evidence {e.data.id} for "
         f"{('todo ' + e.data.todo) if e.data.todo else ('goal ' + str(e.env.goal))}"
         for e in result.events
     ]
+
+
+def _config_true(app: App, key: str) -> bool:
+    from loopx import git
+
+    return git.out(app.cwd, "config", "--bool", key, check=False) == "true"
+
+
+def _record_in_background(app: App, loopx_dir: Path, sha: str) -> None:
+    """Hand the recording of ``sha`` to a detached loopx so that `git commit` returns now;
+    its messages go to <git common dir>/loopx/hooks.log."""
+    import subprocess
+
+    log_path = loopx_dir / "hooks.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, **{COMMIT_ENV: sha, "LOOPX_ACTOR": app.actor})
+    with open(log_path, "ab") as log:
+        subprocess.Popen([sys.executable, "-m", "loopx", "hook", "post-commit"], cwd=app.cwd,
+                         env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                         start_new_session=True)
 
 
 def _rebasing(git_dir: str) -> bool:
@@ -132,14 +161,23 @@ def _state_ref(app: App) -> str:
     return ref if ref.startswith("refs/") else f"refs/heads/{ref}"
 
 
-def _ledger_tip(app: App) -> Optional[tuple[str, str]]:
-    """(this worktree's git dir, state tip) if the repository has a ledger (one git call)."""
+class _Found(NamedTuple):
+    git_dir: str  # this worktree's
+    loopx_dir: Path  # loopx's files in the common git dir (as git.Repo.loopx_dir)
+    tip: str
+
+
+def _ledger_tip(app: App) -> Optional[_Found]:
+    """Where the repository is and its state tip, if it has a ledger (one git call)."""
     from loopx import git
 
-    proc = git.run(app.cwd, "rev-parse", "--absolute-git-dir", "--verify", "-q",
-                   f"{_state_ref(app)}^{{commit}}", check=False)
-    lines = proc.stdout.decode().split()
-    return (lines[0], lines[1]) if proc.returncode == 0 and len(lines) == 2 else None
+    proc = git.run(app.cwd, "rev-parse", "--absolute-git-dir", "--git-common-dir", "--verify",
+                   "-q", f"{_state_ref(app)}^{{commit}}", check=False)
+    lines = proc.stdout.decode().splitlines()
+    if proc.returncode != 0 or len(lines) != 3:
+        return None
+    common = Path(app.cwd) / lines[1]  # relative to the cwd, like git.discover reads it
+    return _Found(lines[0], common.resolve() / "loopx", lines[2])
 
 
 def _has_ledger(app: App) -> bool:
