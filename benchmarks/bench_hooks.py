@@ -82,7 +82,8 @@ def main() -> int:
         env = sealed_env(root / "home")
         loopx = ["git", "loopx"]
         ledger = [loopx + ["init"], loopx + ["hooks", "install"],
-                  loopx + ["goal", "add", "G", "--id", "g1"], loopx + ["todo", "add", "g1", "T", "--id", "t1"]]
+                  loopx + ["goal", "add", "G", "--id", "g1"],
+                  loopx + ["todo", "add", "g1", "T", "--id", "t1"]]
         claim = [loopx + ["todo", "claim", "t1", "--ttl", "2h"]]
         background = [["git", "config", "loopx.hooks.background", "true"]]
         repos = {

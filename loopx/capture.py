@@ -98,8 +98,8 @@ def _targets(txn: "Txn", info: CommitInfo, actor: str, now: datetime,
     from loopx.ledger import resolve_id
 
     fold = txn.fold
-    todos = [t for t in (_resolve(resolve_id, fold.todos, i, "todo", notes) for i in info.todos) if t]
-    goals = [g for g in (_resolve(resolve_id, fold.goals, i, "goal", notes) for i in info.goals) if g]
+    todos = [t for i in info.todos if (t := _resolve(resolve_id, fold.todos, i, "todo", notes))]
+    goals = [g for i in info.goals if (g := _resolve(resolve_id, fold.goals, i, "goal", notes))]
     if not info.todos and not info.goals:
         todos = _leased_by(fold, actor, now)
     pairs: list[tuple[Optional[str], Optional[str]]] = [(t, None) for t in todos]

@@ -11,12 +11,13 @@ The handlers the shims call live in :mod:`loopx.capture` (evidence) and here (pr
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from loopx import git
 from loopx.errors import GitError, UsageError
@@ -86,10 +87,8 @@ def status(*, cwd: Path | str) -> list[HookState]:
     for name in HOOK_NAMES:
         path = folder / name
         ours = is_shim(path)
-        states.append(HookState(
-            name, path, ours, _exists(folder / (name + CHAINED)), _exists(folder / (name + REPLACED)),
-            _exists(path) and not ours,
-        ))
+        chained, replaced = (_exists(folder / (name + suffix)) for suffix in (CHAINED, REPLACED))
+        states.append(HookState(name, path, ours, chained, replaced, _exists(path) and not ours))
     return states
 
 
@@ -119,7 +118,8 @@ def _install_one(folder: Path, name: str, force: bool, python: str) -> str:
             raise UsageError(f"{aside} already exists; move it away, then install again")
         os.rename(path, aside)  # rename keeps bytes, mode and symlinks exactly
         note = (f" (replaced the existing hook WITHOUT chaining it; it is kept as {aside.name} "
-                "and put back by uninstall)" if force else f" (chained the existing hook, now {aside.name})")
+                "and put back by uninstall)" if force
+                else f" (chained the existing hook, now {aside.name})")
     _write_executable(path, text)
     return f"{name}: installed{note}"
 
@@ -140,7 +140,8 @@ def uninstall(*, cwd: Path | str) -> list[str]:
 def _uninstall_one(folder: Path, name: str) -> str:
     path = folder / name
     if not is_shim(path):
-        return f"{name}: not installed" + (" (left the hook that is there alone)" if _exists(path) else "")
+        other = " (left the hook that is there alone)" if _exists(path) else ""
+        return f"{name}: not installed{other}"
     path.unlink()
     for suffix in (CHAINED, REPLACED):
         aside = folder / (name + suffix)
@@ -188,9 +189,10 @@ def push_state(*, ledger: "Ledger", remote: str) -> str:
     if proc.returncode == 0:
         return "" if b"[up to date]" in proc.stdout else f"pushed {ref} to {remote}"
     if b"[rejected]" not in proc.stdout:  # not a lost race: unreachable remote, no permission...
-        raise GitError(["push", remote, ref], proc.returncode, proc.stderr.decode("utf-8", "replace"))
-    try:
-        from loopx import sync  # type: ignore[attr-defined]
+        stderr = proc.stderr.decode("utf-8", "replace")
+        raise GitError(["push", remote, ref], proc.returncode, stderr)
+    try:  # loopx.sync may not be there (an older loopx): then the user syncs by hand
+        sync: Any = importlib.import_module("loopx.sync")
     except ImportError:
         return f"state not pushed ({remote} has other state changes): run `git loopx sync`"
     report = sync.sync(ledger=ledger, remote=remote)

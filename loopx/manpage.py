@@ -130,8 +130,8 @@ def render_man(items: list[Entry]) -> str:
              "\\fBgit loopx help\\fR [\\fICOMMAND\\fR] print usage.",
              ".SH OPTIONS", *_roff_options(root.options), ".SH COMMANDS"]
     for item in commands:
-        lines += [f'.SS "{_roff(item.name)}"', ".B " + _roff(item.usage), *_roff_paragraphs(item.help),
-                  *_roff_options(item.options)]
+        lines += [f'.SS "{_roff(item.name)}"', ".B " + _roff(item.usage),
+                  *_roff_paragraphs(item.help), *_roff_options(item.options)]
     return "\n".join(lines) + "\n" + _TRAILER
 
 
@@ -176,7 +176,8 @@ def outputs(root: Path) -> dict[Path, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m loopx.manpage", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m loopx.manpage",
+                                     description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="fail if a generated file is stale")
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="source tree (default: cwd)")
     args = parser.parse_args(argv)
@@ -192,7 +193,8 @@ def main(argv: list[str] | None = None) -> int:
             path.write_text(text, encoding="utf-8")
             print(f"wrote {path}")
     for path in stale:
-        print(f"{path} is stale: run `python -m loopx.manpage` and commit the result", file=sys.stderr)
+        print(f"{path} is stale: run `python -m loopx.manpage` and commit the result",
+              file=sys.stderr)
     return 1 if stale else 0
 
 

@@ -35,11 +35,12 @@ _SHAPES = [
     r"\bxox[baprs]-[A-Za-z0-9-]{10,}\b",
     r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
     r"\bsk-[A-Za-z0-9_-]{20,}\b",
-    r"(?P<keep>(?i:aws_secret_access_key|aws_session_token)[\"']?\s*[:=]\s*[\"']?)[A-Za-z0-9/+=]{16,}",
+    r"(?P<keep>(?i:aws_secret_access_key|aws_session_token)[\"']?\s*[:=]\s*[\"']?)"
+    r"[A-Za-z0-9/+=]{16,}",
     r"(?P<keep>(?i:authorization)[\"']?\s*[:=]\s*[\"']?)[^\s\"',;]+(?:\s+[^\s\"',;]+)?",
     r"(?P<keep>(?i:bearer|token)\s+)[A-Za-z0-9._~+/=-]{8,}",
-    r"(?P<keep>(?i:password|passwd|pwd|secret|api[_-]?key|access[_-]?token|token)[\"']?\s*[:=]\s*[\"']?)"
-    r"[^\s\"'&;,]{4,}",
+    r"(?P<keep>(?i:password|passwd|pwd|secret|api[_-]?key|access[_-]?token|token)"
+    r"[\"']?\s*[:=]\s*[\"']?)[^\s\"'&;,]{4,}",
     r"(?P<keep>[a-z][a-z0-9+.-]*://[^\s:/@]+:)[^\s@/]+(?=@)",  # user:password@host in URLs
 ]
 _SHAPE_RE = re.compile("|".join(f"(?:{p})" for p in _SHAPES).replace("(?P<keep>", "(?:"))

@@ -133,7 +133,8 @@ def test_commit_without_trailers_links_the_todos_the_committer_holds(work: Path)
     assert [e["todo"] for e in evidence(work)] == ["t1"]
 
 
-def test_a_goal_trailer_alone_records_goal_evidence_and_unknown_ids_are_reported(work: Path) -> None:
+def test_a_goal_trailer_alone_records_goal_evidence_and_unknown_ids_are_reported(
+        work: Path) -> None:
     proc = commit(work, "Goal work\n\nLoopx-Goal: g1\nLoopx-Todo: nope")
     (ev,) = evidence(work)
     assert (ev["goal"], ev["todo"]) == ("g1", None)
@@ -313,7 +314,8 @@ def test_a_loopx_failure_prints_one_line_and_never_blocks_git(work: Path, remote
     assert proc.stderr.count("\n") == 1 and "post-commit hook failed: forced failure" in proc.stderr
     push = subprocess.run(["git", "push", "-q", "origin", "main"], cwd=work, env=env,
                           capture_output=True, text=True)
-    assert push.returncode == 0 and git(remote, "rev-parse", "main") == git(work, "rev-parse", "HEAD")
+    assert push.returncode == 0
+    assert git(remote, "rev-parse", "main") == git(work, "rev-parse", "HEAD")
 
 
 def test_strict_mode_lets_a_loopx_failure_stop_the_push(work: Path, remote: Path) -> None:

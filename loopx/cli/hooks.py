@@ -68,7 +68,8 @@ def _status_line(state: Any) -> str:
         what = "installed" + (", chaining the previous hook" if state.chained else "")
         what += ", previous hook set aside by --force" if state.replaced else ""
     else:
-        what = "not installed" + (" (another hook is there; install chains it)" if state.other else "")
+        other = " (another hook is there; install chains it)" if state.other else ""
+        what = f"not installed{other}"
     return f"{state.name:<13} {what}  {state.path}"
 
 
@@ -123,11 +124,13 @@ def _post_commit(app: App, args: list[str], stdin: str) -> list[str]:
 
     ledger = Ledger(git.discover(app.cwd), ref=_state_ref(app))
     result = capture.record_commit(ledger=ledger, actor=app.actor, info=info)
-    return result.notes + [
-        f"recorded commit evidence {e.data.id} for "
-        f"{('todo ' + e.data.todo) if e.data.todo else ('goal ' + str(e.env.goal))}"
-        for e in result.events
-    ]
+    return result.notes + [_recorded_line(e) for e in result.events]
+
+
+def _recorded_line(event: Any) -> str:
+    data = event.data
+    target = f"todo {data.todo}" if data.todo else f"goal {event.env.goal}"
+    return f"recorded commit evidence {data.id} for {target}"
 
 
 def _config_true(app: App, key: str) -> bool:
@@ -193,7 +196,8 @@ def _post_rewrite(app: App, args: list[str], stdin: str) -> list[str]:
     if not pairs or not _has_ledger(app):
         return []
     result = capture.record_rewrite(ledger=app.ledger, actor=app.actor, pairs=pairs)
-    count = sum(len(e.data.mappings) for e in result.events)
+    events: list[Any] = result.events
+    count = sum(len(e.data.mappings) for e in events)
     return [f"evidence follows {count} rewritten commit(s)"] if count else []
 
 
