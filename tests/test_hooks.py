@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -395,3 +396,12 @@ def test_background_mode_records_after_the_commit_returns(work: Path) -> None:
         time.sleep(0.2)
     assert [e["commit"] for e in evidence(work)] == [head]
     assert "recorded commit evidence" in (work / ".git" / "loopx" / "hooks.log").read_text()
+
+
+def test_the_common_post_commit_path_loads_no_pydantic() -> None:
+    """No trailer and no lease is decided from the projection cache: keep pydantic (the
+    slowest import) off that path, or every plain `git commit` pays for it."""
+    code = ("import sys, loopx.cli, loopx.cli.hooks, loopx.capture, loopx.cache, loopx.hooks; "
+            "print('pydantic' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == "False", "a module on the post-commit path imports pydantic"
