@@ -196,4 +196,7 @@ def push_state(*, ledger: "Ledger", remote: str) -> str:
     except ImportError:
         return f"state not pushed ({remote} has other state changes): run `git loopx sync`"
     report = sync.sync(ledger=ledger, remote=remote)
-    return f"{ref} was behind {remote}: synced ({report})"
+    if not getattr(report, "pushed", True):
+        return f"state not pushed to {remote} after a sync: run `git loopx sync`"
+    return (f"{remote} had other state changes: synced ({getattr(report, 'merge', '?')}, "
+            f"received {getattr(report, 'received', 0)}, sent {getattr(report, 'sent', 0)} events)")

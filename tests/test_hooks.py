@@ -225,8 +225,9 @@ def test_a_diverged_remote_state_is_left_alone_and_reported(work: Path, remote: 
     proc = subprocess.run(["git", "push", "origin", "main"], cwd=work, capture_output=True,
                           text=True)
     assert proc.returncode == 0, proc.stderr  # the code push itself is never held up
-    if importlib_has("loopx.sync"):
+    if importlib_has("loopx.sync"):  # sync once: both sides' events end up on the remote
         assert git(remote, "merge-base", "--is-ancestor", theirs, "refs/heads/loopx/state") == ""
+        assert "origin had other state changes: synced" in proc.stderr
     else:
         assert git(remote, "rev-parse", "refs/heads/loopx/state") == theirs  # never forced
         assert "run `git loopx sync`" in proc.stderr
