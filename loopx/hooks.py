@@ -100,7 +100,21 @@ def install(*, cwd: Path | str, force: bool = False, python: Optional[str] = Non
     """Install the shims (idempotent); returns one line per hook saying what happened."""
     folder = hooks_dir(cwd)
     folder.mkdir(parents=True, exist_ok=True)
-    return [_install_one(folder, name, force, python or sys.executable) for name in HOOK_NAMES]
+    lines = [_install_one(folder, name, force, python or sys.executable) for name in HOOK_NAMES]
+    return lines + _tracked_folder_note(cwd, folder)
+
+
+def _tracked_folder_note(cwd: Path | str, folder: Path) -> list[str]:
+    """A warning when the hooks folder is part of the work tree and not ignored (Husky < 9
+    keeps its hooks in a tracked .husky/): git status will list the shims there."""
+    work_tree = git.discover(cwd).work_tree
+    if work_tree is None or not folder.resolve().is_relative_to(work_tree.resolve()):
+        return []
+    probe = folder.resolve() / HOOK_NAMES[0]
+    if git.run(work_tree, "check-ignore", "-q", str(probe), check=False).returncode == 0:
+        return []
+    return [f"note: {folder} is in the work tree: `git status` lists the loopx shims and the "
+            f"*{CHAINED} files there; commit them or add them to .git/info/exclude"]
 
 
 def _install_one(folder: Path, name: str, force: bool, python: str) -> str:

@@ -296,6 +296,7 @@ def test_husky_style_core_hooks_path_is_honoured(work: Path) -> None:
     write_hook(work / ".husky", "post-commit", f"echo husky >> {work}/log\n")
     result = invoke(work, "hooks", "install")
     assert str(work / ".husky") in result.out
+    assert "is in the work tree" in result.out  # .husky/ is not ignored: the user is told
     assert hooks.is_shim(work / ".husky" / "post-commit")
     commit(work, "x\n\nLoopx-Todo: t1")
     assert (work / "log").read_text() == "husky\n" and len(evidence(work)) == 1
