@@ -153,3 +153,9 @@ def test_an_argument_after_a_secret_option_is_redacted() -> None:
     argv = ["deploy", "--token", "abc", "--api-key=k3y123", "-v"]
     assert redact.redact_argv(argv) == ["deploy", "--token", "[REDACTED]", "--api-key=[REDACTED]",
                                         "-v"]
+
+
+def test_an_unknown_todo_is_refused_before_the_command_runs(work: Path) -> None:
+    result = run_loopx(work, "run", "--todo", "nope", "--", "touch", "ran")
+    assert result.code == 1 and "no todo matches 'nope'" in result.err
+    assert not (work / "ran").exists()

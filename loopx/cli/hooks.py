@@ -261,6 +261,10 @@ def run(app: App, todo_id: Optional[str], goal_id: Optional[str], criterion: tup
     from loopx.cli.records import _binding
 
     app.ledger.require()
+    fold = app.ledger.fold()  # unknown ids fail now, not after a long run
+    for table, prefix, kind_ in ((fold.todos, todo_id, "todo"), (fold.goals, goal_id, "goal")):
+        if prefix:
+            lookup(table, prefix, kind_)
     binding = _binding(app, None)  # before the command runs: it may change the work tree
     outcome = capture.run_command(list(argv), environ=os.environ, stdout=sys.stdout.buffer,
                                   stderr=sys.stderr.buffer)
