@@ -169,6 +169,12 @@ def test_amend_remaps_the_evidence_to_the_new_commit(work: Path) -> None:
     assert {e["commit"] for e in evidence(work)} == {old, new}  # amend is a commit too
 
 
+def test_rewriting_commits_no_evidence_names_records_nothing(work: Path) -> None:
+    commit(work, "plain")
+    git(work, "commit", "-q", "--amend", "-m", "plain, reworded")
+    assert events(work, "evidence.remapped") == []
+
+
 def test_rebase_remaps_evidence_of_every_rewritten_commit(work: Path) -> None:
     git(work, "checkout", "-q", "-b", "topic")
     commit(work, "one\n\nLoopx-Todo: t1")
@@ -348,14 +354,17 @@ def test_a_shim_without_loopx_says_so_in_one_line(repo: Path, tmp_path: Path) ->
                            f"(reinstall loopx, or remove {hook})\n")
 
 
-def test_loopx_writes_never_run_repository_hooks(work: Path) -> None:
+def test_loopx_writes_never_run_repository_hooks(work: Path, remote: Path) -> None:
     folder = work / ".git" / "hooks"
-    for name in ("reference-transaction", "post-commit", "pre-commit", "post-rewrite"):
-        if not hooks.is_shim(folder / name):
-            write_hook(folder, name, f"echo {name} >> {work}/canary\n")
+    invoke(work, "hooks", "uninstall")
+    for name in ("reference-transaction", "post-commit", "pre-commit", "post-rewrite", "pre-push"):
+        write_hook(folder, name, f"echo {name} >> {work}/canary\n")
     invoke(work, "todo", "claim", "t1")
     invoke(work, "note", "add", "hello")
     assert run_loopx(work, "run", "--todo", "t1", "--", "true").code == 0
+    update = f"refs/heads/main {git(work, 'rev-parse', 'HEAD')} refs/heads/main {'0' * 40}\n"
+    pushed = run_loopx(work, "hook", "pre-push", "origin", str(remote), input=update)
+    assert "pushed refs/heads/loopx/state" in pushed.err  # loopx's own push ran no pre-push
     assert not (work / "canary").exists()
     git(work, "update-ref", "refs/heads/probe", "HEAD")  # the canary itself does work
     assert "reference-transaction" in (work / "canary").read_text()
