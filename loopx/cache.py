@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from loopx import projection
-from loopx.model import SCHEMA_VERSION
+from loopx import SCHEMA_VERSION
 
 _MAGIC = b"LOOPXC1\n"
 _KEY = f"{SCHEMA_VERSION}:{sys.version_info[:2]}".encode()

@@ -32,6 +32,7 @@ _GROUPS = [
     ("loopx.cli.records", "effect"),
     ("loopx.cli.records", "note"),
     ("loopx.cli.session", "session"),
+    ("loopx.cli.hooks", "hooks"), ("loopx.cli.hooks", "hook"), ("loopx.cli.hooks", "run"),
     ("loopx.cli.core", "status"),
     ("loopx.cli.review", "log"), ("loopx.cli.review", "diff"), ("loopx.cli.review", "validate"),
     ("loopx.cli.core", "batch"),
@@ -153,7 +154,13 @@ class LoopxGroup(click.Group):
         return super().list_commands(ctx)
 
     def get_command(self, ctx: click.Context, name: str) -> Optional[click.Command]:
-        self._load()
+        # Import only the module that defines `name` when its attribute says so: a git hook
+        # runs loopx on every commit and should not import every command module.
+        for module, attr in _GROUPS:
+            if attr.rstrip("_") == name and name not in self.commands:
+                self.add_command(getattr(importlib.import_module(module), attr))
+        if name not in self.commands:
+            self._load()
         return super().get_command(ctx, name)
 
     def _load(self) -> None:
