@@ -137,8 +137,8 @@ def pass_app(fn: Callable[..., Any]) -> Callable[..., Any]:
         return value
 
     fn = click.option("--state-ref", "state_ref_", metavar="REF", expose_value=False,
-                      callback=set_state_ref, help="Use this state branch instead of loopx/state "
-                      "(a proposal: created from loopx/state on its first write).")(fn)
+                      callback=set_state_ref,
+                      help="A proposal branch to use instead of loopx/state (forks from it).")(fn)
     fn = click.option("--json", "as_json", is_flag=True, expose_value=False, callback=set_format,
                       help="Alias for --format json.")(fn)
     fn = click.option("--format", "fmt", type=click.Choice(["text", "json"]), expose_value=False,
