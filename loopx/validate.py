@@ -41,7 +41,7 @@ from loopx import codec, commits, history, projection
 from loopx.errors import CodecError, NotFound, SchemaError
 from loopx.ledger import Ledger
 from loopx.model import PATH_RE, SESSION_FILE_RE, TRANSCRIPT_CHUNK_BYTES, Event
-from loopx.store import BLOB_MODE
+from loopx.store import BLOB_MODE, STATE_REF
 
 
 @dataclass
@@ -143,6 +143,15 @@ def parse(path: str, data: bytes) -> tuple[Optional[Event], Optional[tuple[str, 
 
 
 # --- the range ---------------------------------------------------------------------------------
+
+
+def default_range(ledger: Ledger) -> tuple[Optional[str], str]:
+    """What to check when no range is given: a proposal against loopx/state, loopx/state
+    against origin's copy (what a push would add), else its whole history."""
+    if ledger.ref != STATE_REF:
+        return STATE_REF, ledger.ref
+    remote = "refs/remotes/origin/loopx/state"
+    return (remote if ledger.store.tip(remote) else None), ledger.ref
 
 
 def validate(ledger: Ledger, *, base: Optional[str], head: str) -> Report:

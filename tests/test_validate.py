@@ -89,6 +89,14 @@ def test_a_proposal_starts_from_the_state_branch_and_passes(state: Path) -> None
     assert "answered gate q-1: approve — 'stable'" in result.out
 
 
+def test_without_a_range_a_proposal_is_checked_against_the_state_branch(state: Path) -> None:
+    path, data = file_of(event("note.added", {"id": "n-1", "text": "old"}, clock=2))
+    commit_files(state, PROPOSAL, {path: data})
+    result = invoke(state, "validate", "--state-ref", "proposal/p")
+    assert result.code == 1 and "clock-regression" in result.out
+    assert invoke(state, "validate").code == 0  # loopx/state itself, whole history: clean
+
+
 def test_modified_event_file_fails(state: Path) -> None:
     path = run(state, "ls-tree", "-r", "--name-only", STATE).splitlines()[-1]
     data = run(state, "cat-file", "blob", f"{STATE}:{path}").encode() + b"\n# edited\n"

@@ -46,8 +46,8 @@ def diff(app: App, spec: str) -> None:
     "--range",
     "span",
     metavar="BASE..HEAD",
-    help="The commits to check, e.g. origin/loopx/state..HEAD (default: the state "
-    "ref's whole history).",
+    help="The commits to check, e.g. origin/loopx/state..HEAD (default: a proposal "
+    "against loopx/state; loopx/state against origin's, or its whole history).",
 )
 @pass_app
 def validate(app: App, span: Optional[str]) -> None:
@@ -59,10 +59,12 @@ def validate(app: App, span: Optional[str]) -> None:
     """
     from loopx import validate as checks
 
-    base, sep, head = (span or "").partition("..")
-    if span and not sep:
-        base, head = "", span
-    report = checks.validate(app.ledger, base=base or None, head=head or app.ledger.ref)
+    if span is None:
+        base, head = checks.default_range(app.ledger)
+    else:
+        start, sep, end = span.partition("..")
+        base, head = (start or None, end or app.ledger.ref) if sep else (None, span)
+    report = checks.validate(app.ledger, base=base, head=head)
     app.emit(report.to_dict(), lambda: checks.render(report))
     if not report.ok:
         raise click.exceptions.Exit(1)
