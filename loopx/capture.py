@@ -251,13 +251,18 @@ def _wait(proc: subprocess.Popen[bytes]) -> int:
 
 def _pump(src: IO[bytes], dst: IO[bytes], spool: "_Spool") -> None:
     fd = src.fileno()
+    partial = b""  # the spool takes whole lines, so stdout and stderr interleave by line
     while chunk := os.read(fd, 65536):
         try:
             dst.write(chunk)
             dst.flush()
         except (BrokenPipeError, ValueError):
             pass  # our reader went away; keep capturing so the record is complete
-        spool.add(chunk)
+        lines, _, partial = (partial + chunk).rpartition(b"\n")
+        if lines:
+            spool.add(lines + b"\n")
+    if partial:
+        spool.add(partial)
     src.close()
 
 
