@@ -796,7 +796,7 @@ def _evidence_view(ev: Evidence) -> dict[str, Any]:
     return {
         "id": ev.id, "kind": ev.kind, "goal": ev.goal, "todo": ev.todo, "criteria": list(ev.criteria),
         "commit": ev.commit, "tree": ev.tree, "dirty": ev.dirty, "exit_code": ev.exit_code,
-        "summary": ev.summary, "actor": ev.actor, "at": ev.at,
+        "summary": ev.summary, "command": ev.command, "actor": ev.actor, "at": ev.at,
     }
 
 

@@ -44,7 +44,10 @@ def status_text(snap: dict[str, Any], *, color: bool = False) -> str:
                    + f"  [{goal['state']}, {met}/{len(goal['acceptance'])} criteria met]")
         for c in goal["acceptance"]:
             mark = paint("x", fg="green") if c["met"] else " "
-            out.append(f"  [{mark}] {c['id']}  {c['text']}")
+            if c.get("needs_rerun"):  # met only by stale evidence (added by readback)
+                mark = paint("~", fg="yellow")
+            out.append(f"  [{mark}] {c['id']}  {c['text']}"
+                       + ("  (evidence is stale: re-run)" if c.get("needs_rerun") else ""))
     frontier = [todos[t] for t in snap["frontier"]]
     if frontier:
         out.append(paint("\nReady to work on:", fg="green"))
