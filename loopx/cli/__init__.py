@@ -174,7 +174,9 @@ def main(argv: Optional[list[str]] = None) -> None:
     """Console entry point: maps errors to exit codes."""
     debug = "--debug" in (argv if argv is not None else sys.argv) or bool(os.environ.get("LOOPX_DEBUG"))
     try:
-        cli.main(args=argv, prog_name="git loopx", standalone_mode=False)
+        code = cli.main(args=argv, prog_name="git loopx", standalone_mode=False)
+        if isinstance(code, int) and code:  # click returns a command's Exit code here
+            sys.exit(code)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(1)
