@@ -15,11 +15,10 @@ import sys
 from pathlib import Path
 from typing import Any, Optional
 
-from loopx import projection
-from loopx.model import SCHEMA_VERSION
+from loopx import SCHEMA_VERSION, __version__, projection
 
 _MAGIC = b"LOOPXC1\n"
-_KEY = f"{SCHEMA_VERSION}:{sys.version_info[:2]}".encode()
+_KEY = f"{SCHEMA_VERSION}:{__version__}:{sys.version_info[:2]}".encode()
 
 # Dataclasses stored inside Fold's dict fields, by the field they live in.
 _TABLES: dict[str, type] = {

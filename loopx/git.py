@@ -106,7 +106,8 @@ def discover(path: Path | str = ".") -> Repo:
     if proc.returncode != 0:
         raise NotFound(f"{Path(path).resolve()} is not inside a git repository (run `git init`)")
     git_dir, common, bare = proc.stdout.decode().splitlines()[:3]
-    common_dir = (Path(git_dir) / common) if not os.path.isabs(common) else Path(common)
+    # --git-common-dir is relative to the directory git ran in (not to the git dir).
+    common_dir = (Path(path) / common) if not os.path.isabs(common) else Path(common)
     work_tree = None
     if bare != "true":
         top = run(path, "rev-parse", "--show-toplevel", check=False)

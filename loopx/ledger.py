@@ -11,14 +11,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
 from loopx import __version__, cache, clock, codec, git, ids, projection
 from loopx.errors import (
     Ambiguous, CodecError, ConflictError, NotFound, RefRaceError, SchemaError, TransitionError,
 )
-from loopx.model import PATH_RE, RETRY_VOLATILE, Event, event_dir, event_path, make_event, parse_event
 from loopx.store import STATE_REF, Store
+
+if TYPE_CHECKING:
+    from loopx.model import Event
+
+# loopx.model (pydantic) is imported where events are parsed or made, not at import time:
+# a warm `status` reads the cached fold and never needs it.
 
 T = TypeVar("T")
 MAX_RACE_RETRIES = 5
@@ -48,6 +53,8 @@ class Txn:
 
     def add(self, draft: Draft) -> Event:
         """Validate ``draft`` against the state so far and stage it; raises TransitionError."""
+        from loopx.model import make_event
+
         event_id = draft.event_id or ids.new_event_id()
         event = make_event(
             type=draft.type, data=draft.data, event_id=event_id, at=clock.format_ts(self.now),
@@ -65,6 +72,8 @@ class Txn:
         return event
 
     def _duplicate(self, earlier: Event, event: Event) -> Event:
+        from loopx.model import RETRY_VOLATILE
+
         def meaning(e: Event) -> tuple[Any, ...]:
             doc = e.to_dict()
             volatile = RETRY_VOLATILE.get(e.type, frozenset())
@@ -190,6 +199,8 @@ class Ledger:
 
     @staticmethod
     def _parse_file(path: str, data: Optional[bytes]) -> Event:
+        from loopx.model import PATH_RE, event_path, parse_event
+
         match = PATH_RE.match(path)
         if match is None:
             raise SchemaError(f"{path}: not an event path (events/YYYY/MM/DD/<ulid>.<type>.yaml)")
@@ -206,6 +217,8 @@ class Ledger:
                 return event
         if base is None or not ids.ULID_RE.match(event_id):
             return None
+        from loopx.model import event_dir
+
         directory = event_dir(event_id)
         for name, (_, oid) in self.store.read_tree(f"{base}:{directory}").items():
             if name.startswith(event_id + "."):
@@ -248,6 +261,8 @@ class Ledger:
         return event
 
     def _commit(self, base: Optional[str], txn: Txn, message: Optional[str]) -> str:
+        from loopx.model import event_path
+
         blobs = self.store.write_blobs([codec.dump(e.to_dict()) for e in txn.events])
         paths = {event_path(e): oid for e, oid in zip(txn.events, blobs)}
         tree = self.store.write_tree(base, paths)

@@ -14,10 +14,12 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from loopx import clock as clk
-from loopx.model import Event
+
+if TYPE_CHECKING:  # the model (pydantic) stays off the warm read path
+    from loopx.model import Event
 
 DEFAULT_LEASE_TTL_S = 45 * 60
 DEFAULT_SESSION_SLOTS = 20
@@ -192,14 +194,14 @@ class Fold:
 def replay(events: list[Event], fold: Optional[Fold] = None) -> Fold:
     """Fold events (in any order given) into a state; ``fold`` continues an earlier one."""
     fold = fold or Fold()
-    for event in sorted(events, key=Event.sort_key):
+    for event in sorted(events, key=lambda e: e.sort_key()):
         fold.apply(event)
     return fold
 
 
 # --- rules: one check per event type; the same code judges replay and new writes -------------
 
-Check = Callable[[Fold, Event], Optional[str]]
+Check = Callable[["Fold", "Event"], Optional[str]]
 
 
 def check(fold: Fold, event: Event) -> Optional[str]:
