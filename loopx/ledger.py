@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 MAX_RACE_RETRIES = 5
+PROGRESS_MIN_EVENTS = 2000  # rebuilds smaller than this finish before a bar would help
+PARSE_CHUNK = 1000
 
 
 @dataclass
@@ -97,6 +99,9 @@ class Ledger:
         self.ref = ref
         self.store = Store(repo)
         self._fold: Optional[tuple[str, projection.Fold]] = None
+        # Called as progress(done, total) while a long rebuild parses event files; the CLI
+        # sets it when stderr is a terminal.
+        self.progress: Optional[Callable[[int, int], None]] = None
 
     @classmethod
     def open(cls, path: Path | str = ".", *, ref: str = STATE_REF, adopt: bool = True) -> Ledger:
@@ -188,6 +193,16 @@ class Ledger:
         return self._parse_entries(entries, problems)
 
     def _parse_entries(self, entries: list[Any], problems: list[projection.Problem]) -> list[Event]:
+        report = self.progress if len(entries) >= PROGRESS_MIN_EVENTS else None
+        if report is None:
+            return self._parse_chunk(entries, problems)
+        events: list[Event] = []
+        for start in range(0, len(entries), PARSE_CHUNK):
+            events += self._parse_chunk(entries[start : start + PARSE_CHUNK], problems)
+            report(min(start + PARSE_CHUNK, len(entries)), len(entries))
+        return events
+
+    def _parse_chunk(self, entries: list[Any], problems: list[projection.Problem]) -> list[Event]:
         blobs = self.store.read_blobs([e.oid for e in entries])
         events = []
         for entry, data in zip(entries, blobs):
