@@ -153,6 +153,20 @@ class Ledger:
         self._fold = (tip, fold)
         return fold
 
+    def live_fold(self) -> projection.Fold:
+        """The goals in play, what they reference, and everything ledger-wide: all a default
+        `status` shows. Read-only (never validate a write against it). Comes from the cache's
+        live section when it matches the tip, so its cost does not grow with history."""
+        tip = self.tip()
+        if tip is None:
+            return projection.Fold()
+        if self._fold is not None and self._fold[0] == tip:
+            return cache.split(self._fold[1])[0]
+        cached = cache.load(self._cache_path(), live_only=True)
+        if cached is not None and cached[0] == tip:
+            return cached[1]
+        return cache.split(self.fold())[0]
+
     def snapshot(self, now: Optional[datetime] = None) -> dict[str, Any]:
         return projection.snapshot(self.fold(), now or clock.now())
 

@@ -19,7 +19,7 @@ ACTOR = "agent:a"
 # One step of a story: each kind picks its target by index among what exists, so every drawn
 # list is a plausible history; steps the rules refuse are simply skipped.
 steps = st.lists(st.tuples(st.sampled_from(["goal", "todo", "claim", "done", "note", "evidence",
-                                            "gate", "answer"]), st.integers(0, 5)),
+                                            "gate", "answer", "close"]), st.integers(0, 5)),
                  min_size=1, max_size=6)
 
 
@@ -33,8 +33,12 @@ def _draft(fold: projection.Fold, kind: str, pick: int, n: int) -> Draft | None:
     if not goals:
         return None
     goal = goals[pick % len(goals)]
-    if kind == "todo":
-        return Draft("todo.added", {"id": f"t-{n}", "goal": goal, "title": "T"}, goal)
+    if kind == "todo":  # sometimes after a todo of another goal: dependencies cross goals
+        after = [todos[pick % len(todos)]] if todos and pick % 2 else []
+        return Draft("todo.added", {"id": f"t-{n}", "goal": goal, "title": "T",
+                                    "depends_on": after}, goal)
+    if kind == "close":
+        return Draft("goal.closed", {"id": goal, "outcome": "abandoned"}, goal)
     if kind == "evidence":
         return Draft("evidence.recorded", {"id": f"e-{n}", "kind": "test", "criteria": ["a1"]}, goal)
     if kind == "gate":
@@ -92,7 +96,25 @@ def test_incremental_update_equals_full_rebuild(batches: list[list[tuple[str, in
                 path.write_bytes(before)  # as if these events had arrived by fetch
                 with Ledger.open(repo) as reader:
                     incremental = reader.fold()
-                    assert cache._fold_to_data(incremental) == cache._fold_to_data(_full(reader))
+                    full = _full(reader)
+                    assert cache._fold_to_data(incremental) == cache._fold_to_data(full)
+                    for table in ("goals", "todos", "gates", "evidence"):  # order counts too
+                        assert list(getattr(incremental, table)) == list(getattr(full, table))
+                    _check_live(reader, full)
+
+
+def _check_live(reader: Ledger, full: projection.Fold) -> None:
+    """The live section alone gives the default status: the full one minus closed goals."""
+    loaded = cache.load(reader._cache_path(), live_only=True)
+    assert loaded is not None
+    live = loaded[1]
+    now = projection.clk.parse_ts("2030-01-01T00:00:00Z")
+    whole, part = projection.snapshot(full, now), projection.snapshot(live, now)
+    in_play = {g["id"] for g in whole["goals"] if g["state"] in ("active", "paused")}
+    assert [g["id"] for g in part["goals"]] == [g["id"] for g in whole["goals"] if g["id"] in in_play]
+    assert part["frontier"] == whole["frontier"]
+    assert [t for t in part["todos"] if t["goal"] in in_play] == [
+        t for t in whole["todos"] if t["goal"] in in_play]
 
 
 def test_incremental_update_reads_only_the_new_files(ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:

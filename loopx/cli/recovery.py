@@ -25,15 +25,20 @@ def _inspect_options(fn: Any) -> Any:
 
 
 def recover(app: App, *, goal_id: Optional[str] = None, ci: bool = True,
-            offline: bool = False) -> dict[str, Any]:
-    """The status document: snapshot + environment + actions + next_wake."""
-    from loopx import clock, decide, readback
+            offline: bool = False, history: bool = False) -> dict[str, Any]:
+    """The status document: snapshot + environment + actions + next_wake.
+
+    Without ``history`` only goals in play (and what they reference) are listed, which keeps
+    a warm `status` as fast on a long ledger as on a new one.
+    """
+    from loopx import clock, decide, projection, readback
 
     ledger = app.ledger
-    ledger.require()
+    fold = ledger.fold() if (history or goal_id) else ledger.live_fold()
+    if not fold.events:
+        ledger.require()
     now = app.now or clock.now()
-    fold = ledger.fold()
-    snap = ledger.snapshot(now)
+    snap = projection.snapshot(fold, now)
     snap["ref"] = ledger.ref
     if goal_id:
         from loopx.cli import render
@@ -62,13 +67,15 @@ def _actor_or_none(app: App) -> Optional[str]:
 
 @click.command()
 @click.option("--goal", "goal_id", help="Only this goal.")
+@click.option("--all", "show_all", is_flag=True,
+              help="Include achieved and abandoned goals with their todos, gates and evidence.")
 @_inspect_options
 @pass_app
-def status(app: App, goal_id: Optional[str], no_ci: bool, offline: bool) -> None:
+def status(app: App, goal_id: Optional[str], show_all: bool, no_ci: bool, offline: bool) -> None:
     """Goals, acceptance, frontier, gates, leases, the work tree and what to do next."""
     from loopx.cli import render
 
-    snap = recover(app, goal_id=goal_id, ci=not no_ci, offline=offline)
+    snap = recover(app, goal_id=goal_id, ci=not no_ci, offline=offline, history=show_all)
     color = sys.stdout.isatty()
     app.emit(snap, lambda: status_text(snap, render.status_text(snap, color=color), color=color))
 
