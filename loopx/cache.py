@@ -66,6 +66,7 @@ def path_for(cache_dir: Path, ref: str) -> Path:
 # progress, not the length of the ledger's history.
 _HEADER = len(_MAGIC) + 8 + 32 + 32
 _LIVE_GOALS = ("active", "paused")
+_SPLIT = ("goals", "todos", "gates", "evidence", "quotas")  # tables with a history part
 
 
 def split(fold: projection.Fold) -> tuple[projection.Fold, projection.Fold]:
@@ -80,6 +81,7 @@ def split(fold: projection.Fold) -> tuple[projection.Fold, projection.Fold]:
         "goals": lambda k, v: k in live_goals, "todos": lambda k, v: k in todos,
         "gates": lambda k, v: k in gates,
         "evidence": lambda k, v: v.goal is None or v.goal in live_goals,
+        "quotas": lambda k, v: k == "" or k in live_goals,
     }
     live, history = projection.Fold(), projection.Fold()
     for f in dataclasses.fields(fold):
@@ -93,7 +95,7 @@ def split(fold: projection.Fold) -> tuple[projection.Fold, projection.Fold]:
 
 
 def _merge(live: projection.Fold, history_data: dict[str, Any]) -> projection.Fold:
-    for name in ("goals", "todos", "gates", "evidence"):
+    for name in _SPLIT:
         cls, part = _TABLES[name], history_data[name]
         rows = {k: cls(*v) for k, v in part["rows"].items()}
         rows.update(getattr(live, name))
@@ -142,7 +144,7 @@ def save(path: Path, tip: str, fold: projection.Fold) -> None:
         history_body = marshal.dumps({
             name: {"rows": {k: dataclasses.astuple(v) for k, v in getattr(history, name).items()},
                    "order": list(getattr(fold, name))}
-            for name in ("goals", "todos", "gates", "evidence")})
+            for name in _SPLIT})
         header = (_MAGIC + len(live_body).to_bytes(8, "big") + hashlib.sha256(live_body).digest()
                   + hashlib.sha256(history_body).digest())
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -73,8 +73,8 @@ def inspect(
     else:
         env.head = _rev(repo, "HEAD")
     env.state = state_branch(repo, state_ref, remote=config.get("loopx.remote", "origin"))
-    if env.head and env.tree is None:
-        env.tree = _rev(repo, f"{env.head}^{{tree}}")
+    if env.head:
+        env.tree = _head_tree(repo, env.head, reader)
     env.evidence = freshness(repo, _evidence_in_play(snapshot), env, remaps, reader=reader)
     env.ci = _ci(repo, env, snapshot, config, enabled=ci, offline=offline)
     return env
@@ -96,6 +96,14 @@ def _rev(repo: git.Repo, rev: str) -> Optional[str]:
     return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
 
 
+def _head_tree(repo: git.Repo, head: str, reader: Optional[git.ObjectReader]) -> Optional[str]:
+    """HEAD's tree, through the caller's cat-file process when there is one."""
+    if reader is None:
+        return _rev(repo, f"{head}^{{tree}}")
+    found = reader.read(head)
+    return _commit_tree(found[1]) if found and found[0] == "commit" else None
+
+
 # --- the working tree ---------------------------------------------------------------------------
 
 
@@ -103,8 +111,6 @@ def _read_worktree(repo: git.Repo, env: Environment) -> None:
     raw = git.run(repo.cwd, "status", "--porcelain=v2", "--branch", "-z",
                   "--untracked-files=normal", "--ignore-submodules=dirty").stdout
     parse_status(raw, env)
-    if env.head:
-        env.tree = _rev(repo, f"{env.head}^{{tree}}")
     env.in_progress = next(
         (name for marker, name in _IN_PROGRESS if (repo.git_dir / marker).exists()), None)
 
