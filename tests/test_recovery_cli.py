@@ -112,3 +112,18 @@ def test_ci_flags(repo: Path, flag: str) -> None:
     git(repo, "config", "loopx.ci.githubApi", "http://127.0.0.1:9")
     doc = invoke(repo, "status", "--json", flag).json()
     assert doc["environment"]["ci"]["state"] == "unknown"
+
+
+def test_warm_status_imports_neither_pydantic_nor_ruamel(repo: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    _project(repo)
+    env = dict(os.environ, LOOPX_ACTOR=AGENT)
+    argv = [sys.executable, "-X", "importtime", "-m", "loopx", "status", "--format", "json", "--no-ci"]
+    subprocess.run(argv, cwd=repo, env=env, capture_output=True, check=True)  # warms the cache
+    warm = subprocess.run(argv, cwd=repo, env=env, capture_output=True, check=True)
+    imported = {line.split("|")[-1].strip() for line in warm.stderr.decode().splitlines()}
+    assert "loopx.readback" in imported
+    assert not {name for name in imported if name.split(".")[0] in ("pydantic", "ruamel")}
