@@ -24,20 +24,38 @@ _KEY = f"{SCHEMA_VERSION}:{__version__}:{sys.version_info[:2]}".encode()
 _TABLES: dict[str, type] = {
     "goals": projection.Goal, "todos": projection.Todo, "gates": projection.Gate,
     "evidence": projection.Evidence, "wakes": projection.Wake, "effects": projection.Effect,
-    "quotas": projection.Quota,
+    "quotas": projection.Quota, "sessions": projection.Session,
 }
 
 
+def _row(obj: Any) -> tuple[Any, ...]:
+    """A dataclass as a shallow tuple (marshal copies what it writes; astuple's deep copy of
+    every list is what made saving a long ledger's cache slow)."""
+    return tuple([getattr(obj, name) for name in _FIELDS[type(obj)]])
+
+
 def _fold_to_data(fold: projection.Fold) -> dict[str, Any]:
+    """Plain values for marshal. Shares lists with ``fold``: use :func:`copy` for a copy."""
     data: dict[str, Any] = {}
     for f in dataclasses.fields(fold):
         value = getattr(fold, f.name)
         if f.name in _TABLES:
-            value = {k: dataclasses.astuple(v) for k, v in value.items()}
+            value = {k: _row(v) for k, v in value.items()}
         elif f.name == "problems":
-            value = [dataclasses.astuple(p) for p in value]
+            value = [_row(p) for p in value]
         data[f.name] = value
     return data
+
+
+def copy(fold: projection.Fold) -> projection.Fold:
+    """A deep copy (through marshal, which is fast for plain values)."""
+    return _fold_from_data(marshal.loads(marshal.dumps(_fold_to_data(fold))))
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {
+    cls: tuple(f.name for f in dataclasses.fields(cls))
+    for cls in (*_TABLES.values(), projection.Problem)
+}
 
 
 def _fold_from_data(data: dict[str, Any]) -> projection.Fold:
@@ -142,7 +160,7 @@ def save(path: Path, tip: str, fold: projection.Fold) -> None:
         live, history = split(fold)
         live_body = marshal.dumps((_KEY, tip, _fold_to_data(live)))
         history_body = marshal.dumps({
-            name: {"rows": {k: dataclasses.astuple(v) for k, v in getattr(history, name).items()},
+            name: {"rows": {k: _row(v) for k, v in getattr(history, name).items()},
                    "order": list(getattr(fold, name))}
             for name in _SPLIT})
         header = (_MAGIC + len(live_body).to_bytes(8, "big") + hashlib.sha256(live_body).digest()

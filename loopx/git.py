@@ -100,14 +100,13 @@ class Repo:
 def discover(path: Path | str = ".") -> Repo:
     """Find the repository containing ``path``; raises NotFound outside one."""
     proc = run(
-        path, "rev-parse", "--absolute-git-dir", "--git-common-dir", "--is-bare-repository",
-        check=False,
+        path, "rev-parse", "--absolute-git-dir", "--path-format=absolute", "--git-common-dir",
+        "--is-bare-repository", check=False,
     )
     if proc.returncode != 0:
         raise NotFound(f"{Path(path).resolve()} is not inside a git repository (run `git init`)")
     git_dir, common, bare = proc.stdout.decode().splitlines()[:3]
-    # --git-common-dir is relative to the directory git ran in (not to the git dir).
-    common_dir = (Path(path) / common) if not os.path.isabs(common) else Path(common)
+    common_dir = Path(common)
     work_tree = None
     if bare != "true":
         top = run(path, "rev-parse", "--show-toplevel", check=False)

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -29,6 +30,7 @@ T = TypeVar("T")
 MAX_RACE_RETRIES = 5
 PROGRESS_MIN_EVENTS = 2000  # rebuilds smaller than this finish before a bar would help
 PARSE_CHUNK = 1000
+_CLOCK_LINE = re.compile(rb"^clock: ([0-9]{1,18})$", re.M)  # as codec.dump writes it
 
 
 @dataclass
@@ -52,6 +54,24 @@ class Txn:
     now: datetime
     events: list[Event] = field(default_factory=list)
     duplicates: list[Event] = field(default_factory=list)
+    files: dict[str, git.Oid] = field(default_factory=dict)  # non-event path -> blob oid
+
+    def attach(self, files: dict[str, bytes]) -> dict[str, git.Oid]:
+        """Stage non-event files (session transcripts) for this commit; returns their blob oids.
+
+        Only paths matching ``model.SESSION_FILE_RE`` are allowed: everything else on the state
+        branch is an event. The blobs are written now (one process); they become reachable
+        only if the commit is made.
+        """
+        from loopx.model import SESSION_FILE_RE
+
+        bad = [p for p in files if not SESSION_FILE_RE.match(p)]
+        if bad:
+            raise SchemaError(f"{bad[0]}: not a path loopx stores beside events")
+        oids = self.ledger.store.write_blobs(list(files.values()))
+        staged = dict(zip(files, oids))
+        self.files.update(staged)
+        return staged
 
     def add(self, draft: Draft) -> Event:
         """Validate ``draft`` against the state so far and stage it; raises TransitionError."""
@@ -182,10 +202,60 @@ class Ledger:
         if cached is not None:
             fold = self._advance(cached[0], cached[1], tip)
         if fold is None:
-            file_problems: list[projection.Problem] = []
-            fold = projection.replay(self.read_events(tip, file_problems))
-            fold.problems[:0] = file_problems
+            fold = self._rebuild(tip)
         cache.save(path, tip, fold)
+        return fold
+
+    def _rebuild(self, tip: str) -> projection.Fold:
+        """Replay every event file of ``tip`` (the same fold as ``replay(read_events(tip))``).
+
+        Holds the raw files, sorted by ``(clock, id)``, and parses and applies them a chunk at
+        a time, so the parsed events of a long ledger are never all in memory at once. The
+        clock is read from the canonical ``clock: N`` line and checked after parsing; a file
+        where that does not hold sends us down the plain path.
+        """
+        entries = [e for e in self.store.list_files(tip) if e.path.startswith("events/")]
+        raw: list[tuple[int, str, int, str, Optional[bytes]]] = []
+        for start in range(0, len(entries), PARSE_CHUNK):
+            chunk = entries[start : start + PARSE_CHUNK]
+            for n, (entry, data) in enumerate(zip(chunk, self.store.read_blobs([e.oid for e in chunk]))):
+                match = _CLOCK_LINE.search(data) if data is not None else None
+                clock_ = int(match.group(1)) if match else -1  # -1: parse it first, below
+                raw.append((clock_, entry.path.rsplit("/", 1)[-1].split(".", 1)[0], start + n,
+                            entry.path, data))
+        del entries
+        raw.sort(key=lambda item: item[:3])
+        fold = self._apply_sorted(raw)
+        if fold is None:  # a clock line that lied: replay the plain way
+            problems: list[projection.Problem] = []
+            fold = projection.replay(self.read_events(tip, problems))
+            fold.problems[:0] = problems
+        return fold
+
+    def _apply_sorted(self, raw: list[tuple[int, str, int, str, Optional[bytes]]]) -> Optional[projection.Fold]:
+        fold = projection.Fold()
+        problems: list[tuple[int, projection.Problem]] = []
+        pending: list[Event] = []  # files without a canonical clock line, applied by replay
+        for done, (clock_, event_id, index, path, data) in enumerate(raw, 1):
+            try:
+                event = self._parse_file(path, data)
+            except (CodecError, SchemaError) as exc:
+                problems.append((index, projection.Problem(path, "file", "", 0, str(exc))))
+                continue
+            if clock_ < 0:
+                pending.append(event)
+            elif event.sort_key() != (clock_, event_id):
+                return None
+            else:
+                fold.apply(event)
+            if self.progress is not None and len(raw) >= PROGRESS_MIN_EVENTS and (
+                    done % PARSE_CHUNK == 0 or done == len(raw)):
+                self.progress(done, len(raw))
+        if pending:  # hand-written files: fine when they sort after the rest, else start over
+            if any(e.sort_key() <= fold.last_key for e in pending):
+                return None
+            projection.replay(pending, fold)
+        fold.problems[:0] = [p for _, p in sorted(problems, key=lambda item: item[0])]
         return fold
 
     def _advance(self, old: str, fold: projection.Fold, tip: str) -> Optional[projection.Fold]:
@@ -196,7 +266,8 @@ class Ledger:
         if any(status != "A" for status, _, _ in changes):
             return None
         problems: list[projection.Problem] = []
-        events = self._parse_entries([entry for _, _, entry in changes], problems)
+        events = self._parse_entries(
+            [entry for _, _, entry in changes if entry.path.startswith("events/")], problems)
         if problems or any(e.sort_key() <= fold.last_key for e in events):
             return None  # merged events that sort earlier: replay everything
         return projection.replay(events, fold)
@@ -294,6 +365,7 @@ class Ledger:
 
         blobs = self.store.write_blobs([codec.dump(e.to_dict()) for e in txn.events])
         paths = {event_path(e): oid for e, oid in zip(txn.events, blobs)}
+        paths.update(txn.files)
         tree = self.store.write_tree(base, paths)
         subject = message or _summary(txn.events)
         commit = self.store.commit_tree(
@@ -323,7 +395,7 @@ class Ledger:
 
 def cache_copy(fold: projection.Fold) -> projection.Fold:
     """A deep copy, so a failed transaction never leaks into the cached fold."""
-    return cache._fold_from_data(cache._fold_to_data(fold))
+    return cache.copy(fold)
 
 
 def _summary(events: list[Event]) -> str:

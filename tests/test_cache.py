@@ -101,6 +101,8 @@ def test_incremental_update_equals_full_rebuild(batches: list[list[tuple[str, in
                     for table in ("goals", "todos", "gates", "evidence"):  # order counts too
                         assert list(getattr(incremental, table)) == list(getattr(full, table))
                     _check_live(reader, full)
+                    rebuilt = reader._rebuild(reader.tip())
+                    assert cache._fold_to_data(rebuilt) == cache._fold_to_data(full)
 
 
 def _check_live(reader: Ledger, full: projection.Fold) -> None:
@@ -178,3 +180,29 @@ def test_long_rebuild_reports_progress(ledger: Ledger, monkeypatch: pytest.Monke
         reader.progress = lambda done, total: seen.append((done, total))
         assert reader.fold().notes == 5
     assert seen == [(2, 6), (4, 6), (6, 6)]
+
+
+def test_rebuild_equals_plain_replay_with_broken_and_hand_written_files(ledger: Ledger) -> None:
+    import json
+
+    from loopx import ids
+    from loopx.model import event_dir
+    from loopx.store import STATE_REF
+
+    for n in range(3):
+        ledger.append("note.added", {"id": f"n-{n}", "text": "x"}, actor=ACTOR)
+    doc = {"id": ids.new_event_id(), "type": "note.added", "v": 1, "at": "2026-01-01T00:00:00Z",
+           "clock": 99, "actor": ACTOR, "data": {"id": "n-hand", "text": "flow style"}}
+    hand = f"{event_dir(doc['id'])}/{doc['id']}.note.added.yaml"  # JSON is YAML, not canonical
+    broken = f"{event_dir(doc['id'])}/{ids.new_event_id()}.note.added.yaml"
+    store, base = ledger.store, ledger.tip()
+    oids = store.write_blobs([json.dumps(doc).encode(), b"clock: 1\nnot: [valid"])
+    tree = store.write_tree(base, {hand: oids[0], broken: oids[1]})
+    commit = store.commit_tree(tree, [base], "hand\n", author=("t", "t@x"))
+    store.update_ref_if(STATE_REF, commit, expected=base, reason="test")
+    ledger._cache_path().unlink()
+    with Ledger.open(ledger.repo.cwd) as reader:
+        rebuilt = reader.fold()
+        plain = _full(reader)
+    assert rebuilt.notes == 4 and len(rebuilt.problems) == 1
+    assert cache._fold_to_data(rebuilt) == cache._fold_to_data(plain)

@@ -31,6 +31,7 @@ _GROUPS = [
     ("loopx.cli.records", "quota"),
     ("loopx.cli.records", "effect"),
     ("loopx.cli.records", "note"),
+    ("loopx.cli.session", "session"),
     ("loopx.cli.recovery", "status"),
     ("loopx.cli.recovery", "next_"),
     ("loopx.cli.recovery", "brief"),
@@ -165,8 +166,11 @@ class LoopxGroup(click.Group):
 @click.option("--state-ref", envvar="LOOPX_STATE_REF", metavar="REF",
               help="Read and write this state branch instead of loopx/state (for proposals).")
 @click.option("--debug", is_flag=True, envvar="LOOPX_DEBUG", help="Log git calls; show tracebacks.")
+# Hidden: pins "now" (RFC 3339) for tests and scripted histories, e.g. the session reaper.
+@click.option("--now", "now_text", envvar="LOOPX_NOW", hidden=True, metavar="TIME")
 @click.pass_context
-def cli(ctx: click.Context, cwd: str, actor: Optional[str], state_ref: Optional[str], debug: bool) -> None:
+def cli(ctx: click.Context, cwd: str, actor: Optional[str], state_ref: Optional[str], debug: bool,
+        now_text: Optional[str]) -> None:
     """loopx: durable goals, todos, gates and evidence for long-running agent work.
 
     State lives in this repository on refs/heads/loopx/state as one YAML file per event.
@@ -178,6 +182,16 @@ def cli(ctx: click.Context, cwd: str, actor: Optional[str], state_ref: Optional[
         git.DEBUG = True
     if ctx.obj is None:  # `batch` re-enters with its own App already set
         ctx.obj = App(cwd=cwd, actor=actor, state_ref=state_ref, debug=debug)
+        ctx.obj.now = _parse_now(now_text) if now_text else None
+
+
+def _parse_now(text: str) -> datetime:
+    from loopx import clock
+
+    try:
+        return clock.parse_ts(text)
+    except ValueError:
+        raise click.BadParameter(f"not an RFC 3339 time: {text!r}", param_hint="--now") from None
 
 
 def main(argv: Optional[list[str]] = None) -> None:
@@ -185,7 +199,7 @@ def main(argv: Optional[list[str]] = None) -> None:
     debug = "--debug" in (argv if argv is not None else sys.argv) or bool(os.environ.get("LOOPX_DEBUG"))
     try:
         code = cli.main(args=argv, prog_name="git loopx", standalone_mode=False)
-        if isinstance(code, int) and code:  # click returns a command's Exit code here
+        if isinstance(code, int) and code:  # click returns Exit(n)'s code when not standalone
             sys.exit(code)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
