@@ -25,9 +25,9 @@ PRIORITY = {
     "replan": 25, "release_lease": 30, "renew_lease": 32, "session_waiting": 35,
     "answer_gate": 40, "sync": 45, "fix_ci": 48, "rerun_evidence": 50, "close_goal": 55,
     "wake_due": 60, "continue": 65, "work": 70, "wait_ci": 80, "wait_gate": 85,
-    "wait_lease": 88, "wait_session": 90,
+    "wait_lease": 88,
 }
-WAIT_KINDS = frozenset({"wait_ci", "wait_gate", "wait_lease", "wait_session"})
+WAIT_KINDS = frozenset({"wait_ci", "wait_gate", "wait_lease"})
 RENEW_WINDOW = timedelta(minutes=10)  # renew a lease this long before it runs out
 MAX_WORK = 20  # frontier todos listed as actions; the frontier itself is complete in status
 
@@ -189,8 +189,10 @@ def _sessions(ctx: _Ctx) -> Iterable[Action]:
         where = (session.get("workspace") or {}).get("host")
         if where and host and where != host:
             reason += f"; it runs on {where}, not here, and cannot be re-attached from this host"
-        mine = session.get("owner") in (None, ctx.actor)
-        yield _action("session_waiting" if mine else "wait_session", reason,
+        owner = session.get("owner")
+        if owner and owner != ctx.actor:
+            reason += f" (it belongs to {owner})"
+        yield _action("session_waiting", reason,
                       f"git loopx session send {session['id']} MESSAGE", session=session["id"],
                       todo=session.get("todo"), goal=session.get("goal"))
 

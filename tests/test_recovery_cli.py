@@ -127,3 +127,17 @@ def test_warm_status_imports_neither_pydantic_nor_ruamel(repo: Path) -> None:
     imported = {line.split("|")[-1].strip() for line in warm.stderr.decode().splitlines()}
     assert "loopx.readback" in imported
     assert not {name for name in imported if name.split(".")[0] in ("pydantic", "ruamel")}
+
+
+def test_a_session_awaiting_input_is_an_action(repo: Path) -> None:
+    _project(repo)
+    opened = invoke(repo, "session", "open", "Monthly report", "--goal", "g-1", "--json", actor=AGENT)
+    assert opened.code == 0, opened.err
+    sid = opened.json()["data"]["id"]
+    assert invoke(repo, "session", "respond", sid, "February done", actor=AGENT).code == 0
+    doc = invoke(repo, "status", "--json", actor=AGENT).json()
+    _validate(doc)
+    waiting = [a for a in doc["actions"] if a["kind"] == "session_waiting"]
+    assert waiting and waiting[0]["session"] == sid
+    assert "waiting for your instruction" in waiting[0]["reason"]
+    assert waiting[0]["command"] == f"git loopx session send {sid} MESSAGE"

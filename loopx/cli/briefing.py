@@ -16,6 +16,7 @@ def markdown(snap: dict[str, Any], *, goal_id: Optional[str] = None) -> str:
         out += _goal_section(snap, goal)
     out += _gates_section(snap)
     out += _leases_section(snap)
+    out += _sessions_section(snap)
     out += _warnings_section(snap)
     out += _environment_section(snap["environment"])
     if not goals:
@@ -78,6 +79,19 @@ def _leases_section(snap: dict[str, Any]) -> list[str]:
         f"- {t['id']} held by {t['claimed_by']} until {t['lease_expires']}"
         + (f" (decisions since claim: {', '.join(t['decisions_since_claim'])})"
            if t.get("decisions_since_claim") else "") for t in held] + [""]
+
+
+def _sessions_section(snap: dict[str, Any]) -> list[str]:
+    sessions = [s for s in snap.get("sessions", []) if s.get("state") != "closed"]
+    if not sessions:
+        return []
+    here = snap["environment"].get("host")
+    lines = []
+    for s in sessions:
+        where = (s.get("workspace") or {}).get("host")
+        elsewhere = f" on {where} (not this host)" if where and here and where != here else ""
+        lines.append(f"- {s['id']} ({s['state']}, {s.get('owner')}){elsewhere}: {s.get('task')}")
+    return ["## Sessions", ""] + lines + [""]
 
 
 def _warnings_section(snap: dict[str, Any]) -> list[str]:

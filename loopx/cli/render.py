@@ -74,7 +74,8 @@ def status_text(snap: dict[str, Any], *, color: bool = False) -> str:
         out.append(f"\n{len(snap['unknown_events'])} events of types this loopx does not know "
                    "(kept; upgrade loopx to read them)")
     if not snap["goals"]:
-        out.append("\nNo goals yet: git loopx goal add TITLE --accept TEXT")
+        out.append("\nNo goals in play (closed ones: git loopx status --all); "
+                   "start one: git loopx goal add TITLE --accept TEXT")
     return "\n".join(out)
 
 
