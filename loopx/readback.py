@@ -13,7 +13,7 @@ and the snapshot into actions. Every git call goes through :mod:`loopx.git`, bat
 from __future__ import annotations
 
 import dataclasses
-import socket
+import os
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional
 
@@ -66,7 +66,7 @@ def inspect(
 ) -> Environment:
     """Look at the working tree, the state branch, CI and evidence freshness, right now."""
     config = read_config(repo) if config is None else config
-    env = Environment(host=socket.gethostname(),
+    env = Environment(host=os.uname().nodename,  # = socket.gethostname(), without the import
                       worktree=str(repo.work_tree) if repo.work_tree else None)
     if repo.work_tree is not None:
         _read_worktree(repo, env)
