@@ -14,7 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
-from loopx import __version__, cache, clock, codec, git, ids, projection
+from loopx import __version__, cache, clock, git, ids, projection
 from loopx.errors import (
     Ambiguous, CodecError, ConflictError, NotFound, RefRaceError, SchemaError, TransitionError,
 )
@@ -299,6 +299,7 @@ class Ledger:
 
     @staticmethod
     def _parse_file(path: str, data: Optional[bytes]) -> Event:
+        from loopx import codec
         from loopx.model import PATH_RE, event_path, parse_event
 
         match = PATH_RE.match(path)
@@ -361,6 +362,7 @@ class Ledger:
         return event
 
     def _commit(self, base: Optional[str], txn: Txn, message: Optional[str]) -> str:
+        from loopx import codec
         from loopx.model import event_path
 
         blobs = self.store.write_blobs([codec.dump(e.to_dict()) for e in txn.events])

@@ -56,7 +56,10 @@ class Environment:
     evidence: dict[str, Freshness] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        # Shallow by hand: dataclasses.asdict deep-copies every list, which is slow here.
+        doc = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        doc["evidence"] = {k: vars(v).copy() for k, v in self.evidence.items()}
+        return doc
 
 
 def inspect(

@@ -55,6 +55,17 @@ def recover(app: App, *, goal_id: Optional[str] = None, ci: bool = True,
     return snap
 
 
+def _emit(app: App, data: Any, text: Any) -> None:
+    """Like ``app.emit``, but JSON for a program (not a terminal) is compact: the indenting
+    encoder is pure Python and was the largest cost of a warm `status` for a busy ledger."""
+    if app.json and app.batch_txn is None and not sys.stdout.isatty():
+        import json
+
+        click.echo(json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str))
+    else:
+        app.emit(data, text)
+
+
 def _actor_or_none(app: App) -> Optional[str]:
     """Status works for anyone; actor-specific actions need an identity."""
     from loopx.errors import LoopxError
@@ -77,7 +88,7 @@ def status(app: App, goal_id: Optional[str], show_all: bool, no_ci: bool, offlin
 
     snap = recover(app, goal_id=goal_id, ci=not no_ci, offline=offline, history=show_all)
     color = sys.stdout.isatty()
-    app.emit(snap, lambda: status_text(snap, render.status_text(snap, color=color), color=color))
+    _emit(app, snap, lambda: status_text(snap, render.status_text(snap, color=color), color=color))
 
 
 @click.command("next")
@@ -161,7 +172,7 @@ def brief(app: App, goal_id: Optional[str], no_ci: bool, offline: bool) -> None:
     if goal_id:
         goal_id = lookup({g["id"]: g for g in snap["goals"]}, goal_id, "goal")
     text = briefing.markdown(snap, goal_id=goal_id)
-    app.emit({"markdown": text, "status": snap}, text)
+    _emit(app, {"markdown": text, "status": snap}, text)
 
 
 # --- text ----------------------------------------------------------------------------------------
