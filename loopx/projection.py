@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from loopx import clock as clk
 
-if TYPE_CHECKING:  # the model (pydantic) stays off the warm read path
+if TYPE_CHECKING:  # only for annotations: the hooks read a cached fold without pydantic
     from loopx.model import Event
 
 DEFAULT_LEASE_TTL_S = 45 * 60
@@ -221,14 +221,14 @@ class Fold:
 def replay(events: list[Event], fold: Optional[Fold] = None) -> Fold:
     """Fold events (in any order given) into a state; ``fold`` continues an earlier one."""
     fold = fold or Fold()
-    for event in sorted(events, key=lambda e: e.sort_key()):
+    for event in sorted(events, key=lambda event: event.sort_key()):
         fold.apply(event)
     return fold
 
 
 # --- rules: one check per event type; the same code judges replay and new writes -------------
 
-Check = Callable[["Fold", "Event"], Optional[str]]
+Check = Callable[[Fold, "Event"], Optional[str]]
 
 
 def check(fold: Fold, event: Event) -> Optional[str]:
@@ -572,7 +572,7 @@ def _check_session_checkpointed(fold: Fold, event: Event) -> Optional[str]:
     if data.number != len(session.checkpoints) + 1:
         return (f"session {session.id} has {len(session.checkpoints)} checkpoints; "
                 f"the next one is number {len(session.checkpoints) + 1}, not {data.number}")
-    from loopx.model import transcript_chunk_path  # pydantic: only when checking a write
+    from loopx.model import transcript_chunk_path  # here: this module loads without pydantic
 
     chunks = data.transcript.chunks
     if [c.path for c in chunks] != [transcript_chunk_path(session.id, data.number, i)

@@ -32,6 +32,7 @@ _GROUPS = [
     ("loopx.cli.records", "effect"),
     ("loopx.cli.records", "note"),
     ("loopx.cli.session", "session"),
+    ("loopx.cli.hooks", "hooks"), ("loopx.cli.hooks", "hook"), ("loopx.cli.hooks", "run"),
     ("loopx.cli.recovery", "status"),
     ("loopx.cli.recovery", "next_"),
     ("loopx.cli.recovery", "brief"),
@@ -147,14 +148,11 @@ class LoopxGroup(click.Group):
         return super().list_commands(ctx)
 
     def get_command(self, ctx: click.Context, name: str) -> Optional[click.Command]:
-        # Import only the module of the command asked for: importing every command module
-        # (hundreds of click options) was a third of a warm `status`. Attributes are named
-        # after their command, with a trailing "_" where the name is a Python word.
+        # Import only the module that defines `name` when its attribute says so: a git hook
+        # runs loopx on every commit and should not import every command module.
         for module, attr in _GROUPS:
             if attr.rstrip("_") == name and name not in self.commands:
-                command = getattr(importlib.import_module(module), attr)
-                if command.name == name:
-                    self.add_command(command)
+                self.add_command(getattr(importlib.import_module(module), attr))
         if name not in self.commands:
             self._load()
         return super().get_command(ctx, name)
