@@ -8,24 +8,30 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
-from loopx import __version__, cache, clock, codec, commits, git, ids, projection
+from loopx import __version__, cache, clock, commits, git, ids, projection
 from loopx.errors import (
     Ambiguous, CodecError, ConflictError, GitError, NotFound, RefRaceError, SchemaError,
     TransitionError, UsageError,
 )
-from loopx.model import ConfigSet  # signed answers read the config events directly
-from loopx.model import (
-    PATH_RE, RETRY_VOLATILE, SESSION_FILE_RE, Event, event_dir, event_path, make_event, parse_event,
-)
 from loopx.store import STATE_REF, Store
+
+if TYPE_CHECKING:
+    from loopx.model import Event
+
+# loopx.model (pydantic) is imported where events are parsed or made, not at import time:
+# a warm `status` reads the cached fold and never needs it.
 
 T = TypeVar("T")
 MAX_RACE_RETRIES = 5
+PROGRESS_MIN_EVENTS = 2000  # rebuilds smaller than this finish before a bar would help
+PARSE_CHUNK = 1000
+_CLOCK_LINE = re.compile(rb"^clock: ([0-9]{1,18})$", re.M)  # as codec.dump writes it
 
 
 @dataclass
@@ -62,6 +68,8 @@ class Txn:
         branch is an event. The blobs are written now (one process); they become reachable
         only if the commit is made.
         """
+        from loopx.model import SESSION_FILE_RE
+
         bad = [p for p in files if not SESSION_FILE_RE.match(p)]
         if bad:
             raise SchemaError(f"{bad[0]}: not a path loopx stores beside events")
@@ -72,6 +80,8 @@ class Txn:
 
     def add(self, draft: Draft) -> Event:
         """Validate ``draft`` against the state so far and stage it; raises TransitionError."""
+        from loopx.model import make_event
+
         event_id = draft.event_id or ids.new_event_id()
         event = make_event(
             type=draft.type, data=draft.data, event_id=event_id, at=clock.format_ts(self.now),
@@ -101,6 +111,8 @@ class Txn:
         signed[event.id] = {projection.signers_digest(allowed): event.env.actor}
 
     def _duplicate(self, earlier: Event, event: Event) -> Event:
+        from loopx.model import RETRY_VOLATILE
+
         def meaning(e: Event) -> tuple[Any, ...]:
             doc = e.to_dict()
             volatile = RETRY_VOLATILE.get(e.type, frozenset())
@@ -125,6 +137,9 @@ class Ledger:
         self.store = Store(repo)
         self._fold: Optional[tuple[str, projection.Fold]] = None
         self._parsed: dict[tuple[str, str], Event] = {}
+        # Called as progress(done, total) while a long rebuild parses event files; the CLI
+        # sets it when stderr is a terminal.
+        self.progress: Optional[Callable[[int, int], None]] = None
 
     @classmethod
     def open(cls, path: Path | str = ".", *, ref: str = STATE_REF, adopt: bool = True) -> Ledger:
@@ -181,6 +196,20 @@ class Ledger:
         self._fold = (tip, fold)
         return fold
 
+    def live_fold(self) -> projection.Fold:
+        """The goals in play, what they reference, and everything ledger-wide: all a default
+        `status` shows. Read-only (never validate a write against it). Comes from the cache's
+        live section when it matches the tip, so its cost does not grow with history."""
+        tip = self.tip()
+        if tip is None:
+            return projection.Fold()
+        if self._fold is not None and self._fold[0] == tip:
+            return cache.split(self._fold[1])[0]
+        cached = cache.load(self._cache_path(), live_only=True)
+        if cached is not None and cached[0] == tip:
+            return cached[1]
+        return cache.split(self.fold())[0]
+
     def snapshot(self, now: Optional[datetime] = None) -> dict[str, Any]:
         return projection.snapshot(self.fold(), now or clock.now())
 
@@ -196,8 +225,65 @@ class Ledger:
         if cached is not None:
             fold = self._advance(cached[0], cached[1], tip)
         if fold is None:
-            fold = self.fold_at(tip)
+            fold = self._rebuild(tip)
         cache.save(path, tip, fold)
+        return fold
+
+    def _rebuild(self, tip: str) -> projection.Fold:
+        """Replay every event file of ``tip`` (the same fold as ``replay(read_events(tip))``).
+
+        Holds the raw files, sorted by ``(clock, id)``, and parses and applies them a chunk at
+        a time, so the parsed events of a long ledger are never all in memory at once. The
+        clock is read from the canonical ``clock: N`` line and checked after parsing; a file
+        where that does not hold sends us down the plain path.
+        """
+        entries = [e for e in self.store.list_files(tip) if e.path.startswith("events/")]
+        raw: list[tuple[int, str, int, str, Optional[bytes]]] = []
+        for start in range(0, len(entries), PARSE_CHUNK):
+            chunk = entries[start : start + PARSE_CHUNK]
+            for n, (entry, data) in enumerate(zip(chunk, self.store.read_blobs([e.oid for e in chunk]))):
+                match = _CLOCK_LINE.search(data) if data is not None else None
+                clock_ = int(match.group(1)) if match else -1  # -1: parse it first, below
+                raw.append((clock_, entry.path.rsplit("/", 1)[-1].split(".", 1)[0], start + n,
+                            entry.path, data))
+        # Signed answers are judged during replay, so their verdicts must be known first; the
+        # config events that switch signing on are few and named by their file names.
+        configs = [e for e in entries if e.path.endswith(".config.set.yaml")]
+        signed = self.verify_signatures(tip, self._parse_entries(configs, []))
+        del entries
+        raw.sort(key=lambda item: item[:3])
+        fold = self._apply_sorted(raw, signed)
+        if fold is None:  # a clock line that lied: replay the plain way
+            fold = self.fold_at(tip)
+        return fold
+
+    def _apply_sorted(self, raw: list[tuple[int, str, int, str, Optional[bytes]]],
+                      signed: dict[str, dict[str, str]]) -> Optional[projection.Fold]:
+        fold = projection.Fold()
+        if signed:
+            fold.extra["signed"] = signed
+        problems: list[tuple[int, projection.Problem]] = []
+        pending: list[Event] = []  # files without a canonical clock line, applied by replay
+        for done, (clock_, event_id, index, path, data) in enumerate(raw, 1):
+            try:
+                event = self._parse_file(path, data)
+            except (CodecError, SchemaError) as exc:
+                problems.append((index, projection.Problem(path, "file", "", 0, str(exc))))
+                continue
+            if clock_ < 0:
+                pending.append(event)
+            elif event.sort_key() != (clock_, event_id):
+                return None
+            else:
+                fold.apply(event)
+            if self.progress is not None and len(raw) >= PROGRESS_MIN_EVENTS and (
+                    done % PARSE_CHUNK == 0 or done == len(raw)):
+                self.progress(done, len(raw))
+        if pending:  # hand-written files: fine when they sort after the rest, else start over
+            if any(e.sort_key() <= fold.last_key for e in pending):
+                return None
+            projection.replay(pending, fold)
+        fold.problems[:0] = [p for _, p in sorted(problems, key=lambda item: item[0])]
         return fold
 
     def fold_at(self, commit: str) -> projection.Fold:
@@ -270,6 +356,14 @@ class Ledger:
         return self._parse_entries(entries, problems)
 
     def _parse_entries(self, entries: list[Any], problems: list[projection.Problem]) -> list[Event]:
+        report = self.progress if len(entries) >= PROGRESS_MIN_EVENTS else None
+        for start in range(0, len(entries), PARSE_CHUNK):
+            self._parse_chunk(entries[start : start + PARSE_CHUNK], problems)
+            if report is not None:
+                report(min(start + PARSE_CHUNK, len(entries)), len(entries))
+        return [self._parsed[(e.path, e.oid)] for e in entries if (e.path, e.oid) in self._parsed]
+
+    def _parse_chunk(self, entries: list[Any], problems: list[projection.Problem]) -> None:
         # Files are immutable and events frozen: one parse per (path, blob) for the life of
         # this Ledger, so commands that fold several commits (diff, validate) parse each once.
         todo = [e for e in entries if (e.path, e.oid) not in self._parsed]
@@ -278,10 +372,12 @@ class Ledger:
                 self._parsed[(entry.path, entry.oid)] = self._parse_file(entry.path, data)
             except (CodecError, SchemaError) as exc:
                 problems.append(projection.Problem(entry.path, "file", "", 0, str(exc)))
-        return [self._parsed[(e.path, e.oid)] for e in entries if (e.path, e.oid) in self._parsed]
 
     @staticmethod
     def _parse_file(path: str, data: Optional[bytes]) -> Event:
+        from loopx import codec
+        from loopx.model import PATH_RE, event_path, parse_event
+
         match = PATH_RE.match(path)
         if match is None:
             raise SchemaError(f"{path}: not an event path (events/YYYY/MM/DD/<ulid>.<type>.yaml)")
@@ -298,6 +394,8 @@ class Ledger:
                 return event
         if base is None or not ids.ULID_RE.match(event_id):
             return None
+        from loopx.model import event_dir
+
         directory = event_dir(event_id)
         for name, (_, oid) in self.store.read_tree(f"{base}:{directory}").items():
             if name.startswith(event_id + "."):
@@ -343,6 +441,9 @@ class Ledger:
         return event
 
     def _commit(self, base: Optional[str], txn: Txn, message: Optional[str]) -> str:
+        from loopx import codec
+        from loopx.model import event_path
+
         blobs = self.store.write_blobs([codec.dump(e.to_dict()) for e in txn.events])
         paths = {event_path(e): oid for e, oid in zip(txn.events, blobs)}
         paths.update(txn.files)
@@ -409,7 +510,7 @@ def _event_id(path: str) -> str:
 
 def _signer_texts(events: list[Event]) -> list[str]:
     """The allowed_signers texts of a ledger that (at some point) turns signed answers on."""
-    configs = [e.data for e in events if isinstance(e.data, ConfigSet)]
+    configs = [e.data for e in events if e.type == "config.set" and e.data is not None]
     if not any(c.signed_answers not in (None, "off") for c in configs):
         return []
     return sorted({c.allowed_signers for c in configs if c.allowed_signers})
@@ -417,7 +518,7 @@ def _signer_texts(events: list[Event]) -> list[str]:
 
 def cache_copy(fold: projection.Fold) -> projection.Fold:
     """A deep copy, so a failed transaction never leaks into the cached fold."""
-    return cache._fold_from_data(cache._fold_to_data(fold))
+    return cache.copy(fold)
 
 
 def _summary(events: list[Event]) -> str:

@@ -356,7 +356,9 @@ def _check_todo_claimed(fold: Fold, event: Event) -> Optional[str]:
 
 def _not_ready(fold: Fold, todo: Todo) -> Optional[str]:
     goal = fold.goals.get(todo.goal)
-    if goal is not None and goal.state != "active":
+    if goal is None:  # only in a status-only partial fold, where closed goals are left out
+        return f"goal {todo.goal} is closed"
+    if goal.state != "active":
         return f"goal {goal.id} is {goal.state}"
     for dep in todo.depends_on:
         state = fold.todos[dep].state
@@ -1086,7 +1088,7 @@ def _evidence_view(ev: Evidence) -> dict[str, Any]:
     return {
         "id": ev.id, "kind": ev.kind, "goal": ev.goal, "todo": ev.todo, "criteria": list(ev.criteria),
         "commit": ev.commit, "tree": ev.tree, "dirty": ev.dirty, "exit_code": ev.exit_code,
-        "summary": ev.summary, "actor": ev.actor, "at": ev.at,
+        "summary": ev.summary, "command": ev.command, "actor": ev.actor, "at": ev.at,
     }
 
 

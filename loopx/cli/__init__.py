@@ -33,7 +33,9 @@ _GROUPS = [
     ("loopx.cli.records", "note"),
     ("loopx.cli.session", "session"),
     ("loopx.cli.hooks", "hooks"), ("loopx.cli.hooks", "hook"), ("loopx.cli.hooks", "run"),
-    ("loopx.cli.core", "status"),
+    ("loopx.cli.recovery", "status"),
+    ("loopx.cli.recovery", "next_"),
+    ("loopx.cli.recovery", "brief"),
     ("loopx.cli.review", "log"), ("loopx.cli.review", "diff"), ("loopx.cli.review", "validate"),
     ("loopx.cli.core", "batch"),
     ("loopx.cli.core", "schema"),
@@ -67,6 +69,8 @@ class App:
             if ref and not ref.startswith("refs/"):
                 ref = f"refs/heads/{ref}"
             self._ledger = Ledger.open(self.cwd, ref=ref)
+            if sys.stderr.isatty():
+                self._ledger.progress = _progress
         return self._ledger
 
     @property
@@ -119,6 +123,14 @@ class App:
                 click.echo(rendered)
 
     batch_results: list[Any] = []
+
+
+def _progress(done: int, total: int) -> None:
+    """A one-line counter on stderr while a long replay rebuilds the projection cache."""
+    end = "\n" if done >= total else ""
+    click.echo(f"\rloopx: replaying the ledger: {done}/{total} events", err=True, nl=False)
+    if end:
+        click.echo(err=True)
 
 
 def pass_app(fn: Callable[..., Any]) -> Callable[..., Any]:
