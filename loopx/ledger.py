@@ -88,6 +88,7 @@ class Ledger:
         self.ref = ref
         self.store = Store(repo)
         self._fold: Optional[tuple[str, projection.Fold]] = None
+        self._seen = False  # whether the state ref has been seen to exist
 
     @classmethod
     def open(cls, path: Path | str = ".", *, ref: str = STATE_REF, adopt: bool = True) -> Ledger:
@@ -109,14 +110,17 @@ class Ledger:
     # --- reading ----------------------------------------------------------------------------
 
     def tip(self) -> Optional[str]:
-        return self.store.tip(self.ref)
+        tip = self.store.tip(self.ref)
+        self._seen = self._seen or tip is not None
+        return tip
 
     def exists(self) -> bool:
-        return self.tip() is not None
+        # A ledger is never deleted: once seen, it exists (saves a git process per write).
+        return self._seen or self.tip() is not None
 
     def adopt_remote(self, remote: str = "origin") -> bool:
         """Point the local state branch at ``<remote>``'s when we have none (handoff by clone)."""
-        if self.store.tip(self.ref) is not None:
+        if self.tip() is not None:
             return False
         theirs = self.store.tip(f"refs/remotes/{remote}/loopx/state")
         if theirs is None:
