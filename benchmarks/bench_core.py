@@ -19,6 +19,7 @@ import json
 import os
 import platform
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -47,11 +48,40 @@ FULL = Counts(prepopulate=300, single_runs=15, batch_events=1000, batch_runs=3,
               writers=8, appends_per_writer=100)
 QUICK = Counts(prepopulate=300, single_runs=9, batch_events=1000, batch_runs=1,
                writers=8, appends_per_writer=10)
-SMOKE = Counts(prepopulate=5, single_runs=2, batch_events=5, batch_runs=1,
-               writers=2, appends_per_writer=2)
+SMOKE = Counts(prepopulate=0, single_runs=1, batch_events=3, batch_runs=1,
+               writers=2, appends_per_writer=1)
 
 
 # --- running things -----------------------------------------------------------------------------
+
+
+@dataclass
+class Took:
+    """Wall seconds, and CPU seconds of every process the measured command ran."""
+
+    wall: float = 0.0
+    cpu: float = 0.0
+
+
+class measure:
+    """Context manager timing a block: wall clock and the CPU time of children it waited for.
+
+    CPU time barely moves when other work crowds the machine; wall time does. Both are shown.
+    """
+
+    def __enter__(self) -> Took:
+        self.took = Took()
+        self._wall, self._cpu = time.perf_counter(), _children_cpu()
+        return self.took
+
+    def __exit__(self, *exc: object) -> None:
+        self.took.wall = time.perf_counter() - self._wall
+        self.took.cpu = _children_cpu() - self._cpu
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 class Sandbox:
@@ -79,10 +109,10 @@ class Sandbox:
                              f"{proc.stderr.decode(errors='replace')}")
         return proc.stdout
 
-    def timed(self, argv: list[str], cwd: Path, input: bytes | None = None) -> float:
-        started = time.perf_counter()
-        self.run(argv, cwd, input)
-        return time.perf_counter() - started
+    def timed(self, argv: list[str], cwd: Path, input: bytes | None = None) -> Took:
+        with measure() as took:
+            self.run(argv, cwd, input)
+        return took
 
     def new_repo(self, name: str) -> Path:
         path = self.root / name
@@ -124,11 +154,11 @@ class AnnexPeer:
         box.run(["git", "commit", "-q", "-m", "files"], self.repo)
         self.files = files
 
-    def one(self, i: int) -> float:
+    def one(self, i: int) -> Took:
         return self.box.timed(["git", "annex", "metadata", "--set", f"tag=v{i}",
                                f"f{i % self.files}"], self.repo)
 
-    def batch(self, count: int, run: int) -> float:
+    def batch(self, count: int, run: int) -> Took:
         lines = "".join(json.dumps({"file": f"f{i % self.files}", "fields": {"tag": [f"r{run}-{i}"]}})
                         + "\n" for i in range(count)).encode()
         return self.box.timed(["git", "annex", "metadata", "--batch", "--json"], self.repo, lines)
@@ -174,10 +204,10 @@ class PlumbingPeer:
         self.batch_sh = box.root / "append-batch.sh"
         self.batch_sh.write_text(_PLUMBING_BATCH)
 
-    def one(self, i: int) -> float:
+    def one(self, i: int) -> Took:
         return self.box.timed(["sh", str(self.one_sh), f"fact {i}", f"e{i}"], self.repo)
 
-    def batch(self, count: int, run: int) -> float:
+    def batch(self, count: int, run: int) -> Took:
         lines = "".join(f"fact {run}-{i}\n" for i in range(count)).encode()
         return self.box.timed(["sh", str(self.batch_sh), str(run)], self.repo, lines)
 
@@ -192,6 +222,7 @@ class Row:
     peer: str
     ratio: float
     goal: float
+    cpu_ratio: float
 
 
 def ms(seconds: float) -> str:
@@ -206,18 +237,28 @@ def p90(values: list[float]) -> float:
 def single_append(box: Sandbox, peer: AnnexPeer | PlumbingPeer, counts: Counts) -> Row:
     """One `git loopx note add` vs one peer append, alternating so load hits both alike."""
     repo = loopx_repo(box, "single", counts.prepopulate)
-    ours: list[float] = []
-    theirs: list[float] = []
-    for i in range(-1, counts.single_runs):  # run -1 warms caches (bytecode, page cache)
+    ours: list[Took] = []
+    theirs: list[Took] = []
+    first = -1 if counts.single_runs > 1 else 0  # run -1 warms caches (bytecode, page cache)
+    for i in range(first, counts.single_runs):
         took = box.timed(["git", "loopx", "note", "add", f"single note {i}"], repo)
         took_peer = peer.one(i + 1)
         if i >= 0:
             ours.append(took)
             theirs.append(took_peer)
-    mine, peers = statistics.median(ours), statistics.median(theirs)
     return Row(f"one append from the shell (median of {counts.single_runs}; p90)",
-               f"{ms(mine)} ({ms(p90(ours))})", f"{ms(peers)} ({ms(p90(theirs))})",
-               mine / peers, 3.0)
+               _median_p90(ours), _median_p90(theirs), _ratio(ours, theirs, "wall"), 3.0,
+               _ratio(ours, theirs, "cpu"))
+
+
+def _median_p90(runs: list[Took]) -> str:
+    walls, cpus = [t.wall for t in runs], [t.cpu for t in runs]
+    return f"{ms(statistics.median(walls))} (p90 {ms(p90(walls))}; cpu {ms(statistics.median(cpus))})"
+
+
+def _ratio(ours: list[Took], theirs: list[Took], field: str) -> float:
+    mine = statistics.median(getattr(t, field) for t in ours)
+    return mine / max(statistics.median(getattr(t, field) for t in theirs), 1e-9)
 
 
 def batch_append(box: Sandbox, peer: AnnexPeer | PlumbingPeer, counts: Counts) -> Row:
@@ -228,21 +269,26 @@ def batch_append(box: Sandbox, peer: AnnexPeer | PlumbingPeer, counts: Counts) -
             for r in range(counts.batch_runs)]
     theirs = [peer.batch(n, r) for r in range(counts.batch_runs)]
     _check_commits(box, repo, expected=1 + counts.batch_runs)
-    mine, peers = statistics.median(ours) / n, statistics.median(theirs) / n
+
+    def per_record(runs: list[Took]) -> str:
+        wall = statistics.median(t.wall for t in runs) / n
+        cpu = statistics.median(t.cpu for t in runs) / n
+        return f"{wall * 1000:.3f} ms (cpu {cpu * 1000:.3f} ms)"
+
     return Row(f"{n} events in one batch, per record (median of {counts.batch_runs})",
-               f"{mine * 1000:.3f} ms", f"{peers * 1000:.3f} ms", mine / peers, 0.5)
+               per_record(ours), per_record(theirs), _ratio(ours, theirs, "wall"), 0.5,
+               _ratio(ours, theirs, "cpu"))
 
 
 _WRITER = 'i=0; while [ $i -lt "$1" ]; do git loopx note add "$2 $i" >/dev/null || exit 1; i=$((i+1)); done'
 
 
-def writers(box: Sandbox, repo: Path, count: int, each: int) -> float:
+def writers(box: Sandbox, repo: Path, count: int, each: int) -> Took:
     """Wall time of ``count`` shell loops, each doing ``each`` appends, started together."""
-    started = time.perf_counter()
-    procs = [subprocess.Popen(["sh", "-c", _WRITER, "writer", str(each), f"w{k}"], cwd=repo,
-                              env=box.env, stderr=subprocess.PIPE) for k in range(count)]
-    failed = [p.communicate()[1] for p in procs if p.wait() != 0]
-    took = time.perf_counter() - started
+    with measure() as took:
+        procs = [subprocess.Popen(["sh", "-c", _WRITER, "writer", str(each), f"w{k}"], cwd=repo,
+                                  env=box.env, stderr=subprocess.PIPE) for k in range(count)]
+        failed = [p.communicate()[1] for p in procs if p.wait() != 0]
     if failed:
         raise SystemExit(f"bench: a writer failed:\n{failed[0].decode(errors='replace')}")
     return took
@@ -259,7 +305,9 @@ def concurrent_appends(box: Sandbox, counts: Counts) -> Row:
         _check_commits(box, repo, expected=1 + (1 if counts.prepopulate else 0) + total)
         _check_events(box, repo, expected=1 + counts.prepopulate + total)
     return Row(f"{counts.writers} writers x {counts.appends_per_writer} vs 1 x {total} (wall)",
-               f"{concurrent:.2f} s", f"{sequential:.2f} s (1 writer)", concurrent / sequential, 1.5)
+               f"{concurrent.wall:.2f} s (cpu {concurrent.cpu:.2f} s)",
+               f"{sequential.wall:.2f} s (cpu {sequential.cpu:.2f} s; 1 writer)",
+               concurrent.wall / sequential.wall, 1.5, concurrent.cpu / max(sequential.cpu, 1e-9))
 
 
 def _check_commits(box: Sandbox, repo: Path, *, expected: int) -> None:
@@ -283,11 +331,13 @@ _IMPORT_LINE = re.compile(r"^import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)$")
 HEAVY = ("pydantic", "pydantic_core", "ruamel", "click", "git", "yaml", "jsonschema")
 
 
-def import_report(box: Sandbox, python: str, repo: Path) -> list[str]:
+def import_report(box: Sandbox, python: str, repo: Path, *, smoke: bool) -> list[str]:
     """`python -X importtime` of `--help` and of one `note add`: totals and the top imports."""
     lines = []
-    for label, args in (("--help", ["--help"]), ("note add", ["note", "add", "import probe"])):
-        box.run([python, "-m", "loopx", *args], repo)  # warm bytecode
+    probes = [("--help", ["--help"])] if not smoke else []
+    for label, args in [*probes, ("note add", ["note", "add", "import probe"])]:
+        if not smoke:
+            box.run([python, "-m", "loopx", *args], repo)  # warm bytecode
         err = subprocess.run([python, "-X", "importtime", "-m", "loopx", *args], cwd=repo,
                              env=box.env, capture_output=True).stderr.decode(errors="replace")
         top: list[tuple[int, str]] = []
@@ -305,10 +355,8 @@ def import_report(box: Sandbox, python: str, repo: Path) -> list[str]:
         if label == "note add":
             for us, name in sorted(top, reverse=True)[:10]:
                 lines.append(f"      {us / 1000:7.1f} ms  {name}")
-    started = time.perf_counter()
-    for _ in range(5):
-        box.run([python, "-c", "pass"], repo)
-    lines.append(f"  bare interpreter start (`python -c pass`): {ms((time.perf_counter() - started) / 5)}")
+    starts = [box.timed([python, "-c", "pass"], repo).wall for _ in range(1 if smoke else 5)]
+    lines.append(f"  bare interpreter start (`python -c pass`): {ms(statistics.median(starts))}")
     return lines
 
 
@@ -328,9 +376,9 @@ def _load() -> str:
 
 
 def table(rows: list[Row]) -> list[str]:
-    head = ("figure", "loopx", "peer", "ratio", "goal", "met")
+    head = ("figure", "loopx", "peer", "ratio", "goal", "met", "cpu ratio")
     body = [(r.label, r.loopx, r.peer, f"{r.ratio:.2f}x", f"<= {r.goal:g}x",
-             "yes" if r.ratio <= r.goal else "NO") for r in rows]
+             "yes" if r.ratio <= r.goal else "NO", f"{r.cpu_ratio:.2f}x") for r in rows]
     widths = [max(len(str(row[i])) for row in [head, *body]) for i in range(len(head))]
     fmt = "  ".join(f"{{:{'<' if i == 0 else '>'}{w}}}" for i, w in enumerate(widths))
     return [fmt.format(*head), fmt.format(*("-" * w for w in widths)),
@@ -364,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(table(rows)))
         print(f"(load average after the figures: {_load()})")
         print("import cost:")
-        print("\n".join(import_report(box, args.python, box.root / "single")))
+        print("\n".join(import_report(box, args.python, box.root / "single", smoke=args.smoke)))
     return 0
 
 
