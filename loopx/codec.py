@@ -170,7 +170,7 @@ _NO_KEY = object()
 
 # Characters YAML cannot carry unescaped inside double quotes (C0/C1 controls, DEL, the line
 # and paragraph separators, BOM) beyond what json.dumps already escapes.
-_UNPRINTABLE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ud800-\udfff]")
+_UNPRINTABLE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff]")
 
 
 def _quote(text: str) -> str:
@@ -244,6 +244,8 @@ def dump(value: dict[str, Value]) -> bytes:
         raise CodecError("only a mapping can be written as an event document")
     out: list[str] = []
     _emit(value, "", out)
+    if not out:
+        out.append("{}")
     try:
         data = ("\n".join(out) + "\n").encode("utf-8")
     except UnicodeEncodeError as exc:

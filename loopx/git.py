@@ -102,17 +102,15 @@ def discover(path: Path | str = ".") -> Repo:
     # One process: rev-parse prints each answer in order, so where there is no work tree
     # (bare repo, inside .git) --show-toplevel fails last and the first three lines stand.
     proc = run(
-        path, "rev-parse", "--absolute-git-dir", "--git-common-dir", "--is-bare-repository",
-        "--show-toplevel", check=False,
+        path, "rev-parse", "--absolute-git-dir", "--path-format=absolute", "--git-common-dir",
+        "--is-bare-repository", "--show-toplevel", check=False,
     )
     lines = proc.stdout.decode().splitlines()
     if len(lines) < 3:
         raise NotFound(f"{Path(path).resolve()} is not inside a git repository (run `git init`)")
     git_dir, common, bare = lines[:3]
-    # A relative --git-common-dir is relative to the directory git ran in, not to the git dir.
-    common_dir = Path(common) if os.path.isabs(common) else Path(path).resolve() / common
     top = lines[3] if len(lines) > 3 and bare != "true" else ""
-    return Repo(Path(git_dir), common_dir.resolve(), Path(top) if top else None)
+    return Repo(Path(git_dir), Path(common).resolve(), Path(top) if top else None)
 
 
 class ObjectReader:

@@ -361,10 +361,10 @@ class Event:
         return doc
 
 
-def _describe(exc: ValidationError) -> str:
+def _describe(exc: ValidationError, prefix: tuple[str, ...] = ()) -> str:
     parts = []
     for err in exc.errors()[:5]:
-        where = ".".join(str(p) for p in err["loc"]) or "document"
+        where = ".".join(str(p) for p in (*prefix, *err["loc"])) or "document"
         parts.append(f"{where}: {err['msg']}")
     return "; ".join(parts)
 
@@ -383,7 +383,7 @@ def parse_event(doc: Any, name: str = "<event>") -> Event:
     try:
         data = known[0].model_validate(env.data)
     except ValidationError as exc:
-        raise SchemaError(f"{name}: {env.type}: {_describe(exc)}") from None
+        raise SchemaError(f"{name}: {env.type}: {_describe(exc, ('data',))}") from None
     return Event(env, data)
 
 

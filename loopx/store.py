@@ -16,6 +16,7 @@ import contextlib
 import errno
 import hashlib
 import os
+import random
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -276,7 +277,7 @@ class Store:
             try:
                 _flock(fd, blocking=False)
             except BlockingIOError:
-                text = path.read_text().strip()
+                text = _read_holder(path)
                 return int(text) if text.isdigit() else -1
             return None
         finally:
@@ -290,7 +291,9 @@ def _flock(fd: int, *, blocking: bool) -> None:
 
 
 def _acquire(fd: int, path: Path, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
+    """Wait for the lock. Only one holder keeping it past ``timeout`` is an error: under heavy
+    contention the lock changes hands constantly and waiting longer is progress, not a hang."""
+    holder, deadline = None, time.monotonic() + timeout
     delay = 0.001
     while True:
         try:
@@ -299,14 +302,23 @@ def _acquire(fd: int, path: Path, timeout: float) -> None:
         except OSError as exc:
             if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
                 raise
-        if time.monotonic() > deadline:
-            holder = path.read_text().strip() or "unknown"
+        current = _read_holder(path)
+        if current != holder:
+            holder, deadline = current, time.monotonic() + timeout
+        elif time.monotonic() > deadline:
             raise LockTimeout(
-                f"another loopx writer (pid {holder}) has held {path} for over {timeout:.0f}s; "
-                "it is released automatically when that process exits"
+                f"another loopx writer (pid {holder or 'unknown'}) has held {path} for over "
+                f"{timeout:.0f}s; it is released automatically when that process exits"
             )
-        time.sleep(delay)
-        delay = min(delay * 2, 0.05)
+        time.sleep(delay * (0.5 + random.random()))
+        delay = min(delay * 2, 0.01)
+
+
+def _read_holder(path: Path) -> str:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return ""
 
 
 def _parse_ls_tree(item: bytes) -> Entry:

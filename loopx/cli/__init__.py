@@ -181,7 +181,9 @@ def main(argv: Optional[list[str]] = None) -> None:
     debug = "--debug" in (argv if argv is not None else sys.argv) or bool(os.environ.get("LOOPX_DEBUG"))
     _skip_pydantic_plugins()
     try:
-        cli.main(args=argv, prog_name="git loopx", standalone_mode=False)
+        code = cli.main(args=argv, prog_name="git loopx", standalone_mode=False)
+        if isinstance(code, int) and code:  # click returns Exit(n)'s code when not standalone
+            sys.exit(code)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(1)

@@ -1,0 +1,191 @@
+"""The CLI end to end: `git loopx` as a real subprocess for the contract, in-process for the
+many small cases (same entry point, same exit codes)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import git, invoke, run_loopx
+
+AGENT = "agent:codex@devbox"
+MAINT = "human:maint@example.com"
+
+
+@pytest.fixture
+def project(repo: Path) -> Path:
+    for args in (["init"], ["config", "set", "--role", f"maintainer={MAINT}"],
+                 ["goal", "add", "Add --format json", "--id", "json", "--accept", "text unchanged",
+                  "--accept", "json validates"],
+                 ["todo", "add", "json", "Output layer", "--id", "output"],
+                 ["todo", "add", "json", "Tests", "--id", "tests", "--after", "output"],
+                 ["gate", "open", "json", "Names stable?", "--id", "names", "--authority",
+                  "role:maintainer", "--blocks", "tests"]):
+        result = invoke(repo, *args)
+        assert result.code == 0, result.err
+    return repo
+
+
+def test_status_json_is_the_documented_contract(project: Path) -> None:
+    import jsonschema
+
+    result = run_loopx(project, "status", "--format", "json")
+    assert result.code == 0, result.err
+    status = result.json()
+    schema = json.loads((Path(__file__).parents[1] / ".loopx-schema/status.schema.json").read_text())
+    jsonschema.validate(status, schema)
+    assert status["frontier"] == ["output"]
+    tests = next(t for t in status["todos"] if t["id"] == "tests")
+    assert tests["ready"] is False and tests["why_not_ready"] == "waits for todo output"
+    assert status["gates"][0]["authority"] == ["role:maintainer"]
+    assert [c["met"] for c in status["goals"][0]["acceptance"]] == [False, False]
+
+
+def test_json_alias_and_write_commands_print_the_event(project: Path) -> None:
+    result = invoke(project, "note", "add", "hello", "--json", actor=AGENT)
+    doc = json.loads(result.out)
+    assert (doc["type"], doc["actor"], doc["data"]["text"]) == ("note.added", AGENT, "hello")
+
+
+def test_init_is_idempotent(project: Path) -> None:
+    before = git(project, "rev-parse", "loopx/state")
+    assert "already exists" in invoke(project, "init").out
+    assert git(project, "rev-parse", "loopx/state") == before
+
+
+def test_a_unique_prefix_resolves_like_git(project: Path) -> None:
+    assert invoke(project, "todo", "claim", "out", actor=AGENT).code == 0
+    assert invoke(project, "todo", "add", "json", "Tidy", "--id", "tidy").code == 0
+    ambiguous = invoke(project, "todo", "show", "t")
+    assert ambiguous.code == 1 and "matches several todos" in ambiguous.err
+
+
+@pytest.mark.parametrize("args,actor,message", [
+    (["todo", "claim", "nope"], AGENT, "no todo matches 'nope'"),
+    (["todo", "claim", "tests"], AGENT, "waits for todo output"),
+    (["gate", "answer", "names", "--approve"], AGENT, "answered by role:maintainer only; you are agent:codex@devbox"),
+    (["todo", "add", "json", "X", "--after", "ghost"], MAINT, "no todo matches 'ghost'"),
+    (["todo", "depend", "output", "--on", "tests"], MAINT, "would make a cycle"),
+    (["goal", "close", "json", "--achieved"], MAINT, "criteria without passing evidence"),
+    (["goal", "add", "Dup", "--id", "json"], MAINT, "goal json already exists"),
+])
+def test_invalid_writes_are_refused_with_one_clear_line_and_exit_1(
+        project: Path, args: list[str], actor: str, message: str) -> None:
+    before = git(project, "rev-parse", "loopx/state")
+    result = invoke(project, *args, actor=actor)
+    assert result.code == 1
+    assert message in result.err and result.err.count("\n") == 1
+    assert git(project, "rev-parse", "loopx/state") == before
+
+
+def test_claiming_a_done_todo_is_refused(project: Path) -> None:
+    invoke(project, "todo", "claim", "output", actor=AGENT)
+    invoke(project, "todo", "done", "output", actor=AGENT)
+    result = invoke(project, "todo", "claim", "output", actor=AGENT)
+    assert result.code == 1 and "todo output is done" in result.err
+
+
+def test_usage_errors_exit_2(project: Path) -> None:
+    assert run_loopx(project, "todo", "claim").code == 2
+    assert run_loopx(project, "no-such-command").code == 2
+
+
+def test_outside_a_repository_is_a_user_error(tmp_path: Path) -> None:
+    result = run_loopx(tmp_path, "status")
+    assert result.code == 1 and "not inside a git repository" in result.err
+
+
+def test_without_a_ledger_status_says_how_to_start(repo: Path) -> None:
+    result = run_loopx(repo, "status")
+    assert result.code == 1 and "git loopx init" in result.err
+
+
+def test_identity_defaults_to_the_git_email(project: Path) -> None:
+    result = run_loopx(project, "note", "add", "hi", "--json", actor=None)
+    assert result.json()["actor"] == "human:test@example.com"
+
+
+def test_the_whole_flow_through_gates_and_evidence(project: Path) -> None:
+    assert invoke(project, "todo", "claim", "output", "--ttl", "10m", actor=AGENT).code == 0
+    evidence = invoke(project, "evidence", "add", "--kind", "test", "--todo", "output",
+                      "--criterion", "a2", "--command", "pytest", "--exit-code", "0", "--id", "ev1",
+                      "--json", actor=AGENT)
+    doc = json.loads(evidence.out)
+    assert doc["data"]["commit"] == git(project, "rev-parse", "HEAD")
+    assert doc["data"]["tree"] == git(project, "rev-parse", "HEAD^{tree}")
+    assert invoke(project, "todo", "done", "output", "--evidence", "ev1", actor=AGENT).code == 0
+    assert invoke(project, "gate", "answer", "names", "--approve", "--comment", "ok", actor=MAINT).code == 0
+    status = json.loads(invoke(project, "status", "--json").out)
+    assert status["frontier"] == ["tests"]
+    assert [c["met"] for c in status["goals"][0]["acceptance"]] == [False, True]
+
+
+def test_batch_applies_every_line_in_one_commit(project: Path) -> None:
+    before = int(git(project, "rev-list", "--count", "loopx/state"))
+    lines = "\n".join(json.dumps(x) for x in [
+        ["todo", "add", "json", "Docs", "--id", "docs"],
+        ["todo", "add", "json", "Release", "--id", "release", "--after", "docs"],
+        ["note", "add", "planned the release"],
+    ])
+    result = run_loopx(project, "batch", "--json", input=lines, actor=MAINT)
+    assert result.code == 0, result.err
+    assert [e["type"] for e in result.json()] == ["todo.added", "todo.added", "note.added"]
+    assert int(git(project, "rev-list", "--count", "loopx/state")) == before + 1
+
+
+def test_batch_is_all_or_nothing_and_names_the_bad_line(project: Path) -> None:
+    before = git(project, "rev-parse", "loopx/state")
+    lines = '["note", "add", "fine"]\n["todo", "claim", "ghost"]\n'
+    result = run_loopx(project, "batch", input=lines, actor=MAINT)
+    assert result.code == 1 and "line 2: no todo matches 'ghost'" in result.err
+    assert git(project, "rev-parse", "loopx/state") == before
+
+
+def test_a_retried_write_with_the_same_event_id_records_nothing_new(project: Path) -> None:
+    eid = "01JD5Z3Q1T8E0000000000RTRY"
+    first = invoke(project, "todo", "claim", "output", "--event-id", eid, "--json", actor=AGENT)
+    tip = git(project, "rev-parse", "loopx/state")
+    again = invoke(project, "todo", "claim", "output", "--event-id", eid, "--json", actor=AGENT)
+    assert again.code == 0 and json.loads(again.out)["id"] == json.loads(first.out)["id"]
+    assert git(project, "rev-parse", "loopx/state") == tip
+    clash = invoke(project, "note", "add", "other", "--event-id", eid, actor=AGENT)
+    assert clash.code == 1 and "already exists with different content" in clash.err
+
+
+def test_schema_check_passes_on_the_checked_in_files() -> None:
+    root = Path(__file__).parents[1]
+    result = run_loopx(root, "schema", "check", "--root", str(root))
+    assert result.code == 0, result.out + result.err
+
+
+def test_schema_check_fails_when_a_file_is_stale(tmp_path: Path) -> None:
+    assert run_loopx(tmp_path, "schema", "export", "--root", str(tmp_path)).code == 0
+    (tmp_path / ".loopx-schema/envelope.schema.json").write_text("{}\n")
+    result = run_loopx(tmp_path, "schema", "check", "--root", str(tmp_path))
+    assert result.code == 1 and "stale .loopx-schema/envelope.schema.json" in result.out
+
+
+def test_the_demo_walks_the_story_and_cleans_up(tmp_path: Path) -> None:
+    result = run_loopx(tmp_path, "demo", actor=None)
+    assert result.code == 0, result.err
+    assert "answered by role:maintainer only" in result.err
+    assert "refused, as it should be" in result.out
+    assert "closed goal json as achieved" in result.out
+    assert result.out.count("$ git loopx status") >= 5
+
+
+def test_help_works_three_ways(repo: Path) -> None:
+    assert "Claim a todo" in run_loopx(repo, "todo", "-h").out
+    assert "Claim a todo" in run_loopx(repo, "help", "todo").out
+    assert "Usage: git loopx" in run_loopx(repo, "-h").out
+
+
+def test_library_import_does_not_load_click() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys; from loopx import Ledger; Ledger; print('click' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip() == "False", out.stderr

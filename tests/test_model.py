@@ -1,0 +1,71 @@
+"""Every event type survives the trip model -> canonical YAML -> safe load -> model."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from loopx import codec
+from loopx.errors import SchemaError
+from loopx.model import EVENT_TYPES, event_path, parse_event
+from strategies import envelopes
+
+
+@pytest.mark.parametrize("type_name", sorted(EVENT_TYPES))
+def test_every_event_type_round_trips(type_name: str) -> None:
+    model, version = EVENT_TYPES[type_name]
+
+    @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(envelopes(type_name, model, version))
+    def round_trip(doc: dict) -> None:
+        event = parse_event(doc)
+        written = codec.dump(event.to_dict())
+        again = parse_event(codec.load(written, "x.yaml"), "x.yaml")
+        assert again.to_dict() == event.to_dict()
+        assert codec.dump(again.to_dict()) == written
+        assert event_path(again).endswith(f"{doc['id']}.{type_name}.yaml")
+
+    round_trip()
+
+
+def _doc(**over: object) -> dict:
+    doc = {"id": "01JD0000000000000000000000", "type": "note.added", "v": 1,
+           "at": "2026-01-01T00:00:00Z", "clock": 1, "actor": "human:a@x",
+           "data": {"id": "n-1", "text": "hi"}}
+    doc.update(over)
+    return doc
+
+
+def test_unknown_fields_are_refused_with_their_name() -> None:
+    with pytest.raises(SchemaError, match="data.color"):
+        parse_event(_doc(data={"id": "n-1", "text": "hi", "color": "red"}), "f.yaml")
+
+
+def test_an_unknown_type_from_a_newer_loopx_is_kept_not_refused() -> None:
+    event = parse_event(_doc(type="future.thing", data={"anything": [1, 2]}))
+    assert not event.known
+    assert event.to_dict()["data"] == {"anything": [1, 2]}
+
+
+def test_a_newer_version_of_a_known_type_is_kept_as_unknown() -> None:
+    assert not parse_event(_doc(v=99, data={"new": "shape"})).known
+
+
+@pytest.mark.parametrize("field,value", [
+    ("id", "not-a-ulid"), ("clock", 0), ("actor", "nobody"), ("at", "yesterday"),
+    ("type", "../../etc"),
+])
+def test_envelope_fields_are_validated(field: str, value: object) -> None:
+    with pytest.raises(SchemaError, match=field):
+        parse_event(_doc(**{field: value}), "f.yaml")
+
+
+@given(st.text(min_size=1, max_size=20))
+def test_entity_ids_cannot_escape_a_path(text: str) -> None:
+    doc = _doc(data={"id": text, "text": "hi"})
+    try:
+        event = parse_event(doc)
+    except SchemaError:
+        return
+    assert "/" not in event.data.id and ".." not in event.data.id

@@ -1,0 +1,206 @@
+"""The fold: deterministic in any merge order, never crashes, and illegal events land in
+``problems`` with a reason instead of being applied."""
+
+from __future__ import annotations
+
+import json
+import random
+from datetime import datetime, timezone
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from loopx import projection
+from loopx.ids import new_event_id
+from loopx.model import Event, make_event
+
+NOW = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
+AT = "2026-06-01T11:00:00Z"
+MAINTAINER = "human:maint@example.com"
+
+
+def ev(type_: str, data: dict, *, clock: int, actor: str = MAINTAINER, goal: str | None = None,
+       at: str = AT, event_id: str | None = None) -> Event:
+    return make_event(type=type_, data=data, event_id=event_id or new_event_id(), at=at,
+                      clock=clock, actor=actor, goal=goal)
+
+
+def snap(events: list[Event]) -> str:
+    return json.dumps(projection.snapshot(projection.replay(events), NOW), sort_keys=True)
+
+
+def base() -> list[Event]:
+    return [
+        ev("goal.created", {"id": "g", "title": "G", "acceptance": [{"id": "a1", "text": "works"}]}, clock=1),
+        ev("todo.added", {"id": "t1", "goal": "g", "title": "one"}, clock=2, goal="g"),
+        ev("todo.added", {"id": "t2", "goal": "g", "title": "two", "depends_on": ["t1"]}, clock=3, goal="g"),
+        ev("gate.opened", {"id": "q", "goal": "g", "question": "ok?", "authority": [MAINTAINER],
+                           "blocks": ["t2"]}, clock=4, goal="g"),
+    ]
+
+
+def test_frontier_and_why_not_ready() -> None:
+    state = projection.snapshot(projection.replay(base()), NOW)
+    assert state["frontier"] == ["t1"]
+    t2 = next(t for t in state["todos"] if t["id"] == "t2")
+    assert t2["why_not_ready"] == "waits for todo t1"
+
+
+def test_two_claims_after_a_merge_resolve_to_the_smaller_id_and_report_the_other() -> None:
+    first, second = sorted([new_event_id(), new_event_id()])
+    claims = [
+        ev("todo.claimed", {"id": "t1", "until": "2026-06-01T13:00:00Z"}, clock=5, actor="agent:b", event_id=second),
+        ev("todo.claimed", {"id": "t1", "until": "2026-06-01T13:00:00Z"}, clock=5, actor="agent:a", event_id=first),
+    ]
+    state = projection.snapshot(projection.replay(base() + claims), NOW)
+    t1 = next(t for t in state["todos"] if t["id"] == "t1")
+    assert t1["claimed_by"] == "agent:a"
+    assert [p["event"] for p in state["problems"]] == [second]
+    assert "contested" in state["problems"][0]["reason"]
+
+
+def test_a_second_answer_and_an_unauthorised_answer_are_problems() -> None:
+    answers = [
+        ev("gate.answered", {"id": "q", "decision": "approve"}, clock=5, actor="agent:sneaky"),
+        ev("gate.answered", {"id": "q", "decision": "approve"}, clock=6),
+        ev("gate.answered", {"id": "q", "decision": "reject"}, clock=7),
+    ]
+    state = projection.snapshot(projection.replay(base() + answers), NOW)
+    gate = state["gates"][0]
+    assert (gate["decision"], gate["answered_by"]) == ("approve", MAINTAINER)
+    reasons = [p["reason"] for p in state["problems"]]
+    assert "answered by human:maint@example.com only; you are agent:sneaky" in reasons[0]
+    assert "already answered" in reasons[1]
+
+
+def test_roles_from_config_grant_authority() -> None:
+    events = base()[:1] + [
+        ev("config.set", {"roles": {"maintainer": ["human:bob@x"]}}, clock=2),
+        ev("gate.opened", {"id": "q", "goal": "g", "question": "?", "authority": ["role:maintainer"]}, clock=3),
+        ev("gate.answered", {"id": "q", "decision": "approve"}, clock=4, actor="human:bob@x"),
+    ]
+    state = projection.snapshot(projection.replay(events), NOW)
+    assert state["gates"][0]["decision"] == "approve" and not state["problems"]
+
+
+def test_a_lease_expires_with_time_and_frees_the_todo() -> None:
+    claim = ev("todo.claimed", {"id": "t1", "until": "2026-06-01T12:30:00Z"}, clock=5, actor="agent:a")
+    fold = projection.replay(base() + [claim])
+    before = projection.snapshot(fold, NOW)
+    after = projection.snapshot(fold, datetime(2026, 6, 1, 13, 0, tzinfo=timezone.utc))
+    assert before["frontier"] == [] and after["frontier"] == ["t1"]
+    assert after["todos"][0]["expired_claim_by"] == "agent:a"
+
+
+def test_an_expired_lease_may_be_claimed_by_someone_else() -> None:
+    events = base() + [
+        ev("todo.claimed", {"id": "t1", "until": "2026-06-01T11:30:00Z"}, clock=5, actor="agent:a"),
+        ev("todo.claimed", {"id": "t1", "until": "2026-06-01T13:30:00Z"}, clock=6, actor="agent:b",
+           at="2026-06-01T11:45:00Z"),
+    ]
+    state = projection.snapshot(projection.replay(events), NOW)
+    assert state["todos"][0]["claimed_by"] == "agent:b" and not state["problems"]
+
+
+def test_a_decision_after_a_claim_is_surfaced_to_the_claimer() -> None:
+    events = base() + [
+        ev("todo.claimed", {"id": "t1", "until": "2026-06-01T13:00:00Z"}, clock=5, actor="agent:a"),
+        ev("gate.answered", {"id": "q", "decision": "reject", "comment": "no"}, clock=6),
+    ]
+    state = projection.snapshot(projection.replay(events), NOW)
+    assert state["todos"][0]["decisions_since_claim"] == ["q"]
+
+
+def test_achieved_needs_evidence_for_every_criterion_unless_a_human_overrides() -> None:
+    close = ev("goal.closed", {"id": "g", "outcome": "achieved"}, clock=5)
+    assert "criteria without passing evidence (a1)" in projection.replay(base() + [close]).problems[0].reason
+    override = ev("goal.closed", {"id": "g", "outcome": "achieved", "override": True}, clock=5)
+    assert projection.replay(base() + [override]).goals["g"].state == "achieved"
+    evidence = ev("evidence.recorded", {"id": "e", "kind": "test", "exit_code": 0, "criteria": ["a1"]},
+                  clock=5, goal="g")
+    close6 = ev("goal.closed", {"id": "g", "outcome": "achieved"}, clock=6)
+    assert projection.replay(base() + [evidence, close6]).goals["g"].state == "achieved"
+
+
+def test_failing_evidence_does_not_meet_a_criterion() -> None:
+    failing = ev("evidence.recorded", {"id": "e", "kind": "test", "exit_code": 1, "criteria": ["a1"]},
+                 clock=5, goal="g")
+    assert projection.unmet_criteria(projection.replay(base() + [failing]), "g") == ["a1"]
+
+
+def test_dependency_cycles_are_refused() -> None:
+    cyc = ev("todo.updated", {"id": "t1", "add_depends_on": ["t2"]}, clock=5)
+    assert "cycle" in projection.replay(base() + [cyc]).problems[0].reason
+
+
+def test_unknown_event_types_are_kept_and_reported() -> None:
+    from loopx.model import parse_event
+
+    future = parse_event({"id": new_event_id(), "type": "robot.danced", "v": 1, "at": AT, "clock": 9,
+                          "actor": "agent:x", "data": {"moves": 3}})
+    fold = projection.replay(base() + [future])
+    assert fold.unknown == [{"event": future.id, "type": "robot.danced", "v": 1}]
+    assert not fold.problems
+
+
+# --- properties: random concurrent histories -------------------------------------------------
+
+OPS = st.lists(st.tuples(st.integers(0, 2), st.sampled_from(
+    ["todo", "claim", "done", "answer", "evidence", "release", "block", "reopen", "sync"]),
+    st.integers(0, 20)), min_size=1, max_size=40)
+
+
+def simulate(ops: list[tuple[int, str, int]]) -> list[Event]:
+    """Three writers append on their own views and sync now and then, like clones do."""
+    everything = base()
+    seen = [list(everything) for _ in range(3)]
+    for writer, kind, n in ops:
+        view = seen[writer]
+        if kind == "sync":
+            seen[writer] = list(everything)
+            continue
+        fold = projection.replay(view)
+        todos = sorted(fold.todos)
+        target = todos[n % len(todos)]
+        clock = fold.max_clock + 1
+        actor = ["agent:a", "agent:b", MAINTAINER][writer]
+        data = {
+            "todo": ("todo.added", {"id": f"t{len(everything)}", "goal": "g", "title": "x",
+                                    "depends_on": [target]}),
+            "claim": ("todo.claimed", {"id": target, "until": "2026-06-01T13:00:00Z"}),
+            "done": ("todo.done", {"id": target}),
+            "answer": ("gate.answered", {"id": "q", "decision": ["approve", "reject"][n % 2]}),
+            "evidence": ("evidence.recorded", {"id": f"e{len(everything)}", "kind": "test",
+                                               "todo": target, "criteria": ["a1"]}),
+            "release": ("todo.released", {"id": target}),
+            "block": ("todo.blocked", {"id": target, "reason": "stuck"}),
+            "reopen": ("todo.reopened", {"id": target}),
+        }[kind]
+        event = ev(data[0], data[1], clock=clock, actor=actor)
+        view.append(event)
+        everything.append(event)
+    return everything
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(OPS, st.randoms(use_true_random=False))
+def test_any_merge_order_gives_the_same_state(ops: list, rnd: random.Random) -> None:
+    events = simulate(ops)
+    expected = snap(events)
+    shuffled = list(events)
+    rnd.shuffle(shuffled)
+    assert snap(shuffled) == expected
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(OPS)
+def test_every_event_is_either_applied_or_reported(ops: list) -> None:
+    events = simulate(ops)
+    fold = projection.replay(events)
+    assert fold.events == len(events)
+    reported = {p.event for p in fold.problems}
+    replayed = projection.Fold()
+    for event in sorted(events, key=Event.sort_key):
+        reason = projection.check(replayed, event)
+        replayed.apply(event)
+        assert (reason is not None) == (event.id in reported)

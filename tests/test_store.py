@@ -1,0 +1,171 @@
+"""The store against real git: plumbing only, compare-and-swap, locks that never need a
+manual unlock, concurrent writers on one clone."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import git
+from loopx import git as gitmod
+from loopx.errors import ConflictError, RefRaceError
+from loopx.ledger import Ledger
+from loopx.store import STATE_REF, Store
+
+
+def test_appends_never_touch_index_worktree_head_or_branch(repo: Path) -> None:
+    (repo / "README").write_text("changed in the work tree\n")
+    (repo / "staged.txt").write_text("staged\n")
+    git(repo, "add", "staged.txt")
+    (repo / "untracked.txt").write_text("untracked\n")
+    git(repo, "checkout", "-q", "-b", "feature")
+    before = (git(repo, "status", "--porcelain=v2", "--branch"), (repo / ".git/index").read_bytes(),
+              git(repo, "rev-parse", "HEAD"), git(repo, "symbolic-ref", "HEAD"))
+    with Ledger.open(repo) as ledger:
+        ledger.init(actor="human:test@example.com")
+        for i in range(3):
+            ledger.append("note.added", {"id": f"n-{i}", "text": "hi"}, actor="agent:x")
+    after = (git(repo, "status", "--porcelain=v2", "--branch"), (repo / ".git/index").read_bytes(),
+             git(repo, "rev-parse", "HEAD"), git(repo, "symbolic-ref", "HEAD"))
+    assert after == before
+    assert git(repo, "rev-list", "--count", "loopx/state") == "4"
+
+
+def test_update_ref_if_refuses_a_stale_expectation_with_a_retryable_error(ledger: Ledger) -> None:
+    store = ledger.store
+    tip = store.tip()
+    ledger.append("note.added", {"id": "n-1", "text": "hi"}, actor="agent:x")
+    with pytest.raises(RefRaceError) as info:
+        store.update_ref_if(STATE_REF, tip, expected=tip, reason="test")
+    assert info.value.retryable
+    with pytest.raises(RefRaceError):
+        store.update_ref_if(STATE_REF, tip, expected=None, reason="test: must not exist")
+
+
+def test_the_reflog_records_every_move(ledger: Ledger) -> None:
+    ledger.append("note.added", {"id": "n-1", "text": "hi"}, actor="agent:x")
+    messages = [m for _, _, m in ledger.store.reflog()]
+    assert messages[0] == "loopx: note.added n-1"
+    assert len(messages) == 2
+
+
+def test_write_tree_refuses_to_change_an_existing_file(ledger: Ledger) -> None:
+    store = ledger.store
+    tip = store.tip()
+    path = next(e.path for e in store.list_files(tip))
+    other = store.write_blobs([b"different\n"])[0]
+    with pytest.raises(ConflictError):
+        store.write_tree(tip, {path: other})
+
+
+def test_a_lock_left_by_a_killed_writer_is_free_at_once(repo: Path, ledger: Ledger) -> None:
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import sys, time
+        sys.path.insert(0, {str(Path(__file__).parents[1])!r})
+        from loopx import git
+        from loopx.store import Store
+        with Store(git.discover({str(repo)!r})).lock():
+            print("locked", flush=True)
+            time.sleep(60)
+    """)], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "locked"
+    assert ledger.store.lock_holder() == holder.pid
+    holder.send_signal(signal.SIGKILL)
+    holder.wait()
+    assert ledger.store.lock_holder() is None
+    started = time.monotonic()
+    ledger.append("note.added", {"id": "n-1", "text": "after the crash"}, actor="agent:x")
+    assert time.monotonic() - started < 5
+
+
+def test_a_stale_git_ref_lock_from_a_killed_process_is_recovered(ledger: Ledger) -> None:
+    lock = ledger.repo.common_dir / "refs/heads/loopx/state.lock"
+    lock.write_text("")
+    old = time.time() - 60
+    os.utime(lock, (old, old))
+    ledger.append("note.added", {"id": "n-1", "text": "hi"}, actor="agent:x")
+    assert not lock.exists()
+
+
+def test_same_event_id_twice_is_one_event_and_different_content_is_refused(ledger: Ledger) -> None:
+    from loopx.ids import new_event_id
+
+    eid = new_event_id()
+    first = ledger.append("note.added", {"id": "n-1", "text": "hi"}, actor="agent:x", event_id=eid)
+    again = ledger.append("note.added", {"id": "n-1", "text": "hi"}, actor="agent:x", event_id=eid)
+    assert again.id == first.id
+    assert ledger.fold().notes == 1
+    with pytest.raises(ConflictError):
+        ledger.append("note.added", {"id": "n-1", "text": "other"}, actor="agent:x", event_id=eid)
+
+
+def test_the_cache_is_used_and_a_corrupt_cache_is_ignored(ledger: Ledger) -> None:
+    ledger.append("note.added", {"id": "n-1", "text": "hi"}, actor="agent:x")
+    cache_file = ledger._cache_path()
+    assert cache_file.exists()
+    cache_file.write_bytes(cache_file.read_bytes()[:-10] + b"corrupted!")
+    with Ledger.open(ledger.repo.cwd) as fresh:
+        assert fresh.fold().notes == 1
+
+
+def _writers(repo: Path, writers: int, appends: int) -> None:
+    script = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(Path(__file__).parents[1])!r})
+        from loopx import Ledger
+        with Ledger.open({str(repo)!r}) as ledger:
+            for i in range({appends}):
+                ledger.append("note.added", {{"id": f"n-{{sys.argv[1]}}-{{i}}", "text": "x"}},
+                              actor=f"agent:w{{sys.argv[1]}}")
+    """)
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(w)]) for w in range(writers)]
+    assert [p.wait() for p in procs] == [0] * writers
+
+
+def _check_concurrent_appends(repo: Path, writers: int, appends: int) -> None:
+    with Ledger.open(repo) as ledger:
+        ledger.init(actor="human:test@example.com")
+    _writers(repo, writers, appends)
+    files = git(repo, "ls-tree", "-r", "--name-only", "loopx/state").splitlines()
+    assert len(files) == writers * appends + 1
+    parents = git(repo, "rev-list", "--parents", "loopx/state").splitlines()
+    assert all(len(line.split()) <= 2 for line in parents), "history must be linear"
+    assert len(parents) == writers * appends + 1
+    git(repo, "fsck", "--strict")
+    with Ledger.open(repo) as ledger:
+        fold = ledger.fold()
+        assert fold.notes == writers * appends and not fold.problems
+
+
+def test_concurrent_writers_on_one_clone_lose_nothing(repo: Path) -> None:
+    _check_concurrent_appends(repo, writers=4, appends=15)
+
+
+@pytest.mark.stress
+def test_twenty_writers_times_two_hundred_appends(repo: Path) -> None:
+    _check_concurrent_appends(repo, writers=20, appends=200)
+
+
+def test_the_gateway_raises_a_typed_error_with_command_and_stderr(repo: Path) -> None:
+    from loopx.errors import GitError
+
+    with pytest.raises(GitError) as info:
+        gitmod.run(repo, "rev-parse", "--verify", "no-such-ref")
+    assert info.value.returncode == 128 and "rev-parse" in str(info.value)
+
+
+def test_discover_finds_the_common_dir_of_a_worktree(repo: Path, tmp_path: Path) -> None:
+    git(repo, "worktree", "add", "-q", str(tmp_path / "wt"))
+    found = gitmod.discover(tmp_path / "wt")
+    assert found.common_dir == (repo / ".git").resolve()
+    assert found.work_tree == (tmp_path / "wt").resolve()
+    with Ledger.open(tmp_path / "wt") as ledger:
+        ledger.init(actor="human:test@example.com")
+    assert git(repo, "rev-list", "--count", "loopx/state") == "1"
