@@ -89,3 +89,14 @@ def test_one_note_add_needs_few_git_processes(repo: Path) -> None:
     assert not [c for c in calls if "show-object-format" in c or " mktree" in c], calls
     # discover, tip at open, tip under the lock, blob, trees, commit-tree, update-ref
     assert len(calls) <= 7, calls
+
+
+def test_a_batch_of_many_events_is_one_commit_with_a_constant_number_of_git_calls(repo: Path) -> None:
+    assert run_loopx(repo, "init").code == 0
+    lines = "".join(f'["note", "add", "batched {i}"]\n' for i in range(40))
+    result = run_loopx(repo, "--debug", "batch", input=lines)
+    assert result.code == 0, result.err
+    calls = [line for line in result.err.splitlines() if line.startswith("loopx: git ")]
+    assert len(calls) <= 7, calls
+    assert git(repo, "rev-list", "--count", "refs/heads/loopx/state") == "2"
+    assert len(git(repo, "ls-tree", "-r", "--name-only", "refs/heads/loopx/state").split()) == 41
