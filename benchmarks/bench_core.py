@@ -159,8 +159,9 @@ class AnnexPeer:
                                f"f{i % self.files}"], self.repo)
 
     def batch(self, count: int, run: int) -> Took:
-        lines = "".join(json.dumps({"file": f"f{i % self.files}", "fields": {"tag": [f"r{run}-{i}"]}})
-                        + "\n" for i in range(count)).encode()
+        records = ({"file": f"f{i % self.files}", "fields": {"tag": [f"r{run}-{i}"]}}
+                   for i in range(count))
+        lines = "".join(json.dumps(record) + "\n" for record in records).encode()
         return self.box.timed(["git", "annex", "metadata", "--batch", "--json"], self.repo, lines)
 
 
@@ -169,7 +170,8 @@ _PLUMBING_ONE = r"""set -e
 ref=refs/heads/bench/state
 old=$(git rev-parse -q --verify "$ref^{commit}" || true)
 blob=$(printf '%s\n' "$1" | git hash-object -w --stdin)
-tree=$( { [ -n "$old" ] && git ls-tree "$old"; printf '100644 blob %s\t%s\n' "$blob" "$2"; } | git mktree)
+tree=$( { [ -n "$old" ] && git ls-tree "$old"; printf '100644 blob %s\t%s\n' "$blob" "$2"; } |
+       git mktree)
 commit=$(echo "append $2" | git commit-tree "$tree" ${old:+-p "$old"})
 git update-ref "$ref" "$commit" ${old:-0000000000000000000000000000000000000000}
 """
@@ -253,7 +255,8 @@ def single_append(box: Sandbox, peer: AnnexPeer | PlumbingPeer, counts: Counts) 
 
 def _median_p90(runs: list[Took]) -> str:
     walls, cpus = [t.wall for t in runs], [t.cpu for t in runs]
-    return f"{ms(statistics.median(walls))} (p90 {ms(p90(walls))}; cpu {ms(statistics.median(cpus))})"
+    cpu = statistics.median(cpus)
+    return f"{ms(statistics.median(walls))} (p90 {ms(p90(walls))}; cpu {ms(cpu)})"
 
 
 def _ratio(ours: list[Took], theirs: list[Took], field: str) -> float:
@@ -280,7 +283,8 @@ def batch_append(box: Sandbox, peer: AnnexPeer | PlumbingPeer, counts: Counts) -
                _ratio(ours, theirs, "cpu"))
 
 
-_WRITER = 'i=0; while [ $i -lt "$1" ]; do git loopx note add "$2 $i" >/dev/null || exit 1; i=$((i+1)); done'
+_WRITER = ('i=0; while [ $i -lt "$1" ]; do '
+           'git loopx note add "$2 $i" >/dev/null || exit 1; i=$((i+1)); done')
 
 
 def writers(box: Sandbox, repo: Path, count: int, each: int) -> Took:

@@ -373,7 +373,8 @@ class _TreeBuilder:
         # and a busy day's directory holds that many events.
         written = self.store._write_objects("tree", contents)
         if written != oids:
-            raise GitError(["hash-object"], 1, f"tree oid mismatch: git {written[-1:]}, ours {oids[-1:]}")
+            raise GitError(["hash-object"], 1,
+                           f"tree oid mismatch: git {written[-1:]}, ours {oids[-1:]}")
         return oids[-1]
 
 

@@ -9,7 +9,7 @@ import pytest
 from conftest import git, run_loopx
 from loopx import git as gitgw
 from loopx.errors import NotFound
-from loopx.ledger import Draft, Ledger
+from loopx.ledger import Draft, Ledger, Txn
 from loopx.store import PACK_MIN_BLOBS
 
 
@@ -43,15 +43,16 @@ def test_discover_outside_a_repository_is_not_found(tmp_path: Path) -> None:
 
 
 def _notes(ledger: Ledger, count: int) -> None:
-    def build(txn: object) -> None:
+    def build(txn: Txn) -> None:
         for i in range(count):
-            txn.add(Draft("note.added", {"id": f"n-{i}", "text": f"note {i}"}))  # type: ignore[attr-defined]
+            txn.add(Draft("note.added", {"id": f"n-{i}", "text": f"note {i}"}))
 
     ledger.write(build, actor="agent:test")
 
 
 @pytest.mark.parametrize("object_format", ["sha1", "sha256"])
-def test_a_big_batch_is_written_as_one_pack_that_reads_back(tmp_path: Path, object_format: str) -> None:
+def test_a_big_batch_is_written_as_one_pack_that_reads_back(tmp_path: Path,
+                                                           object_format: str) -> None:
     repo = tmp_path / object_format
     repo.mkdir()
     git(repo, "init", "-q", f"--object-format={object_format}")
@@ -91,7 +92,7 @@ def test_one_note_add_needs_few_git_processes(repo: Path) -> None:
     assert len(calls) <= 7, calls
 
 
-def test_a_batch_of_many_events_is_one_commit_with_a_constant_number_of_git_calls(repo: Path) -> None:
+def test_a_batch_of_many_events_is_one_commit_with_constant_git_calls(repo: Path) -> None:
     assert run_loopx(repo, "init").code == 0
     lines = "".join(f'["note", "add", "batched {i}"]\n' for i in range(40))
     result = run_loopx(repo, "--debug", "batch", input=lines)
