@@ -25,7 +25,7 @@ _KEY = f"{SCHEMA_VERSION}:{sys.version_info[:2]}".encode()
 _TABLES: dict[str, type] = {
     "goals": projection.Goal, "todos": projection.Todo, "gates": projection.Gate,
     "evidence": projection.Evidence, "wakes": projection.Wake, "effects": projection.Effect,
-    "quotas": projection.Quota,
+    "quotas": projection.Quota, "sessions": projection.Session,
 }
 
 

@@ -195,7 +195,7 @@ def _scalar(value: Value) -> str:
         return repr(value)
     if isinstance(value, str):
         if (
-            _PLAIN_SAFE.match(value)
+            _PLAIN_SAFE.fullmatch(value)  # match() would pass "a\n" (re: $ before \n)
             and not value.endswith(" ")
             and value.lower() not in _YAML11_WORDS
             and resolve_plain(value) == value

@@ -17,7 +17,9 @@ from loopx import __version__, cache, clock, codec, git, ids, projection
 from loopx.errors import (
     Ambiguous, CodecError, ConflictError, NotFound, RefRaceError, SchemaError, TransitionError,
 )
-from loopx.model import PATH_RE, RETRY_VOLATILE, Event, event_dir, event_path, make_event, parse_event
+from loopx.model import (
+    PATH_RE, RETRY_VOLATILE, SESSION_FILE_RE, Event, event_dir, event_path, make_event, parse_event,
+)
 from loopx.store import STATE_REF, Store
 
 T = TypeVar("T")
@@ -45,6 +47,22 @@ class Txn:
     now: datetime
     events: list[Event] = field(default_factory=list)
     duplicates: list[Event] = field(default_factory=list)
+    files: dict[str, git.Oid] = field(default_factory=dict)  # non-event path -> blob oid
+
+    def attach(self, files: dict[str, bytes]) -> dict[str, git.Oid]:
+        """Stage non-event files (session transcripts) for this commit; returns their blob oids.
+
+        Only paths matching ``model.SESSION_FILE_RE`` are allowed: everything else on the state
+        branch is an event. The blobs are written now (one process); they become reachable
+        only if the commit is made.
+        """
+        bad = [p for p in files if not SESSION_FILE_RE.match(p)]
+        if bad:
+            raise SchemaError(f"{bad[0]}: not a path loopx stores beside events")
+        oids = self.ledger.store.write_blobs(list(files.values()))
+        staged = dict(zip(files, oids))
+        self.files.update(staged)
+        return staged
 
     def add(self, draft: Draft) -> Event:
         """Validate ``draft`` against the state so far and stage it; raises TransitionError."""
@@ -172,7 +190,8 @@ class Ledger:
         if any(status != "A" for status, _, _ in changes):
             return None
         problems: list[projection.Problem] = []
-        events = self._parse_entries([entry for _, _, entry in changes], problems)
+        events = self._parse_entries(
+            [entry for _, _, entry in changes if entry.path.startswith("events/")], problems)
         if problems or any(e.sort_key() <= fold.last_key for e in events):
             return None  # merged events that sort earlier: replay everything
         return projection.replay(events, fold)
@@ -254,6 +273,7 @@ class Ledger:
     def _commit(self, base: Optional[str], txn: Txn, message: Optional[str]) -> str:
         blobs = self.store.write_blobs([codec.dump(e.to_dict()) for e in txn.events])
         paths = {event_path(e): oid for e, oid in zip(txn.events, blobs)}
+        paths.update(txn.files)
         tree = self.store.write_tree(base, paths)
         subject = message or _summary(txn.events)
         commit = self.store.commit_tree(

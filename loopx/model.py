@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timezone
-from typing import Any, Literal, Optional
+from typing import Annotated, Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -267,7 +267,106 @@ class NoteAdded(Model):
     todo: Optional[str] = Field(default=None, pattern=ID_PATTERN)
 
 
-# type name -> (payload model, version). Sessions (a later issue) add their types here.
+# --- sessions --------------------------------------------------------------------------------
+# A task that outlives its first result: running -> responded (awaiting input) -> interjected
+# (running again) -> ... -> closed. Only `session.closed` ends one; see docs/sessions.md.
+
+TRANSCRIPT_CHUNK_BYTES = 192 * 1024
+TRANSCRIPT_MAX_BYTES = 64 * 1024 * 1024
+# Non-event files on the state branch: transcript chunks of checkpointed sessions, written in
+# the same commit as their `session.checkpointed` event. Sync must accept exactly these.
+SESSION_FILE_RE = re.compile(
+    r"^sessions/([A-Za-z0-9][A-Za-z0-9_-]{0,63})/transcript-([1-9][0-9]{0,5})/([0-9]{4})\.txt$"
+)
+
+
+def transcript_chunk_path(session: str, number: int, index: int) -> str:
+    """``sessions/<session>/transcript-<number>/<index:04d>.txt``."""
+    return f"sessions/{session}/transcript-{number}/{index:04d}.txt"
+
+
+class Workspace(Model):
+    """Where a session's live process and files are: only that host can re-attach to them."""
+
+    host: str = Field(min_length=1, max_length=255)
+    path: str = Field(min_length=1, max_length=4_096)
+
+
+class SessionOpened(Model):
+    """A task that outlives its first result; its owner (the actor) runs it."""
+
+    id: str = EntityId
+    task: str = Text
+    todo: Optional[str] = Field(default=None, pattern=ID_PATTERN)
+    keep_open: bool = Field(description="kept open for follow-ups after it responds")
+    keep_open_reason: Optional[str] = Field(default=None, max_length=2_000)
+    workspace: Workspace
+
+
+class SessionProgress(Model):
+    """The session is still running: a progress update from its owner."""
+
+    id: str = EntityId
+    message: str = Text
+
+
+class SessionResponded(Model):
+    """The session finished its turn and is awaiting input (not progress)."""
+
+    id: str = EntityId
+    response: str = Text
+
+
+class SessionInterjected(Model):
+    """A message from the caller (the actor); the session runs again."""
+
+    id: str = EntityId
+    message: str = Text
+    kind: Literal["correction", "follow_up"] = Field(
+        description="what the sender saw: correction if running, follow_up if awaiting input; "
+        "replay re-derives it from the order of events"
+    )
+
+
+class TranscriptChunk(Model):
+    path: str = Field(pattern=SESSION_FILE_RE.pattern)
+    oid: str = Field(pattern=OID_PATTERN)
+    bytes: int = Field(ge=0, le=TRANSCRIPT_CHUNK_BYTES)
+
+
+class Transcript(Model):
+    chunks: list[TranscriptChunk] = Field(
+        max_length=TRANSCRIPT_MAX_BYTES // TRANSCRIPT_CHUNK_BYTES + 1)
+    bytes: int = Field(ge=0, le=TRANSCRIPT_MAX_BYTES)
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+
+class SessionCheckpointed(Model):
+    """The transcript so far, stored on the state branch, and the summary that replaces it."""
+
+    id: str = EntityId
+    number: int = Field(ge=1, le=999_999, description="1 for a session's first checkpoint")
+    transcript: Transcript
+    summary: str = Text
+    omitted: Optional[str] = Field(default=None, max_length=20_000,
+                                   description="what the summary leaves out")
+
+
+class SessionAcked(Model):
+    """The owner consumed these interjections (event ids); the rest stay in the inbox."""
+
+    id: str = EntityId
+    interjections: list[Annotated[str, Field(pattern=ULID_RE.pattern)]] = Field(
+        min_length=1, max_length=1_000, description="event ids of session.interjected events")
+
+
+class SessionClosed(Model):
+    id: str = EntityId
+    reason: Literal["done", "stopped", "expired", "abandoned"]
+    note: Optional[str] = Field(default=None, max_length=20_000)
+
+
+# type name -> (payload model, version).
 EVENT_TYPES: dict[str, tuple[type[Model], int]] = {
     "ledger.initialised": (LedgerInitialised, 1),
     "config.set": (ConfigSet, 1),
@@ -296,6 +395,13 @@ EVENT_TYPES: dict[str, tuple[type[Model], int]] = {
     "effect.confirmed": (EffectConfirmed, 1),
     "effect.failed": (EffectFailed, 1),
     "note.added": (NoteAdded, 1),
+    "session.opened": (SessionOpened, 1),
+    "session.progress": (SessionProgress, 1),
+    "session.responded": (SessionResponded, 1),
+    "session.interjected": (SessionInterjected, 1),
+    "session.checkpointed": (SessionCheckpointed, 1),
+    "session.acked": (SessionAcked, 1),
+    "session.closed": (SessionClosed, 1),
 }
 
 # Payload fields the writer derives from its clock (e.g. a lease's expiry from --ttl): a retry

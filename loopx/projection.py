@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any, Callable, Optional
 
 from loopx import clock as clk
-from loopx.model import Event
+from loopx.model import Event, transcript_chunk_path
 
 DEFAULT_LEASE_TTL_S = 45 * 60
 DEFAULT_SESSION_SLOTS = 20
@@ -130,6 +130,32 @@ class Quota:
 
 
 @dataclass
+class Session:
+    id: str
+    task: str
+    goal: Optional[str]
+    todo: Optional[str]
+    owner: str
+    keep_open: bool
+    keep_open_reason: Optional[str]
+    host: str
+    path: str
+    opened_at: str
+    clock: int = 0
+    state: str = "running"  # running | awaiting_input | closed
+    active_at: str = ""  # when it last ran or responded: idle time counts from here
+    last_progress: Optional[str] = None
+    last_response: Optional[str] = None
+    closed_reason: Optional[str] = None
+    closed_note: Optional[str] = None
+    closed_at: Optional[str] = None
+    closed_by: Optional[str] = None
+    messages: list[dict[str, Any]] = field(default_factory=list)  # interjections, replay order
+    acked: list[str] = field(default_factory=list)  # event ids of consumed interjections
+    checkpoints: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
 class Problem:
     event: str
     type: str
@@ -151,6 +177,7 @@ class Fold:
     wakes: dict[str, Wake] = field(default_factory=dict)
     effects: dict[str, Effect] = field(default_factory=dict)
     quotas: dict[str, Quota] = field(default_factory=dict)  # "" is the ledger-wide budget
+    sessions: dict[str, Session] = field(default_factory=dict)
     notes: int = 0
     remaps: dict[str, str] = field(default_factory=dict)  # rewritten commit -> new commit
     problems: list[Problem] = field(default_factory=list)
@@ -471,6 +498,108 @@ def _check_effect_outcome(fold: Fold, event: Event) -> Optional[str]:
     return None if effect.state == "indeterminate" else f"effect {effect.id} is already {effect.state}"
 
 
+# --- sessions: see docs/sessions.md ---------------------------------------------------------
+
+
+def _need_session(fold: Fold, event: Event, *, owner: bool = False,
+                  open_: bool = True) -> tuple[Optional[Session], Optional[str]]:
+    session = fold.sessions.get(event.data.id)
+    if session is None:
+        return None, f"unknown session {event.data.id}"
+    if open_ and session.state == "closed":
+        return session, f"session {session.id} is closed ({session.closed_reason})"
+    if owner and event.env.actor != session.owner:
+        return session, (f"only its owner {session.owner} can do that to session {session.id}; "
+                         f"you are {event.env.actor} (send it a message instead)")
+    return session, None
+
+
+def _check_session_opened(fold: Fold, event: Event) -> Optional[str]:
+    data, goal = event.data, event.env.goal
+    if data.id in fold.sessions:
+        return f"session {data.id} already exists"
+    if data.todo is not None and data.todo not in fold.todos:
+        return f"unknown todo {data.todo}"
+    if data.todo is not None and goal is not None and fold.todos[data.todo].goal != goal:
+        return f"todo {data.todo} belongs to goal {fold.todos[data.todo].goal}, not {goal}"
+    return (_need_goal(fold, goal) if goal else None) or _free_slot(fold, event.env.actor, event.env.at)
+
+
+def session_slots(fold: Fold) -> int:
+    """How many sessions one owner may hold open (ledger config ``session_slots``)."""
+    return int(fold.config.get("session_slots") or DEFAULT_SESSION_SLOTS)
+
+
+def _free_slot(fold: Fold, owner: str, at: str) -> Optional[str]:
+    limit = session_slots(fold)
+    mine = [s for s in fold.sessions.values() if s.owner == owner and s.state != "closed"]
+    if len(mine) < limit:
+        return None
+    idle = sorted((s for s in mine if s.state == "awaiting_input"), key=lambda s: (s.active_at, s.id))
+    now = clk.parse_ts(at)
+    named = ", ".join(
+        f"{s.id} (awaiting input for {clk.format_duration(now - clk.parse_ts(s.active_at))})"
+        for s in idle[:10])
+    hint = f"idle sessions that could be closed: {named}" if idle else "none is idle (all running)"
+    return (f"{owner} already holds {len(mine)} open sessions (limit {limit}); {hint}; "
+            "free a slot with `git loopx session close ID` or `git loopx session reap`")
+
+
+def _check_session_running(fold: Fold, event: Event) -> Optional[str]:
+    session, why = _need_session(fold, event, owner=True)
+    if why is None and session is not None and session.state != "running":
+        return f"session {session.id} is awaiting input; it runs again when a message is sent"
+    return why
+
+
+def _check_session_owner(fold: Fold, event: Event) -> Optional[str]:
+    return _need_session(fold, event, owner=True)[1]
+
+
+def _check_session_open(fold: Fold, event: Event) -> Optional[str]:
+    return _need_session(fold, event)[1]
+
+
+def _check_session_checkpointed(fold: Fold, event: Event) -> Optional[str]:
+    session, why = _need_session(fold, event, owner=True)
+    if why or session is None:
+        return why
+    data = event.data
+    if data.number != len(session.checkpoints) + 1:
+        return (f"session {session.id} has {len(session.checkpoints)} checkpoints; "
+                f"the next one is number {len(session.checkpoints) + 1}, not {data.number}")
+    chunks = data.transcript.chunks
+    if [c.path for c in chunks] != [transcript_chunk_path(session.id, data.number, i)
+                                    for i in range(len(chunks))]:
+        return f"transcript chunks of session {session.id} are not at their expected paths"
+    if sum(c.bytes for c in chunks) != data.transcript.bytes:
+        return "transcript size does not match the sum of its chunks"
+    return None
+
+
+def _check_session_acked(fold: Fold, event: Event) -> Optional[str]:
+    session, why = _need_session(fold, event, owner=True, open_=False)
+    if why or session is None:
+        return why
+    known = {m["event"] for m in session.messages}
+    unknown = [i for i in event.data.interjections if i not in known]
+    if unknown:
+        return f"session {session.id} has no interjection {', '.join(unknown[:5])}"
+    if set(event.data.interjections) <= set(session.acked):
+        return f"those messages to session {session.id} were already acknowledged"
+    return None
+
+
+def _check_session_closed(fold: Fold, event: Event) -> Optional[str]:
+    session, why = _need_session(fold, event)
+    if why is None and session is not None and event.data.reason == "expired" and (
+        session.state != "awaiting_input"
+    ):
+        # A follow-up that sorts before the reaper's close wins: the session runs on.
+        return f"session {session.id} is {session.state}, only a session awaiting input expires"
+    return why
+
+
 def _ok(fold: Fold, event: Event) -> Optional[str]:
     return None
 
@@ -499,6 +628,13 @@ _CHECK: dict[str, Check] = {
     "effect.intended": _check_effect_intended,
     "effect.confirmed": _check_effect_outcome,
     "effect.failed": _check_effect_outcome,
+    "session.opened": _check_session_opened,
+    "session.progress": _check_session_running,
+    "session.responded": _check_session_owner,
+    "session.interjected": _check_session_open,
+    "session.checkpointed": _check_session_checkpointed,
+    "session.acked": _check_session_acked,
+    "session.closed": _check_session_closed,
 }
 
 
@@ -670,6 +806,63 @@ def _apply_note(fold: Fold, event: Event) -> None:
     fold.notes += 1
 
 
+def _apply_session_opened(fold: Fold, event: Event) -> None:
+    d, env = event.data, event.env
+    goal = env.goal or (fold.todos[d.todo].goal if d.todo else None)
+    fold.sessions[d.id] = Session(
+        d.id, d.task, goal, d.todo, env.actor, d.keep_open, d.keep_open_reason,
+        d.workspace.host, d.workspace.path, env.at, clock=env.clock, active_at=env.at)
+
+
+def _apply_session_progress(fold: Fold, event: Event) -> None:
+    session = fold.sessions[event.data.id]
+    session.last_progress, session.active_at = event.data.message, event.env.at
+
+
+def _apply_session_responded(fold: Fold, event: Event) -> None:
+    session = fold.sessions[event.data.id]
+    session.state, session.last_response = "awaiting_input", event.data.response
+    session.active_at = event.env.at
+
+
+def interjection_kind(session: Session) -> str:
+    """What a message to ``session`` is right now: a correction while it runs, else a follow-up."""
+    return "correction" if session.state == "running" else "follow_up"
+
+
+def _apply_session_interjected(fold: Fold, event: Event) -> None:
+    session, env = fold.sessions[event.data.id], event.env
+    # The kind is re-derived from the replay order, so every clone agrees even when a merge
+    # put the sender's message on the other side of a response; `sent_as` keeps what they saw.
+    session.messages.append({
+        "event": event.id, "seq": len(session.messages) + 1, "from": env.actor, "at": env.at,
+        "kind": interjection_kind(session), "sent_as": event.data.kind,
+        "message": event.data.message,
+    })
+    session.state, session.active_at = "running", env.at
+
+
+def _apply_session_checkpointed(fold: Fold, event: Event) -> None:
+    d = event.data
+    fold.sessions[d.id].checkpoints.append({
+        "number": d.number, "event": event.id, "at": event.env.at, "summary": d.summary,
+        "omitted": d.omitted, "bytes": d.transcript.bytes, "sha256": d.transcript.sha256,
+        "chunks": [[c.path, c.oid, c.bytes] for c in d.transcript.chunks],
+    })
+
+
+def _apply_session_acked(fold: Fold, event: Event) -> None:
+    session = fold.sessions[event.data.id]
+    session.acked += [i for i in event.data.interjections if i not in session.acked]
+
+
+def _apply_session_closed(fold: Fold, event: Event) -> None:
+    session = fold.sessions[event.data.id]
+    session.state, session.closed_reason = "closed", event.data.reason
+    session.closed_note, session.closed_at = event.data.note, event.env.at
+    session.closed_by = event.env.actor
+
+
 _APPLY: dict[str, Callable[[Fold, Event], None]] = {
     "ledger.initialised": _apply_initialised,
     "config.set": _apply_config,
@@ -698,6 +891,13 @@ _APPLY: dict[str, Callable[[Fold, Event], None]] = {
     "effect.confirmed": _apply_effect_confirmed,
     "effect.failed": _apply_effect_failed,
     "note.added": _apply_note,
+    "session.opened": _apply_session_opened,
+    "session.progress": _apply_session_progress,
+    "session.responded": _apply_session_responded,
+    "session.interjected": _apply_session_interjected,
+    "session.checkpointed": _apply_session_checkpointed,
+    "session.acked": _apply_session_acked,
+    "session.closed": _apply_session_closed,
 }
 
 
@@ -768,6 +968,28 @@ def snapshot(fold: Fold, now: datetime) -> dict[str, Any]:
         "problems": [dataclasses.asdict(p) for p in fold.problems],
         "unknown_events": list(fold.unknown),
         "notes": fold.notes,
+        "sessions": [session_view(s, now) for s in
+                     sorted(fold.sessions.values(), key=lambda s: (s.clock, s.id))],
+    }
+
+
+def session_view(session: Session, now: datetime) -> dict[str, Any]:
+    """One session as ``status --format json`` shows it (documented in docs/sessions.md)."""
+    idle = None
+    if session.state != "closed":
+        idle = max(0, int((now - clk.parse_ts(session.active_at)).total_seconds()))
+    acked = set(session.acked)
+    return {
+        "id": session.id, "state": session.state, "owner": session.owner, "task": session.task,
+        "goal": session.goal, "todo": session.todo,
+        "workspace": {"host": session.host, "path": session.path},
+        "idle_seconds": idle,
+        "inbox": [{k: m[k] for k in ("event", "seq", "from", "at", "kind", "message")}
+                  for m in session.messages if m["event"] not in acked],
+        "keep_open": session.keep_open, "keep_open_reason": session.keep_open_reason,
+        "closed_reason": session.closed_reason, "last_response": session.last_response,
+        "last_progress": session.last_progress, "opened_at": session.opened_at,
+        "checkpoints": len(session.checkpoints),
     }
 
 

@@ -28,6 +28,9 @@ def _constraints(metadata: list[Any]) -> dict[str, Any]:
 def for_annotation(annotation: Any, metadata: list[Any]) -> st.SearchStrategy[Any]:
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
     limits = _constraints(metadata)
+    if origin is typing.Annotated:  # e.g. list[Annotated[str, Field(pattern=...)]]
+        extra = [m for item in annotation.__metadata__ for m in getattr(item, "metadata", [item])]
+        return for_annotation(args[0], [*metadata, *extra])
     if origin is typing.Union:
         inner = [a for a in args if a is not type(None)]
         return st.one_of(*(for_annotation(a, metadata) for a in inner))

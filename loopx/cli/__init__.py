@@ -29,6 +29,7 @@ _GROUPS = [
     ("loopx.cli.records", "quota"),
     ("loopx.cli.records", "effect"),
     ("loopx.cli.records", "note"),
+    ("loopx.cli.session", "session"),
     ("loopx.cli.core", "status"),
     ("loopx.cli.core", "batch"),
     ("loopx.cli.core", "schema"),
@@ -161,8 +162,11 @@ class LoopxGroup(click.Group):
 @click.option("--state-ref", envvar="LOOPX_STATE_REF", metavar="REF",
               help="Read and write this state branch instead of loopx/state (for proposals).")
 @click.option("--debug", is_flag=True, envvar="LOOPX_DEBUG", help="Log git calls; show tracebacks.")
+# Hidden: pins "now" (RFC 3339) for tests and scripted histories, e.g. the session reaper.
+@click.option("--now", "now_text", envvar="LOOPX_NOW", hidden=True, metavar="TIME")
 @click.pass_context
-def cli(ctx: click.Context, cwd: str, actor: Optional[str], state_ref: Optional[str], debug: bool) -> None:
+def cli(ctx: click.Context, cwd: str, actor: Optional[str], state_ref: Optional[str], debug: bool,
+        now_text: Optional[str]) -> None:
     """loopx: durable goals, todos, gates and evidence for long-running agent work.
 
     State lives in this repository on refs/heads/loopx/state as one YAML file per event.
@@ -174,6 +178,16 @@ def cli(ctx: click.Context, cwd: str, actor: Optional[str], state_ref: Optional[
         git.DEBUG = True
     if ctx.obj is None:  # `batch` re-enters with its own App already set
         ctx.obj = App(cwd=cwd, actor=actor, state_ref=state_ref, debug=debug)
+        ctx.obj.now = _parse_now(now_text) if now_text else None
+
+
+def _parse_now(text: str) -> datetime:
+    from loopx import clock
+
+    try:
+        return clock.parse_ts(text)
+    except ValueError:
+        raise click.BadParameter(f"not an RFC 3339 time: {text!r}", param_hint="--now") from None
 
 
 def main(argv: Optional[list[str]] = None) -> None:

@@ -41,14 +41,16 @@ def config() -> None:
               help="Who holds a role, e.g. maintainer=human:alice@example.com (replaces it).")
 @click.option("--lease-ttl", metavar="DURATION", help="Default lease length, e.g. 45m.")
 @click.option("--session-slots", type=click.IntRange(min=1), help="Open sessions per owner.")
+@click.option("--session-idle", metavar="DURATION",
+              help="How long a session may await input before `session reap` closes it.")
 @click.option("--signed-answers", metavar="all|off|GATE,...",
               help="Require signed commits for gate answers (all, off, or gate ids).")
 @click.option("--allowed-signers", "signers_file", type=click.Path(exists=True, dir_okay=False),
               help="An ssh allowed_signers file whose keys may sign answers.")
 @pass_app
 def config_set(app: App, roles: tuple[str, ...], lease_ttl: Optional[str],
-               session_slots: Optional[int], signed_answers: Optional[str],
-               signers_file: Optional[str]) -> None:
+               session_slots: Optional[int], session_idle: Optional[str],
+               signed_answers: Optional[str], signers_file: Optional[str]) -> None:
     """Change ledger settings."""
     from loopx.ledger import Draft
 
@@ -66,6 +68,8 @@ def config_set(app: App, roles: tuple[str, ...], lease_ttl: Optional[str],
             data["lease_ttl_seconds"] = duration(lease_ttl)
         if session_slots:
             data["session_slots"] = session_slots
+        if session_idle:
+            data["session_idle_seconds"] = duration(session_idle)
         if signed_answers:
             data["signed_answers"] = (signed_answers if signed_answers in ("all", "off")
                                       else [g.strip() for g in signed_answers.split(",")])

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import timedelta
+from typing import Any, Optional
 
 import click
 
@@ -62,6 +63,7 @@ def status_text(snap: dict[str, Any], *, color: bool = False) -> str:
     if gates:
         out.append(paint("\nOpen gates:", fg="yellow"))
         out += [f"  {g['id']:<12} {g['question']}  (asks {', '.join(g['authority'])})" for g in gates]
+    out += _sessions(snap.get("sessions", []), paint)
     done = [t for t in snap["todos"] if t["state"] == "done"]
     if done:
         out.append(f"\nDone: {', '.join(t['id'] for t in done)}")
@@ -71,3 +73,43 @@ def status_text(snap: dict[str, Any], *, color: bool = False) -> str:
     if not snap["goals"]:
         out.append("\nNo goals yet: git loopx goal add TITLE --accept TEXT")
     return "\n".join(out)
+
+
+def _sessions(sessions: list[dict[str, Any]], paint: Any) -> list[str]:
+    """Sessions awaiting input are waiting for an instruction, not progress: listed first."""
+    from loopx.sessions import local_host
+
+    here, out = local_host(), []
+    for state, title, color in (("awaiting_input", "Waiting for your instruction", "cyan"),
+                                ("running", "Sessions running", None)):
+        rows = [s for s in sessions if s["state"] == state]
+        if rows:
+            out.append(paint(f"\n{title}:", fg=color))
+        for s in rows:
+            said = s["last_response"] if state == "awaiting_input" else s["last_progress"]
+            idle = f", idle {ago(s['idle_seconds'])}" if state == "awaiting_input" else ""
+            out.append(f"  {s['id']:<12} {first_line(s['task'], 50)}  ({s['owner']}{idle})"
+                       + elsewhere(s["workspace"], here))
+            out += [f"               {first_line(said)}"] if said else []
+            out += [f"               {len(s['inbox'])} unread messages"] if s["inbox"] else []
+    return out
+
+
+def ago(seconds: Optional[int]) -> str:
+    """``3h12m`` for a number of seconds; empty for None."""
+    from loopx import clock
+
+    return "" if seconds is None else clock.format_duration(timedelta(seconds=seconds))
+
+
+def first_line(text: Optional[str], width: int = 70) -> str:
+    lines = (text or "").strip().splitlines()
+    line = lines[0] if lines else ""
+    return line if len(line) <= width else line[: width - 3] + "..."
+
+
+def elsewhere(workspace: dict[str, str], here: str) -> str:
+    """A note when a session's workspace is on another host than ``here``."""
+    if workspace["host"] == here:
+        return ""
+    return f"  (workspace on {workspace['host']}: its live objects cannot be re-attached here)"

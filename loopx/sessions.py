@@ -1,0 +1,218 @@
+"""Persistent sessions: tasks that outlive their first result (see docs/sessions.md).
+
+The rules live in the projection (``projection._CHECK``); this module holds what the commands
+need beyond one event: building the interjection and checkpoint writes, reading transcripts
+back, choosing what the reaper closes, and the stats that tune the keep-open judgement.
+Functions take the transaction, ledger or fold they work on; time is a parameter.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+from datetime import datetime, timedelta
+from typing import Any, Optional
+
+from loopx import clock as clk
+from loopx import projection
+from loopx.errors import LoopxError, NotFound
+from loopx.ledger import Draft, Ledger, Txn
+from loopx.model import (
+    TRANSCRIPT_CHUNK_BYTES, TRANSCRIPT_MAX_BYTES, Event, transcript_chunk_path,
+)
+
+DEFAULT_IDLE_SECONDS = 24 * 3600
+DEFAULT_STATS_WINDOW_SECONDS = 3600
+
+
+class TranscriptError(LoopxError):
+    """A transcript that is too large, or whose stored chunks do not match its checkpoint."""
+
+
+def local_host() -> str:
+    """This machine's name as sessions record it (``$LOOPX_HOST`` overrides, for tests)."""
+    return os.environ.get("LOOPX_HOST") or socket.gethostname() or "localhost"
+
+
+def get(fold: projection.Fold, session_id: str) -> projection.Session:
+    """The session with this id or unique id prefix."""
+    from loopx.ledger import resolve_id
+
+    return fold.sessions[resolve_id(fold.sessions, session_id, "session")]
+
+
+# --- writes ------------------------------------------------------------------------------------
+
+
+def send(txn: Txn, session_id: str, message: str, *, event_id: Optional[str] = None) -> Event:
+    """Interject ``message``: a correction if the session runs, a follow-up if it waits."""
+    session = get(txn.fold, session_id)
+    data = {"id": session.id, "message": message, "kind": projection.interjection_kind(session)}
+    return txn.add(Draft("session.interjected", data, session.goal, event_id))
+
+
+def ack(txn: Txn, session_id: str, *, through: Optional[str] = None,
+        event_id: Optional[str] = None) -> Optional[Event]:
+    """Mark the inbox consumed up to and including interjection ``through`` (default: all).
+
+    Returns None when there is nothing to acknowledge.
+    """
+    pending = inbox(get(txn.fold, session_id))
+    ids = [m["event"] for m in pending]
+    if through is not None:
+        if through not in ids:
+            raise NotFound(f"{through} is not an unconsumed message of session {session_id}")
+        ids = ids[: ids.index(through) + 1]
+    if not ids:
+        return None
+    session = get(txn.fold, session_id)
+    return txn.add(Draft("session.acked", {"id": session.id, "interjections": ids},
+                         session.goal, event_id))
+
+
+def inbox(session: projection.Session) -> list[dict[str, Any]]:
+    """Interjections the session's owner has not acknowledged yet, oldest first."""
+    acked = set(session.acked)
+    return [m for m in session.messages if m["event"] not in acked]
+
+
+def chunks(data: bytes) -> list[bytes]:
+    """``data`` cut into chunks of at most TRANSCRIPT_CHUNK_BYTES (one empty chunk if empty)."""
+    size = TRANSCRIPT_CHUNK_BYTES
+    return [data[i : i + size] for i in range(0, len(data), size)] or [b""]
+
+
+def checkpoint(txn: Txn, session_id: str, transcript: bytes, *, summary: str,
+               omitted: Optional[str] = None, event_id: Optional[str] = None) -> Event:
+    """Store ``transcript`` as chunk files and record the checkpoint, in this one commit."""
+    if len(transcript) > TRANSCRIPT_MAX_BYTES:
+        raise TranscriptError(
+            f"transcript is {len(transcript)} bytes, over the {TRANSCRIPT_MAX_BYTES // 2**20} MiB "
+            "limit; checkpoint more often, or store the oldest part elsewhere and say so in "
+            "--omitted")
+    session = get(txn.fold, session_id)
+    # A retry of an event id that is already recorded must rebuild the same event (a no-op).
+    retried = [c["number"] for c in session.checkpoints if event_id and c["event"] == event_id]
+    number = retried[0] if retried else len(session.checkpoints) + 1
+    parts = chunks(transcript)
+    paths = [transcript_chunk_path(session.id, number, i) for i in range(len(parts))]
+    oids = txn.attach(dict(zip(paths, parts)))
+    data = {"id": session.id, "number": number, "summary": summary, "omitted": omitted,
+            "transcript": {
+                "chunks": [{"path": p, "oid": oids[p], "bytes": len(c)} for p, c in zip(paths, parts)],
+                "bytes": len(transcript), "sha256": hashlib.sha256(transcript).hexdigest()}}
+    return txn.add(Draft("session.checkpointed", data, session.goal, event_id))
+
+
+def reap(txn: Txn, now: datetime, idle: int) -> list[str]:
+    """Close every session awaiting input for ``idle`` seconds as expired; returns their ids."""
+    note = f"awaiting input for over {clk.format_duration(timedelta(seconds=idle))}"
+    found = reapable(txn.fold, now, idle)
+    for session in found:
+        txn.add(Draft("session.closed", {"id": session.id, "reason": "expired", "note": note},
+                      session.goal))
+    return [s.id for s in found]
+
+
+# --- reads -------------------------------------------------------------------------------------
+
+
+def read_transcript(ledger: Ledger, session: projection.Session,
+                    number: Optional[int] = None) -> bytes:
+    """The transcript of checkpoint ``number`` (default: the latest), verified byte-exact."""
+    if not session.checkpoints:
+        raise NotFound(f"session {session.id} has no checkpoint yet")
+    if number is None:
+        number = len(session.checkpoints)
+    if not 1 <= number <= len(session.checkpoints):
+        raise NotFound(f"session {session.id} has checkpoints 1..{len(session.checkpoints)}")
+    point = session.checkpoints[number - 1]
+    blobs = ledger.store.read_blobs([oid for _, oid, _ in point["chunks"]])
+    missing = [path for (path, _, _), blob in zip(point["chunks"], blobs) if blob is None]
+    if missing:
+        raise TranscriptError(f"{missing[0]} is missing from this clone; fetch the state branch")
+    data = b"".join(b for b in blobs if b is not None)
+    if len(data) != point["bytes"] or hashlib.sha256(data).hexdigest() != point["sha256"]:
+        raise TranscriptError(f"transcript {number} of session {session.id} fails its sha256 check")
+    return data
+
+
+def idle_seconds(fold: projection.Fold) -> int:
+    """The idle limit after which `reap` closes a session awaiting input (ledger config)."""
+    return int(fold.config.get("session_idle_seconds") or DEFAULT_IDLE_SECONDS)
+
+
+def reapable(fold: projection.Fold, now: datetime, idle: int) -> list[projection.Session]:
+    """Sessions awaiting input for at least ``idle`` seconds, longest idle first."""
+    limit = now - timedelta(seconds=idle)
+    found = [s for s in fold.sessions.values()
+             if s.state == "awaiting_input" and clk.parse_ts(s.active_at) <= limit]
+    return sorted(found, key=lambda s: (s.active_at, s.id))
+
+
+def slots(fold: projection.Fold) -> dict[str, dict[str, int]]:
+    """owner -> {used, limit} for every owner with an open session."""
+    limit = projection.session_slots(fold)
+    used: dict[str, int] = {}
+    for session in fold.sessions.values():
+        if session.state != "closed":
+            used[session.owner] = used.get(session.owner, 0) + 1
+    return {owner: {"used": n, "limit": limit} for owner, n in sorted(used.items())}
+
+
+# --- stats -------------------------------------------------------------------------------------
+
+
+def _follow_ups(session: projection.Session) -> int:
+    return sum(m["kind"] == "follow_up" for m in session.messages)
+
+
+def stats(fold: projection.Fold, *, window: int = DEFAULT_STATS_WINDOW_SECONDS) -> dict[str, Any]:
+    """How sessions ended, to tune the keep-open judgement from data.
+
+    Kept-open sessions either got a follow-up (keeping them open paid off) or ended unused
+    (expired, or closed without one). A one-shot session (``keep_open`` false) whose goal got
+    a new session within ``window`` seconds of its close was a *missed keep-open*.
+    """
+    ordered = sorted(fold.sessions.values(), key=lambda s: (s.clock, s.id))
+    ended: dict[str, int] = {}
+    for session in ordered:
+        if session.closed_reason:
+            ended[session.closed_reason] = ended.get(session.closed_reason, 0) + 1
+    kept = [s for s in ordered if s.keep_open]
+    unused = [s for s in kept if s.state == "closed" and not _follow_ups(s)]
+    missed = _missed_keep_open(ordered, window)
+    one_shot = [s for s in ordered if not s.keep_open]
+    return {
+        "sessions": len(ordered),
+        "open": {state: sum(s.state == state for s in ordered)
+                 for state in ("running", "awaiting_input")},
+        "closed": ended,
+        "kept_open": {
+            "total": len(kept),
+            "got_follow_up": sum(_follow_ups(s) > 0 for s in kept),
+            "follow_ups": sum(_follow_ups(s) for s in kept),
+            "expired_unused": sum(s.closed_reason == "expired" for s in unused),
+            "closed_unused": sum(s.closed_reason != "expired" for s in unused),
+        },
+        "one_shot": {"total": len(one_shot), "missed_keep_open": len(missed), "missed": missed},
+        "window_seconds": window,
+    }
+
+
+def _missed_keep_open(ordered: list[projection.Session], window: int) -> list[dict[str, Any]]:
+    missed = []
+    for session in ordered:
+        topic = session.goal or session.todo
+        if session.keep_open or session.closed_at is None or topic is None:
+            continue
+        end = clk.parse_ts(session.closed_at)
+        later = [(clk.parse_ts(s.opened_at) - end, s) for s in ordered
+                 if s is not session and (s.goal or s.todo) == topic]
+        later = [(gap, s) for gap, s in later if timedelta(0) <= gap <= timedelta(seconds=window)]
+        if later:
+            gap, nxt = min(later, key=lambda pair: (pair[0], pair[1].id))
+            missed.append({"session": session.id, "topic": topic, "followed_by": nxt.id,
+                           "after_seconds": int(gap.total_seconds())})
+    return missed
