@@ -13,6 +13,7 @@ bytes. Our own loader reads it back exactly; ``tests/test_codec.py`` checks that
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import math
@@ -57,6 +58,7 @@ def _parser() -> Any:
     return _yaml
 
 
+@functools.lru_cache(maxsize=8192)  # keys, types, actors and ids repeat across event files
 def resolve_plain(text: str) -> Value:
     """The YAML 1.2 core-schema value of an unquoted scalar."""
     if _NULL.match(text):
@@ -87,6 +89,9 @@ def load(data: bytes, name: str = "<input>") -> Value:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise CodecError(f"{name}: not valid UTF-8 (byte {exc.start})") from None
+    fast = _load_canonical(text, data)
+    if fast is not _NO_KEY:
+        return fast
     try:
         return _Builder(name).build(_parser().parse(io.StringIO(text)))
     except CodecError:
@@ -194,15 +199,19 @@ def _scalar(value: Value) -> str:
             return ".inf" if value > 0 else "-.inf"
         return repr(value)
     if isinstance(value, str):
-        if (
-            _PLAIN_SAFE.fullmatch(value)  # match() would pass "a\n" (re: $ before \n)
-            and not value.endswith(" ")
-            and value.lower() not in _YAML11_WORDS
-            and resolve_plain(value) == value
-        ):
-            return value
-        return _quote(value)
+        return value if _plain_ok(value) else _quote(value)
     raise CodecError(f"cannot write a value of type {type(value).__name__}")
+
+
+@functools.lru_cache(maxsize=8192)
+def _plain_ok(value: str) -> bool:
+    """May ``value`` be written without quotes (and read back as the same string)?"""
+    return bool(
+        _PLAIN_SAFE.fullmatch(value)  # match() would pass "a\n" (re: $ before \n)
+        and not value.endswith(" ")
+        and value.lower() not in _YAML11_WORDS
+        and resolve_plain(value) == value
+    )
 
 
 def _emit(value: Value, indent: str, out: list[str]) -> None:
@@ -253,3 +262,91 @@ def dump(value: dict[str, Value]) -> bytes:
     if len(data) > MAX_BYTES:
         raise CodecError(f"event is {len(data)} bytes, over the {MAX_BYTES // 1024} KiB limit")
     return data
+
+
+# --- the fast path for files in our own canonical form -------------------------------------------
+#
+# Nearly every event file was written by dump() above. For those, a small line parser is many
+# times faster than a YAML event stream. It needs no care about YAML's corners: its result is
+# used only when dump() gives back exactly the same bytes, and load(dump(v)) == v is the
+# codec's tested round-trip property, so the value is the one the full loader would build.
+# Anything else (hand-written files, other styles, over the limits) takes the full path.
+
+
+def _load_canonical(text: str, data: bytes) -> Value:
+    """The value of a canonical document, or ``_NO_KEY`` when it is not one."""
+    try:
+        lines = text.split("\n")
+        if lines[-1] != "" or not lines[0] or lines[0][0] in " -":
+            return _NO_KEY
+        value, end = _block(lines, 0, 0, 1)
+        if end != len(lines) - 1 or dump(value) != data:
+            return _NO_KEY
+        return value
+    except (ValueError, IndexError, KeyError, TypeError, CodecError, RecursionError):
+        return _NO_KEY
+
+
+def _block(lines: list[str], i: int, indent: int, depth: int) -> tuple[Value, int]:
+    if depth > MAX_DEPTH:
+        raise ValueError("too deep for the fast path")
+    if lines[i].startswith("-", indent):
+        return _seq(lines, i, indent, depth)
+    out: dict[str, Value] = {}
+    while i < len(lines) - 1 and _indent(lines[i]) == indent and not lines[i].startswith("-", indent):
+        key, rest = _split_key(lines[i][indent:])
+        out[key], i = _value(lines, i, rest, indent, depth)
+    return out, i
+
+
+def _seq(lines: list[str], i: int, indent: int, depth: int) -> tuple[Value, int]:
+    out: list[Value] = []
+    while i < len(lines) - 1 and _indent(lines[i]) == indent and lines[i].startswith("-", indent):
+        rest = lines[i][indent + 1:]
+        if rest.startswith(" ") and _is_key(rest[1:]):
+            # "- key: ..." opens a mapping whose keys sit two columns further in.
+            lines[i] = " " * (indent + 2) + rest[1:]
+            item, i = _block(lines, i, indent + 2, depth + 1)
+        else:
+            item, i = _value(lines, i, rest.strip() if rest else None, indent, depth)
+        out.append(item)
+    return out, i
+
+
+def _value(lines: list[str], i: int, rest: str | None, indent: int, depth: int) -> tuple[Value, int]:
+    if rest is None or rest == "":
+        return _block(lines, i + 1, indent + 2, depth + 1)
+    return _scalar_value(rest), i + 1
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
+
+
+def _is_key(text: str) -> bool:
+    if text.startswith('"'):
+        _, end = json.JSONDecoder().raw_decode(text)
+        return text[end:end + 1] == ":"
+    return ": " in text or text.endswith(":")
+
+
+def _split_key(text: str) -> tuple[str, str | None]:
+    if text.startswith('"'):
+        key, end = json.JSONDecoder().raw_decode(text)
+    else:
+        end = text.index(": ") if ": " in text else len(text) - 1
+        key = resolve_plain(text[:end])
+    if text[end] != ":":
+        raise ValueError("not a mapping entry")
+    rest = text[end + 1:]
+    return key, (rest[1:] if rest.startswith(" ") else None if not rest else rest)
+
+
+def _scalar_value(text: str) -> Value:
+    if text.startswith('"'):
+        return json.loads(text)
+    if text == "{}":
+        return {}
+    if text == "[]":
+        return []
+    return resolve_plain(text)

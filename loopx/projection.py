@@ -12,12 +12,15 @@ reported with its reason. The same set of events gives the same state in any mer
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from loopx import clock as clk
-from loopx.model import Event, transcript_chunk_path
+
+if TYPE_CHECKING:  # only for annotations: the hooks read a cached fold without pydantic
+    from loopx.model import Event
 
 DEFAULT_LEASE_TTL_S = 45 * 60
 DEFAULT_SESSION_SLOTS = 20
@@ -219,14 +222,14 @@ class Fold:
 def replay(events: list[Event], fold: Optional[Fold] = None) -> Fold:
     """Fold events (in any order given) into a state; ``fold`` continues an earlier one."""
     fold = fold or Fold()
-    for event in sorted(events, key=Event.sort_key):
+    for event in sorted(events, key=lambda event: event.sort_key()):
         fold.apply(event)
     return fold
 
 
 # --- rules: one check per event type; the same code judges replay and new writes -------------
 
-Check = Callable[[Fold, Event], Optional[str]]
+Check = Callable[[Fold, "Event"], Optional[str]]
 
 
 def check(fold: Fold, event: Event) -> Optional[str]:
@@ -353,7 +356,9 @@ def _check_todo_claimed(fold: Fold, event: Event) -> Optional[str]:
 
 def _not_ready(fold: Fold, todo: Todo) -> Optional[str]:
     goal = fold.goals.get(todo.goal)
-    if goal is not None and goal.state != "active":
+    if goal is None:  # only in a status-only partial fold, where closed goals are left out
+        return f"goal {todo.goal} is closed"
+    if goal.state != "active":
         return f"goal {goal.id} is {goal.state}"
     for dep in todo.depends_on:
         state = fold.todos[dep].state
@@ -432,7 +437,69 @@ def _check_gate_answered(fold: Fold, event: Event) -> Optional[str]:
                 f"you are {event.env.actor}")
     if event.data.decision == "answer" and not event.data.answer:
         return "a free answer needs its text"
+    return _check_signature(fold, event, f"the answer to gate {gate.id}")
+
+
+# --- verified authority: signed answers ---------------------------------------------------------
+# Whether a commit is signed is not in the event file: the reading layer asks git once per
+# allowed_signers text and passes the verdicts in as data, fold.extra["signed"]:
+# event id -> {signers_digest(allowed_signers text): principal}. They depend only on
+# commits reachable from the tip and on the config inside it, so a fold cached by tip stays true.
+
+
+def signature_required(config: dict[str, Any], gate_id: str) -> bool:
+    """Whether the config in force says answers to ``gate_id`` must come in signed commits."""
+    rule = config.get("signed_answers")
+    return rule == "all" or (isinstance(rule, list) and gate_id in rule)
+
+
+# Who may answer (roles) and how answers are verified: while signing is on, changing these
+# needs a signed commit too, or an unsigned config event could simply switch signing off.
+GUARDED_CONFIG = frozenset({"roles", "signed_answers", "allowed_signers"})
+
+
+def needs_signature(fold: Fold, event: Event) -> bool:
+    """Whether ``event`` counts only in a commit signed by its actor's key in allowed_signers."""
+    if event.type == "gate.answered":
+        gate = fold.gates.get(event.data.id)
+        return gate is not None and signature_required(fold.config, gate.id)
+    if event.type == "config.set":
+        rule = fold.config.get("signed_answers")
+        touched = GUARDED_CONFIG & set(event.data.model_dump(exclude_none=True))
+        on = rule not in (None, "off") and bool(fold.config.get("allowed_signers"))
+        return on and bool(touched)
+    return False
+
+
+def signers_digest(allowed_signers: str) -> str:
+    """A short name for one allowed_signers text (keys rotate: each answer is checked against
+    the list in force where it falls in the order)."""
+    return hashlib.sha256(allowed_signers.encode("utf-8")).hexdigest()[:16]
+
+
+def signer_matches(principal: str, actor: str) -> bool:
+    """``alice@example.com`` (or the full actor) in allowed_signers signs as human:alice@..."""
+    return principal == actor or principal == actor.partition(":")[2]
+
+
+def _check_signature(fold: Fold, event: Event, what: str) -> Optional[str]:
+    if not needs_signature(fold, event):
+        return None
+    allowed = fold.config.get("allowed_signers")
+    if not allowed:
+        return f"{what} needs a signed commit, but the config names no allowed signers"
+    verdicts = fold.extra.get("signed", {}).get(event.id, {})
+    principal = verdicts.get(signers_digest(allowed))
+    if principal is None:
+        return (f"{what} is not in a commit signed by a key in allowed_signers "
+                "(unsigned, unknown key or bad signature)")
+    if not signer_matches(principal, event.env.actor):
+        return f"{what} is signed by {principal}, not by {event.env.actor}"
     return None
+
+
+def _check_config_set(fold: Fold, event: Event) -> Optional[str]:
+    return _check_signature(fold, event, "a change to roles or signing rules")
 
 
 def _check_gate_withdrawn(fold: Fold, event: Event) -> Optional[str]:
@@ -568,6 +635,8 @@ def _check_session_checkpointed(fold: Fold, event: Event) -> Optional[str]:
     if data.number != len(session.checkpoints) + 1:
         return (f"session {session.id} has {len(session.checkpoints)} checkpoints; "
                 f"the next one is number {len(session.checkpoints) + 1}, not {data.number}")
+    from loopx.model import transcript_chunk_path  # here: this module loads without pydantic
+
     chunks = data.transcript.chunks
     if [c.path for c in chunks] != [transcript_chunk_path(session.id, data.number, i)
                                     for i in range(len(chunks))]:
@@ -605,6 +674,7 @@ def _ok(fold: Fold, event: Event) -> Optional[str]:
 
 
 _CHECK: dict[str, Check] = {
+    "config.set": _check_config_set,
     "goal.created": _check_goal_created,
     "goal.updated": _check_goal_updated,
     "goal.closed": _check_goal_closed,
@@ -1018,7 +1088,7 @@ def _evidence_view(ev: Evidence) -> dict[str, Any]:
     return {
         "id": ev.id, "kind": ev.kind, "goal": ev.goal, "todo": ev.todo, "criteria": list(ev.criteria),
         "commit": ev.commit, "tree": ev.tree, "dirty": ev.dirty, "exit_code": ev.exit_code,
-        "summary": ev.summary, "actor": ev.actor, "at": ev.at,
+        "summary": ev.summary, "command": ev.command, "actor": ev.actor, "at": ev.at,
     }
 
 

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from loopx.decide import PRIORITY
 from loopx.model import EVENT_TYPES, Envelope
 
 SCHEMA_DIR = ".loopx-schema"
@@ -120,8 +121,68 @@ STATUS_SCHEMA: dict[str, Any] = {
         "wakes": {"type": "array"},
         "effects": {"type": "array"},
         "quota": {"type": "object"},
+        "ref": {"type": "string"},
+        "environment": {"$ref": "#/$defs/environment"},
+        "actions": {"type": "array", "items": {"$ref": "#/$defs/action"}},
+        "next_wake": _nullable("string"),
+    },
+    "$defs": {},  # filled in below (readback and decide parts)
+}
+
+_FRESHNESS = {"enum": ["fresh", "stale", "unknown", "unbound"]}
+
+STATUS_SCHEMA["$defs"] = {
+    "environment": {
+        "type": "object",
+        "description": "The world as readback inspected it for this status (docs/recovery.md).",
+        "required": ["head", "tree", "branch", "detached", "dirty", "untracked", "in_progress",
+                     "upstream", "state", "ci", "host", "evidence"],
+        "properties": {
+            "head": _nullable("string"), "tree": _nullable("string"),
+            "branch": _nullable("string"), "detached": {"type": "boolean"},
+            "dirty": _STR_LIST, "untracked": _STR_LIST,
+            "in_progress": {"enum": ["merge", "rebase", "cherry-pick", "revert", "bisect", None]},
+            "upstream": {"oneOf": [{"type": "null"}, {
+                "type": "object", "required": ["name", "ahead", "behind"],
+                "properties": {"name": {"type": "string"}, "ahead": {"type": "integer"},
+                               "behind": {"type": "integer"}}}]},
+            "state": {"type": "object", "required": ["ref", "remote", "tracking", "unpushed", "unmerged"],
+                      "properties": {"ref": {"type": "string"}, "remote": {"type": "string"},
+                                     "tracking": _nullable("string"),
+                                     "unpushed": {"type": "integer"}, "unmerged": {"type": "integer"}}},
+            "ci": {"type": "object", "required": ["provider", "state", "checks"],
+                   "properties": {
+                       "provider": _nullable("string"),
+                       "state": {"enum": ["success", "failure", "pending", "unknown"]},
+                       "checks": {"type": "array", "items": {
+                           "type": "object", "required": ["name", "state"],
+                           "properties": {"name": {"type": "string"}, "state": {"type": "string"}}}},
+                       "detail": _nullable("string")}},
+            "host": {"type": "string"}, "worktree": _nullable("string"),
+            "evidence": {"type": "object", "additionalProperties": {
+                "type": "object", "required": ["state", "commit", "changed"],
+                "properties": {"state": _FRESHNESS, "commit": _nullable("string"),
+                               "changed": _STR_LIST, "reason": _nullable("string")}}},
+        },
+    },
+    "action": {
+        "type": "object", "required": ["kind", "priority", "reason", "command"],
+        "properties": {
+            "kind": {"enum": sorted(PRIORITY, key=PRIORITY.__getitem__)},
+            "priority": {"type": "integer"}, "reason": {"type": "string"},
+            "command": _nullable("string"),
+            "todo": {"type": "string"}, "gate": {"type": "string"}, "goal": {"type": "string"},
+            "effect": {"type": "string"}, "session": {"type": "string"},
+            "evidence": {"type": "string"},
+        },
     },
 }
+STATUS_SCHEMA["required"] += ["environment", "actions", "next_wake"]
+_criterion = STATUS_SCHEMA["properties"]["goals"]["items"]["properties"]["acceptance"]["items"]
+_criterion["properties"].update(freshness={"enum": ["fresh", "stale", "unknown", "unmet"]},
+                                needs_rerun={"type": "boolean"})
+STATUS_SCHEMA["properties"]["evidence"]["items"]["properties"]["freshness"] = {
+    "enum": [*_FRESHNESS["enum"], None]}
 
 
 def render() -> dict[str, str]:

@@ -15,7 +15,7 @@ from typing import Any, Callable, Optional
 import click
 
 from loopx import __version__
-from loopx.errors import GitError, LoopxError, NotFound
+from loopx.errors import GitError, LoopxError, NotFound, UsageError
 
 # (module, attribute) of each command or group, imported when the CLI starts.
 _GROUPS = [
@@ -30,7 +30,11 @@ _GROUPS = [
     ("loopx.cli.records", "effect"),
     ("loopx.cli.records", "note"),
     ("loopx.cli.session", "session"),
-    ("loopx.cli.core", "status"),
+    ("loopx.cli.hooks", "hooks"), ("loopx.cli.hooks", "hook"), ("loopx.cli.hooks", "run"),
+    ("loopx.cli.recovery", "status"),
+    ("loopx.cli.recovery", "next_"),
+    ("loopx.cli.recovery", "brief"),
+    ("loopx.cli.review", "log"), ("loopx.cli.review", "diff"), ("loopx.cli.review", "validate"),
     ("loopx.cli.core", "batch"),
     ("loopx.cli.core", "schema"),
     ("loopx.cli.core", "demo"),
@@ -63,6 +67,8 @@ class App:
             if ref and not ref.startswith("refs/"):
                 ref = f"refs/heads/{ref}"
             self._ledger = Ledger.open(self.cwd, ref=ref)
+            if sys.stderr.isatty():
+                self._ledger.progress = _progress
         return self._ledger
 
     @property
@@ -83,14 +89,22 @@ class App:
     def json(self) -> bool:
         return self.format == "json"
 
-    def write(self, build: Callable[[Any], Any], *, require: bool = True) -> Any:
+    def write(self, build: Callable[[Any], Any], *, require: bool = True,
+              sign: bool = False) -> Any:
         """Run ``build(txn)`` as one commit (or inside the running batch)."""
         if self.batch_txn is not None:
+            self.batch_txn.sign = self.batch_txn.sign or sign
             return build(self.batch_txn)
         if require:
             self.ledger.require()
-        result, _ = self.ledger.write(build, actor=self.actor, now=self.now)
+        result, _ = self.ledger.write(build, actor=self.actor, now=self.now, sign=sign)
         return result
+
+    def use_state_ref(self, ref: str) -> None:
+        """A command's own --state-ref (a proposal branch); same meaning as the global one."""
+        if self._ledger is not None and ref not in (self.state_ref, self._ledger.ref):
+            raise UsageError("--state-ref cannot change inside a batch; give it to `batch`")
+        self.state_ref = ref
 
     def emit(self, data: Any, text: Optional[str | Callable[[], str]] = None) -> None:
         """Print ``data`` as JSON, or its text rendering."""
@@ -111,8 +125,16 @@ class App:
     batch_results: list[Any] = []
 
 
+def _progress(done: int, total: int) -> None:
+    """A one-line counter on stderr while a long replay rebuilds the projection cache."""
+    end = "\n" if done >= total else ""
+    click.echo(f"\rloopx: replaying the ledger: {done}/{total} events", err=True, nl=False)
+    if end:
+        click.echo(err=True)
+
+
 def pass_app(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Decorator: adds --format/--json to a command and passes the App as first argument."""
+    """Decorator: adds --format/--json/--state-ref to a command and passes the App first."""
 
     def set_format(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
         app = ctx.find_object(App)
@@ -120,6 +142,15 @@ def pass_app(fn: Callable[..., Any]) -> Callable[..., Any]:
             app.format = "json" if (value is True or value == "json") else app.format
         return value
 
+    def set_state_ref(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        app = ctx.find_object(App)
+        if app is not None and value:
+            app.use_state_ref(value)
+        return value
+
+    fn = click.option("--state-ref", "state_ref_", metavar="REF", expose_value=False,
+                      callback=set_state_ref,
+                      help="A proposal branch to use instead of loopx/state (forks from it).")(fn)
     fn = click.option("--json", "as_json", is_flag=True, expose_value=False, callback=set_format,
                       help="Alias for --format json.")(fn)
     fn = click.option("--format", "fmt", type=click.Choice(["text", "json"]), expose_value=False,
@@ -135,16 +166,14 @@ class LoopxGroup(click.Group):
         return super().list_commands(ctx)
 
     def get_command(self, ctx: click.Context, name: str) -> Optional[click.Command]:
-        if name not in self.commands:
-            self._load_named(name)  # one command needs one module, not all of them
+        # Import only the module that defines `name` when its attribute says so: a git hook
+        # runs loopx on every commit and should not import every command module.
+        for module, attr in _GROUPS:
+            if attr.rstrip("_") == name and name not in self.commands:
+                self.add_command(getattr(importlib.import_module(module), attr))
         if name not in self.commands:
             self._load()
         return super().get_command(ctx, name)
-
-    def _load_named(self, name: str) -> None:
-        for module, attr in _GROUPS:
-            if attr.rstrip("_") == name:
-                self.add_command(getattr(importlib.import_module(module), attr))
 
     def _load(self) -> None:
         if getattr(self, "_loaded", False):

@@ -92,21 +92,6 @@ def config_show(app: App) -> None:
 
 
 @click.command()
-@click.option("--goal", "goal_id", help="Only this goal.")
-@pass_app
-def status(app: App, goal_id: Optional[str]) -> None:
-    """Goals, acceptance, frontier, blocked todos and why, gates, leases, problems."""
-    from loopx.cli import render
-
-    app.ledger.require()
-    snap = app.ledger.snapshot(app.now)
-    snap["ref"] = app.ledger.ref
-    if goal_id:
-        snap = render.only_goal(snap, goal_id)
-    app.emit(snap, lambda: render.status_text(snap, color=sys.stdout.isatty()))
-
-
-@click.command()
 @click.option("--message", "-m", help="Commit message for the batch.")
 @pass_app
 def batch(app: App, message: Optional[str]) -> None:

@@ -46,10 +46,12 @@ def gate_open(app: App, goal_id: str, question: str, gate_id: Optional[str],
 @click.option("--reject", "decision", flag_value="reject", help="Reject.")
 @click.option("--answer", "answer", metavar="TEXT", help="A free answer.")
 @click.option("--comment", help="A comment that goes with the decision.")
+@click.option("--sign", is_flag=True, help="Sign the commit (git's user.signingkey); automatic "
+              "when the ledger config requires signed answers.")
 @event_id_option
 @pass_app
 def gate_answer(app: App, gate_id: str, decision: Optional[str], answer: Optional[str],
-                comment: Optional[str], event_id: Optional[str]) -> None:
+                comment: Optional[str], sign: bool, event_id: Optional[str]) -> None:
     """Answer a gate (only its authority may)."""
     from loopx.ledger import Draft
 
@@ -63,7 +65,7 @@ def gate_answer(app: App, gate_id: str, decision: Optional[str], answer: Optiona
         data = {"id": gid, "decision": decision, "answer": answer, "comment": comment}
         return txn.add(Draft("gate.answered", data, txn.fold.gates[gid].goal, event_id))
 
-    event = app.write(build)
+    event = app.write(build, sign=sign)
     emit_event(app, event, f"answered gate {event.data.id}: {decision}")
 
 

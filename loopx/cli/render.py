@@ -45,7 +45,10 @@ def status_text(snap: dict[str, Any], *, color: bool = False) -> str:
                    + f"  [{goal['state']}, {met}/{len(goal['acceptance'])} criteria met]")
         for c in goal["acceptance"]:
             mark = paint("x", fg="green") if c["met"] else " "
-            out.append(f"  [{mark}] {c['id']}  {c['text']}")
+            if c.get("needs_rerun"):  # met only by stale evidence (added by readback)
+                mark = paint("~", fg="yellow")
+            out.append(f"  [{mark}] {c['id']}  {c['text']}"
+                       + ("  (evidence is stale: re-run)" if c.get("needs_rerun") else ""))
     frontier = [todos[t] for t in snap["frontier"]]
     if frontier:
         out.append(paint("\nReady to work on:", fg="green"))
@@ -71,7 +74,8 @@ def status_text(snap: dict[str, Any], *, color: bool = False) -> str:
         out.append(f"\n{len(snap['unknown_events'])} events of types this loopx does not know "
                    "(kept; upgrade loopx to read them)")
     if not snap["goals"]:
-        out.append("\nNo goals yet: git loopx goal add TITLE --accept TEXT")
+        out.append("\nNo goals in play (closed ones: git loopx status --all); "
+                   "start one: git loopx goal add TITLE --accept TEXT")
     return "\n".join(out)
 
 

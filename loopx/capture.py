@@ -1,0 +1,305 @@
+"""Evidence captured without anyone remembering to: commits (post-commit), rewrites
+(post-rewrite) and command runs (`git loopx run`).
+
+Everything here takes the ledger as a keyword argument and writes through ``ledger.write``;
+each call is at most one commit on the state branch, however many events it records.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, Optional
+
+from loopx import clock, git, redact
+from loopx.errors import Ambiguous, NotFound
+from loopx.ids import new_short_id
+
+if TYPE_CHECKING:
+    from loopx.ledger import Ledger, Txn
+    from loopx.model import Event
+
+TAIL_LINES = 40
+TAIL_BYTES = 4096
+_SEP = "\x1f"  # between fields of the one `git log` call; cannot occur in a subject line
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    """What post-commit needs to know about a commit, read with one git call."""
+
+    sha: str
+    tree: str
+    author: str
+    subject: str
+    todos: list[str]
+    goals: list[str]
+
+
+def read_commit(cwd: Any, rev: str = "HEAD") -> CommitInfo:
+    """Sha, tree, author, subject and Loopx-Todo/Loopx-Goal trailers of ``rev``."""
+    fmt = _SEP.join([
+        "%H", "%T", "%an <%ae>", "%s",
+        "%(trailers:key=Loopx-Todo,valueonly,separator=%x2C)",
+        "%(trailers:key=Loopx-Goal,valueonly,separator=%x2C)",
+    ])
+    text = git.out(cwd, "log", "-1", "--no-show-signature", f"--format={fmt}", rev, "--")
+    sha, tree, author, subject, todos, goals = text.split(_SEP)
+    return CommitInfo(sha, tree, author, subject, _ids(todos), _ids(goals))
+
+
+def _ids(text: str) -> list[str]:
+    found: list[str] = []
+    for part in text.replace(",", " ").split():
+        if part not in found:
+            found.append(part)
+    return found
+
+
+@dataclass
+class Recorded:
+    """The outcome of a capture: events written and lines worth telling the user."""
+
+    events: list["Event"] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def record_commit(*, ledger: "Ledger", actor: str, rev: str = "HEAD",
+                  info: Optional[CommitInfo] = None, now: Optional[datetime] = None) -> Recorded:
+    """Commit evidence for ``rev``: one per todo named in its trailers, else per todo
+    ``actor`` holds a live lease on; a Loopx-Goal trailer alone gives goal-level evidence."""
+    info = info or read_commit(ledger.repo.cwd, rev)
+    result = Recorded()
+
+    def build(txn: "Txn") -> None:
+        result.events.clear()
+        result.notes.clear()
+        for todo, goal in _targets(txn, info, actor, now or clock.now(), result.notes):
+            if not _already_recorded(txn, info.sha, todo, goal):
+                result.events.append(txn.add(_commit_draft(info, todo, goal)))
+
+    ledger.write(build, actor=actor, now=now)
+    return result
+
+
+def _targets(txn: "Txn", info: CommitInfo, actor: str, now: datetime,
+             notes: list[str]) -> list[tuple[Optional[str], Optional[str]]]:
+    """(todo, goal) pairs the commit works on."""
+    from loopx.ledger import resolve_id
+
+    fold = txn.fold
+    todos = [t for i in info.todos if (t := _resolve(resolve_id, fold.todos, i, "todo", notes))]
+    goals = [g for i in info.goals if (g := _resolve(resolve_id, fold.goals, i, "goal", notes))]
+    if not info.todos and not info.goals:
+        todos = _leased_by(fold, actor, now)
+    pairs: list[tuple[Optional[str], Optional[str]]] = [(t, None) for t in todos]
+    covered = {fold.todos[t].goal for t in todos}
+    pairs += [(None, g) for g in goals if g not in covered]
+    return pairs
+
+
+def _resolve(resolve_id: Any, table: dict[str, Any], prefix: str, kind: str,
+             notes: list[str]) -> Optional[str]:
+    try:
+        return str(resolve_id(table, prefix, kind))
+    except (NotFound, Ambiguous) as exc:
+        notes.append(f"trailer ignored: {exc}")
+        return None
+
+
+def cached_leases(*, loopx_dir: Path, ref: str, tip: str, actor: str,
+                  now: Optional[datetime] = None) -> Optional[list[str]]:
+    """The todos ``actor`` holds a live lease on, from the projection cache of ``tip``; None
+    when the cache is not of that tip. Imports no pydantic: post-commit's common case (no
+    trailer, no lease) stays cheap."""
+    from loopx import cache
+
+    cached = cache.load(cache.path_for(loopx_dir / "cache", ref))
+    if cached is None or cached[0] != tip:
+        return None
+    return _leased_by(cached[1], actor, now or clock.now())
+
+
+def _leased_by(fold: Any, actor: str, now: datetime) -> list[str]:
+    return sorted(
+        todo.id for todo in fold.todos.values()
+        if todo.state == "open" and todo.holder == actor and todo.until
+        and clock.parse_ts(todo.until) > now
+    )
+
+
+def _already_recorded(txn: "Txn", sha: str, todo: Optional[str], goal: Optional[str]) -> bool:
+    # post-commit can run twice for one commit (a retried hook, a chained runner); record once.
+    return any(
+        ev.kind == "commit" and ev.commit == sha and ev.todo == todo and (todo or ev.goal == goal)
+        for ev in txn.fold.evidence.values()
+    )
+
+
+def _commit_draft(info: CommitInfo, todo: Optional[str], goal: Optional[str]) -> Any:
+    from loopx.ledger import Draft
+
+    data = {"id": new_short_id("e"), "kind": "commit", "commit": info.sha, "tree": info.tree,
+            "author": info.author[:500], "summary": info.subject[:20_000] or None, "todo": todo}
+    return Draft("evidence.recorded", data, goal)
+
+
+def parse_rewrites(lines: Iterable[str]) -> list[dict[str, str]]:
+    """post-rewrite's stdin (``<old> <new> [<extra>]`` per line) as old/new mappings."""
+    pairs = []
+    for line in lines:
+        parts = line.split()
+        if len(parts) >= 2 and parts[0] != parts[1]:
+            pairs.append({"old": parts[0], "new": parts[1]})
+    return pairs
+
+
+def record_rewrite(*, ledger: "Ledger", actor: str, pairs: list[dict[str, str]],
+                   now: Optional[datetime] = None) -> Recorded:
+    """One ``evidence.remapped`` for the rewritten commits that evidence (or a remap) names."""
+    from loopx.ledger import Draft
+
+    result = Recorded()
+
+    def build(txn: "Txn") -> None:
+        result.events.clear()
+        known = {ev.commit for ev in txn.fold.evidence.values() if ev.commit}
+        known |= set(txn.fold.remaps.values())
+        relevant = [p for p in pairs if p["old"] in known]
+        for start in range(0, len(relevant), 10_000):  # the model's cap per event
+            chunk = relevant[start : start + 10_000]
+            result.events.append(txn.add(Draft("evidence.remapped", {"mappings": chunk})))
+
+    if pairs:
+        ledger.write(build, actor=actor, now=now)
+    return result
+
+
+# --- git loopx run ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """A finished command, redacted: what `git loopx run` records."""
+
+    command: str
+    exit_code: int
+    duration_s: float
+    digest: str
+    tail: str
+
+
+def run_command(argv: list[str], *, environ: Mapping[str, str],
+                stdout: IO[bytes], stderr: IO[bytes]) -> RunOutcome:
+    """Run ``argv``, streaming its output to ``stdout``/``stderr`` while capturing it.
+
+    The digest and tail are of the *redacted* output: the digest is stored in git forever,
+    and a digest of the raw output would let anyone holding the rest of the output test
+    guesses of a redacted secret offline; it also lets a reader who has the redacted log
+    check it.
+    """
+    redactor = redact.Redactor(redact.secret_values(environ))
+    command = shlex.join(redact.redact_argv(argv, environ))[:10_000]
+    started = time.monotonic()
+    spool = _Spool()
+    code = _tee(argv, environ, spool, stdout, stderr)
+    digest, tail = spool.summarise(redactor)
+    return RunOutcome(command, code, round(time.monotonic() - started, 3), digest, tail)
+
+
+def _tee(argv: list[str], environ: Mapping[str, str], spool: "_Spool",
+         stdout: IO[bytes], stderr: IO[bytes]) -> int:
+    try:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env=dict(environ))
+    except OSError as exc:  # not found, not executable: the shell's 127/126
+        message = f"loopx run: {argv[0]}: {exc.strerror}\n".encode()
+        stderr.write(message)
+        stderr.flush()
+        spool.add(message)
+        return 127 if isinstance(exc, FileNotFoundError) else 126
+    assert proc.stdout is not None and proc.stderr is not None
+    pumps = [threading.Thread(target=_pump, args=(src, dst, spool), daemon=True)
+             for src, dst in ((proc.stdout, stdout), (proc.stderr, stderr))]
+    for pump in pumps:
+        pump.start()
+    code = _wait(proc)
+    for pump in pumps:
+        pump.join()
+    return code
+
+
+def _wait(proc: subprocess.Popen[bytes]) -> int:
+    while True:
+        try:
+            code = proc.wait()
+            break
+        except KeyboardInterrupt:  # the child got the same SIGINT; wait for it to finish
+            continue
+    return 128 - code if code < 0 else code  # killed by a signal: the shell's 128+N
+
+
+def _pump(src: IO[bytes], dst: IO[bytes], spool: "_Spool") -> None:
+    fd = src.fileno()
+    partial = b""  # the spool takes whole lines, so stdout and stderr interleave by line
+    while chunk := os.read(fd, 65536):
+        try:
+            dst.write(chunk)
+            dst.flush()
+        except (BrokenPipeError, ValueError):
+            pass  # our reader went away; keep capturing so the record is complete
+        lines, _, partial = (partial + chunk).rpartition(b"\n")
+        if lines:
+            spool.add(lines + b"\n")
+    if partial:
+        spool.add(partial)
+    src.close()
+
+
+class _Spool:
+    """Interleaved output of both streams, kept in a temporary file (outputs can be large)."""
+
+    def __init__(self) -> None:
+        import tempfile
+
+        self._file = tempfile.TemporaryFile()
+        self._lock = threading.Lock()
+
+    def add(self, chunk: bytes) -> None:
+        with self._lock:
+            self._file.write(chunk)
+
+    def summarise(self, redactor: redact.Redactor) -> tuple[str, str]:
+        """sha256 and tail of the redacted output, reading it back line by line."""
+        self._file.seek(0)
+        digest = hashlib.sha256()
+        tail: deque[str] = deque(maxlen=TAIL_LINES)
+        for raw in self._file:
+            line = redactor.line(raw.decode("utf-8", "replace"))
+            digest.update(line.encode("utf-8"))
+            tail.append(line)
+        self._file.close()
+        text = "".join(tail)
+        return "sha256:" + digest.hexdigest(), text.encode()[-TAIL_BYTES:].decode("utf-8", "ignore")
+
+
+def run_summary(outcome: RunOutcome) -> str:
+    """One line for the evidence summary (built from the already redacted command)."""
+    command = outcome.command if len(outcome.command) <= 200 else outcome.command[:197] + "..."
+    verdict = "passed" if outcome.exit_code == 0 else f"failed (exit {outcome.exit_code})"
+    return f"`{command}` {verdict} in {outcome.duration_s:.1f}s"
+
+
+def stdio() -> tuple[IO[bytes], IO[bytes]]:
+    """This process's binary stdout and stderr."""
+    return sys.stdout.buffer, sys.stderr.buffer

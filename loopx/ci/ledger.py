@@ -1,0 +1,23 @@
+"""CI status from the ledger itself: CI jobs record ``ci`` evidence for the commits they test
+(``git loopx evidence add --kind ci --exit-code N --summary NAME``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from loopx.ci import CiStatus, Context, overall
+
+
+def check(sha: str, *, ctx: Context) -> CiStatus:
+    """The latest ``ci`` evidence per check name for ``sha``."""
+    latest: dict[str, dict[str, Any]] = {}
+    for ev in ctx.snapshot.get("evidence", []):
+        if ev.get("kind") == "ci" and ev.get("commit") == sha:
+            name = ev.get("summary") or ev["id"]
+            if name not in latest or ev["at"] >= latest[name]["at"]:
+                latest[name] = ev
+    checks = [{"name": name, "state": "success" if ev.get("exit_code") in (None, 0) else "failure",
+               "evidence": ev["id"]} for name, ev in sorted(latest.items())]
+    if not checks:
+        return CiStatus("ledger", "pending", detail=f"no ci evidence recorded for {sha[:12]} yet")
+    return CiStatus("ledger", overall([c["state"] for c in checks]), checks)

@@ -1,0 +1,126 @@
+"""The Markdown handoff packet of `git loopx brief`: everything a new agent needs to start,
+built from the status document (ledger + environment as inspected now), nothing else."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+
+def markdown(snap: dict[str, Any], *, goal_id: Optional[str] = None) -> str:
+    """The brief for every live goal (or just ``goal_id``)."""
+    goals = [g for g in snap["goals"]
+             if (g["id"] == goal_id if goal_id else g["state"] in ("active", "paused"))]
+    out = [f"# loopx brief: {snap['ledger'].get('name') or snap.get('ref', 'loopx/state')}", ""]
+    out += _next_section(snap)
+    for goal in goals:
+        out += _goal_section(snap, goal)
+    out += _gates_section(snap)
+    out += _leases_section(snap)
+    out += _sessions_section(snap)
+    out += _warnings_section(snap)
+    out += _environment_section(snap["environment"])
+    if not goals:
+        out += ["No live goals. Start one: `git loopx goal add TITLE --accept TEXT`.", ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _next_section(snap: dict[str, Any]) -> list[str]:
+    out = ["## Next actions", ""]
+    actions = snap["actions"][:10]
+    for action in actions:
+        cmd = f" — `{action['command']}`" if action.get("command") else ""
+        out.append(f"1. **{action['kind']}**: {action['reason']}{cmd}")
+    if not actions:
+        out.append("Nothing to do" + (f"; look again at {snap['next_wake']}." if snap.get("next_wake") else "."))
+    return out + [""]
+
+
+def _goal_section(snap: dict[str, Any], goal: dict[str, Any]) -> list[str]:
+    out = [f"## Goal {goal['id']}: {goal['title']} ({goal['state']})", "", "### Acceptance", ""]
+    evidence = {e["id"]: e for e in snap["evidence"]}
+    for crit in goal["acceptance"]:
+        mark = "x" if crit.get("freshness") == "fresh" else " "
+        out.append(f"- [{mark}] **{crit['id']}** {crit['text']} — {crit.get('freshness', 'unmet')}")
+        for ev_id in crit.get("evidence", []):
+            ev = evidence.get(ev_id, {})
+            commit = (ev.get("commit") or "-")[:12]
+            out.append(f"  - {ev_id} ({ev.get('kind')}, {commit}, {ev.get('freshness') or 'n/a'})"
+                       + (f": {ev['summary']}" if ev.get("summary") else "")
+                       + (f" — re-run `{ev['command']}`" if ev.get("command") and ev.get("freshness") == "stale" else ""))
+    todos = [t for t in snap["todos"] if t["goal"] == goal["id"]]
+    out += ["", "### Done", ""] + _todo_lines([t for t in todos if t["state"] == "done"])
+    out += ["", "### Frontier (ready)", ""] + _todo_lines([t for t in todos if t["ready"]])
+    waiting = [t for t in todos if t["state"] in ("open", "blocked", "claimed") and not t["ready"]]
+    out += ["", "### Not ready", ""] + _todo_lines(waiting, why=True)
+    return out + [""]
+
+
+def _todo_lines(todos: list[dict[str, Any]], *, why: bool = False) -> list[str]:
+    if not todos:
+        return ["- (none)"]
+    return [f"- {t['id']}: {t['title']}" + (f" — {t['why_not_ready']}" if why and t["why_not_ready"] else "")
+            for t in todos]
+
+
+def _gates_section(snap: dict[str, Any]) -> list[str]:
+    gates = [g for g in snap["gates"] if g["state"] == "open"]
+    if not gates:
+        return []
+    return ["## Open gates", ""] + [
+        f"- {g['id']}: {g['question']} (asks {', '.join(g['authority'])}; blocks "
+        f"{', '.join(g['blocks']) or 'nothing yet'})" for g in gates] + [""]
+
+
+def _leases_section(snap: dict[str, Any]) -> list[str]:
+    held = [t for t in snap["todos"] if t.get("claimed_by")]
+    if not held:
+        return []
+    return ["## Leases", ""] + [
+        f"- {t['id']} held by {t['claimed_by']} until {t['lease_expires']}"
+        + (f" (decisions since claim: {', '.join(t['decisions_since_claim'])})"
+           if t.get("decisions_since_claim") else "") for t in held] + [""]
+
+
+def _sessions_section(snap: dict[str, Any]) -> list[str]:
+    sessions = [s for s in snap.get("sessions", []) if s.get("state") != "closed"]
+    if not sessions:
+        return []
+    here = snap["environment"].get("host")
+    lines = []
+    for s in sessions:
+        where = (s.get("workspace") or {}).get("host")
+        elsewhere = f" on {where} (not this host)" if where and here and where != here else ""
+        lines.append(f"- {s['id']} ({s['state']}, {s.get('owner')}){elsewhere}: {s.get('task')}")
+    return ["## Sessions", ""] + lines + [""]
+
+
+def _warnings_section(snap: dict[str, Any]) -> list[str]:
+    out = [f"- problem: {p['event']}: {p['reason']}" for p in snap["problems"][:20]]
+    out += [f"- effect {e['id']} ({e['action']} on {e['target']}) is indeterminate: read it back"
+            for e in snap.get("effects", []) if e.get("state") == "indeterminate"]
+    if snap.get("unknown_events"):
+        out.append(f"- {len(snap['unknown_events'])} events of unknown types (upgrade loopx)")
+    return ["## Warnings", ""] + out + [""] if out else []
+
+
+def _environment_section(env: dict[str, Any]) -> list[str]:
+    ci = env.get("ci") or {}
+    state = env.get("state") or {}
+    upstream = env.get("upstream")
+    lines = [
+        "## Environment (inspected now)", "",
+        f"- host: {env.get('host')}, work tree: {env.get('worktree') or '(bare)'}",
+        f"- HEAD: {env.get('head') or '(none)'} "
+        + (f"on branch {env['branch']}" if env.get("branch") else "(detached)"),
+        f"- uncommitted changes: {', '.join(env.get('dirty', [])[:20]) or 'none'}",
+        f"- untracked files: {len(env.get('untracked', []))}",
+    ]
+    if env.get("in_progress"):
+        lines.append(f"- {env['in_progress']} in progress")
+    if upstream:
+        lines.append(f"- upstream {upstream['name']}: {upstream['ahead']} ahead, {upstream['behind']} behind")
+    lines.append(f"- ledger vs {state.get('tracking') or 'no remote'}: {state.get('unpushed', 0)} events "
+                 f"unpushed, {state.get('unmerged', 0)} unmerged")
+    lines.append(f"- CI ({ci.get('provider') or 'none'}): {ci.get('state')}"
+                 + (f" — {ci['detail']}" if ci.get("detail") else ""))
+    return lines + [""]

@@ -1,0 +1,222 @@
+"""`git loopx status|next|brief`: replay the ledger, look at the world, say what to do.
+
+Exit codes of `next` (besides 1/2/3 for errors, as everywhere): 0 there is something to do,
+10 there is only something to wait for, 20 nothing is left. See docs/recovery.md.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Optional
+
+import click
+
+from loopx.cli import App, lookup, pass_app
+
+EXIT_WAIT = 10
+EXIT_NOTHING = 20
+
+
+def _inspect_options(fn: Any) -> Any:
+    fn = click.option("--offline", is_flag=True,
+                      help="Use no network (CI from its cache only).")(fn)
+    fn = click.option("--no-ci", "no_ci", is_flag=True, help="Do not ask CI about HEAD.")(fn)
+    return fn
+
+
+def recover(app: App, *, goal_id: Optional[str] = None, ci: bool = True,
+            offline: bool = False, history: bool = False) -> dict[str, Any]:
+    """The status document: snapshot + environment + actions + next_wake.
+
+    Without ``history`` only goals in play (and what they reference) are listed, which keeps
+    a warm `status` as fast on a long ledger as on a new one.
+    """
+    from loopx import clock, decide, projection, readback
+
+    ledger = app.ledger
+    fold = ledger.fold() if (history or goal_id) else ledger.live_fold()
+    if not fold.events:
+        ledger.require()
+    now = app.now or clock.now()
+    snap = projection.snapshot(fold, now)
+    snap["ref"] = ledger.ref
+    if goal_id:
+        from loopx.cli import render
+
+        snap = render.only_goal(snap, goal_id)
+    env = readback.inspect(ledger.repo, state_ref=ledger.ref, snapshot=snap, remaps=fold.remaps,
+                           ci=ci, offline=offline, reader=ledger.store.reader).as_dict()
+    decide.annotate(snap, env)
+    actor = _actor_or_none(app)
+    snap["environment"] = env
+    snap["actions"] = decide.decide(snap, env, now, actor or "",
+                                    roles=fold.config.get("roles") or {})
+    snap["next_wake"] = decide.next_wake(snap, now)
+    return snap
+
+
+def _emit(app: App, data: Any, text: Any) -> None:
+    """Like ``app.emit``, but JSON for a program (not a terminal) is compact: the indenting
+    encoder is pure Python and was the largest cost of a warm `status` for a busy ledger."""
+    if app.json and app.batch_txn is None and not sys.stdout.isatty():
+        import json
+
+        click.echo(json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str))
+    else:
+        app.emit(data, text)
+
+
+def _actor_or_none(app: App) -> Optional[str]:
+    """Status works for anyone; actor-specific actions need an identity."""
+    from loopx.errors import LoopxError
+
+    try:
+        return app.actor
+    except LoopxError:
+        return None
+
+
+@click.command()
+@click.option("--goal", "goal_id", help="Only this goal.")
+@click.option("--all", "show_all", is_flag=True,
+              help="Include achieved and abandoned goals with their todos, gates and evidence.")
+@_inspect_options
+@pass_app
+def status(app: App, goal_id: Optional[str], show_all: bool, no_ci: bool, offline: bool) -> None:
+    """Goals, acceptance, frontier, gates, leases, the work tree and what to do next."""
+    from loopx.cli import render
+
+    snap = recover(app, goal_id=goal_id, ci=not no_ci, offline=offline, history=show_all)
+    color = sys.stdout.isatty()
+    _emit(app, snap, lambda: status_text(snap, render.status_text(snap, color=color), color=color))
+
+
+@click.command("next")
+@click.option("--claim", is_flag=True, help="Claim the top frontier todo in the same call.")
+@click.option("--ttl", default=None, metavar="DURATION", help="Lease length for --claim.")
+@_inspect_options
+@pass_app
+def next_(app: App, claim: bool, ttl: Optional[str], no_ci: bool, offline: bool) -> None:
+    """The single best action for you (exit 0 do it, 10 wait, 20 nothing left)."""
+    from loopx import decide
+
+    snap = recover(app, ci=not no_ci, offline=offline)
+    actions = snap["actions"]
+    best = actions[0] if actions else None
+    result: dict[str, Any] = {"action": best, "next_wake": snap["next_wake"],
+                              "actions": len(actions), "claimed": None}
+    if claim and best is not None and best["kind"] == "work":
+        result["claimed"], best = _claim_first(app, actions, ttl)
+        result["action"] = best
+    app.emit(result, lambda: _next_text(result))
+    if best is None:
+        raise click.exceptions.Exit(EXIT_NOTHING)
+    if decide.is_waiting(best):
+        raise click.exceptions.Exit(EXIT_WAIT)
+
+
+def _claim_first(app: App, actions: list[dict[str, Any]],
+                 ttl: Optional[str]) -> tuple[Optional[dict[str, Any]], dict[str, Any]]:
+    """Claim the first work item still claimable (another agent may have raced us)."""
+    from loopx import decide
+    from loopx.errors import TransitionError
+
+    work = [a for a in actions if a["kind"] == "work"]
+    for action in work:
+        try:
+            event = _claim(app, action["todo"], ttl)
+        except TransitionError:
+            continue
+        return event.to_dict(), dict(action, kind="continue", priority=decide.PRIORITY["continue"], command=f"git loopx todo show {action['todo']}",
+                                     reason=f"you claimed {action['todo']}: {action['reason']}")
+    return None, work[0]
+
+
+def _claim(app: App, todo_id: str, ttl: Optional[str]) -> Any:
+    from datetime import timedelta
+
+    from loopx import clock
+    from loopx.cli import duration
+    from loopx.ledger import Draft
+    from loopx.projection import DEFAULT_LEASE_TTL_S
+
+    def build(txn: Any) -> Any:
+        seconds = duration(ttl) if ttl else txn.fold.config.get("lease_ttl_seconds", DEFAULT_LEASE_TTL_S)
+        until = clock.format_ts(txn.now + timedelta(seconds=seconds))
+        return txn.add(Draft("todo.claimed", {"id": todo_id, "until": until},
+                             txn.fold.todos[todo_id].goal))
+
+    return app.write(build)
+
+
+def _next_text(result: dict[str, Any]) -> str:
+    best = result["action"]
+    if best is None:
+        wake = f"; look again at {result['next_wake']}" if result["next_wake"] else ""
+        return f"nothing left to do{wake}"
+    lines = [f"{best['kind']}: {best['reason']}"]
+    if best.get("command"):
+        lines.append(f"  {best['command']}")
+    return "\n".join(lines)
+
+
+@click.command()
+@click.option("--goal", "goal_id", help="Only this goal.")
+@_inspect_options
+@pass_app
+def brief(app: App, goal_id: Optional[str], no_ci: bool, offline: bool) -> None:
+    """A Markdown handoff packet a new agent can start from with nothing else."""
+    from loopx.cli import briefing
+
+    snap = recover(app, goal_id=goal_id, ci=not no_ci, offline=offline)
+    if goal_id:
+        goal_id = lookup({g["id"]: g for g in snap["goals"]}, goal_id, "goal")
+    text = briefing.markdown(snap, goal_id=goal_id)
+    _emit(app, {"markdown": text, "status": snap}, text)
+
+
+# --- text ----------------------------------------------------------------------------------------
+
+
+def status_text(snap: dict[str, Any], ledger_text: str, *, color: bool = False) -> str:
+    """Like `git status`: where you are, what to do now, then the ledger."""
+    def paint(text: str, **kw: Any) -> str:
+        return click.style(text, **kw) if color else text
+
+    first, _, rest = ledger_text.partition("\n")
+    out = [first, *environment_lines(snap["environment"], paint)]
+    actions = [a for a in snap["actions"] if a["kind"] not in ("work", "wait_lease")][:8]
+    if actions:
+        out.append(paint("\nDo now:" if not actions[0]["kind"].startswith("wait") else "\nWaiting for:",
+                         bold=True))
+        for action in actions:
+            colour = "yellow" if action["kind"].startswith("wait") else "red" if action["priority"] < 30 else "cyan"
+            out.append(f"  {paint(action['kind'], fg=colour)}: {action['reason']}")
+            if action.get("command"):
+                out.append(paint(f"    {action['command']}", dim=True))
+    if not snap["actions"] and snap.get("next_wake"):
+        out.append(f"\nNothing to do; look again at {snap['next_wake']}")
+    return "\n".join(out) + ("\n" + rest if rest else "")
+
+
+def environment_lines(env: dict[str, Any], paint: Any) -> list[str]:
+    head = (env.get("head") or "")[:12] or "no commits yet"
+    where = f"on branch {env['branch']}" if env.get("branch") else "HEAD detached"
+    lines = [f"Work tree: {where} at {head}"]
+    upstream = env.get("upstream")
+    if upstream and (upstream["ahead"] or upstream["behind"]):
+        lines.append(f"  {upstream['ahead']} ahead, {upstream['behind']} behind {upstream['name']}")
+    if env.get("in_progress"):
+        lines.append(paint(f"  {env['in_progress']} in progress", fg="red"))
+    if env.get("dirty"):
+        lines.append(paint(f"  {len(env['dirty'])} changed files: {', '.join(env['dirty'][:5])}", fg="yellow"))
+    state = env.get("state") or {}
+    if state.get("unpushed") or state.get("unmerged"):
+        lines.append(f"  ledger: {state['unpushed']} events not pushed, "
+                     f"{state['unmerged']} fetched and not merged")
+    ci = env.get("ci") or {}
+    if ci.get("provider"):
+        colour = {"success": "green", "failure": "red", "pending": "yellow"}.get(ci["state"])
+        detail = f" ({ci['detail']})" if ci.get("detail") else ""
+        lines.append(f"  CI ({ci['provider']}): " + paint(ci["state"], fg=colour) + detail)
+    return lines

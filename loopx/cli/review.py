@@ -1,0 +1,70 @@
+"""`git loopx log|diff|validate`: reviewing state changes like code."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import click
+
+from loopx.cli import App, pass_app
+
+
+@click.command()
+@click.argument("spec", required=False, metavar="[RANGE]")
+@click.option("-n", "--max-count", type=click.IntRange(min=1), help="Show at most N commits.")
+@pass_app
+def log(app: App, spec: Optional[str], max_count: Optional[int]) -> None:
+    """The ledger's history in state terms, newest first, with the commit each change came in.
+
+    RANGE is a revision (default: the state ref) or A..B, as for `git log`.
+    """
+    from loopx import review
+
+    app.ledger.require()
+    rows = review.log(app.ledger, spec, max_count=max_count)
+    app.emit(rows, lambda: review.log_text(rows))
+
+
+@click.command()
+@click.argument("spec", metavar="A..B")
+@pass_app
+def diff(app: App, spec: str) -> None:
+    """What changed in the ledger's state between two commits of a state or proposal branch.
+
+    Goals, acceptance, todos, gates, evidence, leases, config and the frontier, before and
+    after. A alone compares A with the state ref's tip.
+    """
+    from loopx import clock, review
+
+    app.ledger.require()
+    result = review.diff(app.ledger, spec, now=app.now or clock.now())
+    app.emit(result, lambda: review.diff_text(result))
+
+
+@click.command()
+@click.option(
+    "--range",
+    "span",
+    metavar="BASE..HEAD",
+    help="The commits to check, e.g. origin/loopx/state..HEAD (default: a proposal "
+    "against loopx/state; loopx/state against origin's, or its whole history).",
+)
+@pass_app
+def validate(app: App, span: Optional[str]) -> None:
+    """Check a range of state commits before it is merged (CI on pull requests).
+
+    Every added file is a valid event at a valid path; nothing is modified or deleted; clocks
+    never go back; every event is legal when replayed; gate answers come from the gate's
+    authority (signed when the config says so). Exit 1 on any failure.
+    """
+    from loopx import validate as checks
+
+    if span is None:
+        base, head = checks.default_range(app.ledger)
+    else:
+        start, sep, end = span.partition("..")
+        base, head = (start or None, end or app.ledger.ref) if sep else (None, span)
+    report = checks.validate(app.ledger, base=base, head=head)
+    app.emit(report.to_dict(), lambda: checks.render(report))
+    if not report.ok:
+        raise click.exceptions.Exit(1)

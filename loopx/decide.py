@@ -1,0 +1,339 @@
+"""decide(): the ledger snapshot plus a fresh environment -> the ordered list of legal actions.
+
+Pure: values in, values out; "now" and the actor are parameters. No git, no click, no I/O, so
+it is tested as a table of cases. Each action is a dict::
+
+    {kind, priority, reason, command, todo?, gate?, effect?, session?, goal?, evidence?}
+
+Lower ``priority`` comes first. ``WAIT_KINDS`` are things to wait for rather than do; when
+nothing at all is left, ``next_wake`` says when looking again could change that.
+See docs/recovery.md for every kind.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any, Callable, Iterable, Optional
+
+from loopx import clock as clk
+
+Action = dict[str, Any]
+
+# kind -> priority (lower first). Problems before risky retries before leases before work.
+PRIORITY = {
+    "repair": 10, "finish_operation": 12, "stop_quota": 15, "read_back_effect": 20,
+    "replan": 25, "release_lease": 30, "renew_lease": 32, "session_waiting": 35,
+    "answer_gate": 40, "sync": 45, "fix_ci": 48, "rerun_evidence": 50, "close_goal": 55,
+    "wake_due": 60, "continue": 65, "work": 70, "wait_ci": 80, "wait_gate": 85,
+    "wait_lease": 88,
+}
+WAIT_KINDS = frozenset({"wait_ci", "wait_gate", "wait_lease"})
+RENEW_WINDOW = timedelta(minutes=10)  # renew a lease this long before it runs out
+MAX_WORK = 20  # frontier todos listed as actions; the frontier itself is complete in status
+
+
+def decide(snapshot: dict[str, Any], environment: dict[str, Any], now: datetime, actor: str,
+           *, roles: Optional[dict[str, list[str]]] = None) -> list[Action]:
+    """Every legal next action for ``actor``, most important first."""
+    ctx = _Ctx(snapshot, environment, now, actor, roles or {})
+    actions: list[Action] = []
+    for rule in _RULES:
+        actions.extend(rule(ctx))
+    actions.sort(key=lambda a: (a["priority"], a.pop("order", 0)))
+    return actions
+
+
+def next_wake(snapshot: dict[str, Any], now: datetime) -> Optional[str]:
+    """The earliest future moment at which the state changes by itself (a wake, a lease end)."""
+    times = [w["at"] for w in snapshot.get("wakes", []) if w.get("at")]
+    times += [t["lease_expires"] for t in snapshot.get("todos", []) if t.get("lease_expires")]
+    future = sorted(t for t in times if clk.parse_ts(t) > now)
+    return clk.format_ts(clk.parse_ts(future[0])) if future else None
+
+
+def is_waiting(action: Action) -> bool:
+    return action["kind"] in WAIT_KINDS
+
+
+def annotate(snapshot: dict[str, Any], environment: dict[str, Any]) -> None:
+    """Add ``freshness`` to evidence and acceptance criteria of ``snapshot``, in place.
+
+    A criterion is ``fresh`` when some supporting evidence is fresh (or not tied to code),
+    ``stale``/``unknown`` when it is met only by evidence that needs a re-run, else ``unmet``.
+    """
+    fresh = environment.get("evidence") or {}
+    for ev in snapshot.get("evidence", []):
+        ev["freshness"] = (fresh.get(ev["id"]) or {}).get("state")
+    for goal in snapshot.get("goals", []):
+        for crit in goal["acceptance"]:
+            crit["freshness"] = _criterion_state(fresh, crit.get("evidence", []))
+            crit["needs_rerun"] = crit["freshness"] in ("stale", "unknown")
+
+
+def _action(kind: str, reason: str, command: Optional[str], order: int = 0, **refs: Any) -> Action:
+    action = {"kind": kind, "priority": PRIORITY[kind], "reason": reason, "command": command}
+    action.update({k: v for k, v in refs.items() if v is not None})
+    if order:
+        action["order"] = order
+    return action
+
+
+class _Ctx:
+    """The inputs, plus lookups the rules share."""
+
+    def __init__(self, snapshot: dict[str, Any], env: dict[str, Any], now: datetime, actor: str,
+                 roles: dict[str, list[str]]) -> None:
+        self.snap, self.env, self.now, self.actor, self.roles = snapshot, env, now, actor, roles
+        self.goals = {g["id"]: g for g in snapshot.get("goals", [])}
+        self.todos = {t["id"]: t for t in snapshot.get("todos", [])}
+        self.gates = {g["id"]: g for g in snapshot.get("gates", [])}
+        self.fresh: dict[str, dict[str, Any]] = env.get("evidence") or {}
+
+    def live_goal(self, goal_id: Optional[str]) -> bool:
+        goal = self.goals.get(goal_id or "")
+        return goal is not None and goal["state"] == "active"
+
+    def authority(self, gate: dict[str, Any]) -> set[str]:
+        people: set[str] = set()
+        for who in gate["authority"]:
+            people.update(self.roles.get(who[5:], []) if who.startswith("role:") else [who])
+        return people
+
+    def quota_spent(self, goal_id: str) -> bool:
+        quota = self.snap.get("quota", {})
+        return any(quota.get(scope, {}).get("exhausted") for scope in ("*", goal_id))
+
+    def mine(self) -> list[dict[str, Any]]:
+        return [t for t in self.todos.values() if t.get("claimed_by") == self.actor]
+
+
+# --- rules: each returns the actions of one concern -------------------------------------------------
+
+
+def _problems(ctx: _Ctx) -> Iterable[Action]:
+    problems = ctx.snap.get("problems", [])
+    if problems:
+        first = problems[0]
+        yield _action("repair", f"{len(problems)} ledger events were not applied "
+                      f"(first: {first['event']}: {first['reason']})",
+                      "git loopx status --format json  # see .problems")
+    unknown = ctx.snap.get("unknown_events", [])
+    if unknown:
+        yield _action("repair", f"{len(unknown)} events are of types this loopx does not know; "
+                      "upgrade loopx before acting on this ledger", "pip install -U loopx")
+
+
+def _worktree(ctx: _Ctx) -> Iterable[Action]:
+    operation = ctx.env.get("in_progress")
+    if operation:
+        yield _action("finish_operation", f"a {operation} is in progress in the work tree; "
+                      "finish or abort it first", f"git {operation} --continue  # or --abort")
+
+
+def _quota(ctx: _Ctx) -> Iterable[Action]:
+    for scope, quota in sorted(ctx.snap.get("quota", {}).items()):
+        if quota.get("exhausted") and (scope == "*" or ctx.live_goal(scope)):
+            what = "the ledger-wide budget" if scope == "*" else f"goal {scope}'s budget"
+            yield _action("stop_quota", f"{what} is spent ({_spent(quota)}); stop and ask for more",
+                          "git loopx quota show", goal=None if scope == "*" else scope)
+
+
+def _spent(quota: dict[str, Any]) -> str:
+    parts = [f"{name} {quota['spent'][name]}/{quota[name]}" for name in ("turns", "tokens", "cost")
+             if quota.get(name) is not None]
+    return ", ".join(parts)
+
+
+def _effects(ctx: _Ctx) -> Iterable[Action]:
+    for effect in ctx.snap.get("effects", []):
+        if effect.get("state") == "indeterminate":
+            yield _action(
+                "read_back_effect",
+                f"effect {effect['id']} ({effect['action']} on {effect['target']}) has no recorded "
+                "outcome; read the target back before retrying it",
+                f"git loopx effect confirm {effect['id']} --receipt URL  # or: effect fail",
+                effect=effect["id"], todo=effect.get("todo"), goal=effect.get("goal"))
+
+
+def _replan(ctx: _Ctx) -> Iterable[Action]:
+    for todo in ctx.mine():
+        for gate_id in todo.get("decisions_since_claim", []):
+            gate = ctx.gates.get(gate_id, {})
+            said = gate.get("answer") or gate.get("decision") or "answered"
+            yield _action(
+                "replan", f"the plan you are executing for {todo['id']} predates decision "
+                f"{gate_id} ({said} by {gate.get('answered_by')}: {gate.get('question', '')})",
+                f"git loopx gate show {gate_id}", todo=todo["id"], gate=gate_id)
+
+
+def _leases(ctx: _Ctx) -> Iterable[Action]:
+    for todo in ctx.todos.values():
+        if todo.get("expired_claim_by") == ctx.actor and todo["state"] == "open":
+            yield _action("release_lease", f"your lease on {todo['id']} has expired; release it, "
+                          f"or claim it again to go on (git loopx todo claim {todo['id']})",
+                          f"git loopx todo release {todo['id']}", todo=todo["id"])
+    for todo in ctx.mine():
+        left = clk.parse_ts(todo["lease_expires"]) - ctx.now
+        if left <= RENEW_WINDOW:
+            yield _action("renew_lease", f"your lease on {todo['id']} ends in "
+                          f"{clk.format_duration(left)}", f"git loopx todo renew {todo['id']}",
+                          todo=todo["id"])
+
+
+def _sessions(ctx: _Ctx) -> Iterable[Action]:
+    host = ctx.env.get("host")
+    for session in ctx.snap.get("sessions", []):
+        if session.get("state") != "awaiting_input":
+            continue
+        reason = f"session {session['id']} ({session.get('task') or 'no task'}) is waiting for your instruction"
+        where = (session.get("workspace") or {}).get("host")
+        if where and host and where != host:
+            reason += f"; it runs on {where}, not here, and cannot be re-attached from this host"
+        owner = session.get("owner")
+        if owner and owner != ctx.actor:
+            reason += f" (it belongs to {owner})"
+        yield _action("session_waiting", reason,
+                      f"git loopx session send {session['id']} MESSAGE", session=session["id"],
+                      todo=session.get("todo"), goal=session.get("goal"))
+
+
+def _gates(ctx: _Ctx) -> Iterable[Action]:
+    for gate in ctx.gates.values():
+        if gate["state"] != "open" or not ctx.live_goal(gate["goal"]):
+            continue
+        asks = ", ".join(gate["authority"])
+        if ctx.actor in ctx.authority(gate):
+            yield _action("answer_gate", f"gate {gate['id']} asks you: {gate['question']}",
+                          f"git loopx gate answer {gate['id']} --approve  # or --reject, --answer TEXT",
+                          gate=gate["id"], goal=gate["goal"])
+        else:
+            blocked = [t for t in ctx.todos.values() if gate["id"] in t.get("gates", [])
+                       and t["state"] in ("open", "blocked")]
+            what = f"{', '.join(t['id'] for t in blocked)} wait" if blocked else "waiting"
+            yield _action("wait_gate", f"{what} for gate {gate['id']}: {gate['question']} "
+                          f"(must be answered by {asks})", f"git loopx gate show {gate['id']}",
+                          gate=gate["id"], goal=gate["goal"])
+
+
+def _sync(ctx: _Ctx) -> Iterable[Action]:
+    state = ctx.env.get("state") or {}
+    if state.get("unmerged"):
+        yield _action("sync", f"{state['unmerged']} fetched events are not merged into "
+                      f"{state['ref']} yet", "git loopx sync")
+    if state.get("unpushed"):
+        yield _action("sync", f"{state['unpushed']} events are not pushed to "
+                      f"{state.get('remote', 'origin')} yet", "git loopx sync", order=1)
+
+
+def _ci(ctx: _Ctx) -> Iterable[Action]:
+    ci = ctx.env.get("ci") or {}
+    head = (ctx.env.get("head") or "")[:12]
+    if ci.get("state") == "pending":
+        yield _action("wait_ci", f"CI is running for HEAD {head}", "git loopx status")
+    elif ci.get("state") == "failure":
+        failed = [c["name"] for c in ci.get("checks", []) if c.get("state") == "failure"]
+        yield _action("fix_ci", f"CI failed for HEAD {head}: {', '.join(failed) or ci.get('detail')}",
+                      None)
+
+
+def _criteria(ctx: _Ctx) -> Iterable[Action]:
+    for goal in ctx.goals.values():
+        if goal["state"] != "active":
+            continue
+        verdicts = [_criterion(ctx, goal, c) for c in goal["acceptance"]]
+        for crit, (verdict, evidence) in zip(goal["acceptance"], verdicts):
+            if verdict in ("stale", "unknown"):
+                yield _rerun(ctx, goal, crit, verdict, evidence)
+        if verdicts and all(v == "fresh" for v, _ in verdicts):
+            yield _action("close_goal", f"every criterion of goal {goal['id']} is met by fresh "
+                          "evidence", f"git loopx goal close {goal['id']} --achieved",
+                          goal=goal["id"])
+
+
+def _criterion(ctx: _Ctx, goal: dict[str, Any], crit: dict[str, Any]) -> tuple[str, list[str]]:
+    """(fresh | stale | unknown | unmet, the supporting evidence) for one criterion."""
+    support = crit.get("evidence", [])
+    return _criterion_state(ctx.fresh, support), support
+
+
+def _criterion_state(fresh: dict[str, Any], support: list[str]) -> str:
+    if not support:
+        return "unmet"
+    # Evidence readback did not look at (history of closed goals) is taken as it was recorded.
+    states = [(fresh.get(e) or {}).get("state", "unbound") for e in support]
+    if any(s in ("fresh", "unbound") for s in states):
+        return "fresh"
+    return "stale" if "stale" in states else "unknown"
+
+
+def _rerun(ctx: _Ctx, goal: dict[str, Any], crit: dict[str, Any], verdict: str,
+           support: list[str]) -> Action:
+    evidence = {e["id"]: e for e in ctx.snap.get("evidence", [])}
+    latest = support[-1]
+    info = ctx.fresh.get(latest, {})
+    if verdict == "stale":
+        changed = info.get("changed") or []
+        why = f"{len(changed)} file(s) changed since ({', '.join(changed[:3])}{', ...' if len(changed) > 3 else ''})"
+    else:
+        why = info.get("reason") or "its commit is not in this repository"
+    command = evidence.get(latest, {}).get("command")
+    return _action("rerun_evidence", f"criterion {crit['id']} of goal {goal['id']} is met only by "
+                   f"{verdict} evidence {latest}: {why}; re-run it",
+                   command or f"git loopx evidence add --goal {goal['id']} --criterion {crit['id']} ...",
+                   goal=goal["id"], evidence=latest)
+
+
+def _wakes(ctx: _Ctx) -> Iterable[Action]:
+    ci_state = (ctx.env.get("ci") or {}).get("state")
+    for wake in ctx.snap.get("wakes", []):
+        due = _wake_due(ctx, wake, ci_state)
+        if due:
+            yield _action("wake_due", f"wake {wake['id']} is due ({due})"
+                          + (f": {wake['reason']}" if wake.get("reason") else ""),
+                          f"git loopx wake clear {wake['id']}", goal=wake.get("goal"))
+
+
+def _wake_due(ctx: _Ctx, wake: dict[str, Any], ci_state: Optional[str]) -> Optional[str]:
+    if wake.get("at") and clk.parse_ts(wake["at"]) <= ctx.now:
+        return f"it is past {wake['at']}"
+    gate = ctx.gates.get(wake.get("on_gate") or "")
+    if gate and gate["state"] != "open":
+        return f"gate {gate['id']} is {gate['state']}"
+    todo = ctx.todos.get(wake.get("on_todo") or "")
+    if todo and todo["state"] in ("done", "cancelled"):
+        return f"todo {todo['id']} is {todo['state']}"
+    on_ci = wake.get("on_ci")
+    if on_ci and on_ci in ("HEAD", ctx.env.get("head")) and ci_state in ("success", "failure"):
+        return f"CI finished: {ci_state}"
+    return None
+
+
+def _work(ctx: _Ctx) -> Iterable[Action]:
+    for todo in ctx.mine():
+        if not ctx.quota_spent(todo["goal"]):
+            yield _action("continue", f"you hold {todo['id']} ({todo['title']}) until "
+                          f"{todo['lease_expires']}; carry on", f"git loopx todo show {todo['id']}",
+                          todo=todo["id"], goal=todo["goal"])
+    listed = 0
+    for todo_id in ctx.snap.get("frontier", []):
+        todo = ctx.todos[todo_id]
+        if ctx.quota_spent(todo["goal"]) or listed >= MAX_WORK:
+            continue
+        listed += 1
+        yield _action("work", f"{todo_id} is ready: {todo['title']}",
+                      f"git loopx todo claim {todo_id}", order=listed, todo=todo_id, goal=todo["goal"])
+
+
+def _others_leases(ctx: _Ctx) -> Iterable[Action]:
+    for todo in ctx.todos.values():
+        holder = todo.get("claimed_by")
+        if holder and holder != ctx.actor and ctx.live_goal(todo["goal"]):
+            yield _action("wait_lease", f"{todo['id']} is held by {holder} until "
+                          f"{todo['lease_expires']}", f"git loopx todo show {todo['id']}",
+                          todo=todo["id"], goal=todo["goal"])
+
+
+_RULES: list[Callable[[_Ctx], Iterable[Action]]] = [
+    _problems, _worktree, _quota, _effects, _replan, _leases, _sessions, _gates, _sync, _ci,
+    _criteria, _wakes, _work, _others_leases,
+]

@@ -1,0 +1,216 @@
+"""The git hooks loopx installs: thin shell shims that run ``git loopx hook <name>``.
+
+They go into the hooks folder git actually uses (``git rev-parse --git-path hooks``, which
+honours worktrees and ``core.hooksPath``, so Husky-style setups keep working). A hook that is
+already there is *chained*: moved aside to ``<name>.loopx-chained`` and run by the shim first,
+with the same arguments and stdin, its exit status kept. ``uninstall`` renames it back, so
+the original bytes, mode (and symlink, if it was one) come back exactly.
+
+The handlers the shims call live in :mod:`loopx.capture` (evidence) and here (pre-push).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional
+
+from loopx import git
+from loopx.errors import GitError, UsageError
+
+if TYPE_CHECKING:
+    from loopx.ledger import Ledger
+
+HOOK_NAMES = ("post-commit", "post-rewrite", "pre-push")
+MARKER = "# loopx-hook-shim v1"
+CHAINED = ".loopx-chained"  # a hook that was there before loopx; the shim runs it first
+REPLACED = ".loopx-replaced"  # one `install --force` set aside; kept for uninstall, never run
+
+
+@dataclass(frozen=True)
+class HookState:
+    """One hook of the hooks folder, as `git loopx hooks status` reports it."""
+
+    name: str
+    path: Path
+    installed: bool  # our shim is in place
+    chained: bool  # a previous hook runs before loopx
+    replaced: bool  # a previous hook was set aside by --force (not run)
+    other: bool  # some other hook is in place (install would chain it)
+
+
+def shim_text(name: str, python: str = "") -> str:
+    """The shim for hook ``name``; ``python`` is the interpreter to fall back to."""
+    template = resources.files("loopx").joinpath("data/hook.sh").read_text(encoding="utf-8")
+    return template.replace("@HOOK@", name).replace("@PYTHON@", python.replace("'", ""))
+
+
+def hooks_dir(cwd: Path | str) -> Path:
+    """The folder git runs hooks from for ``cwd`` (worktree- and core.hooksPath-aware)."""
+    repo = git.discover(cwd)
+    configured = _configured_hooks_path(cwd)
+    if configured is None:
+        return repo.common_dir / "hooks"  # linked worktrees share the main one's hooks
+    path = Path(configured).expanduser()
+    # A relative core.hooksPath is relative to where hooks run: the top of the work tree.
+    return path if path.is_absolute() else (repo.work_tree or repo.git_dir) / path
+
+
+def _configured_hooks_path(cwd: Path | str) -> Optional[str]:
+    # The gateway passes `-c core.hooksPath=/dev/null` to every git call (loopx's own writes
+    # run no hooks), so `rev-parse --git-path hooks` would answer /dev/null: read the user's
+    # setting from the config files instead, skipping command-line values.
+    proc = git.run(cwd, "config", "--show-origin", "--path", "--get-all", "core.hooksPath",
+                   check=False)
+    values = [line.split("\t", 1)[1] for line in proc.stdout.decode().splitlines()
+              if "\t" in line and not line.startswith("command line:")]
+    return values[-1] if values and values[-1] else None
+
+
+def is_shim(path: Path) -> bool:
+    """Whether ``path`` is a loopx shim (any version)."""
+    try:
+        with open(path, "rb") as fh:
+            return MARKER.encode() in fh.read(200)
+    except OSError:
+        return False
+
+
+def status(*, cwd: Path | str) -> list[HookState]:
+    """The state of each loopx hook in the hooks folder git uses."""
+    folder = hooks_dir(cwd)
+    states = []
+    for name in HOOK_NAMES:
+        path = folder / name
+        ours = is_shim(path)
+        chained, replaced = (_exists(folder / (name + suffix)) for suffix in (CHAINED, REPLACED))
+        states.append(HookState(name, path, ours, chained, replaced, _exists(path) and not ours))
+    return states
+
+
+def _exists(path: Path) -> bool:
+    return path.exists() or path.is_symlink()
+
+
+def install(*, cwd: Path | str, force: bool = False, python: Optional[str] = None) -> list[str]:
+    """Install the shims (idempotent); returns one line per hook saying what happened."""
+    folder = hooks_dir(cwd)
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = [_install_one(folder, name, force, python or sys.executable) for name in HOOK_NAMES]
+    return lines + _tracked_folder_note(cwd, folder)
+
+
+def _tracked_folder_note(cwd: Path | str, folder: Path) -> list[str]:
+    """A warning when the hooks folder is part of the work tree and not ignored (Husky < 9
+    keeps its hooks in a tracked .husky/): git status will list the shims there."""
+    work_tree = git.discover(cwd).work_tree
+    if work_tree is None or not folder.resolve().is_relative_to(work_tree.resolve()):
+        return []
+    probe = folder.resolve() / HOOK_NAMES[0]
+    if git.run(work_tree, "check-ignore", "-q", str(probe), check=False).returncode == 0:
+        return []
+    return [f"note: {folder} is in the work tree: `git status` lists the loopx shims and the "
+            f"*{CHAINED} files there; commit them or add them to .git/info/exclude"]
+
+
+def _install_one(folder: Path, name: str, force: bool, python: str) -> str:
+    path = folder / name
+    text = shim_text(name, python)
+    if is_shim(path):
+        if path.read_text(encoding="utf-8") == text and os.access(path, os.X_OK):
+            return f"{name}: already installed"
+        _write_executable(path, text)
+        return f"{name}: updated"
+    note = ""
+    if _exists(path):
+        aside = path.with_name(name + (REPLACED if force else CHAINED))
+        if _exists(aside):
+            raise UsageError(f"{aside} already exists; move it away, then install again")
+        os.rename(path, aside)  # rename keeps bytes, mode and symlinks exactly
+        note = (f" (replaced the existing hook WITHOUT chaining it; it is kept as {aside.name} "
+                "and put back by uninstall)" if force
+                else f" (chained the existing hook, now {aside.name})")
+    _write_executable(path, text)
+    return f"{name}: installed{note}"
+
+
+def _write_executable(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".loopx-tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.chmod(0o755)
+    os.replace(tmp, path)
+
+
+def uninstall(*, cwd: Path | str) -> list[str]:
+    """Remove the shims and put back whatever was there before; one line per hook."""
+    folder = hooks_dir(cwd)
+    return [_uninstall_one(folder, name) for name in HOOK_NAMES]
+
+
+def _uninstall_one(folder: Path, name: str) -> str:
+    path = folder / name
+    if not is_shim(path):
+        other = " (left the hook that is there alone)" if _exists(path) else ""
+        return f"{name}: not installed{other}"
+    path.unlink()
+    for suffix in (CHAINED, REPLACED):
+        aside = folder / (name + suffix)
+        if _exists(aside):
+            os.rename(aside, path)
+            return f"{name}: removed; restored the previous hook"
+    return f"{name}: removed"
+
+
+def render_repo_hooks(root: Path) -> dict[Path, str]:
+    """The top-level ``hooks/`` shims of the source tree (no interpreter fallback)."""
+    return {root / "hooks" / name: shim_text(name) for name in HOOK_NAMES}
+
+
+# --- pre-push: the state branch goes along ---------------------------------------------------
+
+ZERO = "0" * 40
+
+
+def pushes_code(updates: list[str], state_ref: str) -> bool:
+    """Whether pre-push's stdin lines update some ref other than the state branch."""
+    for line in updates:
+        parts = line.split()
+        if len(parts) != 4:
+            continue
+        _, local_sha, remote_ref, _ = parts
+        if remote_ref == state_ref:
+            return False  # the state branch itself is being pushed: nothing to add
+        if local_sha.strip("0"):
+            return True
+    return False
+
+
+def push_state_enabled(cwd: Path | str) -> bool:
+    """`git config loopx.pushState` (default true)."""
+    value = git.out(cwd, "config", "--bool", "loopx.pushState", check=False)
+    return value != "false"
+
+
+def push_state(*, ledger: "Ledger", remote: str) -> str:
+    """Fast-forward ``remote``'s state branch to ours; if refused, sync once. Returns a line."""
+    ref = ledger.ref
+    proc = git.run(ledger.repo.cwd, "push", "--porcelain", "--no-verify", remote, f"{ref}:{ref}",
+                   check=False)
+    if proc.returncode == 0:
+        return "" if b"[up to date]" in proc.stdout else f"pushed {ref} to {remote}"
+    if b"[rejected]" not in proc.stdout:  # not a lost race: unreachable remote, no permission...
+        stderr = proc.stderr.decode("utf-8", "replace")
+        raise GitError(["push", remote, ref], proc.returncode, stderr)
+    try:  # loopx.sync may not be there (an older loopx): then the user syncs by hand
+        sync: Any = importlib.import_module("loopx.sync")
+    except ImportError:
+        return f"state not pushed ({remote} has other state changes): run `git loopx sync`"
+    report = sync.sync(ledger=ledger, remote=remote)
+    if not getattr(report, "pushed", True):
+        return f"state not pushed to {remote} after a sync: run `git loopx sync`"
+    return (f"{remote} had other state changes: synced ({getattr(report, 'merge', '?')}, "
+            f"received {getattr(report, 'received', 0)}, sent {getattr(report, 'sent', 0)} events)")

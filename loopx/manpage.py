@@ -1,0 +1,202 @@
+"""The man page (``git-loopx.1``) and the CLI reference (``docs/cli.md``), generated from the
+click command tree so that they can never drift from the CLI.
+
+    python -m loopx.manpage           # rewrite both files
+    python -m loopx.manpage --check   # exit 1 if either is stale (CI)
+
+``git loopx --help`` is turned into ``man git-loopx`` by git itself; the page is installed to
+``share/man/man1`` next to the ``bin`` folder holding ``git-loopx``, where ``man`` looks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+
+from loopx import __version__
+
+MAN_PATH = Path("loopx/man/git-loopx.1")
+CLI_DOC_PATH = Path("docs/cli.md")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One command of the tree: its full name, usage, help and option records."""
+
+    name: str
+    usage: str
+    help: str
+    options: list[tuple[str, str]]
+    is_group: bool
+
+
+def walk(command: click.Command, ctx: click.Context) -> Iterator[Entry]:
+    """Every visible command under ``command`` (itself first), depth first, sorted by name."""
+    yield _entry(command, ctx)
+    if isinstance(command, click.Group):
+        for name in command.list_commands(ctx):
+            sub = command.get_command(ctx, name)
+            if sub is not None and not sub.hidden:
+                yield from walk(sub, click.Context(sub, info_name=name, parent=ctx))
+
+
+def _entry(command: click.Command, ctx: click.Context) -> Entry:
+    records = [p.get_help_record(ctx) for p in command.get_params(ctx)]
+    options = [r for r in records if r is not None and "--help" not in r[0].split(", ")]
+    usage = " ".join([ctx.command_path, *command.collect_usage_pieces(ctx)])
+    text = inspect.cleandoc(command.help or "")
+    text = "\n".join(line for line in text.splitlines() if line.strip() != "\b")
+    return Entry(ctx.command_path, usage, text, options, isinstance(command, click.Group))
+
+
+def entries() -> list[Entry]:
+    """The whole tree of `git loopx`."""
+    from loopx.cli import cli
+
+    # With the root's context settings (-h/--help): click caches each command's help option
+    # on first use, so a context without them would break `git loopx -h` in this process.
+    ctx = click.Context(cli, info_name="git loopx", **cli.context_settings)
+    return list(walk(cli, ctx))
+
+
+# --- roff ------------------------------------------------------------------------------------
+
+
+def _roff(text: str) -> str:
+    text = text.replace("\\", "\\e").replace("-", "\\-")
+    return "\n".join(("\\&" + line) if line.startswith((".", "'")) else line
+                     for line in text.splitlines())
+
+
+def _roff_paragraphs(text: str) -> list[str]:
+    out: list[str] = []
+    for para in text.split("\n\n"):
+        if para.strip():
+            out += [".PP", _roff(para.strip())]
+    return out
+
+
+_PREAMBLE = f"""\
+.TH GIT\\-LOOPX 1 "" "loopx {__version__}" "Git Manual"
+.SH NAME
+git\\-loopx \\- durable goals, todos, gates and evidence for long\\-running agent work
+.SH SYNOPSIS
+.B git loopx
+[\\fIOPTIONS\\fR] \\fICOMMAND\\fR [\\fIARGS\\fR]...
+.br
+.B git loopx \\-h\\fR | \\fBgit loopx help\\fR [\\fICOMMAND\\fR]...
+"""
+
+_TRAILER = """\
+.SH EXIT STATUS
+0 ok; 1 a user error (one clear line on stderr); 2 a usage error; 3 unexpected (rerun with
+\\fB\\-\\-debug\\fR). \\fBgit loopx run\\fR exits with the command's own status.
+.SH ENVIRONMENT
+.TP
+.B LOOPX_ACTOR
+Who is acting, e.g. agent:codex@devbox (default human:<git user.email>).
+.TP
+.B LOOPX_STATE_REF
+The state branch to read and write instead of loopx/state.
+.TP
+.B LOOPX_DEBUG
+Log every git call and show tracebacks.
+.SH CONFIGURATION
+.TP
+.B loopx.pushState
+pre\\-push also pushes the state branch (default true).
+.TP
+.B loopx.hooks.strict
+A loopx failure inside a hook stops the git command (default false: hooks fail open).
+.SH FILES
+State lives on \\fIrefs/heads/loopx/state\\fR as one YAML file per event,
+\\fIevents/YYYY/MM/DD/<ulid>.<type>.yaml\\fR. Hooks: see \\fBgit loopx hooks status\\fR.
+.SH SEE ALSO
+\\fBgit\\fR(1), \\fBgithooks\\fR(5); docs/cli.md, docs/hooks.md in the loopx sources.
+"""
+
+
+def render_man(items: list[Entry]) -> str:
+    """The man page text."""
+    root, commands = items[0], items[1:]
+    lines = [_PREAMBLE.rstrip("\n"), ".SH DESCRIPTION", *_roff_paragraphs(root.help)[1:],
+             ".PP", "\\fBgit loopx \\-\\-help\\fR shows this page; \\fBgit loopx \\-h\\fR and "
+             "\\fBgit loopx help\\fR [\\fICOMMAND\\fR] print usage.",
+             ".SH OPTIONS", *_roff_options(root.options), ".SH COMMANDS"]
+    for item in commands:
+        lines += [f'.SS "{_roff(item.name)}"', ".B " + _roff(item.usage),
+                  *_roff_paragraphs(item.help), *_roff_options(item.options)]
+    return "\n".join(lines) + "\n" + _TRAILER
+
+
+def _roff_options(options: list[tuple[str, str]]) -> list[str]:
+    lines: list[str] = []
+    for names, text in options:
+        lines += [".TP", "\\fB" + _roff(names) + "\\fR", _roff(text) or "\\&"]
+    return lines
+
+
+# --- markdown --------------------------------------------------------------------------------
+
+
+def render_markdown(items: list[Entry]) -> str:
+    """docs/cli.md: the same tree as a page."""
+    root = items[0]
+    out = ["# CLI reference", "",
+           "<!-- Generated by `python -m loopx.manpage` from the click commands; do not edit. -->",
+           "", root.help, "", "`git loopx --help` opens the man page (`man git-loopx`); "
+           "`git loopx -h` and `git loopx help [COMMAND]` print usage.", "",
+           *_md_options(root.options)]
+    for item in items[1:]:
+        level = "#" * min(item.name.count(" "), 4)  # `git loopx todo` is ##, `... todo add` ###
+        out += [f"{level} `{item.name}`", "", "```", item.usage, "```", "", item.help, "",
+                *_md_options(item.options)]
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _md_options(options: list[tuple[str, str]]) -> list[str]:
+    if not options:
+        return []
+    return [*(f"- `{names}`: {text}" if text else f"- `{names}`" for names, text in options), ""]
+
+
+# --- files -----------------------------------------------------------------------------------
+
+
+def outputs(root: Path) -> dict[Path, str]:
+    """Generated file -> expected content, under the source tree ``root``."""
+    items = entries()
+    return {root / MAN_PATH: render_man(items), root / CLI_DOC_PATH: render_markdown(items)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m loopx.manpage",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="fail if a generated file is stale")
+    parser.add_argument("--root", type=Path, default=Path.cwd(), help="source tree (default: cwd)")
+    args = parser.parse_args(argv)
+    stale = []
+    for path, text in outputs(args.root).items():
+        current = path.read_text(encoding="utf-8") if path.exists() else None
+        if current == text:
+            continue
+        if args.check:
+            stale.append(path)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            print(f"wrote {path}")
+    for path in stale:
+        print(f"{path} is stale: run `python -m loopx.manpage` and commit the result",
+              file=sys.stderr)
+    return 1 if stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,364 @@
+"""``git loopx validate``: may this range of state commits be merged into ``loopx/state``?
+
+Made for CI on pull requests into the state branch. The range is ``BASE..HEAD``; what it adds
+is judged against ``merge-base(BASE, HEAD)`` (like a pull request's diff). The rules, each a
+small function so the sync's incoming check can share them:
+
+- ``bad-path``, ``bad-mode``, ``too-big``: every added file is
+  ``events/YYYY/MM/DD/<ulid>.<type>.yaml`` (or a session transcript chunk,
+  ``model.SESSION_FILE_RE``), a plain ``100644`` blob, at most ``codec.MAX_BYTES``
+  (``TRANSCRIPT_CHUNK_BYTES`` for a chunk).
+- ``bad-yaml``, ``schema``: it parses with the safe loader and validates against the model
+  (and its name matches its id, type and date).
+- ``modified``, ``deleted``: no commit in the range changes or removes an event file, and
+  HEAD's tree still holds every file of the merge base, byte for byte.
+- ``clock-regression``: an event added by a commit must have a clock greater than every
+  clock in that commit's parents' trees (the ledger its writer saw). For a merge commit this
+  applies to the files the merge itself introduces (in none of its parents); files it brings
+  in from one side were judged on the commit that added them.
+- ``illegal-transition``, ``unauthorised-answer``: HEAD's tree replayed through the same
+  projection the CLI uses (``Ledger.fold_at``); any event of the range that lands in
+  ``problems`` fails, answers from outside a gate's authority or without a required valid
+  signature are ``unauthorised-answer``.
+- ``unauthorised-config``: while signed answers are on, a change to roles or signing rules
+  that is not in a commit signed by its actor's key in allowed_signers.
+- ``conflicts-with-base``: BASE moved since the range forked, and replaying the union of
+  both (what the merge will hold) refuses an event that applies on either side alone (e.g.
+  the same gate answered on both sides).
+- ``breaks-existing``: an event that applied at the merge base no longer applies at HEAD
+  (something in the range sorts before it and changes its meaning).
+
+Config changes in the range are listed for reviewers (who may answer gates is config) but
+are not failures on their own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Optional
+
+from loopx import codec, commits, history, projection
+from loopx.errors import CodecError, NotFound, SchemaError
+from loopx.ledger import Ledger
+from loopx.model import PATH_RE, SESSION_FILE_RE, TRANSCRIPT_CHUNK_BYTES, Event
+from loopx.store import BLOB_MODE, STATE_REF
+
+
+@dataclass
+class Finding:
+    """One broken rule: which rule, the file or event, the commit that brought it."""
+
+    rule: str
+    where: str
+    commit: str
+    message: str
+
+
+@dataclass
+class Added:
+    """A file some commit of the range introduced, and the event parsed from it."""
+
+    path: str
+    mode: str
+    oid: str
+    commit: str
+    event: Optional[Event] = None
+
+
+@dataclass
+class Report:
+    base: str
+    head: str
+    merge_base: Optional[str]
+    commits: int = 0
+    events: list[dict[str, Any]] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    config: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "base": self.base,
+            "head": self.head,
+            "merge_base": self.merge_base,
+            "commits": self.commits,
+            "events": self.events,
+            "findings": [asdict(f) for f in self.findings],
+            "config_changes": self.config,
+        }
+
+
+# --- the file rules (shared in spirit with sync's incoming check) -------------------------------
+
+
+def check_path(path: str) -> Optional[str]:
+    """Why ``path`` may not be on the state branch (an event, or a session transcript
+    chunk stored beside the events), or None."""
+    if PATH_RE.match(path) or SESSION_FILE_RE.match(path):
+        return None
+    return (
+        f"{path}: not an event path (events/YYYY/MM/DD/<ulid>.<type>.yaml) "
+        "nor a session transcript chunk"
+    )
+
+
+def check_mode(path: str, mode: str) -> Optional[str]:
+    """Event files are plain blobs: no symlinks, executables or submodules."""
+    return (
+        None if mode == BLOB_MODE else f"{path}: mode {mode}, expected a plain file ({BLOB_MODE})"
+    )
+
+
+def check_size(path: str, data: bytes) -> Optional[str]:
+    limit = TRANSCRIPT_CHUNK_BYTES if SESSION_FILE_RE.match(path) else codec.MAX_BYTES
+    return (
+        None
+        if len(data) <= limit
+        else f"{path}: {len(data)} bytes is over the {limit // 1024} KiB limit"
+    )
+
+
+def check_append_only(path: str, status: str) -> Optional[tuple[str, str]]:
+    """(rule, message) when a change is not a pure addition; ``status`` is git's raw letters
+    (one per parent for a merge's combined diff)."""
+    if set(status) == {"A"}:
+        return None
+    if "D" in status:
+        return "deleted", f"{path}: an event file was deleted (the ledger is append-only)"
+    return "modified", f"{path}: an event file was modified (event files are never changed)"
+
+
+def parse(path: str, data: bytes) -> tuple[Optional[Event], Optional[tuple[str, str]]]:
+    """The event in a file, or (rule, message) saying why it is not one."""
+    try:
+        return Ledger._parse_file(path, data), None
+    except CodecError as exc:
+        return None, ("bad-yaml", str(exc))
+    except SchemaError as exc:
+        return None, ("schema", str(exc))
+
+
+# --- the range ---------------------------------------------------------------------------------
+
+
+def default_range(ledger: Ledger) -> tuple[Optional[str], str]:
+    """What to check when no range is given: a proposal against loopx/state, loopx/state
+    against origin's copy (what a push would add), else its whole history."""
+    if ledger.ref != STATE_REF:
+        return STATE_REF, ledger.ref
+    remote = "refs/remotes/origin/loopx/state"
+    return (remote if ledger.store.tip(remote) else None), ledger.ref
+
+
+def validate(ledger: Ledger, *, base: Optional[str], head: str) -> Report:
+    """Check every rule above for ``base..head`` (no base: all of head's history)."""
+    store = ledger.store
+    base_oid, head_oid = (store.resolve(base) if base else None), store.resolve(head)
+    if (base and base_oid is None) or head_oid is None:
+        missing = head if head_oid is None else base
+        raise NotFound(f"no commit {missing!r} (fetch the state branch first?)")
+    mb = store.merge_base(base_oid, head_oid) if base_oid else None
+    report = Report(base or "", head, mb)
+    walked = commits.walk(store.cwd, [head_oid, f"^{mb}"] if mb else [head_oid], topo=True)
+    report.commits = len(walked)
+    added = _added_files(store, walked, report)
+    _check_tree_kept(store, mb, head_oid, report)
+    _check_clocks(ledger, walked, added, report)
+    _check_replay(ledger, mb, head_oid, added, report)
+    if base_oid is not None and base_oid != mb:
+        _check_merge(ledger, base_oid, head_oid, added, report)
+    return report
+
+
+def _added_files(store: Any, walked: list[commits.Commit], report: Report) -> list[Added]:
+    found: dict[tuple[str, str], Added] = {}
+    for commit in walked:
+        for change in commit.changes:
+            broken = check_append_only(change.path, change.status)
+            if broken:
+                _fail(report, broken[0], change.path, commit.oid, broken[1])
+            else:
+                found.setdefault(
+                    (change.path, change.oid),
+                    Added(change.path, change.mode, change.oid, commit.oid),
+                )
+    files = list(found.values())
+    for item, data in zip(files, store.read_blobs([f.oid for f in files])):
+        _check_file(item, data or b"", report)
+    return files
+
+
+def _check_file(item: Added, data: bytes, report: Report) -> None:
+    for rule, why in (
+        ("bad-path", check_path(item.path)),
+        ("bad-mode", check_mode(item.path, item.mode)),
+        ("too-big", check_size(item.path, data)),
+    ):
+        if why:
+            _fail(report, rule, item.path, item.commit, why)
+            return
+    if SESSION_FILE_RE.match(item.path):
+        return  # transcript text: the session events that cite it carry its size and oid
+    item.event, broken = parse(item.path, data)
+    if broken:
+        _fail(report, broken[0], item.path, item.commit, broken[1])
+
+
+def _check_tree_kept(store: Any, mb: Optional[str], head: str, report: Report) -> None:
+    """Catches what per-commit diffs can miss, e.g. a merge that drops a file by taking the
+    side without it."""
+    if mb is None:
+        return
+    for status, _, entry in store.added_files(mb, head):
+        broken = check_append_only(entry.path, status)
+        if broken and not any(f.where == entry.path for f in report.findings):
+            _fail(report, broken[0], entry.path, head, broken[1])
+
+
+def _check_clocks(
+    ledger: Ledger, walked: list[commits.Commit], added: list[Added], report: Report
+) -> None:
+    in_range = {c.oid for c in walked}
+    clocks: dict[str, int] = {}  # commit -> highest clock in its tree
+    by_commit: dict[str, list[Event]] = {}
+    for item in added:
+        if item.event is not None:
+            by_commit.setdefault(item.commit, []).append(item.event)
+    for commit in reversed(walked):  # --topo-order reversed: parents first
+        seen = max((_max_clock(ledger, p, clocks, in_range) for p in commit.parents), default=0)
+        mine = by_commit.get(commit.oid, [])
+        for event in mine:
+            if event.env.clock <= seen:
+                _fail(
+                    report,
+                    "clock-regression",
+                    event.id,
+                    commit.oid,
+                    f"{event.type} {event.id} has clock {event.env.clock}, but the ledger its "
+                    f"commit was written on already reached {seen}; it would sort before "
+                    "events its writer had seen",
+                )
+        clocks[commit.oid] = max([seen, *(e.env.clock for e in mine)])
+
+
+def _max_clock(ledger: Ledger, commit: str, clocks: dict[str, int], in_range: set[str]) -> int:
+    if commit not in clocks:
+        # Outside the range (the merge base, or a state tip merged in): read its tree once.
+        assert commit not in in_range, "topological order visits parents first"
+        events = ledger.read_events(commit, [])
+        clocks[commit] = max((e.env.clock for e in events), default=0)
+    return clocks[commit]
+
+
+def _check_replay(
+    ledger: Ledger, mb: Optional[str], head: str, added: list[Added], report: Report
+) -> None:
+    after = ledger.fold_at(head)
+    before = ledger.fold_at(mb) if mb else projection.Fold()
+    ours = {item.event.id: item for item in added if item.event is not None}
+    refused_before = {p.event for p in before.problems}
+    for problem in after.problems:
+        if problem.type == "file":
+            continue  # reported by the file rules, for files of the range
+        if problem.event in ours:
+            rule = _rule_for(problem)
+            _fail(
+                report,
+                rule,
+                problem.event,
+                ours[problem.event].commit,
+                f"{problem.type} by {problem.actor}: {problem.reason}",
+            )
+        elif problem.event not in refused_before:
+            _fail(
+                report,
+                "breaks-existing",
+                problem.event,
+                head,
+                f"{problem.type} by {problem.actor} applied before this range, "
+                f"now: {problem.reason}",
+            )
+    report.events = [
+        _event_row(ours[e.id], e)
+        for e in sorted((i.event for i in ours.values() if i.event is not None), key=Event.sort_key)
+    ]
+    report.config = history.config_changes(before.config, after.config)
+
+
+def _check_merge(
+    ledger: Ledger, base: str, head: str, added: list[Added], report: Report
+) -> None:
+    """The base moved since the range forked: replay the union, as merging would."""
+    alone = {p.event for p in ledger.fold_at(head).problems} | {
+        p.event for p in ledger.fold_at(base).problems
+    }
+    ours = {item.event.id: item.commit for item in added if item.event is not None}
+    for problem in ledger.fold_merged([base, head]).problems:
+        if problem.type == "file" or problem.event in alone:
+            continue
+        side = "this range" if problem.event in ours else "the base"
+        _fail(
+            report,
+            "conflicts-with-base",
+            problem.event,
+            ours.get(problem.event, base),
+            f"{problem.type} by {problem.actor} from {side} applies on its own but not once "
+            f"merged with {report.base}: {problem.reason}",
+        )
+
+
+def _rule_for(problem: projection.Problem) -> str:
+    """Which rule a refused event of the range breaks (the projection's reason says why)."""
+    signing = any(m in problem.reason for m in ("signed", "allowed signers"))
+    if problem.type == "gate.answered" and (signing or " only; you are " in problem.reason):
+        return "unauthorised-answer"
+    if problem.type == "config.set" and signing:
+        return "unauthorised-config"
+    return "illegal-transition"
+
+
+def _event_row(item: Added, event: Event) -> dict[str, Any]:
+    return {
+        "id": event.id,
+        "type": event.type,
+        "actor": event.env.actor,
+        "clock": event.env.clock,
+        "commit": item.commit,
+        "path": item.path,
+        "text": history.describe(event),
+    }
+
+
+def _fail(report: Report, rule: str, where: str, commit: str, message: str) -> None:
+    report.findings.append(Finding(rule, where, commit, message))
+
+
+def render(report: Report) -> str:
+    """The report as text for a reviewer: verdict first, then what fails, then what the
+    range does."""
+    span = f"{report.base}..{report.head}" if report.base else report.head
+    lines = [
+        f"loopx validate {span}: "
+        + (
+            f"OK ({_n(report.commits, 'commit')}, {_n(len(report.events), 'new event')})"
+            if report.ok
+            else f"FAILED, {_n(len(report.findings), 'problem')} ({_n(report.commits, 'commit')})"
+        )
+    ]
+    for f in report.findings:
+        lines.append(f"  {f.rule:<20} {f.message}  [commit {f.commit[:12]}]")
+    if report.config:
+        lines.append("Config changes (who may answer gates, signing rules): review them")
+        lines += [f"  {c['text']}" for c in report.config]
+    if report.events:
+        lines.append("New events, in replay order:")
+        lines += [f"  {e['actor']}: {e['text']}  [{e['id']}]" for e in report.events]
+    return "\n".join(lines)
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"

@@ -1,0 +1,208 @@
+"""The projection cache: an incremental update (only the files a new tip added) equals a full
+rebuild, a corrupt cache is never trusted, and long rebuilds report progress."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import git
+from loopx import cache, ledger as ledger_mod, projection
+from loopx.ledger import Draft, Ledger
+
+ACTOR = "agent:a"
+
+# One step of a story: each kind picks its target by index among what exists, so every drawn
+# list is a plausible history; steps the rules refuse are simply skipped.
+steps = st.lists(st.tuples(st.sampled_from(["goal", "todo", "claim", "done", "note", "evidence",
+                                            "gate", "answer", "close"]), st.integers(0, 5)),
+                 min_size=1, max_size=6)
+
+
+def _draft(fold: projection.Fold, kind: str, pick: int, n: int) -> Draft | None:
+    goals, todos, gates = sorted(fold.goals), sorted(fold.todos), sorted(fold.gates)
+    if kind == "goal":
+        return Draft("goal.created", {"id": f"g-{n}", "title": "G",
+                                      "acceptance": [{"id": "a1", "text": "ok"}]}, f"g-{n}")
+    if kind == "note":
+        return Draft("note.added", {"id": f"n-{n}", "text": "hi"})
+    if not goals:
+        return None
+    goal = goals[pick % len(goals)]
+    if kind == "todo":  # sometimes after a todo of another goal: dependencies cross goals
+        after = [todos[pick % len(todos)]] if todos and pick % 2 else []
+        return Draft("todo.added", {"id": f"t-{n}", "goal": goal, "title": "T",
+                                    "depends_on": after}, goal)
+    if kind == "close":
+        return Draft("goal.closed", {"id": goal, "outcome": "abandoned"}, goal)
+    if kind == "evidence":
+        return Draft("evidence.recorded", {"id": f"e-{n}", "kind": "test", "criteria": ["a1"]}, goal)
+    if kind == "gate":
+        return Draft("gate.opened", {"id": f"q-{n}", "goal": goal, "question": "?",
+                                     "authority": [ACTOR]}, goal)
+    if kind == "answer" and gates:
+        return Draft("gate.answered", {"id": gates[pick % len(gates)], "decision": "approve"})
+    if kind in ("claim", "done") and todos:
+        tid = todos[pick % len(todos)]
+        data = {"id": tid, "until": "2099-01-01T00:00:00Z"} if kind == "claim" else {"id": tid}
+        return Draft(f"todo.{'claimed' if kind == 'claim' else 'done'}", data)
+    return None
+
+
+def _append(led: Ledger, batch: list[tuple[str, int]], counter: list[int]) -> None:
+    def build(txn: ledger_mod.Txn) -> None:
+        for kind, pick in batch:
+            counter[0] += 1
+            draft = _draft(txn.fold, kind, pick, counter[0])
+            if draft is not None:
+                try:
+                    txn.add(draft)
+                except ledger_mod.TransitionError:
+                    pass
+
+    led.write(build, actor=ACTOR)
+
+
+def _full(led: Ledger) -> projection.Fold:
+    problems: list[projection.Problem] = []
+    fold = projection.replay(led.read_events(led.tip(), problems))
+    fold.problems[:0] = problems
+    return fold
+
+
+def _new_repo(where: Path) -> Path:
+    path = where / "repo"
+    path.mkdir()
+    git(path, "init", "-q")
+    return path
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(steps, min_size=1, max_size=5))
+def test_incremental_update_equals_full_rebuild(batches: list[list[tuple[str, int]]]) -> None:
+    with tempfile.TemporaryDirectory(prefix="loopx-cache-") as tmp:
+        repo = _new_repo(Path(tmp))
+        counter = [0]
+        with Ledger.open(repo) as writer:
+            writer.init(actor=ACTOR)
+            for batch in batches:
+                path = writer._cache_path()
+                before = path.read_bytes()
+                _append(writer, batch, counter)
+                path.write_bytes(before)  # as if these events had arrived by fetch
+                with Ledger.open(repo) as reader:
+                    incremental = reader.fold()
+                    full = _full(reader)
+                    assert cache._fold_to_data(incremental) == cache._fold_to_data(full)
+                    for table in ("goals", "todos", "gates", "evidence"):  # order counts too
+                        assert list(getattr(incremental, table)) == list(getattr(full, table))
+                    _check_live(reader, full)
+                    rebuilt = reader._rebuild(reader.tip())
+                    assert cache._fold_to_data(rebuilt) == cache._fold_to_data(full)
+
+
+def _check_live(reader: Ledger, full: projection.Fold) -> None:
+    """The live section alone gives the default status: the full one minus closed goals."""
+    loaded = cache.load(reader._cache_path(), live_only=True)
+    assert loaded is not None
+    live = loaded[1]
+    now = projection.clk.parse_ts("2030-01-01T00:00:00Z")
+    whole, part = projection.snapshot(full, now), projection.snapshot(live, now)
+    in_play = {g["id"] for g in whole["goals"] if g["state"] in ("active", "paused")}
+    assert [g["id"] for g in part["goals"]] == [g["id"] for g in whole["goals"] if g["id"] in in_play]
+    assert part["frontier"] == whole["frontier"]
+    assert [t for t in part["todos"] if t["goal"] in in_play] == [
+        t for t in whole["todos"] if t["goal"] in in_play]
+
+
+def test_incremental_update_reads_only_the_new_files(ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = ledger._cache_path()
+    before = path.read_bytes()
+    ledger.append("note.added", {"id": "n-1", "text": "one"}, actor=ACTOR)
+    ledger.append("note.added", {"id": "n-2", "text": "two"}, actor=ACTOR)
+    path.write_bytes(before)
+    parsed: list[int] = []
+    original = Ledger._parse_entries
+
+    def counting(self: Ledger, entries: list[object], problems: list[projection.Problem]) -> object:
+        parsed.append(len(entries))
+        return original(self, entries, problems)
+
+    monkeypatch.setattr(Ledger, "_parse_entries", counting)
+    with Ledger.open(ledger.repo.cwd) as reader:
+        assert reader.fold().notes == 2
+    assert parsed == [2]
+
+
+@pytest.mark.parametrize("damage", ["garbage", "flipped", "truncated", "empty"])
+def test_corrupt_cache_is_ignored_and_rebuilt(ledger: Ledger, damage: str) -> None:
+    ledger.append("note.added", {"id": "n-1", "text": "one"}, actor=ACTOR)
+    path = ledger._cache_path()
+    raw = path.read_bytes()
+    broken = {"garbage": b"not a cache at all", "empty": b"",
+              "flipped": raw[:-5] + bytes([raw[-5] ^ 0xFF]) + raw[-4:],
+              "truncated": raw[: len(raw) // 2]}[damage]
+    path.write_bytes(broken)
+    assert cache.load(path) is None
+    with Ledger.open(ledger.repo.cwd) as reader:
+        assert reader.fold().notes == 1
+    assert cache.load(path) is not None  # rewritten
+
+
+def test_cache_from_another_schema_version_is_ignored(ledger: Ledger,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    path = ledger._cache_path()
+    assert cache.load(path) is not None
+    monkeypatch.setattr(cache, "_KEY", b"999:0.0:(3, 0)")
+    assert cache.load(path) is None
+
+
+def test_cache_lives_in_the_common_dir_shared_by_worktrees(ledger: Ledger, repo: Path,
+                                                           tmp_path: Path) -> None:
+    git(repo, "worktree", "add", "-q", str(tmp_path / "wt"))
+    with Ledger.open(tmp_path / "wt") as other:
+        assert other._cache_path() == ledger._cache_path()
+        assert other._cache_path().parent == repo / ".git" / "loopx" / "cache"
+
+
+def test_long_rebuild_reports_progress(ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
+    for n in range(5):
+        ledger.append("note.added", {"id": f"n-{n}", "text": "x"}, actor=ACTOR)
+    ledger._cache_path().unlink()
+    monkeypatch.setattr(ledger_mod, "PROGRESS_MIN_EVENTS", 3)
+    monkeypatch.setattr(ledger_mod, "PARSE_CHUNK", 2)
+    seen: list[tuple[int, int]] = []
+    with Ledger.open(ledger.repo.cwd) as reader:
+        reader.progress = lambda done, total: seen.append((done, total))
+        assert reader.fold().notes == 5
+    assert seen == [(2, 6), (4, 6), (6, 6)]
+
+
+def test_rebuild_equals_plain_replay_with_broken_and_hand_written_files(ledger: Ledger) -> None:
+    import json
+
+    from loopx import ids
+    from loopx.model import event_dir
+    from loopx.store import STATE_REF
+
+    for n in range(3):
+        ledger.append("note.added", {"id": f"n-{n}", "text": "x"}, actor=ACTOR)
+    doc = {"id": ids.new_event_id(), "type": "note.added", "v": 1, "at": "2026-01-01T00:00:00Z",
+           "clock": 99, "actor": ACTOR, "data": {"id": "n-hand", "text": "flow style"}}
+    hand = f"{event_dir(doc['id'])}/{doc['id']}.note.added.yaml"  # JSON is YAML, not canonical
+    broken = f"{event_dir(doc['id'])}/{ids.new_event_id()}.note.added.yaml"
+    store, base = ledger.store, ledger.tip()
+    oids = store.write_blobs([json.dumps(doc).encode(), b"clock: 1\nnot: [valid"])
+    tree = store.write_tree(base, {hand: oids[0], broken: oids[1]})
+    commit = store.commit_tree(tree, [base], "hand\n", author=("t", "t@x"))
+    store.update_ref_if(STATE_REF, commit, expected=base, reason="test")
+    ledger._cache_path().unlink()
+    with Ledger.open(ledger.repo.cwd) as reader:
+        rebuilt = reader.fold()
+        plain = _full(reader)
+    assert rebuilt.notes == 4 and len(rebuilt.problems) == 1
+    assert cache._fold_to_data(rebuilt) == cache._fold_to_data(plain)

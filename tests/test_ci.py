@@ -1,0 +1,186 @@
+"""CI providers, the GitHub one against a local stand-in for its REST API on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import git
+from loopx import ci
+from loopx import git as gitmod
+
+SHA = "a" * 40
+
+
+class StandIn:
+    """Answers GitHub's check-runs and combined-status endpoints with canned replies."""
+
+    def __init__(self) -> None:
+        self.reply: tuple[int, dict[str, str], Any] = (200, {}, {})
+        self.routes: dict[str, Any] = {}
+        self.requests: list[tuple[str, dict[str, str]]] = []
+        self.delay = 0.0
+        stand_in = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+                stand_in.requests.append((self.path, dict(self.headers)))
+                time.sleep(stand_in.delay)
+                kind = "check-runs" if "/check-runs" in self.path else "status"
+                code, headers, body = stand_in.routes.get(kind, stand_in.reply)
+                self.send_response(code)
+                for key, value in headers.items():
+                    self.send_header(key, value)
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                self.wfile.write(json.dumps(body).encode())
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = HTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02},
+                         daemon=True).start()
+
+    def answer(self, runs: list[dict[str, Any]], statuses: list[dict[str, Any]]) -> None:
+        self.routes = {
+            "check-runs": (200, {}, {"total_count": len(runs), "check_runs": runs}),
+            "status": (200, {}, {"state": "pending", "statuses": statuses,
+                                 "total_count": len(statuses)}),
+        }
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def stand_in() -> Iterator[StandIn]:
+    server = StandIn()
+    yield server
+    server.close()
+
+
+def _run(name: str, status: str = "completed", conclusion: str | None = "success") -> dict[str, Any]:
+    return {"name": name, "status": status, "conclusion": conclusion,
+            "html_url": f"https://ci.example/{name}"}
+
+
+def _check(repo: Path, url: str, **config: str) -> ci.CiStatus:
+    settings = {"loopx.ci.githubapi": url, "loopx.ci.timeout": "1", **config}
+    return ci.check(SHA, provider="github", repo=gitmod.discover(repo), config=settings,
+                    snapshot={})
+
+
+@pytest.fixture(autouse=True)
+def token(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", "t0ken")
+
+
+def test_github_success_combines_check_runs_and_statuses(repo: Path, stand_in: StandIn) -> None:
+    git(repo, "remote", "add", "origin", "git@github.com:acme/widget.git")
+    stand_in.answer([_run("tests")], [{"context": "lint", "state": "success"}])
+    status = _check(repo, stand_in.url)
+    assert status.state == "success"
+    assert [c["name"] for c in status.checks] == ["tests", "lint"]
+    path, headers = stand_in.requests[0]
+    assert path == f"/repos/acme/widget/commits/{SHA}/check-runs?per_page=100"
+    assert headers["Authorization"] == "Bearer t0ken"
+
+
+def test_github_failure_names_the_failed_check(repo: Path, stand_in: StandIn) -> None:
+    stand_in.answer([_run("tests", conclusion="failure"), _run("docs")], [])
+    status = _check(repo, stand_in.url, **{"loopx.ci.githubrepo": "acme/widget"})
+    assert status.state == "failure"
+    assert [c["name"] for c in status.checks if c["state"] == "failure"] == ["tests"]
+
+
+def test_github_pending_while_a_run_is_in_progress(repo: Path, stand_in: StandIn) -> None:
+    stand_in.answer([_run("tests", status="in_progress", conclusion=None), _run("docs")],
+                    [{"context": "deploy", "state": "pending"}])
+    assert _check(repo, stand_in.url, **{"loopx.ci.githubrepo": "acme/widget"}).state == "pending"
+
+
+@pytest.mark.parametrize("code, headers, detail", [
+    (500, {}, "HTTP 500"),
+    (401, {}, "unauthorised (401)"),
+    (403, {"x-ratelimit-remaining": "0"}, "rate limited"),
+    (429, {}, "rate limited"),
+])
+def test_github_http_errors_are_unknown_not_fatal(repo: Path, stand_in: StandIn, code: int,
+                                                  headers: dict[str, str], detail: str) -> None:
+    stand_in.reply = (code, headers, {"message": "nope"})
+    status = _check(repo, stand_in.url, **{"loopx.ci.githubrepo": "acme/widget"})
+    assert status.state == "unknown"
+    assert detail in (status.detail or "")
+
+
+def test_github_timeout_is_unknown(repo: Path, stand_in: StandIn) -> None:
+    stand_in.delay = 0.6
+    status = _check(repo, stand_in.url, **{"loopx.ci.githubrepo": "acme/widget",
+                                           "loopx.ci.timeout": "0.2"})
+    assert status.state == "unknown"
+    assert "timed out" in (status.detail or "")
+
+
+def test_github_offline_is_unknown(repo: Path) -> None:
+    with socket.socket() as sock:  # a port nobody listens on: connection refused
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    status = _check(repo, f"http://127.0.0.1:{port}", **{"loopx.ci.githubrepo": "acme/widget"})
+    assert (status.state, status.detail) == ("unknown", "CI unknown (offline)")
+
+
+def test_final_status_is_cached_per_commit(repo: Path, stand_in: StandIn) -> None:
+    stand_in.answer([_run("tests")], [])
+    _check(repo, stand_in.url, **{"loopx.ci.githubrepo": "acme/widget"})
+    asked = len(stand_in.requests)
+    assert _check(repo, stand_in.url, **{"loopx.ci.githubrepo": "acme/widget"}).state == "success"
+    assert len(stand_in.requests) == asked
+
+
+def test_offline_flag_uses_only_the_cache(repo: Path) -> None:
+    status = ci.check(SHA, provider="github", repo=gitmod.discover(repo), config={},
+                      snapshot={}, offline=True)
+    assert (status.state, status.detail) == ("unknown", "CI unknown (offline)")
+
+
+def test_command_provider_reads_json_from_the_command(repo: Path) -> None:
+    command = 'printf \'{"state": "failure", "checks": [{"name": "%s", "state": "failure"}]}\' "$1"'
+    status = ci.check(SHA, provider="command", repo=gitmod.discover(repo),
+                      config={"loopx.ci.command": command}, snapshot={})
+    assert status.state == "failure"
+    assert status.checks == [{"name": SHA, "state": "failure"}]
+
+
+def test_command_provider_without_json_is_unknown(repo: Path) -> None:
+    status = ci.check(SHA, provider="command", repo=gitmod.discover(repo),
+                      config={"loopx.ci.command": "echo hello; exit 3"}, snapshot={})
+    assert status.state == "unknown"
+    assert "exit 3" in (status.detail or "")
+
+
+def test_ledger_provider_reads_ci_evidence_for_the_commit(repo: Path) -> None:
+    snapshot = {"evidence": [
+        {"id": "e-1", "kind": "ci", "commit": SHA, "summary": "tests", "exit_code": 1, "at": "1"},
+        {"id": "e-2", "kind": "ci", "commit": SHA, "summary": "tests", "exit_code": 0, "at": "2"},
+        {"id": "e-3", "kind": "ci", "commit": "b" * 40, "summary": "x", "exit_code": 1, "at": "3"},
+    ]}
+    status = ci.check(SHA, provider="ledger", repo=gitmod.discover(repo), config={},
+                      snapshot=snapshot)
+    assert status.state == "success"
+    assert status.checks == [{"name": "tests", "state": "success", "evidence": "e-2"}]
+
+
+def test_unknown_provider_says_which_exist(repo: Path) -> None:
+    status = ci.check(SHA, provider="jenkins", repo=gitmod.discover(repo), config={}, snapshot={})
+    assert status.state == "unknown" and "github" in (status.detail or "")

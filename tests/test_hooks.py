@@ -1,0 +1,418 @@
+"""The git hooks with real `git commit`, `--amend`, `rebase` and `push` to a bare remote."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, git, invoke, run_loopx
+from loopx import hooks
+
+
+
+@pytest.fixture(autouse=True)
+def bytecode(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Let the many `git-loopx` processes the hooks start reuse compiled bytecode (a sandbox
+    with PYTHONDONTWRITEBYTECODE would recompile loopx in every one of them)."""
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+    monkeypatch.setenv("PYTHONPYCACHEPREFIX", str(tmp_path_factory.getbasetemp() / "pycache"))
+
+
+def events(repo: Path, type_: str) -> list[str]:
+    """Paths of the state branch's event files of one type."""
+    listing = git(repo, "ls-tree", "-r", "--name-only", "refs/heads/loopx/state")
+    return [p for p in listing.splitlines() if p.endswith(f".{type_}.yaml")]
+
+
+def remaps(repo: Path) -> dict[str, str]:
+    """old -> new of every evidence.remapped event (each test expects exactly one)."""
+    from loopx import codec
+
+    (path,) = events(repo, "evidence.remapped")
+    doc = codec.load(git(repo, "show", f"refs/heads/loopx/state:{path}").encode(), path)
+    return {pair["old"]: pair["new"] for pair in doc["data"]["mappings"]}
+
+
+def evidence(repo: Path) -> list[dict[str, object]]:
+    result = invoke(repo, "evidence", "list", "--json")
+    assert result.code == 0, result.err
+    return result.json()  # type: ignore[return-value]
+
+
+def commit(repo: Path, message: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    """A real `git commit` of a new file; returns the process (hooks write to its stderr)."""
+    name = f"f-{uuid.uuid4().hex[:8]}"
+    (repo / name).write_text(message + "\n")
+    git(repo, "add", name)
+    return subprocess.run(["git", "commit", "-q", "-m", message, *extra], cwd=repo,
+                          capture_output=True, text=True, check=True)
+
+
+@pytest.fixture
+def work(repo: Path) -> Path:
+    """A repository with a ledger, goal g1 (criterion a1), todo t1 and the hooks installed."""
+    for args in (("init",), ("goal", "add", "G", "--id", "g1", "--accept", "works"),
+                 ("todo", "add", "g1", "T", "--id", "t1"), ("hooks", "install")):
+        result = invoke(repo, *args)
+        assert result.code == 0, result.err
+    return repo
+
+
+def write_hook(folder: Path, name: str, body: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return path
+
+
+# --- install / uninstall ---------------------------------------------------------------------
+
+
+def test_install_is_idempotent_and_status_reports_it(work: Path) -> None:
+    again = invoke(work, "hooks", "install")
+    assert again.out.count("already installed") == 3
+    status = invoke(work, "hooks", "status", "--json").json()
+    assert [s["installed"] for s in status] == [True, True, True]  # type: ignore[index]
+    assert all(os.access(work / ".git" / "hooks" / name, os.X_OK) for name in hooks.HOOK_NAMES)
+
+
+def test_uninstall_restores_an_existing_hook_byte_for_byte_and_mode(repo: Path) -> None:
+    folder = repo / ".git" / "hooks"
+    original = write_hook(folder, "pre-push", "# mine\r\nexit 0\n\x00tail-bytes")
+    original.chmod(0o751)
+    before = (original.read_bytes(), stat.S_IMODE(original.stat().st_mode))
+    assert invoke(repo, "hooks", "install").code == 0
+    assert hooks.is_shim(original) and (folder / "pre-push.loopx-chained").exists()
+    assert invoke(repo, "hooks", "uninstall").code == 0
+    assert (original.read_bytes(), stat.S_IMODE(original.stat().st_mode)) == before
+    assert not (folder / "post-commit").exists()  # none was there: none is left
+    assert not list(folder.glob("*.loopx-*"))
+
+
+def test_force_sets_the_old_hook_aside_unrun_and_uninstall_brings_it_back(repo: Path) -> None:
+    folder = repo / ".git" / "hooks"
+    write_hook(folder, "post-commit", f"touch {repo}/ran\n")
+    result = invoke(repo, "hooks", "install", "--force")
+    assert "WITHOUT chaining" in result.out
+    invoke(repo, "init")
+    commit(repo, "x")
+    assert not (repo / "ran").exists()
+    invoke(repo, "hooks", "uninstall")
+    assert (folder / "post-commit").read_text() == f"#!/bin/sh\ntouch {repo}/ran\n"
+
+
+def test_checked_in_hooks_match_the_packaged_template() -> None:
+    for path, text in hooks.render_repo_hooks(ROOT).items():
+        assert path.read_text() == text, f"{path} is stale: regenerate it from loopx/data/hook.sh"
+
+
+# --- post-commit -----------------------------------------------------------------------------
+
+
+def test_commit_with_a_todo_trailer_records_commit_evidence(work: Path) -> None:
+    proc = commit(work, "Fix it\n\nLoopx-Todo: t1")
+    head = git(work, "rev-parse", "HEAD")
+    (ev,) = evidence(work)
+    assert (ev["kind"], ev["commit"], ev["todo"], ev["goal"], ev["summary"]) == (
+        "commit", head, "t1", "g1", "Fix it")
+    assert ev["tree"] == git(work, "rev-parse", "HEAD^{tree}")
+    assert f"recorded commit evidence {ev['id']} for todo t1" in proc.stderr
+
+
+def test_commit_without_trailers_links_the_todos_the_committer_holds(work: Path) -> None:
+    commit(work, "unrelated")
+    assert evidence(work) == []  # no trailer, no lease: nothing
+    invoke(work, "todo", "claim", "t1")
+    commit(work, "work on it")
+    assert [e["todo"] for e in evidence(work)] == ["t1"]
+
+
+def test_a_goal_trailer_alone_records_goal_evidence_and_unknown_ids_are_reported(
+        work: Path) -> None:
+    proc = commit(work, "Goal work\n\nLoopx-Goal: g1\nLoopx-Todo: nope")
+    (ev,) = evidence(work)
+    assert (ev["goal"], ev["todo"]) == ("g1", None)
+    assert "no todo matches 'nope'" in proc.stderr
+
+
+def test_several_todos_are_recorded_in_one_state_commit(work: Path) -> None:
+    invoke(work, "todo", "add", "g1", "U", "--id", "t2")
+    before = git(work, "rev-list", "--count", "refs/heads/loopx/state")
+    commit(work, "Both\n\nLoopx-Todo: t1\nLoopx-Todo: t2")
+    assert sorted(e["todo"] for e in evidence(work)) == ["t1", "t2"]  # type: ignore[type-var]
+    assert int(git(work, "rev-list", "--count", "refs/heads/loopx/state")) == int(before) + 1
+
+
+def test_a_repository_without_a_ledger_gets_nothing(repo: Path) -> None:
+    assert invoke(repo, "hooks", "install").code == 0
+    proc = commit(repo, "plain\n\nLoopx-Todo: t1")
+    assert proc.stderr == ""
+    assert git(repo, "for-each-ref", "refs/heads/loopx") == ""
+
+
+# --- post-rewrite ----------------------------------------------------------------------------
+
+
+def test_amend_remaps_the_evidence_to_the_new_commit(work: Path) -> None:
+    commit(work, "v1\n\nLoopx-Todo: t1")
+    old = git(work, "rev-parse", "HEAD")
+    git(work, "commit", "-q", "--amend", "-m", "v2\n\nLoopx-Todo: t1")
+    new = git(work, "rev-parse", "HEAD")
+    assert remaps(work) == {old: new}
+    assert {e["commit"] for e in evidence(work)} == {old, new}  # amend is a commit too
+
+
+def test_rewriting_commits_no_evidence_names_records_nothing(work: Path) -> None:
+    commit(work, "plain")
+    git(work, "commit", "-q", "--amend", "-m", "plain, reworded")
+    assert events(work, "evidence.remapped") == []
+
+
+def test_rebase_remaps_evidence_of_every_rewritten_commit(work: Path) -> None:
+    git(work, "checkout", "-q", "-b", "topic")
+    commit(work, "one\n\nLoopx-Todo: t1")
+    commit(work, "two\n\nLoopx-Todo: t1")
+    olds = git(work, "rev-list", "--reverse", "main..topic").split()
+    git(work, "checkout", "-q", "main")
+    commit(work, "upstream change")
+    git(work, "checkout", "-q", "topic")
+    git(work, "rebase", "-q", "main")
+    news = git(work, "rev-list", "--reverse", "main..topic").split()
+    assert remaps(work) == dict(zip(olds, news))
+    # The picks themselves are not recorded again: post-rewrite is the record of a rebase.
+    assert {e["commit"] for e in evidence(work)} == set(olds)
+
+
+# --- pre-push --------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def remote(work: Path, tmp_path: Path) -> Path:
+    bare = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    git(work, "remote", "add", "origin", str(bare))
+    return bare
+
+
+def test_pushing_code_carries_the_state_branch_along(work: Path, remote: Path) -> None:
+    commit(work, "work\n\nLoopx-Todo: t1")
+    proc = subprocess.run(["git", "push", "-q", "origin", "main"], cwd=work, capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert git(remote, "rev-parse", "refs/heads/loopx/state") == git(
+        work, "rev-parse", "refs/heads/loopx/state")
+    assert "pushed refs/heads/loopx/state to origin" in proc.stderr
+
+
+def test_push_state_false_keeps_the_state_branch_home(work: Path, remote: Path) -> None:
+    git(work, "config", "loopx.pushState", "false")
+    git(work, "push", "-q", "origin", "main")
+    assert git(remote, "for-each-ref", "refs/heads/loopx") == ""
+
+
+def test_a_diverged_remote_state_is_left_alone_and_reported(work: Path, remote: Path,
+                                                           tmp_path: Path) -> None:
+    git(work, "push", "-q", "origin", "main")  # state goes along
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", str(remote), str(other))
+    git(other, "fetch", "-q", "origin", "refs/heads/loopx/state:refs/heads/loopx/state")
+    assert run_loopx(other, "note", "add", "from elsewhere").code == 0
+    git(other, "push", "-q", "origin", "refs/heads/loopx/state")
+    theirs = git(remote, "rev-parse", "refs/heads/loopx/state")
+    invoke(work, "note", "add", "mine")
+    commit(work, "more")
+    proc = subprocess.run(["git", "push", "origin", "main"], cwd=work, capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stderr  # the code push itself is never held up
+    if importlib_has("loopx.sync"):  # sync once: both sides' events end up on the remote
+        assert git(remote, "merge-base", "--is-ancestor", theirs, "refs/heads/loopx/state") == ""
+        assert "origin had other state changes: synced" in proc.stderr
+    else:
+        assert git(remote, "rev-parse", "refs/heads/loopx/state") == theirs  # never forced
+        assert "run `git loopx sync`" in proc.stderr
+
+
+def importlib_has(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
+# --- chaining existing hooks -----------------------------------------------------------------
+
+
+def test_a_chained_hook_gets_its_arguments_and_stdin(work: Path, remote: Path) -> None:
+    folder = work / ".git" / "hooks"
+    invoke(work, "hooks", "uninstall")
+    write_hook(folder, "pre-push", f'echo "$@" > {work}/args; cat > {work}/stdin\n')
+    write_hook(folder, "post-rewrite", f'echo "$@" > {work}/rw-args; cat > {work}/rw-stdin\n')
+    invoke(work, "hooks", "install")
+    commit(work, "one\n\nLoopx-Todo: t1")
+    git(work, "commit", "-q", "--amend", "-m", "one again")
+    git(work, "push", "-q", "origin", "main")
+    head = git(work, "rev-parse", "HEAD")
+    assert (work / "args").read_text() == f"origin {remote}\n"
+    assert (work / "stdin").read_text() == f"refs/heads/main {head} refs/heads/main {'0' * 40}\n"
+    assert (work / "rw-args").read_text() == "amend\n"
+    assert (work / "rw-stdin").read_text().split()[1] == head
+    assert git(remote, "for-each-ref", "--format=%(refname)", "refs/heads/loopx") != ""
+
+
+def test_a_failing_user_pre_push_hook_still_stops_the_push(work: Path, remote: Path) -> None:
+    invoke(work, "hooks", "uninstall")
+    write_hook(work / ".git" / "hooks", "pre-push", "echo 'no pushing today' >&2; exit 1\n")
+    invoke(work, "hooks", "install")
+    proc = subprocess.run(["git", "push", "origin", "main"], cwd=work, capture_output=True,
+                          text=True)
+    assert proc.returncode != 0 and "no pushing today" in proc.stderr
+    assert git(remote, "for-each-ref") == ""  # neither the code nor the state went
+
+
+def test_a_chained_post_commit_still_runs_and_loopx_records_too(work: Path) -> None:
+    invoke(work, "hooks", "uninstall")
+    write_hook(work / ".git" / "hooks", "post-commit", f"echo ran >> {work}/log; exit 3\n")
+    invoke(work, "hooks", "install")
+    commit(work, "x\n\nLoopx-Todo: t1")  # check=True: a failing post-commit never failed commit
+    assert (work / "log").read_text() == "ran\n"
+    assert len(evidence(work)) == 1
+
+
+# --- where hooks live ------------------------------------------------------------------------
+
+
+def test_a_linked_worktree_uses_the_shared_hooks_and_records(work: Path, tmp_path: Path) -> None:
+    wt = tmp_path / "wt"
+    git(work, "worktree", "add", "-q", "-b", "wt", str(wt))
+    status = invoke(wt, "hooks", "status", "--json").json()
+    assert all(s["installed"] for s in status)  # type: ignore[index]
+    commit(wt, "from the worktree\n\nLoopx-Todo: t1")
+    assert [e["commit"] for e in evidence(work)] == [git(wt, "rev-parse", "HEAD")]
+
+
+def test_husky_style_core_hooks_path_is_honoured(work: Path) -> None:
+    invoke(work, "hooks", "uninstall")
+    git(work, "config", "core.hooksPath", ".husky")
+    write_hook(work / ".husky", "post-commit", f"echo husky >> {work}/log\n")
+    result = invoke(work, "hooks", "install")
+    assert str(work / ".husky") in result.out
+    assert "is in the work tree" in result.out  # .husky/ is not ignored: the user is told
+    assert hooks.is_shim(work / ".husky" / "post-commit")
+    commit(work, "x\n\nLoopx-Todo: t1")
+    assert (work / "log").read_text() == "husky\n" and len(evidence(work)) == 1
+    invoke(work, "hooks", "uninstall")
+    assert (work / ".husky" / "post-commit").read_text() == f"#!/bin/sh\necho husky >> {work}/log\n"
+
+
+# --- failing open ----------------------------------------------------------------------------
+
+
+def test_a_loopx_failure_prints_one_line_and_never_blocks_git(work: Path, remote: Path) -> None:
+    env = dict(os.environ, LOOPX_HOOK_TEST_FAIL="all")
+    (work / "f").write_text("x")
+    git(work, "add", "f")
+    proc = subprocess.run(["git", "commit", "-q", "-m", "x"], cwd=work, env=env,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0
+    assert proc.stderr.count("\n") == 1 and "post-commit hook failed: forced failure" in proc.stderr
+    push = subprocess.run(["git", "push", "-q", "origin", "main"], cwd=work, env=env,
+                          capture_output=True, text=True)
+    assert push.returncode == 0
+    assert git(remote, "rev-parse", "main") == git(work, "rev-parse", "HEAD")
+
+
+def test_strict_mode_lets_a_loopx_failure_stop_the_push(work: Path, remote: Path) -> None:
+    git(work, "config", "loopx.hooks.strict", "true")
+    env = dict(os.environ, LOOPX_HOOK_TEST_FAIL="pre-push")
+    push = subprocess.run(["git", "push", "-q", "origin", "main"], cwd=work, env=env,
+                          capture_output=True, text=True)
+    assert push.returncode != 0 and "pre-push hook failed" in push.stderr
+
+
+def test_an_unreadable_state_does_not_block_the_commit(work: Path) -> None:
+    lock = work / ".git" / "loopx" / "write.lock"
+    lock.unlink(missing_ok=True)
+    lock.mkdir(parents=True)  # the clone lock cannot be opened: every loopx write fails
+    proc = commit(work, "x\n\nLoopx-Todo: t1")
+    assert "loopx: post-commit hook failed" in proc.stderr
+
+
+def test_a_shim_without_loopx_says_so_in_one_line(repo: Path, tmp_path: Path) -> None:
+    hook = tmp_path / "post-commit"
+    hook.write_text(hooks.shim_text("post-commit", str(tmp_path / "no-python")))
+    hook.chmod(0o755)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    proc = subprocess.run([str(hook)], cwd=repo, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0
+    assert proc.stderr == (f"loopx: post-commit hook skipped: git-loopx is not installed "
+                           f"(reinstall loopx, or remove {hook})\n")
+
+
+def test_loopx_writes_never_run_repository_hooks(work: Path, remote: Path) -> None:
+    folder = work / ".git" / "hooks"
+    invoke(work, "hooks", "uninstall")
+    for name in ("reference-transaction", "post-commit", "pre-commit", "post-rewrite", "pre-push"):
+        write_hook(folder, name, f"echo {name} >> {work}/canary\n")
+    invoke(work, "todo", "claim", "t1")
+    invoke(work, "note", "add", "hello")
+    assert run_loopx(work, "run", "--todo", "t1", "--", "true").code == 0
+    update = f"refs/heads/main {git(work, 'rev-parse', 'HEAD')} refs/heads/main {'0' * 40}\n"
+    pushed = run_loopx(work, "hook", "pre-push", "origin", str(remote), input=update)
+    assert "pushed refs/heads/loopx/state" in pushed.err  # loopx's own push ran no pre-push
+    assert not (work / "canary").exists()
+    git(work, "update-ref", "refs/heads/probe", "HEAD")  # the canary itself does work
+    assert "reference-transaction" in (work / "canary").read_text()
+
+
+# --- the pre-commit framework ----------------------------------------------------------------
+
+
+def test_pre_commit_hooks_manifest_names_every_loopx_hook() -> None:
+    from loopx import codec
+
+    entries = codec.load((ROOT / ".pre-commit-hooks.yaml").read_bytes(), ".pre-commit-hooks.yaml")
+    stages = {e["id"]: (e["stages"], e["entry"]) for e in entries}  # type: ignore[union-attr]
+    for name in hooks.HOOK_NAMES:
+        assert stages[f"loopx-{name}"] == ([name], f"git-loopx hook {name}")
+    assert stages["loopx-validate"][1] == "git-loopx validate"
+
+
+def test_pre_push_under_pre_commit_reads_the_refs_from_its_environment(work: Path,
+                                                                      remote: Path) -> None:
+    head = git(work, "rev-parse", "HEAD")
+    env = {"PRE_COMMIT_REMOTE_NAME": "origin", "PRE_COMMIT_REMOTE_BRANCH": "refs/heads/main",
+           "PRE_COMMIT_LOCAL_BRANCH": "refs/heads/main", "PRE_COMMIT_TO_REF": head,
+           "PRE_COMMIT_FROM_REF": "0" * 40}
+    result = run_loopx(work, "hook", "pre-push", input="", env=env)
+    assert result.code == 0, result.err
+    assert git(remote, "rev-parse", "refs/heads/loopx/state") == git(
+        work, "rev-parse", "refs/heads/loopx/state")
+
+
+def test_background_mode_records_after_the_commit_returns(work: Path) -> None:
+    import time
+
+    git(work, "config", "loopx.hooks.background", "true")
+    proc = commit(work, "later\n\nLoopx-Todo: t1")
+    assert proc.stderr == ""
+    head = git(work, "rev-parse", "HEAD")
+    deadline = time.monotonic() + 30
+    while not evidence(work) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert [e["commit"] for e in evidence(work)] == [head]
+    assert "recorded commit evidence" in (work / ".git" / "loopx" / "hooks.log").read_text()
+
+
+def test_the_common_post_commit_path_loads_no_pydantic() -> None:
+    """No trailer and no lease is decided from the projection cache: keep pydantic (the
+    slowest import) off that path, or every plain `git commit` pays for it."""
+    code = ("import sys, loopx.cli, loopx.cli.hooks, loopx.capture, loopx.cache, loopx.hooks; "
+            "print('pydantic' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == "False", "a module on the post-commit path imports pydantic"
