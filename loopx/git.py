@@ -99,20 +99,18 @@ class Repo:
 
 def discover(path: Path | str = ".") -> Repo:
     """Find the repository containing ``path``; raises NotFound outside one."""
+    # One process: rev-parse prints each answer in order, so where there is no work tree
+    # (bare repo, inside .git) --show-toplevel fails last and the first three lines stand.
     proc = run(
         path, "rev-parse", "--absolute-git-dir", "--path-format=absolute", "--git-common-dir",
-        "--is-bare-repository", check=False,
+        "--is-bare-repository", "--show-toplevel", check=False,
     )
-    if proc.returncode != 0:
+    lines = proc.stdout.decode().splitlines()
+    if len(lines) < 3:
         raise NotFound(f"{Path(path).resolve()} is not inside a git repository (run `git init`)")
-    git_dir, common, bare = proc.stdout.decode().splitlines()[:3]
-    common_dir = Path(common)
-    work_tree = None
-    if bare != "true":
-        top = run(path, "rev-parse", "--show-toplevel", check=False)
-        if top.returncode == 0 and top.stdout.strip():
-            work_tree = Path(top.stdout.decode().strip())
-    return Repo(Path(git_dir), common_dir.resolve(), work_tree)
+    git_dir, common, bare = lines[:3]
+    top = lines[3] if len(lines) > 3 and bare != "true" else ""
+    return Repo(Path(git_dir), Path(common).resolve(), Path(top) if top else None)
 
 
 class ObjectReader:

@@ -140,6 +140,7 @@ class Ledger:
         # Called as progress(done, total) while a long rebuild parses event files; the CLI
         # sets it when stderr is a terminal.
         self.progress: Optional[Callable[[int, int], None]] = None
+        self._seen = False  # whether tip() has found a commit (a ledger is never deleted)
 
     @classmethod
     def open(cls, path: Path | str = ".", *, ref: str = STATE_REF, adopt: bool = True) -> Ledger:
@@ -165,15 +166,19 @@ class Ledger:
 
     def tip(self) -> Optional[str]:
         """The ref's commit; a proposal ref that does not exist yet starts at loopx/state's."""
-        return self.store.tip(self.ref) or (
+        tip = self.store.tip(self.ref) or (
             self.store.tip(STATE_REF) if self.ref != STATE_REF else None)
+        self._seen = self._seen or tip is not None
+        return tip
 
     def exists(self) -> bool:
-        return self.tip() is not None
+        # A ledger is never deleted: once seen, it exists (saves a git process per write).
+        return self._seen or self.tip() is not None
 
     def adopt_remote(self, remote: str = "origin") -> bool:
         """Point the local state branch at ``<remote>``'s when we have none (handoff by clone)."""
         if self.store.tip(self.ref) is not None:
+            self._seen = True  # so exists() need not ask git again
             return False
         theirs = self.store.tip(f"refs/remotes/{remote}/loopx/state")
         if theirs is None:

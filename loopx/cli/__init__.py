@@ -7,10 +7,8 @@ Each command group lives in its own module and is registered in ``_GROUPS`` belo
 from __future__ import annotations
 
 import importlib
-import json
 import os
 import sys
-import traceback
 from datetime import datetime
 from typing import Any, Callable, Optional
 
@@ -115,6 +113,8 @@ class App:
         if self.batch_txn is not None:
             self.batch_results.append(data)
             return
+        import json  # lazily: most commands print text
+
         if self.json:
             click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
         else:
@@ -224,6 +224,7 @@ def _parse_now(text: str) -> datetime:
 def main(argv: Optional[list[str]] = None) -> None:
     """Console entry point: maps errors to exit codes."""
     debug = "--debug" in (argv if argv is not None else sys.argv) or bool(os.environ.get("LOOPX_DEBUG"))
+    _skip_pydantic_plugins()
     try:
         code = cli.main(args=argv, prog_name="git loopx", standalone_mode=False)
         if isinstance(code, int) and code:  # click returns Exit(n)'s code when not standalone
@@ -255,10 +256,26 @@ def main(argv: Optional[list[str]] = None) -> None:
         sys.exit(0)
     except Exception as exc:  # the safety net: never a bare traceback for users
         if debug:
+            import traceback
+
             traceback.print_exc()
         click.echo(f"error: unexpected {type(exc).__name__}: {exc}", err=True)
         click.echo("hint: rerun with --debug and report the traceback", err=True)
         sys.exit(3)
+
+
+def _skip_pydantic_plugins() -> None:
+    # pydantic 2.x looks for plugins on its first validation by importing importlib.metadata
+    # and scanning every installed distribution (~15 ms per command, more than all of loopx's
+    # git calls), even with PYDANTIC_DISABLE_PLUGINS set (pydantic/plugin/_loader.py). The CLI
+    # uses no plugins, so it answers "none" up front; an explicit setting is left to pydantic.
+    if "PYDANTIC_DISABLE_PLUGINS" in os.environ or "pydantic.plugin._loader" in sys.modules:
+        return
+    import types
+
+    stub = types.ModuleType("pydantic.plugin._loader")
+    stub.get_plugins = lambda: ()  # type: ignore[attr-defined]
+    sys.modules["pydantic.plugin._loader"] = stub
 
 
 def emit_event(app: App, event: Any, text: str) -> None:
