@@ -189,3 +189,10 @@ def test_library_import_does_not_load_click() -> None:
     code = "import sys; from loopx import Ledger; Ledger; print('click' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_closed_goals_leave_status_and_come_back_with_all(project: Path) -> None:
+    assert invoke(project, "goal", "close", "json", "--abandoned", "--reason", "not needed").code == 0
+    assert "Closed goals" not in invoke(project, "status").out
+    shown = invoke(project, "status", "--all").out
+    assert "json         abandoned Add --format json  (not needed)" in shown
