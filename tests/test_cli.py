@@ -196,3 +196,11 @@ def test_closed_goals_leave_status_and_come_back_with_all(project: Path) -> None
     assert "Closed goals" not in invoke(project, "status").out
     shown = invoke(project, "status", "--all").out
     assert "json         abandoned Add --format json  (not needed)" in shown
+
+
+def test_a_gate_answer_takes_exactly_one_decision(project: Path) -> None:
+    both = invoke(project, "gate", "answer", "names", "--approve", "--reject", actor=MAINT)
+    assert both.code == 2 and "exactly one of --approve, --reject or --answer" in both.err
+    assert invoke(project, "gate", "answer", "names", actor=MAINT).code == 2
+    free = invoke(project, "gate", "answer", "names", "--answer", "use snake_case", "--json", actor=MAINT)
+    assert json.loads(free.out)["data"]["decision"] == "answer"
