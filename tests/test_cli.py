@@ -204,3 +204,8 @@ def test_a_gate_answer_takes_exactly_one_decision(project: Path) -> None:
     assert invoke(project, "gate", "answer", "names", actor=MAINT).code == 2
     free = invoke(project, "gate", "answer", "names", "--answer", "use snake_case", "--json", actor=MAINT)
     assert json.loads(free.out)["data"]["decision"] == "answer"
+
+
+def test_a_missing_directory_is_a_user_error(tmp_path: Path) -> None:
+    result = run_loopx(tmp_path, "-C", str(tmp_path / "nope"), "status")
+    assert result.code == 1 and "no such directory" in result.err
