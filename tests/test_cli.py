@@ -209,3 +209,21 @@ def test_a_gate_answer_takes_exactly_one_decision(project: Path) -> None:
 def test_a_missing_directory_is_a_user_error(tmp_path: Path) -> None:
     result = run_loopx(tmp_path, "-C", str(tmp_path / "nope"), "status")
     assert result.code == 1 and "no such directory" in result.err
+
+
+@pytest.mark.parametrize("lines,message", [
+    ('["--actor", "agent:q", "note", "add", "hi"]\n', "apply to the whole batch"),
+    ('["status"]\n', "writes nothing; a batch takes write commands only"),
+    ("", "nothing to apply"),
+])
+def test_batch_refuses_lines_it_cannot_honour(project: Path, lines: str, message: str) -> None:
+    before = git(project, "rev-parse", "loopx/state")
+    result = invoke(project, "batch", input=lines, actor=MAINT)
+    assert result.code == 1 and message in result.err
+    assert git(project, "rev-parse", "loopx/state") == before
+
+
+def test_batch_text_output_shows_the_ids_it_made(project: Path) -> None:
+    result = invoke(project, "batch", input='["todo", "add", "json", "Docs"]\n', actor=MAINT)
+    assert result.code == 0 and "todo.added           t-" in result.out
+    assert "applied 1 command in one commit" in result.out
