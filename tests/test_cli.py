@@ -227,3 +227,12 @@ def test_batch_text_output_shows_the_ids_it_made(project: Path) -> None:
     result = invoke(project, "batch", input='["todo", "add", "json", "Docs"]\n', actor=MAINT)
     assert result.code == 0 and "todo.added           t-" in result.out
     assert "applied 1 command in one commit" in result.out
+
+
+def test_errors_are_json_on_stdout_when_json_was_asked_for(project: Path) -> None:
+    result = run_loopx(project, "todo", "show", "nosuch", "--json")
+    assert result.code == 1 and "no todo matches 'nosuch'" in result.err
+    assert result.json() == {"error": {"message": "no todo matches 'nosuch' (see `git loopx todo list`)",
+                                       "kind": "NotFound", "exit_code": 1}}
+    usage = run_loopx(project, "todo", "claim", "--format", "json")
+    assert usage.code == 2 and usage.json()["error"]["kind"] == "MissingParameter"
