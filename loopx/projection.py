@@ -876,6 +876,8 @@ def _apply_evidence(fold: Fold, event: Event) -> None:
         d.id, d.kind, goal, d.todo, list(d.criteria), d.commit, d.tree, d.dirty, d.exit_code,
         d.command, d.summary, d.url, event.env.actor, event.env.at,
     )
+    if d.todo and d.id not in fold.todos[d.todo].evidence:
+        fold.todos[d.todo].evidence.append(d.id)  # shown on the todo before it is done, too
 
 
 def _apply_remapped(fold: Fold, event: Event) -> None:
