@@ -22,6 +22,8 @@ ACTOR_PATTERN = r"^[a-z][a-z0-9_-]{0,31}:\S{1,200}$"
 ID_PATTERN = ENTITY_ID_RE.pattern
 OID_PATTERN = r"^[0-9a-f]{40}([0-9a-f]{24})?$"
 
+# An actor (human:alice@example.com, agent:codex@devbox) or a role (role:maintainer).
+Identity = Annotated[str, Field(pattern=ACTOR_PATTERN)]
 EntityId = Field(pattern=ID_PATTERN)
 Text = Field(min_length=1, max_length=20_000)
 
@@ -51,7 +53,7 @@ class LedgerInitialised(Model):
 class ConfigSet(Model):
     """Ledger-wide settings; each field given replaces the previous value."""
 
-    roles: Optional[dict[str, list[str]]] = Field(
+    roles: Optional[dict[Annotated[str, Field(pattern=ID_PATTERN)], list[Identity]]] = Field(
         default=None, description="role name -> actor identities, e.g. maintainer: [human:a@x]"
     )
     lease_ttl_seconds: Optional[int] = Field(default=None, ge=10, le=30 * 86400)
@@ -156,7 +158,7 @@ class GateOpened(Model):
     id: str = EntityId
     goal: str = EntityId
     question: str = Text
-    authority: list[str] = Field(
+    authority: list[Identity] = Field(
         min_length=1, max_length=50,
         description="identities (human:alice@example.com) or roles (role:maintainer)",
     )
