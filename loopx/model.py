@@ -468,11 +468,25 @@ class Event:
         return doc
 
 
+# What a pattern means, for messages a person can act on.
+_PATTERN_MEANS = {
+    ACTOR_PATTERN: "an identity like human:alice@example.com, agent:codex@devbox or role:NAME",
+    ID_PATTERN: "an id of letters, digits, '-' and '_' (at most 64)",
+    TS_PATTERN: "a UTC time like 2026-01-01T12:00:00Z",
+    ULID_RE.pattern: "a ULID (26 characters, e.g. 01JD5Z3Q1T8E0000000000ABCD)",
+    OID_PATTERN: "a full commit or tree id (40 or 64 hex digits)",
+}
+
+
 def _describe(exc: ValidationError, prefix: tuple[str, ...] = ()) -> str:
     parts = []
     for err in exc.errors()[:5]:
         where = ".".join(str(p) for p in (*prefix, *err["loc"])) or "document"
-        parts.append(f"{where}: {err['msg']}")
+        means = _PATTERN_MEANS.get((err.get("ctx") or {}).get("pattern", ""))
+        if err["type"] == "string_pattern_mismatch" and means:
+            parts.append(f"{where}: {err['input']!r} is not {means}")
+        else:
+            parts.append(f"{where}: {err['msg']}")
     return "; ".join(parts)
 
 
@@ -503,7 +517,7 @@ def make_event(
                            "clock": clock, "actor": actor, "data": data}
     if goal is not None:
         doc["goal"] = goal
-    return parse_event(doc, f"new {type} event")
+    return parse_event(doc, "new event")
 
 
 def event_dir(event_id: str) -> str:
