@@ -249,3 +249,9 @@ def test_authorities_must_be_identities_or_roles_someone_holds(
         project: Path, args: list[str], message: str) -> None:
     result = invoke(project, *args, actor=MAINT)
     assert result.code == 1 and message in result.err
+
+
+def test_config_show_lists_effective_settings_readably(project: Path) -> None:
+    text = invoke(project, "config", "show").out
+    assert "roles: maintainer = human:maint@example.com" in text
+    assert "lease_ttl_seconds: 2700" in text and "{" not in text
