@@ -25,7 +25,7 @@ PRIORITY = {
     "replan": 25, "release_lease": 30, "renew_lease": 32, "session_waiting": 35,
     "answer_gate": 40, "sync": 45, "fix_ci": 48, "rerun_evidence": 50, "close_goal": 55,
     "wake_due": 60, "continue": 65, "work": 70, "wait_ci": 80, "wait_gate": 85,
-    "wait_lease": 88,
+    "wait_lease": 88, "notice": 95,
 }
 WAIT_KINDS = frozenset({"wait_ci", "wait_gate", "wait_lease"})
 RENEW_WINDOW = timedelta(minutes=10)  # renew a lease this long before it runs out
@@ -111,12 +111,20 @@ class _Ctx:
 
 
 def _problems(ctx: _Ctx) -> Iterable[Action]:
+    # A file that does not parse or validate is damage to repair. An event refused by the rules
+    # (two claims that crossed in a merge, a second answer) is the projection doing its job:
+    # the winner is settled, so it is a notice for the actor whose event lost, not a blocker.
     problems = ctx.snap.get("problems", [])
-    if problems:
-        first = problems[0]
-        yield _action("repair", f"{len(problems)} ledger events were not applied "
-                      f"(first: {first['event']}: {first['reason']})",
-                      "git loopx status --format json  # see .problems")
+    damaged = [p for p in problems if p.get("type") == "file"]
+    if damaged:
+        first = damaged[0]
+        yield _action("repair", f"{len(damaged)} files on the state branch are not valid events "
+                      f"(first: {first['event']}: {first['reason']})", "git loopx doctor")
+    for problem in problems:
+        if problem.get("type") != "file" and problem.get("actor") == ctx.actor:
+            yield _action("notice", f"your {problem['type']} event was not applied: "
+                          f"{problem['reason']}", "git loopx status --format json  # see .problems",
+                          event=problem["event"])
     unknown = ctx.snap.get("unknown_events", [])
     if unknown:
         yield _action("repair", f"{len(unknown)} events are of types this loopx does not know; "
@@ -244,10 +252,17 @@ def _criteria(ctx: _Ctx) -> Iterable[Action]:
         for crit, (verdict, evidence) in zip(goal["acceptance"], verdicts):
             if verdict in ("stale", "unknown"):
                 yield _rerun(ctx, goal, crit, verdict, evidence)
-        if verdicts and all(v == "fresh" for v, _ in verdicts):
+        if verdicts and all(v == "fresh" for v, _ in verdicts) and not _unfinished(ctx, goal):
             yield _action("close_goal", f"every criterion of goal {goal['id']} is met by fresh "
                           "evidence", f"git loopx goal close {goal['id']} --achieved",
                           goal=goal["id"])
+
+
+def _unfinished(ctx: _Ctx, goal: dict[str, Any]) -> bool:
+    """Todos still to do or gates still open: closing now would strand them."""
+    return any(t["goal"] == goal["id"] and t["state"] in ("open", "claimed", "blocked")
+               for t in ctx.todos.values()) or any(
+        g["goal"] == goal["id"] and g["state"] == "open" for g in ctx.snap.get("gates", []))
 
 
 def _criterion(ctx: _Ctx, goal: dict[str, Any], crit: dict[str, Any]) -> tuple[str, list[str]]:

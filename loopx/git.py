@@ -63,6 +63,8 @@ def run(
             argv, cwd=cwd, input=input, capture_output=True, env=_env(env), timeout=timeout
         )
     except FileNotFoundError as exc:
+        if not os.path.isdir(cwd):
+            raise NotFound(f"{cwd}: no such directory") from None
         raise GitError(list(args), 127, "git is not installed or not on PATH") from exc
     except subprocess.TimeoutExpired as exc:
         raise GitError(list(args), 124, f"timed out after {timeout}s") from exc

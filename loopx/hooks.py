@@ -107,9 +107,12 @@ def install(*, cwd: Path | str, force: bool = False, python: Optional[str] = Non
 def _tracked_folder_note(cwd: Path | str, folder: Path) -> list[str]:
     """A warning when the hooks folder is part of the work tree and not ignored (Husky < 9
     keeps its hooks in a tracked .husky/): git status will list the shims there."""
-    work_tree = git.discover(cwd).work_tree
-    if work_tree is None or not folder.resolve().is_relative_to(work_tree.resolve()):
+    repo = git.discover(cwd)
+    work_tree, inside = repo.work_tree, folder.resolve()
+    if work_tree is None or not inside.is_relative_to(work_tree.resolve()):
         return []
+    if inside.is_relative_to(repo.git_dir.resolve()) or inside.is_relative_to(repo.common_dir):
+        return []  # .git/hooks sits under the work tree's folder but is not part of it
     probe = folder.resolve() / HOOK_NAMES[0]
     if git.run(work_tree, "check-ignore", "-q", str(probe), check=False).returncode == 0:
         return []

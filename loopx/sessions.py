@@ -52,6 +52,18 @@ def send(txn: Txn, session_id: str, message: str, *, event_id: Optional[str] = N
     return txn.add(Draft("session.interjected", data, session.goal, event_id))
 
 
+def respond(txn: Txn, session_id: str, response: str, *, event_id: Optional[str] = None) -> Event:
+    """Finish a turn. A kept-open session now awaits input; a one-shot session has given its
+    one result and is closed as done in the same commit."""
+    session = get(txn.fold, session_id)
+    event = txn.add(Draft("session.responded", {"id": session.id, "response": response},
+                          session.goal, event_id))
+    if not session.keep_open and session.state != "closed":
+        txn.add(Draft("session.closed", {"id": session.id, "reason": "done",
+                                         "note": "one-shot: closed after its result"}, session.goal))
+    return event
+
+
 def ack(txn: Txn, session_id: str, *, through: Optional[str] = None,
         event_id: Optional[str] = None) -> Optional[Event]:
     """Mark the inbox consumed up to and including interjection ``through`` (default: all).

@@ -189,3 +189,50 @@ def test_library_import_does_not_load_click() -> None:
     code = "import sys; from loopx import Ledger; Ledger; print('click' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_closed_goals_leave_status_and_come_back_with_all(project: Path) -> None:
+    assert invoke(project, "goal", "close", "json", "--abandoned", "--reason", "not needed").code == 0
+    assert "Closed goals" not in invoke(project, "status").out
+    shown = invoke(project, "status", "--all").out
+    assert "json         abandoned Add --format json  (not needed)" in shown
+
+
+def test_a_gate_answer_takes_exactly_one_decision(project: Path) -> None:
+    both = invoke(project, "gate", "answer", "names", "--approve", "--reject", actor=MAINT)
+    assert both.code == 2 and "exactly one of --approve, --reject or --answer" in both.err
+    assert invoke(project, "gate", "answer", "names", actor=MAINT).code == 2
+    free = invoke(project, "gate", "answer", "names", "--answer", "use snake_case", "--json", actor=MAINT)
+    assert json.loads(free.out)["data"]["decision"] == "answer"
+
+
+def test_a_missing_directory_is_a_user_error(tmp_path: Path) -> None:
+    result = run_loopx(tmp_path, "-C", str(tmp_path / "nope"), "status")
+    assert result.code == 1 and "no such directory" in result.err
+
+
+@pytest.mark.parametrize("lines,message", [
+    ('["--actor", "agent:q", "note", "add", "hi"]\n', "apply to the whole batch"),
+    ('["status"]\n', "writes nothing; a batch takes write commands only"),
+    ("", "nothing to apply"),
+])
+def test_batch_refuses_lines_it_cannot_honour(project: Path, lines: str, message: str) -> None:
+    before = git(project, "rev-parse", "loopx/state")
+    result = invoke(project, "batch", input=lines, actor=MAINT)
+    assert result.code == 1 and message in result.err
+    assert git(project, "rev-parse", "loopx/state") == before
+
+
+def test_batch_text_output_shows_the_ids_it_made(project: Path) -> None:
+    result = invoke(project, "batch", input='["todo", "add", "json", "Docs"]\n', actor=MAINT)
+    assert result.code == 0 and "todo.added           t-" in result.out
+    assert "applied 1 command in one commit" in result.out
+
+
+def test_errors_are_json_on_stdout_when_json_was_asked_for(project: Path) -> None:
+    result = run_loopx(project, "todo", "show", "nosuch", "--json")
+    assert result.code == 1 and "no todo matches 'nosuch'" in result.err
+    assert result.json() == {"error": {"message": "no todo matches 'nosuch' (see `git loopx todo list`)",
+                                       "kind": "NotFound", "exit_code": 1}}
+    usage = run_loopx(project, "todo", "claim", "--format", "json")
+    assert usage.code == 2 and usage.json()["error"]["kind"] == "MissingParameter"

@@ -296,6 +296,11 @@ def test_a_linked_worktree_uses_the_shared_hooks_and_records(work: Path, tmp_pat
     assert [e["commit"] for e in evidence(work)] == [git(wt, "rev-parse", "HEAD")]
 
 
+def test_the_default_hooks_folder_gets_no_work_tree_note(repo: Path) -> None:
+    result = invoke(repo, "hooks", "install")
+    assert result.code == 0 and "is in the work tree" not in result.out
+
+
 def test_husky_style_core_hooks_path_is_honoured(work: Path) -> None:
     invoke(work, "hooks", "uninstall")
     git(work, "config", "core.hooksPath", ".husky")

@@ -508,3 +508,14 @@ def test_the_cache_keeps_sessions(repo_with_goal: Path) -> None:
         tip, fold = cache.load(ledger._cache_path()) or (None, None)
         assert tip == ledger.tip()
     assert fold is not None and fold.sessions["s-1"].messages[0]["message"] == "hi"
+
+
+def test_a_one_shot_session_closes_as_done_with_its_result(repo_with_goal: Path) -> None:
+    open_session(repo_with_goal, "once", "--one-shot")
+    ok(repo_with_goal, "session", "respond", "once", "the March report")
+    shown = ok(repo_with_goal, "session", "show", "once")
+    assert (shown["state"], shown["closed_reason"]) == ("closed", "done")
+    assert shown["last_response"] == "the March report"
+    open_session(repo_with_goal, "kept")
+    ok(repo_with_goal, "session", "respond", "kept", "Feb")
+    assert ok(repo_with_goal, "session", "show", "kept")["state"] == "awaiting_input"

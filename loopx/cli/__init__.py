@@ -15,7 +15,7 @@ from typing import Any, Callable, Optional
 import click
 
 from loopx import __version__
-from loopx.errors import GitError, LoopxError, NotFound, UsageError
+from loopx.errors import GitError, LoopxError, UsageError
 
 # (module, attribute) of each command or group, imported when the CLI starts.
 _GROUPS = [
@@ -222,34 +222,29 @@ def _parse_now(text: str) -> datetime:
 
 
 def main(argv: Optional[list[str]] = None) -> None:
-    """Console entry point: maps errors to exit codes."""
-    debug = "--debug" in (argv if argv is not None else sys.argv) or bool(os.environ.get("LOOPX_DEBUG"))
-    _skip_pydantic_plugins()
+    """Console entry point: maps errors to exit codes (and to JSON on stdout with --json)."""
+    args = argv if argv is not None else sys.argv[1:]
+    debug = "--debug" in args or bool(os.environ.get("LOOPX_DEBUG"))
+    as_json = "--json" in args or "--format=json" in args or any(
+        a == "--format" and b == "json" for a, b in zip(args, args[1:]))
     try:
         code = cli.main(args=argv, prog_name="git loopx", standalone_mode=False)
         if isinstance(code, int) and code:  # click returns Exit(n)'s code when not standalone
             sys.exit(code)
     except click.exceptions.Abort:
-        click.echo("aborted", err=True)
-        sys.exit(1)
+        _fail(1, "aborted", "Abort", as_json)
     except click.ClickException as exc:
+        if as_json:
+            _json_error(exc.exit_code, exc.format_message(), type(exc).__name__)
         exc.show()
         sys.exit(exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
-    except NotFound as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
     except GitError as exc:
-        click.echo(f"error: {exc}", err=True)
-        if debug:
-            click.echo(exc.stderr, err=True)
-        else:
-            click.echo("hint: rerun with --debug for details", err=True)
-        sys.exit(3)
+        hint = exc.stderr if debug else "hint: rerun with --debug for details"
+        _fail(3, f"error: {exc}", "GitError", as_json, hint)
     except LoopxError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
+        _fail(1, f"error: {exc}", type(exc).__name__, as_json)
     except KeyboardInterrupt:
         sys.exit(130)
     except BrokenPipeError:
@@ -259,23 +254,24 @@ def main(argv: Optional[list[str]] = None) -> None:
             import traceback
 
             traceback.print_exc()
-        click.echo(f"error: unexpected {type(exc).__name__}: {exc}", err=True)
-        click.echo("hint: rerun with --debug and report the traceback", err=True)
-        sys.exit(3)
+        _fail(3, f"error: unexpected {type(exc).__name__}: {exc}", "unexpected", as_json,
+              "hint: rerun with --debug and report the traceback")
 
 
-def _skip_pydantic_plugins() -> None:
-    # pydantic 2.x looks for plugins on its first validation by importing importlib.metadata
-    # and scanning every installed distribution (~15 ms per command, more than all of loopx's
-    # git calls), even with PYDANTIC_DISABLE_PLUGINS set (pydantic/plugin/_loader.py). The CLI
-    # uses no plugins, so it answers "none" up front; an explicit setting is left to pydantic.
-    if "PYDANTIC_DISABLE_PLUGINS" in os.environ or "pydantic.plugin._loader" in sys.modules:
-        return
-    import types
+def _fail(code: int, message: str, kind: str, as_json: bool, hint: Optional[str] = None) -> None:
+    """One clear line on stderr (plus a hint); with --json also a JSON error on stdout."""
+    click.echo(message, err=True)
+    if hint:
+        click.echo(hint, err=True)
+    if as_json:
+        _json_error(code, message.removeprefix("error: "), kind)
+    sys.exit(code)
 
-    stub = types.ModuleType("pydantic.plugin._loader")
-    stub.get_plugins = lambda: ()  # type: ignore[attr-defined]
-    sys.modules["pydantic.plugin._loader"] = stub
+
+def _json_error(code: int, message: str, kind: str) -> None:
+    import json
+
+    click.echo(json.dumps({"error": {"message": message, "kind": kind, "exit_code": code}}))
 
 
 def emit_event(app: App, event: Any, text: str) -> None:

@@ -109,19 +109,27 @@ def batch(app: App, message: Optional[str]) -> None:
         app.batch_txn, app.batch_results = txn, []
         try:
             for (n, _), argv in zip(lines, commands):
+                staged = len(txn.events) + len(txn.duplicates)
                 try:
                     _run_line(cli, app, argv)
                 except click.ClickException as exc:
                     raise UsageError(f"line {n}: {exc.format_message()}") from None
                 except LoopxError as exc:
                     raise type(exc)(f"line {n}: {exc}") from None
+                if len(txn.events) + len(txn.duplicates) == staged:
+                    raise UsageError(f"line {n}: `{' '.join(argv[:2])}` writes nothing; "
+                                     "a batch takes write commands only")
             return app.batch_results
         finally:
             app.batch_txn = None
 
+    if not commands:
+        raise UsageError("nothing to apply: stdin held no command lines")
     app.ledger.require()
     results, _ = app.ledger.write(build, actor=app.actor, message=message, now=app.now)
-    app.emit(results, lambda: f"applied {len(results)} commands in one commit")
+    app.emit(results, lambda: "\n".join(
+        [f"{r['type']:<20} {r['data'].get('id', '')}  [{r['id']}]" for r in results]
+        + [f"applied {_n(len(results), 'command')} in one commit"]))
 
 
 def _run_line(cli: click.Group, app: App, argv: list[str]) -> None:
@@ -137,6 +145,10 @@ def _run_line(cli: click.Group, app: App, argv: list[str]) -> None:
                      obj=app)
 
 
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def _batch_argv(n: int, line: str) -> list[str]:
     try:
         value = json.loads(line)
@@ -146,6 +158,9 @@ def _batch_argv(n: int, line: str) -> list[str]:
         value = value.get("argv")
     if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
         raise UsageError(f'line {n}: expected a JSON array of strings, e.g. ["note", "add", "hi"]')
+    if value[0].startswith("-"):
+        raise UsageError(f"line {n}: options such as {value[0]} apply to the whole batch "
+                         "(`git loopx --actor WHO batch`), not to one line")
     if value[0] in ("batch", "demo", "init"):
         raise UsageError(f"line {n}: `{value[0]}` cannot run inside a batch")
     return value

@@ -42,23 +42,24 @@ def gate_open(app: App, goal_id: str, question: str, gate_id: Optional[str],
 
 @gate.command("answer")
 @click.argument("gate_id")
-@click.option("--approve", "decision", flag_value="approve", help="Approve.")
-@click.option("--reject", "decision", flag_value="reject", help="Reject.")
+@click.option("--approve", is_flag=True, help="Approve.")
+@click.option("--reject", is_flag=True, help="Reject.")
 @click.option("--answer", "answer", metavar="TEXT", help="A free answer.")
 @click.option("--comment", help="A comment that goes with the decision.")
 @click.option("--sign", is_flag=True, help="Sign the commit (git's user.signingkey); automatic "
               "when the ledger config requires signed answers.")
 @event_id_option
 @pass_app
-def gate_answer(app: App, gate_id: str, decision: Optional[str], answer: Optional[str],
+def gate_answer(app: App, gate_id: str, approve: bool, reject: bool, answer: Optional[str],
                 comment: Optional[str], sign: bool, event_id: Optional[str]) -> None:
-    """Answer a gate (only its authority may)."""
+    """Answer a gate (only its authority may): --approve, --reject or --answer TEXT."""
     from loopx.ledger import Draft
 
-    if answer is not None and decision is None:
-        decision = "answer"
-    if decision is None:
-        raise click.UsageError("say --approve, --reject or --answer TEXT")
+    chosen = [name for name, given in (("approve", approve), ("reject", reject),
+                                       ("answer", answer is not None)) if given]
+    if len(chosen) != 1:
+        raise click.UsageError("say exactly one of --approve, --reject or --answer TEXT")
+    decision = chosen[0]
 
     def build(txn: Any) -> Any:
         gid = lookup(txn.fold.gates, gate_id, "gate")

@@ -92,7 +92,7 @@ def status(app: App, goal_id: Optional[str], show_all: bool, no_ci: bool, offlin
 
 
 @click.command("next")
-@click.option("--claim", is_flag=True, help="Claim the top frontier todo in the same call.")
+@click.option("--claim", is_flag=True, help="Claim the top frontier todo in the same call, when working on it is the best action.")
 @click.option("--ttl", default=None, metavar="DURATION", help="Lease length for --claim.")
 @_inspect_options
 @pass_app

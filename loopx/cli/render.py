@@ -70,6 +70,11 @@ def status_text(snap: dict[str, Any], *, color: bool = False) -> str:
     done = [t for t in snap["todos"] if t["state"] == "done"]
     if done:
         out.append(f"\nDone: {', '.join(t['id'] for t in done)}")
+    closed = [g for g in snap["goals"] if g["state"] in ("achieved", "abandoned")]
+    if closed:  # only with --all: plain status lists the goals in play
+        out.append("\nClosed goals:")
+        out += [f"  {g['id']:<12} {g['state']:<9} {g['title']}"
+                + (f"  ({g['reason']})" if g.get("reason") else "") for g in closed]
     if snap.get("unknown_events"):
         out.append(f"\n{len(snap['unknown_events'])} events of types this loopx does not know "
                    "(kept; upgrade loopx to read them)")

@@ -74,6 +74,8 @@ def _session_event(name: str, event_type: str, field: str, doc: str, verb: str) 
         body = sys.stdin.read() if text == "-" else text
 
         def build(txn: Any) -> Any:
+            if event_type == "session.responded":
+                return sessions.respond(txn, session_id, body, event_id=event_id)
             found = sessions.get(txn.fold, session_id)
             return txn.add(Draft(event_type, {"id": found.id, field: body}, found.goal, event_id))
 
@@ -91,7 +93,8 @@ _session_event("progress", "session.progress", "message",
                "is running")
 _session_event("respond", "session.responded", "response",
                "Finish a turn: the session is now awaiting input (owner only; RESPONSE - reads "
-               "stdin). It stays open until closed or reaped.", "is waiting for your instruction")
+               "stdin). It stays open until closed or reaped; a --one-shot session closes as done.",
+               "has responded")
 
 
 @session.command("send")
