@@ -13,7 +13,7 @@ import marshal
 import os
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from loopx import SCHEMA_VERSION, __version__, projection
 
@@ -95,7 +95,7 @@ def split(fold: projection.Fold) -> tuple[projection.Fold, projection.Fold]:
         todos.update(d for d in fold.todos[todo_id].depends_on if d in fold.todos)
     gates = {g for g, gate in fold.gates.items() if gate.goal in live_goals}
     gates.update(g for t in todos for g in fold.todos[t].gates if g in fold.gates)
-    keep = {
+    keep: dict[str, Callable[[str, Any], bool]] = {
         "goals": lambda k, v: k in live_goals, "todos": lambda k, v: k in todos,
         "gates": lambda k, v: k in gates,
         "evidence": lambda k, v: v.goal is None or v.goal in live_goals,

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar, cast
 
 from loopx import __version__, cache, clock, commits, git, ids, projection
 from loopx.errors import (
@@ -22,7 +22,7 @@ from loopx.errors import (
 from loopx.store import BLOB_MODE, STATE_REF, Store
 
 if TYPE_CHECKING:
-    from loopx.model import Event
+    from loopx.model import ConfigSet, Event
 
 # loopx.model (pydantic) is imported where events are parsed or made, not at import time:
 # a warm `status` reads the cached fold and never needs it.
@@ -527,7 +527,8 @@ def _event_id(path: str) -> str:
 
 def _signer_texts(events: list[Event]) -> list[str]:
     """The allowed_signers texts of a ledger that (at some point) turns signed answers on."""
-    configs = [e.data for e in events if e.type == "config.set" and e.data is not None]
+    configs = [cast("ConfigSet", e.data) for e in events
+               if e.type == "config.set" and e.data is not None]
     if not any(c.signed_answers not in (None, "off") for c in configs):
         return []
     return sorted({c.allowed_signers for c in configs if c.allowed_signers})

@@ -15,12 +15,25 @@ import dataclasses
 import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional, Union, cast
 
 from loopx import clock as clk
 
 if TYPE_CHECKING:  # only for annotations: the hooks read a cached fold without pydantic
-    from loopx.model import Event
+    # Each rule narrows ``event.data`` to its payload with ``cast("Model", ...)``: a string,
+    # so nothing here is imported at run time.
+    from loopx.model import (
+        ConfigSet, EffectConfirmed, EffectFailed, EffectIntended, Event, EvidenceRecorded,
+        EvidenceRemapped, GateAnswered, GateOpened, GateWithdrawn, GoalClosed, GoalCreated,
+        GoalUpdated, LedgerInitialised, QuotaSpent, SessionAcked, SessionCheckpointed,
+        SessionClosed, SessionInterjected, SessionOpened, SessionProgress, SessionResponded,
+        TodoAdded, TodoBlocked, TodoCancelled, TodoClaimed, TodoDone, TodoReleased,
+        TodoRenewed, TodoReopened, TodoUpdated, WakeCleared, WakeSet,
+    )
+
+    # The payloads of the events that act on an existing session.
+    SessionChange = Union[SessionProgress, SessionResponded, SessionInterjected,
+                          SessionCheckpointed, SessionAcked, SessionClosed]
 
 DEFAULT_LEASE_TTL_S = 45 * 60
 DEFAULT_SESSION_SLOTS = 20
@@ -259,7 +272,7 @@ def _lease_live(todo: Todo, at: str) -> bool:
 
 
 def _check_goal_created(fold: Fold, event: Event) -> Optional[str]:
-    data = event.data
+    data = cast("GoalCreated", event.data)
     if data.id in fold.goals:
         return f"goal {data.id} already exists"
     ids = [c.id for c in data.acceptance]
@@ -267,7 +280,7 @@ def _check_goal_created(fold: Fold, event: Event) -> Optional[str]:
 
 
 def _check_goal_updated(fold: Fold, event: Event) -> Optional[str]:
-    data = event.data
+    data = cast("GoalUpdated", event.data)
     why = _need_goal(fold, data.id)
     if why:
         return why
@@ -279,7 +292,7 @@ def _check_goal_updated(fold: Fold, event: Event) -> Optional[str]:
 
 
 def _check_goal_closed(fold: Fold, event: Event) -> Optional[str]:
-    data = event.data
+    data = cast("GoalClosed", event.data)
     why = _need_goal(fold, data.id)
     if why or data.outcome != "achieved":
         return why
@@ -293,7 +306,7 @@ def _check_goal_closed(fold: Fold, event: Event) -> Optional[str]:
 
 
 def _check_todo_added(fold: Fold, event: Event) -> Optional[str]:
-    data = event.data
+    data = cast("TodoAdded", event.data)
     if data.id in fold.todos:
         return f"todo {data.id} already exists"
     return (
@@ -317,7 +330,7 @@ def _unknown_criteria(fold: Fold, goal_id: str, criteria: list[str]) -> Optional
 
 
 def _check_todo_updated(fold: Fold, event: Event) -> Optional[str]:
-    data = event.data
+    data = cast("TodoUpdated", event.data)
     todo, why = _need_todo(fold, data.id)
     if why:
         return why
@@ -344,8 +357,9 @@ def ancestors(fold: Fold, todo_id: str) -> set[str]:
 
 
 def _check_todo_claimed(fold: Fold, event: Event) -> Optional[str]:
-    todo, why = _need_todo(fold, event.data.id)
-    if why:
+    data = cast("TodoClaimed", event.data)
+    todo, why = _need_todo(fold, data.id)
+    if why or todo is None:
         return why
     if todo.state != "open":
         return f"todo {todo.id} is {todo.state}"
@@ -374,8 +388,9 @@ def _not_ready(fold: Fold, todo: Todo) -> Optional[str]:
 
 
 def _check_lease_holder(fold: Fold, event: Event) -> Optional[str]:
-    todo, why = _need_todo(fold, event.data.id)
-    if why:
+    data = cast("TodoRenewed | TodoReleased", event.data)
+    todo, why = _need_todo(fold, data.id)
+    if why or todo is None:
         return why
     if todo.holder is None:
         return f"todo {todo.id} is not claimed"
@@ -387,55 +402,60 @@ def _check_lease_holder(fold: Fold, event: Event) -> Optional[str]:
 
 
 def _check_todo_done(fold: Fold, event: Event) -> Optional[str]:
-    todo, why = _need_todo(fold, event.data.id)
-    if why:
+    data = cast("TodoDone", event.data)
+    todo, why = _need_todo(fold, data.id)
+    if why or todo is None:
         return why
     if todo.state in ("done", "cancelled"):
         return f"todo {todo.id} is already {todo.state}"
     if todo.holder and todo.holder != event.env.actor and _lease_live(todo, event.env.at):
         return f"todo {todo.id} is claimed by {todo.holder} until {todo.until}"
-    return _unknown(fold.evidence, event.data.evidence, "evidence")
+    return _unknown(fold.evidence, data.evidence, "evidence")
 
 
 def _check_todo_blocked(fold: Fold, event: Event) -> Optional[str]:
-    todo, why = _need_todo(fold, event.data.id)
-    if why:
+    data = cast("TodoBlocked", event.data)
+    todo, why = _need_todo(fold, data.id)
+    if why or todo is None:
         return why
     return None if todo.state == "open" else f"todo {todo.id} is {todo.state}"
 
 
 def _check_todo_reopened(fold: Fold, event: Event) -> Optional[str]:
-    todo, why = _need_todo(fold, event.data.id)
-    if why:
+    data = cast("TodoReopened", event.data)
+    todo, why = _need_todo(fold, data.id)
+    if why or todo is None:
         return why
     return None if todo.state != "open" else f"todo {todo.id} is already open"
 
 
 def _check_todo_cancelled(fold: Fold, event: Event) -> Optional[str]:
-    todo, why = _need_todo(fold, event.data.id)
-    if why:
+    data = cast("TodoCancelled", event.data)
+    todo, why = _need_todo(fold, data.id)
+    if why or todo is None:
         return why
     return None if todo.state in ("open", "blocked") else f"todo {todo.id} is {todo.state}"
 
 
 def _check_gate_opened(fold: Fold, event: Event) -> Optional[str]:
-    data = event.data
+    data = cast("GateOpened", event.data)
     if data.id in fold.gates:
         return f"gate {data.id} already exists"
     return _need_goal(fold, data.goal) or _unknown(fold.todos, data.blocks, "todo")
 
 
 def _check_gate_answered(fold: Fold, event: Event) -> Optional[str]:
-    gate = fold.gates.get(event.data.id)
+    data = cast("GateAnswered", event.data)
+    gate = fold.gates.get(data.id)
     if gate is None:
-        return f"unknown gate {event.data.id}"
+        return f"unknown gate {data.id}"
     if gate.state != "open":
         extra = f" by {gate.answered_by} ({gate.decision})" if gate.state == "answered" else ""
         return f"gate {gate.id} is already {gate.state}{extra}"
     if event.env.actor not in fold.resolve_authority(gate.authority):
         return (f"gate {gate.id} is answered by {', '.join(gate.authority)} only; "
                 f"you are {event.env.actor}")
-    if event.data.decision == "answer" and not event.data.answer:
+    if data.decision == "answer" and not data.answer:
         return "a free answer needs its text"
     return _check_signature(fold, event, f"the answer to gate {gate.id}")
 
@@ -461,11 +481,12 @@ GUARDED_CONFIG = frozenset({"roles", "signed_answers", "allowed_signers"})
 def needs_signature(fold: Fold, event: Event) -> bool:
     """Whether ``event`` counts only in a commit signed by its actor's key in allowed_signers."""
     if event.type == "gate.answered":
-        gate = fold.gates.get(event.data.id)
+        gate = fold.gates.get(cast("GateAnswered", event.data).id)
         return gate is not None and signature_required(fold.config, gate.id)
     if event.type == "config.set":
         rule = fold.config.get("signed_answers")
-        touched = GUARDED_CONFIG & set(event.data.model_dump(exclude_none=True))
+        config = cast("ConfigSet", event.data)
+        touched = GUARDED_CONFIG & set(config.model_dump(exclude_none=True))
         on = rule not in (None, "off") and bool(fold.config.get("allowed_signers"))
         return on and bool(touched)
     return False
@@ -503,14 +524,15 @@ def _check_config_set(fold: Fold, event: Event) -> Optional[str]:
 
 
 def _check_gate_withdrawn(fold: Fold, event: Event) -> Optional[str]:
-    gate = fold.gates.get(event.data.id)
+    data = cast("GateWithdrawn", event.data)
+    gate = fold.gates.get(data.id)
     if gate is None:
-        return f"unknown gate {event.data.id}"
+        return f"unknown gate {data.id}"
     return None if gate.state == "open" else f"gate {gate.id} is already {gate.state}"
 
 
 def _check_evidence(fold: Fold, event: Event) -> Optional[str]:
-    data = event.data
+    data = cast("EvidenceRecorded", event.data)
     if data.id in fold.evidence:
         return f"evidence {data.id} already exists"
     if data.todo and data.todo not in fold.todos:
@@ -524,7 +546,7 @@ def _check_evidence(fold: Fold, event: Event) -> Optional[str]:
 
 
 def _check_wake_set(fold: Fold, event: Event) -> Optional[str]:
-    data = event.data
+    data = cast("WakeSet", event.data)
     if data.id in fold.wakes:
         return f"wake {data.id} already exists"
     if not (data.at or data.on_gate or data.on_ci or data.on_todo):
@@ -537,7 +559,8 @@ def _check_wake_set(fold: Fold, event: Event) -> Optional[str]:
 
 
 def _check_wake_cleared(fold: Fold, event: Event) -> Optional[str]:
-    return None if event.data.id in fold.wakes else f"unknown wake {event.data.id}"
+    data = cast("WakeCleared", event.data)
+    return None if data.id in fold.wakes else f"unknown wake {data.id}"
 
 
 def _check_quota(fold: Fold, event: Event) -> Optional[str]:
@@ -548,7 +571,7 @@ def _check_quota(fold: Fold, event: Event) -> Optional[str]:
 
 
 def _check_effect_intended(fold: Fold, event: Event) -> Optional[str]:
-    data = event.data
+    data = cast("EffectIntended", event.data)
     if data.id in fold.effects:
         return f"effect {data.id} already exists"
     for effect in fold.effects.values():
@@ -559,9 +582,10 @@ def _check_effect_intended(fold: Fold, event: Event) -> Optional[str]:
 
 
 def _check_effect_outcome(fold: Fold, event: Event) -> Optional[str]:
-    effect = fold.effects.get(event.data.id)
+    data = cast("EffectConfirmed | EffectFailed", event.data)
+    effect = fold.effects.get(data.id)
     if effect is None:
-        return f"unknown effect {event.data.id}"
+        return f"unknown effect {data.id}"
     return None if effect.state == "indeterminate" else f"effect {effect.id} is already {effect.state}"
 
 
@@ -570,9 +594,10 @@ def _check_effect_outcome(fold: Fold, event: Event) -> Optional[str]:
 
 def _need_session(fold: Fold, event: Event, *, owner: bool = False,
                   open_: bool = True) -> tuple[Optional[Session], Optional[str]]:
-    session = fold.sessions.get(event.data.id)
+    data = cast("SessionChange", event.data)
+    session = fold.sessions.get(data.id)
     if session is None:
-        return None, f"unknown session {event.data.id}"
+        return None, f"unknown session {data.id}"
     if open_ and session.state == "closed":
         return session, f"session {session.id} is closed ({session.closed_reason})"
     if owner and event.env.actor != session.owner:
@@ -582,7 +607,7 @@ def _need_session(fold: Fold, event: Event, *, owner: bool = False,
 
 
 def _check_session_opened(fold: Fold, event: Event) -> Optional[str]:
-    data, goal = event.data, event.env.goal
+    data, goal = cast("SessionOpened", event.data), event.env.goal
     if data.id in fold.sessions:
         return f"session {data.id} already exists"
     if data.todo is not None and data.todo not in fold.todos:
@@ -631,7 +656,7 @@ def _check_session_checkpointed(fold: Fold, event: Event) -> Optional[str]:
     session, why = _need_session(fold, event, owner=True)
     if why or session is None:
         return why
-    data = event.data
+    data = cast("SessionCheckpointed", event.data)
     if data.number != len(session.checkpoints) + 1:
         return (f"session {session.id} has {len(session.checkpoints)} checkpoints; "
                 f"the next one is number {len(session.checkpoints) + 1}, not {data.number}")
@@ -647,21 +672,23 @@ def _check_session_checkpointed(fold: Fold, event: Event) -> Optional[str]:
 
 
 def _check_session_acked(fold: Fold, event: Event) -> Optional[str]:
+    data = cast("SessionAcked", event.data)
     session, why = _need_session(fold, event, owner=True, open_=False)
     if why or session is None:
         return why
     known = {m["event"] for m in session.messages}
-    unknown = [i for i in event.data.interjections if i not in known]
+    unknown = [i for i in data.interjections if i not in known]
     if unknown:
         return f"session {session.id} has no interjection {', '.join(unknown[:5])}"
-    if set(event.data.interjections) <= set(session.acked):
+    if set(data.interjections) <= set(session.acked):
         return f"those messages to session {session.id} were already acknowledged"
     return None
 
 
 def _check_session_closed(fold: Fold, event: Event) -> Optional[str]:
+    data = cast("SessionClosed", event.data)
     session, why = _need_session(fold, event)
-    if why is None and session is not None and event.data.reason == "expired" and (
+    if why is None and session is not None and data.reason == "expired" and (
         session.state != "awaiting_input"
     ):
         # A follow-up that sorts before the reaper's close wins: the session runs on.
@@ -712,22 +739,25 @@ _CHECK: dict[str, Check] = {
 
 
 def _apply_initialised(fold: Fold, event: Event) -> None:
-    fold.name = fold.name or event.data.name
+    d = cast("LedgerInitialised", event.data)
+    fold.name = fold.name or d.name
 
 
 def _apply_config(fold: Fold, event: Event) -> None:
-    fold.config.update(event.data.model_dump(exclude_none=True))
+    d = cast("ConfigSet", event.data)
+    fold.config.update(d.model_dump(exclude_none=True))
 
 
 def _apply_goal_created(fold: Fold, event: Event) -> None:
-    d = event.data
+    d = cast("GoalCreated", event.data)
     fold.goals[d.id] = Goal(d.id, d.title, d.description,
                             [{"id": c.id, "text": c.text} for c in d.acceptance],
                             created_by=event.env.actor, clock=event.env.clock)
 
 
 def _apply_goal_updated(fold: Fold, event: Event) -> None:
-    d, goal = event.data, fold.goals[event.data.id]
+    d = cast("GoalUpdated", event.data)
+    goal = fold.goals[d.id]
     goal.title = d.title or goal.title
     goal.description = d.description if d.description is not None else goal.description
     goal.acceptance.extend({"id": c.id, "text": c.text} for c in d.add_acceptance)
@@ -735,18 +765,20 @@ def _apply_goal_updated(fold: Fold, event: Event) -> None:
 
 
 def _apply_goal_closed(fold: Fold, event: Event) -> None:
-    goal = fold.goals[event.data.id]
-    goal.state, goal.reason, goal.override = event.data.outcome, event.data.reason, event.data.override
+    d = cast("GoalClosed", event.data)
+    goal = fold.goals[d.id]
+    goal.state, goal.reason, goal.override = d.outcome, d.reason, d.override
 
 
 def _apply_todo_added(fold: Fold, event: Event) -> None:
-    d = event.data
+    d = cast("TodoAdded", event.data)
     fold.todos[d.id] = Todo(d.id, d.goal, d.title, d.description, list(d.depends_on),
                             list(d.gates), list(d.criteria), clock=event.env.clock)
 
 
 def _apply_todo_updated(fold: Fold, event: Event) -> None:
-    d, todo = event.data, fold.todos[event.data.id]
+    d = cast("TodoUpdated", event.data)
+    todo = fold.todos[d.id]
     todo.title = d.title or todo.title
     todo.description = d.description if d.description is not None else todo.description
     todo.depends_on += [t for t in d.add_depends_on if t not in todo.depends_on]
@@ -754,16 +786,18 @@ def _apply_todo_updated(fold: Fold, event: Event) -> None:
 
 
 def _apply_todo_claimed(fold: Fold, event: Event) -> None:
-    todo = fold.todos[event.data.id]
+    d = cast("TodoClaimed", event.data)
+    todo = fold.todos[d.id]
     if todo.holder and todo.holder != event.env.actor:
         todo.contested_by.append(todo.holder)
-    todo.holder, todo.until = event.env.actor, event.data.until
+    todo.holder, todo.until = event.env.actor, d.until
     todo.claimed_clock = event.env.clock
     todo.decisions_since_claim = []
 
 
 def _apply_todo_renewed(fold: Fold, event: Event) -> None:
-    fold.todos[event.data.id].until = event.data.until
+    d = cast("TodoRenewed", event.data)
+    fold.todos[d.id].until = d.until
 
 
 def _drop_lease(todo: Todo) -> None:
@@ -772,27 +806,30 @@ def _drop_lease(todo: Todo) -> None:
 
 
 def _apply_todo_released(fold: Fold, event: Event) -> None:
-    _drop_lease(fold.todos[event.data.id])
+    d = cast("TodoReleased", event.data)
+    _drop_lease(fold.todos[d.id])
 
 
 def _apply_todo_done(fold: Fold, event: Event) -> None:
-    todo = fold.todos[event.data.id]
-    todo.state, todo.reason = "done", event.data.summary
-    todo.evidence += [e for e in event.data.evidence if e not in todo.evidence]
+    d = cast("TodoDone", event.data)
+    todo = fold.todos[d.id]
+    todo.state, todo.reason = "done", d.summary
+    todo.evidence += [e for e in d.evidence if e not in todo.evidence]
     _drop_lease(todo)
 
 
 def _apply_todo_state(state: str) -> Callable[[Fold, Event], None]:
     def apply(fold: Fold, event: Event) -> None:
-        todo = fold.todos[event.data.id]
-        todo.state, todo.reason = state, event.data.reason
+        d = cast("TodoBlocked | TodoReopened | TodoCancelled", event.data)
+        todo = fold.todos[d.id]
+        todo.state, todo.reason = state, d.reason
         _drop_lease(todo)
 
     return apply
 
 
 def _apply_gate_opened(fold: Fold, event: Event) -> None:
-    d = event.data
+    d = cast("GateOpened", event.data)
     fold.gates[d.id] = Gate(d.id, d.goal, d.question, list(d.authority), list(d.blocks),
                             opened_by=event.env.actor)
     for todo_id in d.blocks:
@@ -801,7 +838,8 @@ def _apply_gate_opened(fold: Fold, event: Event) -> None:
 
 
 def _apply_gate_answered(fold: Fold, event: Event) -> None:
-    d, gate = event.data, fold.gates[event.data.id]
+    d = cast("GateAnswered", event.data)
+    gate = fold.gates[d.id]
     gate.state, gate.decision, gate.answer, gate.comment = "answered", d.decision, d.answer, d.comment
     gate.answered_by, gate.answered_event = event.env.actor, event.id
     gate.answered_clock = event.env.clock
@@ -812,11 +850,12 @@ def _apply_gate_answered(fold: Fold, event: Event) -> None:
 
 
 def _apply_gate_withdrawn(fold: Fold, event: Event) -> None:
-    fold.gates[event.data.id].state = "withdrawn"
+    d = cast("GateWithdrawn", event.data)
+    fold.gates[d.id].state = "withdrawn"
 
 
 def _apply_evidence(fold: Fold, event: Event) -> None:
-    d = event.data
+    d = cast("EvidenceRecorded", event.data)
     goal = event.env.goal or (fold.todos[d.todo].goal if d.todo else None)
     fold.evidence[d.id] = Evidence(
         d.id, d.kind, goal, d.todo, list(d.criteria), d.commit, d.tree, d.dirty, d.exit_code,
@@ -825,18 +864,20 @@ def _apply_evidence(fold: Fold, event: Event) -> None:
 
 
 def _apply_remapped(fold: Fold, event: Event) -> None:
-    for pair in event.data.mappings:
+    d = cast("EvidenceRemapped", event.data)
+    for pair in d.mappings:
         fold.remaps[pair["old"]] = pair["new"]
 
 
 def _apply_wake_set(fold: Fold, event: Event) -> None:
-    d = event.data
+    d = cast("WakeSet", event.data)
     fold.wakes[d.id] = Wake(d.id, event.env.goal, d.at, d.on_gate, d.on_ci, d.on_todo, d.reason,
                             event.env.actor)
 
 
 def _apply_wake_cleared(fold: Fold, event: Event) -> None:
-    del fold.wakes[event.data.id]
+    d = cast("WakeCleared", event.data)
+    del fold.wakes[d.id]
 
 
 def _apply_quota_set(fold: Fold, event: Event) -> None:
@@ -848,28 +889,31 @@ def _apply_quota_set(fold: Fold, event: Event) -> None:
 
 
 def _apply_quota_spent(fold: Fold, event: Event) -> None:
+    d = cast("QuotaSpent", event.data)
     scopes = {"", event.env.goal} if event.env.goal else {""}
     for scope in scopes:
         quota = fold.quotas.setdefault(scope, Quota())
-        quota.spent_turns += event.data.turns
-        quota.spent_tokens += event.data.tokens
-        quota.spent_cost = round(quota.spent_cost + event.data.cost, 6)
+        quota.spent_turns += d.turns
+        quota.spent_tokens += d.tokens
+        quota.spent_cost = round(quota.spent_cost + d.cost, 6)
 
 
 def _apply_effect_intended(fold: Fold, event: Event) -> None:
-    d = event.data
+    d = cast("EffectIntended", event.data)
     fold.effects[d.id] = Effect(d.id, event.env.goal, d.todo, d.target, d.action,
                                 d.idempotency_key, event.env.actor, event.env.at)
 
 
 def _apply_effect_confirmed(fold: Fold, event: Event) -> None:
-    effect = fold.effects[event.data.id]
-    effect.state, effect.receipt = "confirmed", event.data.receipt
+    d = cast("EffectConfirmed", event.data)
+    effect = fold.effects[d.id]
+    effect.state, effect.receipt = "confirmed", d.receipt
 
 
 def _apply_effect_failed(fold: Fold, event: Event) -> None:
-    effect = fold.effects[event.data.id]
-    effect.state, effect.error, effect.retryable = "failed", event.data.error, event.data.retryable
+    d = cast("EffectFailed", event.data)
+    effect = fold.effects[d.id]
+    effect.state, effect.error, effect.retryable = "failed", d.error, d.retryable
 
 
 def _apply_note(fold: Fold, event: Event) -> None:
@@ -877,7 +921,7 @@ def _apply_note(fold: Fold, event: Event) -> None:
 
 
 def _apply_session_opened(fold: Fold, event: Event) -> None:
-    d, env = event.data, event.env
+    d, env = cast("SessionOpened", event.data), event.env
     goal = env.goal or (fold.todos[d.todo].goal if d.todo else None)
     fold.sessions[d.id] = Session(
         d.id, d.task, goal, d.todo, env.actor, d.keep_open, d.keep_open_reason,
@@ -885,13 +929,15 @@ def _apply_session_opened(fold: Fold, event: Event) -> None:
 
 
 def _apply_session_progress(fold: Fold, event: Event) -> None:
-    session = fold.sessions[event.data.id]
-    session.last_progress, session.active_at = event.data.message, event.env.at
+    d = cast("SessionProgress", event.data)
+    session = fold.sessions[d.id]
+    session.last_progress, session.active_at = d.message, event.env.at
 
 
 def _apply_session_responded(fold: Fold, event: Event) -> None:
-    session = fold.sessions[event.data.id]
-    session.state, session.last_response = "awaiting_input", event.data.response
+    d = cast("SessionResponded", event.data)
+    session = fold.sessions[d.id]
+    session.state, session.last_response = "awaiting_input", d.response
     session.active_at = event.env.at
 
 
@@ -901,19 +947,20 @@ def interjection_kind(session: Session) -> str:
 
 
 def _apply_session_interjected(fold: Fold, event: Event) -> None:
-    session, env = fold.sessions[event.data.id], event.env
+    d = cast("SessionInterjected", event.data)
+    session, env = fold.sessions[d.id], event.env
     # The kind is re-derived from the replay order, so every clone agrees even when a merge
     # put the sender's message on the other side of a response; `sent_as` keeps what they saw.
     session.messages.append({
         "event": event.id, "seq": len(session.messages) + 1, "from": env.actor, "at": env.at,
-        "kind": interjection_kind(session), "sent_as": event.data.kind,
-        "message": event.data.message,
+        "kind": interjection_kind(session), "sent_as": d.kind,
+        "message": d.message,
     })
     session.state, session.active_at = "running", env.at
 
 
 def _apply_session_checkpointed(fold: Fold, event: Event) -> None:
-    d = event.data
+    d = cast("SessionCheckpointed", event.data)
     fold.sessions[d.id].checkpoints.append({
         "number": d.number, "event": event.id, "at": event.env.at, "summary": d.summary,
         "omitted": d.omitted, "bytes": d.transcript.bytes, "sha256": d.transcript.sha256,
@@ -922,14 +969,16 @@ def _apply_session_checkpointed(fold: Fold, event: Event) -> None:
 
 
 def _apply_session_acked(fold: Fold, event: Event) -> None:
-    session = fold.sessions[event.data.id]
-    session.acked += [i for i in event.data.interjections if i not in session.acked]
+    d = cast("SessionAcked", event.data)
+    session = fold.sessions[d.id]
+    session.acked += [i for i in d.interjections if i not in session.acked]
 
 
 def _apply_session_closed(fold: Fold, event: Event) -> None:
-    session = fold.sessions[event.data.id]
-    session.state, session.closed_reason = "closed", event.data.reason
-    session.closed_note, session.closed_at = event.data.note, event.env.at
+    d = cast("SessionClosed", event.data)
+    session = fold.sessions[d.id]
+    session.state, session.closed_reason = "closed", d.reason
+    session.closed_note, session.closed_at = d.note, event.env.at
     session.closed_by = event.env.actor
 
 

@@ -242,12 +242,13 @@ def _evidence_trees(
 ) -> dict[str, tuple[Optional[str], Optional[str]]]:
     """evidence id -> (tree it vouches for if present here, commit after remaps)."""
     wanted: dict[str, str] = {}  # object name to look up -> kind
-    plan: dict[str, tuple[Optional[str], Optional[str], str]] = {}
+    plan: dict[str, tuple[Optional[str], str, str]] = {}
     for ev in bound:
         commit = follow(remaps, ev["commit"]) if ev.get("commit") else None
         moved = commit is not None and commit != ev["commit"]
         # After a rebase the recorded tree is the old one: the new commit's tree is what counts.
         name = commit if (moved or not ev.get("tree")) else ev["tree"]
+        assert name is not None  # bound evidence has a commit or a tree
         wanted[name] = "commit" if name == commit else "tree"
         plan[ev["id"]] = (commit, name, wanted[name])
     found = _read_objects(repo, list(wanted), reader)

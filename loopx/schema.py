@@ -194,7 +194,8 @@ def render() -> dict[str, str]:
     envelope.update({"$schema": "https://json-schema.org/draft/2020-12/schema",
                      "$id": f"{BASE_URI}envelope.schema.json"})
     files = {"envelope.schema.json": dump(envelope), "status.schema.json": dump(STATUS_SCHEMA)}
-    index = {"envelope": "envelope.schema.json", "status": "status.schema.json", "events": {}}
+    index: dict[str, Any] = {"envelope": "envelope.schema.json", "status": "status.schema.json",
+                             "events": {}}
     for type_name in sorted(EVENT_TYPES):
         path = f"events/{type_name}.schema.json"
         files[path] = dump(_event_schema(type_name))

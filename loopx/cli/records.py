@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import click
 
 from loopx.cli import App, duration, emit_event, event_id_option, lookup, pass_app
 from loopx.ids import new_short_id
 
+if TYPE_CHECKING:
+    from loopx.ledger import Txn
 
-def _goal_of(txn: Any, goal: Optional[str], todo: Optional[str]) -> Optional[str]:
+
+def _goal_of(txn: Txn, goal: Optional[str], todo: Optional[str]) -> Optional[str]:
     if todo:
         return txn.fold.todos[todo].goal
     return lookup(txn.fold.goals, goal, "goal") if goal else None

@@ -116,10 +116,10 @@ def doctor(app: App, rollback: bool) -> None:
     app.emit(result, lambda: _doctor_text(result))
     final = result.get("after", result["health"])
     if not final["ok"]:
-        from loopx.errors import LoopxError
-
-        raise LoopxError(f"{final['ref']} has {len(final['problems'])} problem(s); see above"
-                         + ("" if rollback else " (`git loopx doctor --rollback` may help)"))
+        # The report above is the answer (a JSON reader has it whole); exit 1 says "unhealthy".
+        click.echo(f"error: {final['ref']} has {len(final['problems'])} problem(s); see above"
+                   + ("" if rollback else " (`git loopx doctor --rollback` may help)"), err=True)
+        raise click.exceptions.Exit(1)
 
 
 def _doctor_text(result: dict[str, Any]) -> str:
