@@ -207,6 +207,8 @@ def _sessions(ctx: _Ctx) -> Iterable[Action]:
 
 def _gates(ctx: _Ctx) -> Iterable[Action]:
     for gate in ctx.gates.values():
+        if gate["state"] == "answered" and gate.get("decision") == "reject":
+            yield from _rejected(ctx, gate)
         if gate["state"] != "open" or not ctx.live_goal(gate["goal"]):
             continue
         asks = ", ".join(gate["authority"])
@@ -221,6 +223,18 @@ def _gates(ctx: _Ctx) -> Iterable[Action]:
             yield _action("wait_gate", f"{what} for gate {gate['id']}: {gate['question']} "
                           f"(must be answered by {asks})", f"git loopx gate show {gate['id']}",
                           gate=gate["id"], goal=gate["goal"])
+
+
+def _rejected(ctx: _Ctx, gate: dict[str, Any]) -> Iterable[Action]:
+    """A "no" stands: the todos it blocks will never be ready. Re-plan them: cancel, or ask
+    a new question (a new gate) for a changed plan. Never a way around the answer."""
+    for todo in ctx.todos.values():
+        if gate["id"] in todo.get("gates", []) and todo["state"] in ("open", "blocked"):
+            yield _action(
+                "replan", f"gate {gate['id']} was rejected by {gate.get('answered_by')} "
+                f"({gate.get('comment') or gate['question']}): {todo['id']} cannot go ahead; "
+                "cancel it or re-plan with a new gate", f"git loopx todo cancel {todo['id']} "
+                f"--reason 'gate {gate['id']} rejected'", todo=todo["id"], gate=gate["id"])
 
 
 def _sync(ctx: _Ctx) -> Iterable[Action]:

@@ -216,9 +216,19 @@ class Fold:
             self.problems.append(
                 Problem(event.id, event.type, event.env.actor, event.env.clock, reason)
             )
+            self._note_contest(event)
             return reason
         _APPLY[event.type](self, event)
         return None
+
+    def _note_contest(self, event: Event) -> None:
+        """A claim that lost to a live lease (two claims crossed in a merge): the todo shows
+        who else wanted it."""
+        if event.type != "todo.claimed":
+            return
+        todo = self.todos.get(cast("TodoClaimed", event.data).id)
+        if todo is not None and todo.holder and event.env.actor not in (todo.holder, *todo.contested_by):
+            todo.contested_by.append(event.env.actor)
 
     def resolve_authority(self, authority: list[str]) -> set[str]:
         """The identities a gate's authority list names, roles expanded from config."""
@@ -365,7 +375,8 @@ def _check_todo_claimed(fold: Fold, event: Event) -> Optional[str]:
         return f"todo {todo.id} is {todo.state}"
     if todo.holder and todo.holder != event.env.actor and _lease_live(todo, event.env.at):
         return f"todo {todo.id} is claimed by {todo.holder} until {todo.until} (contested)"
-    return _not_ready(fold, todo)
+    why = _not_ready(fold, todo)
+    return f"todo {todo.id} is not ready: {why}" if why else None
 
 
 def _not_ready(fold: Fold, todo: Todo) -> Optional[str]:
@@ -410,6 +421,10 @@ def _check_todo_done(fold: Fold, event: Event) -> Optional[str]:
         return f"todo {todo.id} is already {todo.state}"
     if todo.holder and todo.holder != event.env.actor and _lease_live(todo, event.env.at):
         return f"todo {todo.id} is claimed by {todo.holder} until {todo.until}"
+    failing = [e for e in data.evidence if e in fold.evidence and not passing(fold.evidence[e])]
+    if failing:
+        return (f"evidence {', '.join(failing)} does not pass (failed, or only a note); "
+                "cite passing evidence, or block the todo instead")
     return _unknown(fold.evidence, data.evidence, "evidence")
 
 
@@ -861,6 +876,8 @@ def _apply_evidence(fold: Fold, event: Event) -> None:
         d.id, d.kind, goal, d.todo, list(d.criteria), d.commit, d.tree, d.dirty, d.exit_code,
         d.command, d.summary, d.url, event.env.actor, event.env.at,
     )
+    if d.todo and d.id not in fold.todos[d.todo].evidence:
+        fold.todos[d.todo].evidence.append(d.id)  # shown on the todo before it is done, too
 
 
 def _apply_remapped(fold: Fold, event: Event) -> None:

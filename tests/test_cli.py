@@ -115,6 +115,8 @@ def test_the_whole_flow_through_gates_and_evidence(project: Path) -> None:
     doc = json.loads(evidence.out)
     assert doc["data"]["commit"] == git(project, "rev-parse", "HEAD")
     assert doc["data"]["tree"] == git(project, "rev-parse", "HEAD^{tree}")
+    shown = json.loads(invoke(project, "todo", "show", "output", "--json").out)
+    assert shown["evidence"] == ["ev1"]  # recorded for the todo: listed before it is done
     assert invoke(project, "todo", "done", "output", "--evidence", "ev1", actor=AGENT).code == 0
     assert invoke(project, "gate", "answer", "names", "--approve", "--comment", "ok", actor=MAINT).code == 0
     status = json.loads(invoke(project, "status", "--json").out)

@@ -86,6 +86,9 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], str, list[str]]] = [
                                      todos=[todo("t-1", ready=False, state="claimed", holder=ME,
                                                  until="2026-01-01T13:00:00Z", decisions=["q-1"])]),
      {}, ME, ["replan", "continue"]),
+    ("a rejected gate asks to re-plan the todos it blocks",
+     snap(gates=[dict(GATE, state="answered", decision="reject", answered_by="human:alice")],
+          todos=[todo("t-1"), todo("t-2", ready=False, gates=["q-1"])]), {}, ME, ["replan", "work"]),
     ("quota spent stops work", snap(todos=[todo("t-1")], quota={"*": {
         "exhausted": True, "turns": 5, "tokens": None, "cost": None,
         "spent": {"turns": 5, "tokens": 0, "cost": 0}}}), {}, ME, ["stop_quota"]),

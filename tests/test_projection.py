@@ -54,7 +54,7 @@ def test_two_claims_after_a_merge_resolve_to_the_smaller_id_and_report_the_other
     ]
     state = projection.snapshot(projection.replay(base() + claims), NOW)
     t1 = next(t for t in state["todos"] if t["id"] == "t1")
-    assert t1["claimed_by"] == "agent:a"
+    assert t1["claimed_by"] == "agent:a" and t1["contested_by"] == ["agent:b"]
     assert [p["event"] for p in state["problems"]] == [second]
     assert "contested" in state["problems"][0]["reason"]
 
@@ -120,6 +120,14 @@ def test_achieved_needs_evidence_for_every_criterion_unless_a_human_overrides() 
                   clock=5, goal="g")
     close6 = ev("goal.closed", {"id": "g", "outcome": "achieved"}, clock=6)
     assert projection.replay(base() + [evidence, close6]).goals["g"].state == "achieved"
+
+
+def test_a_todo_cannot_be_done_on_failing_evidence() -> None:
+    failing = ev("evidence.recorded", {"id": "e", "kind": "test", "exit_code": 1}, clock=5, goal="g")
+    done = ev("todo.done", {"id": "t1", "evidence": ["e"]}, clock=6)
+    fold = projection.replay(base() + [failing, done])
+    assert fold.todos["t1"].state == "open"
+    assert "evidence e does not pass" in fold.problems[0].reason
 
 
 def test_failing_evidence_does_not_meet_a_criterion() -> None:
