@@ -22,6 +22,8 @@ ACTOR_PATTERN = r"^[a-z][a-z0-9_-]{0,31}:\S{1,200}$"
 ID_PATTERN = ENTITY_ID_RE.pattern
 OID_PATTERN = r"^[0-9a-f]{40}([0-9a-f]{24})?$"
 
+# An actor (human:alice@example.com, agent:codex@devbox) or a role (role:maintainer).
+Identity = Annotated[str, Field(pattern=ACTOR_PATTERN)]
 EntityId = Field(pattern=ID_PATTERN)
 Text = Field(min_length=1, max_length=20_000)
 
@@ -51,7 +53,7 @@ class LedgerInitialised(Model):
 class ConfigSet(Model):
     """Ledger-wide settings; each field given replaces the previous value."""
 
-    roles: Optional[dict[str, list[str]]] = Field(
+    roles: Optional[dict[Annotated[str, Field(pattern=ID_PATTERN)], list[Identity]]] = Field(
         default=None, description="role name -> actor identities, e.g. maintainer: [human:a@x]"
     )
     lease_ttl_seconds: Optional[int] = Field(default=None, ge=10, le=30 * 86400)
@@ -156,7 +158,7 @@ class GateOpened(Model):
     id: str = EntityId
     goal: str = EntityId
     question: str = Text
-    authority: list[str] = Field(
+    authority: list[Identity] = Field(
         min_length=1, max_length=50,
         description="identities (human:alice@example.com) or roles (role:maintainer)",
     )
@@ -466,11 +468,25 @@ class Event:
         return doc
 
 
+# What a pattern means, for messages a person can act on.
+_PATTERN_MEANS = {
+    ACTOR_PATTERN: "an identity like human:alice@example.com, agent:codex@devbox or role:NAME",
+    ID_PATTERN: "an id of letters, digits, '-' and '_' (at most 64)",
+    TS_PATTERN: "a UTC time like 2026-01-01T12:00:00Z",
+    ULID_RE.pattern: "a ULID (26 characters, e.g. 01JD5Z3Q1T8E0000000000ABCD)",
+    OID_PATTERN: "a full commit or tree id (40 or 64 hex digits)",
+}
+
+
 def _describe(exc: ValidationError, prefix: tuple[str, ...] = ()) -> str:
     parts = []
     for err in exc.errors()[:5]:
         where = ".".join(str(p) for p in (*prefix, *err["loc"])) or "document"
-        parts.append(f"{where}: {err['msg']}")
+        means = _PATTERN_MEANS.get((err.get("ctx") or {}).get("pattern", ""))
+        if err["type"] == "string_pattern_mismatch" and means:
+            parts.append(f"{where}: {err['input']!r} is not {means}")
+        else:
+            parts.append(f"{where}: {err['msg']}")
     return "; ".join(parts)
 
 
@@ -501,7 +517,7 @@ def make_event(
                            "clock": clock, "actor": actor, "data": data}
     if goal is not None:
         doc["goal"] = goal
-    return parse_event(doc, f"new {type} event")
+    return parse_event(doc, "new event")
 
 
 def event_dir(event_id: str) -> str:

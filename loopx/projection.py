@@ -456,6 +456,11 @@ def _check_gate_opened(fold: Fold, event: Event) -> Optional[str]:
     data = cast("GateOpened", event.data)
     if data.id in fold.gates:
         return f"gate {data.id} already exists"
+    roles = fold.config.get("roles") or {}
+    missing = [a for a in data.authority if a.startswith("role:") and not roles.get(a[5:])]
+    if missing:  # nobody could ever answer it
+        return (f"no one holds {', '.join(missing)}; define it first: "
+                f"git loopx config set --role {missing[0][5:]}=human:EMAIL")
     return _need_goal(fold, data.goal) or _unknown(fold.todos, data.blocks, "todo")
 
 

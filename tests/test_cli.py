@@ -238,3 +238,20 @@ def test_errors_are_json_on_stdout_when_json_was_asked_for(project: Path) -> Non
                                        "kind": "NotFound", "exit_code": 1}}
     usage = run_loopx(project, "todo", "claim", "--format", "json")
     assert usage.code == 2 and usage.json()["error"]["kind"] == "MissingParameter"
+
+
+@pytest.mark.parametrize("args,message", [
+    (["gate", "open", "json", "Q?", "--authority", "bob"], "authority.0"),
+    (["gate", "open", "json", "Q?", "--authority", "role:nobody"], "no one holds role:nobody"),
+    (["config", "set", "--role", "reviewer=bob"], "roles.reviewer.0"),
+])
+def test_authorities_must_be_identities_or_roles_someone_holds(
+        project: Path, args: list[str], message: str) -> None:
+    result = invoke(project, *args, actor=MAINT)
+    assert result.code == 1 and message in result.err
+
+
+def test_config_show_lists_effective_settings_readably(project: Path) -> None:
+    text = invoke(project, "config", "show").out
+    assert "roles: maintainer = human:maint@example.com" in text
+    assert "lease_ttl_seconds: 2700" in text and "{" not in text

@@ -87,8 +87,16 @@ def config_set(app: App, roles: tuple[str, ...], lease_ttl: Optional[str],
 @pass_app
 def config_show(app: App) -> None:
     """Show ledger settings."""
+    from loopx.cli import render
+    from loopx.projection import DEFAULT_LEASE_TTL_S, DEFAULT_SESSION_SLOTS
+
     conf = app.ledger.fold().config
-    app.emit(conf, lambda: "\n".join(f"{k}: {v}" for k, v in sorted(conf.items())) or "defaults")
+    effective = {"roles": {}, "lease_ttl_seconds": DEFAULT_LEASE_TTL_S,
+                 "session_slots": DEFAULT_SESSION_SLOTS, "signed_answers": "off", **conf}
+    shown = {k: v for k, v in effective.items() if k != "allowed_signers"}
+    if conf.get("allowed_signers"):
+        shown["allowed_signers"] = f"{len(conf['allowed_signers'].splitlines())} line(s)"
+    app.emit(effective, lambda: render.fields_text(shown))
 
 
 @click.command()

@@ -141,7 +141,10 @@ def run(*, keep: bool, where: Optional[str], as_json: bool) -> None:
                 click.echo("\n$ git loopx status")
                 _run_loopx(repo, actor, ["status"], as_json)
             click.echo()
-        click.echo(f"# the ledger is ordinary git history: git -C {repo} log --oneline loopx/state")
+        if keep or where:
+            click.echo(f"# the ledger is ordinary git history: git -C {repo} log --oneline loopx/state")
+        else:
+            click.echo("# the repository is removed now; `git loopx demo --keep` keeps it to look around")
     finally:
         if keep or where:
             click.echo(f"# kept {repo}")

@@ -115,4 +115,6 @@ def gate_show(app: App, gate_id: str) -> None:
     """Show one gate."""
     gates = {g["id"]: g for g in app.ledger.snapshot(app.now)["gates"]}
     found = gates[lookup(gates, gate_id, "gate")]
-    app.emit(found, lambda: "\n".join(f"{k}: {v}" for k, v in found.items() if v not in (None, [])))
+    from loopx.cli import render
+
+    app.emit(found, lambda: render.fields_text(found))

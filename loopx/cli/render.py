@@ -32,7 +32,8 @@ def status_text(snap: dict[str, Any], *, color: bool = False) -> str:
     out: list[str] = []
     ledger = snap["ledger"]
     ref = snap.get("ref", "refs/heads/loopx/state").removeprefix("refs/heads/")
-    out.append(f"On ledger {ref} ({ledger['events']} events)")
+    count = ledger["events"]
+    out.append(f"On ledger {ref} ({count} event{'' if count == 1 else 's'})")
     if snap["problems"]:
         out.append(paint(f"\nProblems ({len(snap['problems'])}), events not applied:", fg="red", bold=True))
         out += [f"  {p['event']}: {p['reason']}" for p in snap["problems"][:10]]
@@ -122,3 +123,15 @@ def elsewhere(workspace: dict[str, str], here: str) -> str:
     if workspace["host"] == here:
         return ""
     return f"  (workspace on {workspace['host']}: its live objects cannot be re-attached here)"
+
+
+def fields_text(found: dict[str, Any]) -> str:
+    """`key: value` lines for a record, lists joined, empty fields left out."""
+    def show(value: Any) -> str:
+        if isinstance(value, list):
+            return ", ".join(str(v) for v in value)
+        if isinstance(value, dict):
+            return "; ".join(f"{k} = {show(v)}" for k, v in value.items())
+        return str(value)
+
+    return "\n".join(f"{k}: {show(v)}" for k, v in found.items() if v not in (None, [], {}))
