@@ -5,9 +5,12 @@ are never modified or deleted), every added file sits at a path the layout allow
 plain file mode and under the size cap, and every event file parses and validates. An event
 of a type this loopx does not know (a newer version wrote it) is accepted and reported.
 
-Files outside ``events/`` are refused unless they live in an area listed in :data:`AREAS`;
-today that is only the session transcript chunks (``model.SESSION_FILE_RE``,
-``sessions/<id>/transcript-<n>/<nnnn>.txt``, at most ``model.TRANSCRIPT_CHUNK_BYTES``).
+The per-file rules are :mod:`loopx.rules`, the same ones ``git loopx validate`` applies to a
+pull request. Files outside ``events/`` are refused unless they live in an area listed in
+:data:`loopx.rules.AREAS`; today that is only the session transcript chunks
+(``model.SESSION_FILE_RE``, ``sessions/<id>/transcript-<n>/<nnnn>.txt``, at most
+``model.TRANSCRIPT_CHUNK_BYTES``). Only sync checks a tip's history (no force-push) and that an
+added file equals our copy of the same path.
 
 A tip that fails is kept under ``refs/loopx/quarantine/<remote>/<stamp>`` with a text report
 in ``<common git dir>/loopx/quarantine/<remote>/<stamp>.txt``; local state is not touched.
@@ -17,32 +20,30 @@ the ledger can check a remote state before adopting it.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional
 
-from loopx import codec, git
-from loopx.errors import CodecError, SchemaError
+from loopx import git, rules
 from loopx.git import Oid
-from loopx.model import PATH_RE, SESSION_FILE_RE, TRANSCRIPT_CHUNK_BYTES, event_path, parse_event
-from loopx.store import BLOB_MODE, QUARANTINE_PREFIX, Entry, Store
-
-# Top-level areas of the state tree: path pattern and size cap of the files each may hold.
-AREAS: dict[str, tuple[re.Pattern[str], int]] = {
-    "events": (PATH_RE, codec.MAX_BYTES),
-    "sessions": (SESSION_FILE_RE, TRANSCRIPT_CHUNK_BYTES),  # transcript chunks (docs/sessions.md)
-}
-_MODES = {"120000": "a symlink", "160000": "a gitlink (submodule)", "100755": "executable"}
+from loopx.rules import AREAS, Broken  # noqa: F401  (AREAS: re-exported, the layout's areas)
+from loopx.store import QUARANTINE_PREFIX, Entry, Store
 
 
 @dataclass(frozen=True)
 class Finding:
-    """One reason a tip is refused: the file (or ``<history>``) and why."""
+    """One reason a tip is refused: the file (or ``<history>``), why, and the rule broken
+    (a name from :mod:`loopx.rules`, or ``history``, ``not-a-commit``, ``differs``,
+    ``missing`` for what only sync checks)."""
 
     path: str
     reason: str
+    rule: str = ""
+
+    @classmethod
+    def of(cls, path: str, broken: Broken) -> "Finding":
+        return cls(path, broken.message, broken.rule)
 
     def __str__(self) -> str:
         return f"{self.path}: {self.reason}"
@@ -81,18 +82,19 @@ def check(store: Store, *, theirs: str, ours: Optional[str], previous: Optional[
     """
     tip = store.resolve(theirs)
     if tip is None:
-        return Verdict(Oid(theirs), None, None, findings=[Finding("<tip>", "is not a commit")])
+        return Verdict(Oid(theirs), None, None,
+                       findings=[Finding("<tip>", "is not a commit", "not-a-commit")])
     mine = store.resolve(ours) if ours else None
     base = store.merge_base(mine, tip) if mine else None
     verdict = Verdict(tip, mine, base)
     if previous and store.resolve(previous) and not store.is_ancestor(previous, tip):
         verdict.findings.append(Finding(
             "<history>", f"rewritten: the remote no longer contains {previous[:12]}, "
-            "which we fetched and merged before (someone force-pushed loopx/state)"))
+            "which we fetched and merged before (someone force-pushed loopx/state)", "history"))
     if base == tip:
         return verdict  # nothing new on their side
     added = _changes(store, base, tip, verdict)
-    ours_dirs = _OurDirs(store, mine)
+    ours_dirs = TreeDirs(store, mine)
     for entry in added:
         _check_entry(entry, ours_dirs, verdict)
     _check_case(ours_dirs, added, verdict)
@@ -105,37 +107,23 @@ def _changes(store: Store, base: Optional[str], tip: str, verdict: Verdict) -> l
     start = base or store.hash_tree(b"")  # the empty tree: everything in tip is an addition
     added = []
     for status, _, entry in store.added_files(start, tip):
-        if status == "A":
+        broken = rules.change_rule(status)
+        if broken is None:
             added.append(entry)
-        elif status == "D":
-            verdict.findings.append(Finding(entry.path, "deleted (event files are never deleted)"))
         else:
-            verdict.findings.append(Finding(entry.path, "modified (event files are never modified)"))
+            verdict.findings.append(Finding.of(entry.path, broken))
     return added
 
 
 def path_problem(path: str, mode: str) -> Optional[str]:
-    """Why ``path`` (with git file ``mode``) may not be on the state branch, or None."""
-    parts = path.split("/")
-    if path.startswith("/") or any(p in ("", ".", "..") for p in parts):
-        return "not a normal relative path (absolute, empty or '..' component)"
-    if any(p.lower().rstrip(". ") in (".git", "git~1") for p in parts):
-        return "names .git"
-    if mode in _MODES:
-        return f"is {_MODES[mode]}; only plain files (mode {BLOB_MODE}) are allowed"
-    if mode != BLOB_MODE:
-        return f"has mode {mode}; only plain files (mode {BLOB_MODE}) are allowed"
-    area = AREAS.get(parts[0])
-    if area is None:
-        return f"is outside the state layout (allowed: {', '.join(f'{a}/' for a in AREAS)})"
-    if not area[0].match(path):
-        return ("is not an event path (events/YYYY/MM/DD/<ulid>.<type>.yaml)" if parts[0] == "events"
-                else f"is not a valid {parts[0]}/ path")
-    return None
+    """Why ``path`` (with git file ``mode``) may not be on the state branch, or None
+    (:func:`loopx.rules.path_rule`'s message)."""
+    broken = rules.path_rule(path, mode)
+    return broken.message if broken else None
 
 
-class _OurDirs:
-    """The directories of our tip that incoming files land in, read one tree at a time.
+class TreeDirs:
+    """The directories of a tip that changed files land in, read one tree at a time.
 
     Only touched directories are read (through the long-lived cat-file), so the check costs
     what arrived, not the size of the ledger.
@@ -146,63 +134,70 @@ class _OurDirs:
         self.dirs: dict[str, dict[str, tuple[str, str]]] = {}
 
     def entries(self, directory: str) -> dict[str, tuple[str, str]]:
-        """name -> (mode, oid) in ``directory`` of our tip ("" is the root)."""
+        """name -> (mode, oid) in ``directory`` of the tip ("" is the root)."""
         if directory not in self.dirs:
             rev = f"{self.tip}:{directory}" if directory else f"{self.tip}^{{tree}}"
             self.dirs[directory] = self.store.read_tree(rev) if self.tip else {}
         return self.dirs[directory]
 
 
-def _check_entry(entry: Entry, ours: _OurDirs, verdict: Verdict) -> None:
-    why = path_problem(entry.path, entry.mode)
-    if why is not None:
-        verdict.findings.append(Finding(entry.path, why))
+def _check_entry(entry: Entry, ours: TreeDirs, verdict: Verdict) -> None:
+    broken = rules.path_rule(entry.path, entry.mode)
+    if broken is not None:
+        verdict.findings.append(Finding.of(entry.path, broken))
         return
     directory, _, name = entry.path.rpartition("/")
     mine = ours.entries(directory).get(name)
     if mine is None:
         verdict.new_files[entry.path] = entry.oid
     elif mine[1] != entry.oid:
-        verdict.findings.append(Finding(entry.path, "differs from our copy of the same file"))
+        verdict.findings.append(
+            Finding(entry.path, "differs from our copy of the same file", "differs"))
 
 
-def _check_case(ours: _OurDirs, added: list[Entry], verdict: Verdict) -> None:
-    """Two names equal under casefold would collide on macOS and Windows checkouts."""
-    names: dict[str, set[str]] = {}  # directory -> names in it (ours and theirs)
-    for entry in added:
-        parts = entry.path.split("/")
+def _check_case(ours: TreeDirs, added: list[Entry], verdict: Verdict) -> None:
+    names = names_along(ours, [entry.path for entry in added])
+    for path, broken in rules.case_collisions(names):
+        verdict.findings.append(Finding.of(path, broken))
+
+
+def names_along(tree: TreeDirs, paths: list[str]) -> dict[str, set[str]]:
+    """directory -> the names it will hold: ``tree``'s plus ``paths``', for every directory
+    on the way to each of ``paths`` (what :func:`loopx.rules.case_collisions` judges)."""
+    names: dict[str, set[str]] = {}
+    for path in paths:
+        parts = path.split("/")
         for depth in range(len(parts)):
             directory = "/".join(parts[:depth])
             if directory not in names:
-                names[directory] = set(ours.entries(directory))
+                names[directory] = set(tree.entries(directory))
             names[directory].add(parts[depth])
-    for directory, found in names.items():
-        seen: dict[str, str] = {}
-        for name in sorted(found):
-            other = seen.setdefault(name.casefold(), name)
-            if other != name:
-                where = f"{directory}/" if directory else ""
-                verdict.findings.append(Finding(f"{where}{name}",
-                                                f"collides with {where}{other} on case-insensitive disks"))
+    return names
 
 
 def _check_contents(store: Store, entries: list[Entry], verdict: Verdict) -> None:
     """Size caps first (from object headers), then parse and validate every event file."""
-    sizes = _blob_sizes(store, [e.oid for e in entries])
+    sizes = blob_sizes(store, [e.oid for e in entries])
     readable = []
     for entry in entries:
-        size, cap = sizes.get(entry.oid), AREAS[entry.path.split("/")[0]][1]
+        size = sizes.get(entry.oid)
+        broken = None if size is None else rules.size_rule(entry.path, size)
         if size is None:
-            verdict.findings.append(Finding(entry.path, "blob is missing or not a blob"))
-        elif size > cap:
-            verdict.findings.append(Finding(entry.path, f"{size} bytes is over the {cap // 1024} KiB cap"))
-        elif entry.path.startswith("events/"):
+            verdict.findings.append(
+                Finding(entry.path, "blob is missing or not a blob", "missing"))
+        elif broken is not None:
+            verdict.findings.append(Finding.of(entry.path, broken))
+        elif rules.is_event(entry.path):
             readable.append(entry)
     for entry, data in zip(readable, store.read_blobs([e.oid for e in readable])):
-        _check_event(entry.path, data, verdict)
+        event, broken = rules.event_rule(entry.path, data)
+        if broken is not None:
+            verdict.findings.append(Finding.of(entry.path, broken))
+        elif event is not None and not event.known:
+            verdict.unknown.append(entry.path)
 
 
-def _blob_sizes(store: Store, oids: list[str]) -> dict[str, int]:
+def blob_sizes(store: Store, oids: list[str]) -> dict[str, int]:
     """oid -> size of each blob, from one ``cat-file --batch-check`` (contents are not read)."""
     if not oids:
         return {}
@@ -214,18 +209,6 @@ def _blob_sizes(store: Store, oids: list[str]) -> dict[str, int]:
         if len(parts) == 3 and parts[1] == "blob":
             sizes[parts[0]] = int(parts[2])
     return sizes
-
-
-def _check_event(path: str, data: Optional[bytes], verdict: Verdict) -> None:
-    try:
-        event = parse_event(codec.load(data or b"", path), path)
-    except (CodecError, SchemaError) as exc:
-        verdict.findings.append(Finding(path, str(exc).removeprefix(f"{path}: ")))
-        return
-    if event_path(event) != path:
-        verdict.findings.append(Finding(path, "file name does not match its id, type or date"))
-    elif not event.known:
-        verdict.unknown.append(path)
 
 
 # --- quarantine -------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from loopx.errors import (
     Ambiguous, CodecError, ConflictError, GitError, NotFound, Quarantined, RefRaceError,
     SchemaError, TransitionError, UsageError,
 )
-from loopx.store import STATE_REF, Store
+from loopx.store import BLOB_MODE, STATE_REF, Store
 
 if TYPE_CHECKING:
     from loopx.model import ConfigSet, Event
@@ -64,15 +64,17 @@ class Txn:
     def attach(self, files: dict[str, bytes]) -> dict[str, git.Oid]:
         """Stage non-event files (session transcripts) for this commit; returns their blob oids.
 
-        Only paths matching ``model.SESSION_FILE_RE`` are allowed: everything else on the state
-        branch is an event. The blobs are written now (one process); they become reachable
-        only if the commit is made.
+        Only session transcript chunks are allowed, by the same rules sync and validate apply
+        (:mod:`loopx.rules`): everything else on the state branch is an event. The blobs are
+        written now (one process); they become reachable only if the commit is made.
         """
-        from loopx.model import SESSION_FILE_RE
+        from loopx import rules
 
-        bad = [p for p in files if not SESSION_FILE_RE.match(p)]
-        if bad:
-            raise SchemaError(f"{bad[0]}: not a path loopx stores beside events")
+        for path, data in files.items():
+            broken = rules.path_rule(path, BLOB_MODE) or rules.size_rule(path, len(data))
+            if broken is not None or rules.is_event(path):
+                why = broken.message if broken else "is an event path"
+                raise SchemaError(f"{path}: not a path loopx stores beside events ({why})")
         oids = self.ledger.store.write_blobs(list(files.values()))
         staged = dict(zip(files, oids))
         self.files.update(staged)
@@ -396,18 +398,9 @@ class Ledger:
 
     @staticmethod
     def _parse_file(path: str, data: Optional[bytes]) -> Event:
-        from loopx import codec
-        from loopx.model import PATH_RE, event_path, parse_event
+        from loopx import rules
 
-        match = PATH_RE.match(path)
-        if match is None:
-            raise SchemaError(f"{path}: not an event path (events/YYYY/MM/DD/<ulid>.<type>.yaml)")
-        if data is None:
-            raise SchemaError(f"{path}: blob is missing from the object database")
-        event = parse_event(codec.load(data, path), path)
-        if event_path(event) != path:
-            raise SchemaError(f"{path}: file name does not match its id, type or date")
-        return event
+        return rules.read_event(path, data)
 
     def _find_event(self, base: Optional[str], event_id: str, staged: list[Event]) -> Optional[Event]:
         for event in staged:

@@ -1,13 +1,14 @@
 """``git loopx validate``: may this range of state commits be merged into ``loopx/state``?
 
 Made for CI on pull requests into the state branch. The range is ``BASE..HEAD``; what it adds
-is judged against ``merge-base(BASE, HEAD)`` (like a pull request's diff). The rules, each a
-small function so the sync's incoming check can share them:
+is judged against ``merge-base(BASE, HEAD)`` (like a pull request's diff). The per-file rules
+are :mod:`loopx.rules`, the same functions sync's incoming check applies to a fetched tip:
 
 - ``bad-path``, ``bad-mode``, ``too-big``: every added file is
   ``events/YYYY/MM/DD/<ulid>.<type>.yaml`` (or a session transcript chunk,
   ``model.SESSION_FILE_RE``), a plain ``100644`` blob, at most ``codec.MAX_BYTES``
-  (``TRANSCRIPT_CHUNK_BYTES`` for a chunk).
+  (``TRANSCRIPT_CHUNK_BYTES`` for a chunk); no ``.git`` or ``..`` component, and no two
+  names in one directory of HEAD that differ only in case.
 - ``bad-yaml``, ``schema``: it parses with the safe loader and validates against the model
   (and its name matches its id, type and date).
 - ``modified``, ``deleted``: no commit in the range changes or removes an event file, and
@@ -37,11 +38,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
-from loopx import codec, commits, history, projection
-from loopx.errors import CodecError, NotFound, SchemaError
+from loopx import commits, history, incoming, projection, rules
+from loopx.errors import NotFound
 from loopx.ledger import Ledger
-from loopx.model import PATH_RE, SESSION_FILE_RE, TRANSCRIPT_CHUNK_BYTES, Event
-from loopx.store import BLOB_MODE, STATE_REF
+from loopx.model import Event
+from loopx.store import STATE_REF
 
 
 @dataclass
@@ -92,56 +93,6 @@ class Report:
         }
 
 
-# --- the file rules (shared in spirit with sync's incoming check) -------------------------------
-
-
-def check_path(path: str) -> Optional[str]:
-    """Why ``path`` may not be on the state branch (an event, or a session transcript
-    chunk stored beside the events), or None."""
-    if PATH_RE.match(path) or SESSION_FILE_RE.match(path):
-        return None
-    return (
-        f"{path}: not an event path (events/YYYY/MM/DD/<ulid>.<type>.yaml) "
-        "nor a session transcript chunk"
-    )
-
-
-def check_mode(path: str, mode: str) -> Optional[str]:
-    """Event files are plain blobs: no symlinks, executables or submodules."""
-    return (
-        None if mode == BLOB_MODE else f"{path}: mode {mode}, expected a plain file ({BLOB_MODE})"
-    )
-
-
-def check_size(path: str, data: bytes) -> Optional[str]:
-    limit = TRANSCRIPT_CHUNK_BYTES if SESSION_FILE_RE.match(path) else codec.MAX_BYTES
-    return (
-        None
-        if len(data) <= limit
-        else f"{path}: {len(data)} bytes is over the {limit // 1024} KiB limit"
-    )
-
-
-def check_append_only(path: str, status: str) -> Optional[tuple[str, str]]:
-    """(rule, message) when a change is not a pure addition; ``status`` is git's raw letters
-    (one per parent for a merge's combined diff)."""
-    if set(status) == {"A"}:
-        return None
-    if "D" in status:
-        return "deleted", f"{path}: an event file was deleted (the ledger is append-only)"
-    return "modified", f"{path}: an event file was modified (event files are never changed)"
-
-
-def parse(path: str, data: bytes) -> tuple[Optional[Event], Optional[tuple[str, str]]]:
-    """The event in a file, or (rule, message) saying why it is not one."""
-    try:
-        return Ledger._parse_file(path, data), None
-    except CodecError as exc:
-        return None, ("bad-yaml", str(exc))
-    except SchemaError as exc:
-        return None, ("schema", str(exc))
-
-
 # --- the range ---------------------------------------------------------------------------------
 
 
@@ -166,6 +117,7 @@ def validate(ledger: Ledger, *, base: Optional[str], head: str) -> Report:
     walked = commits.walk(store.cwd, [head_oid, f"^{mb}"] if mb else [head_oid], topo=True)
     report.commits = len(walked)
     added = _added_files(store, walked, report)
+    _check_case(store, head_oid, added, report)
     _check_tree_kept(store, mb, head_oid, report)
     _check_clocks(ledger, walked, added, report)
     _check_replay(ledger, mb, head_oid, added, report)
@@ -178,34 +130,42 @@ def _added_files(store: Any, walked: list[commits.Commit], report: Report) -> li
     found: dict[tuple[str, str], Added] = {}
     for commit in walked:
         for change in commit.changes:
-            broken = check_append_only(change.path, change.status)
+            broken = rules.change_rule(change.status)
             if broken:
-                _fail(report, broken[0], change.path, commit.oid, broken[1])
+                _broke(report, broken, change.path, commit.oid)
             else:
                 found.setdefault(
                     (change.path, change.oid),
                     Added(change.path, change.mode, change.oid, commit.oid),
                 )
     files = list(found.values())
-    for item, data in zip(files, store.read_blobs([f.oid for f in files])):
-        _check_file(item, data or b"", report)
+    sizes = incoming.blob_sizes(store, [f.oid for f in files])
+    readable = [item for item in files if _file_ok(item, sizes.get(item.oid), report)]
+    for item, data in zip(readable, store.read_blobs([f.oid for f in readable])):
+        item.event, broken = rules.event_rule(item.path, data)
+        if broken:
+            _broke(report, broken, item.path, item.commit)
     return files
 
 
-def _check_file(item: Added, data: bytes, report: Report) -> None:
-    for rule, why in (
-        ("bad-path", check_path(item.path)),
-        ("bad-mode", check_mode(item.path, item.mode)),
-        ("too-big", check_size(item.path, data)),
-    ):
-        if why:
-            _fail(report, rule, item.path, item.commit, why)
-            return
-    if SESSION_FILE_RE.match(item.path):
-        return  # transcript text: the session events that cite it carry its size and oid
-    item.event, broken = parse(item.path, data)
+def _file_ok(item: Added, size: Optional[int], report: Report) -> bool:
+    """Whether an added file passes the path, mode and size rules and is an event to read
+    (a transcript chunk is plain text: the session events that cite it carry its size and
+    oid). A missing blob is read, and fails as an event."""
+    broken = rules.path_rule(item.path, item.mode) or (
+        rules.size_rule(item.path, size) if size is not None else None)
     if broken:
-        _fail(report, broken[0], item.path, item.commit, broken[1])
+        _broke(report, broken, item.path, item.commit)
+    return broken is None and rules.is_event(item.path)
+
+
+def _check_case(store: Any, head: str, added: list[Added], report: Report) -> None:
+    """Names in one directory of HEAD that differ only in case (they collide on macOS and
+    Windows checkouts); reported on the commit that added the file, if one did."""
+    names = incoming.names_along(incoming.TreeDirs(store, head), [a.path for a in added])
+    for path, broken in rules.case_collisions(names):
+        under = (a.commit for a in added if a.path == path or a.path.startswith(f"{path}/"))
+        _broke(report, broken, path, next(under, head))
 
 
 def _check_tree_kept(store: Any, mb: Optional[str], head: str, report: Report) -> None:
@@ -214,9 +174,9 @@ def _check_tree_kept(store: Any, mb: Optional[str], head: str, report: Report) -
     if mb is None:
         return
     for status, _, entry in store.added_files(mb, head):
-        broken = check_append_only(entry.path, status)
+        broken = rules.change_rule(status)
         if broken and not any(f.where == entry.path for f in report.findings):
-            _fail(report, broken[0], entry.path, head, broken[1])
+            _broke(report, broken, entry.path, head)
 
 
 def _check_clocks(
@@ -335,6 +295,10 @@ def _event_row(item: Added, event: Event) -> dict[str, Any]:
 
 def _fail(report: Report, rule: str, where: str, commit: str, message: str) -> None:
     report.findings.append(Finding(rule, where, commit, message))
+
+
+def _broke(report: Report, broken: rules.Broken, path: str, commit: str) -> None:
+    _fail(report, broken.rule, path, commit, f"{path}: {broken.message}")
 
 
 def render(report: Report) -> str:

@@ -1,0 +1,132 @@
+"""The per-file rules of the state branch: the one set both checks of a change use.
+
+Sync's incoming check (:mod:`loopx.incoming`, a fetched tip before merging) and
+``git loopx validate`` (:mod:`loopx.validate`, a pull request's range) judge every file a
+change brings with these functions, so a rule changed here changes both. Each rule returns a
+:class:`Broken` (the rule's name and a message without the path) or None; each check maps it
+to its own report (validate shows the rule name, the quarantine report the message).
+
+The rules, by name:
+
+- ``bad-path``: a normal relative path, no ``.git`` component, inside an area of
+  :data:`AREAS` and matching its pattern; no two names equal under casefold in one directory.
+- ``bad-mode``: a plain file (mode ``100644``): no symlink, gitlink or executable.
+- ``too-big``: at most the area's size cap (judged from the object's size, before reading).
+- ``bad-yaml``, ``schema``: an event file parses with the safe loader, validates against the
+  model, and its name matches its id, type and date.
+- ``modified``, ``deleted``: a change only adds files (event files are never changed).
+
+Pure: no git here; callers read trees and blobs through the store.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+from loopx import codec
+from loopx.errors import CodecError, SchemaError
+from loopx.model import (PATH_RE, SESSION_FILE_RE, TRANSCRIPT_CHUNK_BYTES, Event, event_path,
+                         parse_event)
+from loopx.store import BLOB_MODE
+
+# Top-level areas of the state tree: path pattern and size cap of the files each may hold.
+AREAS: dict[str, tuple[re.Pattern[str], int]] = {
+    "events": (PATH_RE, codec.MAX_BYTES),
+    "sessions": (SESSION_FILE_RE, TRANSCRIPT_CHUNK_BYTES),  # transcript chunks (docs/sessions.md)
+}
+_MODES = {"120000": "a symlink", "160000": "a gitlink (submodule)", "100755": "executable"}
+
+
+@dataclass(frozen=True)
+class Broken:
+    """A rule a file breaks: the rule's name and why (the message does not repeat the path)."""
+
+    rule: str
+    message: str
+
+
+def path_rule(path: str, mode: str) -> Optional[Broken]:
+    """Why ``path`` (with git file ``mode``) may not be on the state branch, or None."""
+    parts = path.split("/")
+    if path.startswith("/") or any(p in ("", ".", "..") for p in parts):
+        return Broken("bad-path", "not a normal relative path (absolute, empty or '..' component)")
+    if any(p.lower().rstrip(". ") in (".git", "git~1") for p in parts):
+        return Broken("bad-path", "names .git")
+    area = AREAS.get(parts[0])
+    if area is None:
+        allowed = ", ".join(f"{a}/" for a in AREAS)
+        return Broken("bad-path", f"is outside the state layout (allowed: {allowed})")
+    if not area[0].match(path):
+        return Broken("bad-path", "is not an event path (events/YYYY/MM/DD/<ulid>.<type>.yaml)"
+                      if parts[0] == "events" else f"is not a valid {parts[0]}/ path")
+    return mode_rule(mode)
+
+
+def mode_rule(mode: str) -> Optional[Broken]:
+    """State files are plain blobs: no symlinks, executables or submodules."""
+    if mode == BLOB_MODE:
+        return None
+    what = f"is {_MODES[mode]}" if mode in _MODES else f"has mode {mode}"
+    return Broken("bad-mode", f"{what}; only plain files (mode {BLOB_MODE}) are allowed")
+
+
+def size_rule(path: str, size: int) -> Optional[Broken]:
+    """The size cap of ``path``'s area (call :func:`path_rule` first: the path must be valid)."""
+    cap = AREAS[path.split("/")[0]][1]
+    if size <= cap:
+        return None
+    return Broken("too-big", f"{size} bytes is over the {cap // 1024} KiB cap")
+
+
+def change_rule(status: str) -> Optional[Broken]:
+    """A change that is not a pure addition; ``status`` is git's raw status letters (one per
+    parent for a merge's combined diff)."""
+    if set(status) == {"A"}:
+        return None
+    if "D" in status:
+        return Broken("deleted", "deleted (the ledger is append-only: files are never deleted)")
+    return Broken("modified", "modified (event files are never changed)")
+
+
+def is_event(path: str) -> bool:
+    """Whether ``path`` holds an event (else it is a session transcript chunk, plain text)."""
+    return path.startswith("events/")
+
+
+def read_event(path: str, data: Optional[bytes]) -> Event:
+    """The event in file ``path``; raises CodecError (not safe YAML) or SchemaError."""
+    if PATH_RE.match(path) is None:
+        raise SchemaError(f"{path}: not an event path (events/YYYY/MM/DD/<ulid>.<type>.yaml)")
+    if data is None:
+        raise SchemaError(f"{path}: blob is missing from the object database")
+    event = parse_event(codec.load(data, path), path)
+    if event_path(event) != path:
+        raise SchemaError(f"{path}: file name does not match its id, type or date")
+    return event
+
+
+def event_rule(path: str, data: Optional[bytes]) -> tuple[Optional[Event], Optional[Broken]]:
+    """The event in an event file, or why it is not one (``bad-yaml`` or ``schema``)."""
+    try:
+        return read_event(path, data), None
+    except CodecError as exc:
+        return None, Broken("bad-yaml", str(exc).removeprefix(f"{path}: "))
+    except SchemaError as exc:
+        return None, Broken("schema", str(exc).removeprefix(f"{path}: "))
+
+
+def case_collisions(names: dict[str, set[str]]) -> list[tuple[str, Broken]]:
+    """Names equal under casefold in one directory (``names``: directory -> the names it
+    will hold) would collide on macOS and Windows checkouts: (path, Broken) for each."""
+    found = []
+    for directory, here in names.items():
+        seen: dict[str, str] = {}
+        where = f"{directory}/" if directory else ""
+        for name in sorted(here):
+            other = seen.setdefault(name.casefold(), name)
+            if other != name:
+                found.append((f"{where}{name}", Broken(
+                    "bad-path", f"collides with {where}{other} on case-insensitive disks")))
+    return found
