@@ -14,7 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar, cast
 
-from loopx import __version__, cache, clock, commits, git, ids, projection
+from loopx import __version__, cache, clock, git, ids, projection
 from loopx.errors import (
     Ambiguous, CodecError, ConflictError, GitError, NotFound, Quarantined, RefRaceError,
     SchemaError, TransitionError, UsageError,
@@ -336,6 +336,8 @@ class Ledger:
         texts = _signer_texts(events)
         if not texts or not any(e.type in SIGNED_TYPES for e in events):
             return {}
+        from loopx import commits  # only ledgers that sign answers need it (keeps tempfile off)
+
         # A signature vouches for the bytes its commit added: bind each verdict to the blob
         # the tip holds, so a file rewritten after signing is not covered by the old signature.
         current = {e.path: e.oid for e in self.store.list_files(commit)
@@ -490,6 +492,8 @@ class Ledger:
         claimed = [e for e in txn.events if e.id in txn.fold.extra.get("signed", {})]
         if not allowed or not claimed:
             return  # signed by choice (--sign), not because the config requires it
+        from loopx import commits
+
         principal = commits.signers(self.store.cwd, [commit], allowed).get(commit)
         if principal is None or not projection.signer_matches(principal, txn.actor):
             raise TransitionError(
