@@ -255,3 +255,11 @@ def test_config_show_lists_effective_settings_readably(project: Path) -> None:
     text = invoke(project, "config", "show").out
     assert "roles: maintainer = human:maint@example.com" in text
     assert "lease_ttl_seconds: 2700" in text and "{" not in text
+
+
+def test_todo_update_renames_and_adds_a_gate(project: Path) -> None:
+    assert invoke(project, "todo", "update", "output", "--title", "JSON layer", "--gate", "names").code == 0
+    shown = json.loads(invoke(project, "todo", "show", "output", "--json").out)
+    assert shown["title"] == "JSON layer" and shown["gates"] == ["names"]
+    assert "waits for gate names" in shown["why_not_ready"]
+    assert invoke(project, "todo", "update", "output").code == 2

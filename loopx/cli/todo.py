@@ -45,23 +45,45 @@ def todo_add(app: App, goal_id: str, title: str, todo_id: Optional[str], after: 
     emit_event(app, event, f"added todo {event.data.id} to {event.data.goal}: {title}")
 
 
+@todo.command("update")
+@click.argument("todo_id")
+@click.option("--title", help="A new title.")
+@click.option("--description", help="A new description.")
+@click.option("--after", multiple=True, metavar="TODO", help="Also wait for this todo (refuses cycles).")
+@click.option("--gate", multiple=True, metavar="GATE", help="Also require this gate's approval.")
+@event_id_option
+@pass_app
+def todo_update(app: App, todo_id: str, title: Optional[str], description: Optional[str],
+                after: tuple[str, ...], gate: tuple[str, ...], event_id: Optional[str]) -> None:
+    """Change a todo's title or description, or add dependencies and gates."""
+    if not (title or description or after or gate):
+        raise click.UsageError("nothing to change: give --title, --description, --after or --gate")
+    event = app.write(lambda txn: _update(txn, todo_id, event_id, title=title,
+                                          description=description, after=after, gate=gate))
+    emit_event(app, event, f"updated todo {event.data.id}")
+
+
 @todo.command("depend")
 @click.argument("todo_id")
 @click.option("--on", "on", multiple=True, metavar="TODO", required=True, help="Todo to wait for.")
 @event_id_option
 @pass_app
 def todo_depend(app: App, todo_id: str, on: tuple[str, ...], event_id: Optional[str]) -> None:
-    """Make a todo wait for other todos (refuses cycles)."""
+    """Make a todo wait for other todos (refuses cycles); same as `todo update --after`."""
+    event = app.write(lambda txn: _update(txn, todo_id, event_id, after=on))
+    emit_event(app, event, f"todo {event.data.id} now waits for {', '.join(event.data.add_depends_on)}")
+
+
+def _update(txn: Any, todo_id: str, event_id: Optional[str], *, title: Optional[str] = None,
+            description: Optional[str] = None, after: tuple[str, ...] = (),
+            gate: tuple[str, ...] = ()) -> Any:
     from loopx.ledger import Draft
 
-    def build(txn: Any) -> Any:
-        tid = lookup(txn.fold.todos, todo_id, "todo")
-        deps = [lookup(txn.fold.todos, t, "todo") for t in on]
-        return txn.add(Draft("todo.updated", {"id": tid, "add_depends_on": deps},
-                             txn.fold.todos[tid].goal, event_id))
-
-    event = app.write(build)
-    emit_event(app, event, f"todo {event.data.id} now waits for {', '.join(event.data.add_depends_on)}")
+    tid = lookup(txn.fold.todos, todo_id, "todo")
+    data = {"id": tid, "title": title, "description": description,
+            "add_depends_on": [lookup(txn.fold.todos, t, "todo") for t in after],
+            "add_gates": [lookup(txn.fold.gates, g, "gate") for g in gate]}
+    return txn.add(Draft("todo.updated", data, txn.fold.todos[tid].goal, event_id))
 
 
 def _simple(event_type: str, verb: str, **options: Any) -> Any:
