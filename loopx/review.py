@@ -94,8 +94,12 @@ def _commit_row(commit: commits.Commit, events: list[dict[str, Any]]) -> dict[st
     }
 
 
-def log_text(rows: list[dict[str, Any]]) -> str:
-    """``git log``-like text: one header per commit, one line per event."""
+def log_text(rows: list[dict[str, Any]], *, oneline: bool = False) -> str:
+    """``git log``-like text: one header per commit, one line per event (or ``--oneline``)."""
+    if oneline:
+        return "\n".join(f"{row['commit'][:12]} {e['actor'] or row['author']}: {e['text']}"
+                         + ("" if e["applied"] else "  [NOT APPLIED]")
+                         for row in rows for e in row["events"]) or "no commits"
     out: list[str] = []
     for row in rows:
         actors = sorted({e["actor"] for e in row["events"] if e["actor"]})
@@ -115,6 +119,15 @@ def log_text(rows: list[dict[str, Any]]) -> str:
                 line += f"  [NOT APPLIED: {e.get('refused', 'unreadable')}]"
             out.append(line)
     return "\n".join(out) if out else "no commits"
+
+
+def default_diff(ledger: Ledger) -> str:
+    """What `git loopx diff` compares with no argument: unpushed changes, else the last commit."""
+    if ledger.store.resolve("refs/remotes/origin/loopx/state") is not None:
+        return "refs/remotes/origin/loopx/state.." + ledger.ref
+    if ledger.store.resolve(f"{ledger.ref}~1") is not None:
+        return f"{ledger.ref}~1..{ledger.ref}"
+    raise UsageError("the ledger has one commit: nothing to compare it with (give A..B)")
 
 
 def diff(ledger: Ledger, spec: str, *, now: datetime) -> dict[str, Any]:

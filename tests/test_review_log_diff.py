@@ -200,3 +200,14 @@ def test_log_of_a_proposal_shows_only_its_commits(repo: Path, story: list[str]) 
     result = invoke(repo, "log", "loopx/state..proposal/x")
     assert result.out.count("commit ") == 1 and "noted 'proposed'" in result.out
     assert run(repo, "rev-parse", "proposal/x~1") == story[-1]
+
+
+def test_log_oneline_has_one_line_per_event(repo: Path, story: list[str]) -> None:
+    full = invoke(repo, "log", "--format", "json").json()
+    lines = invoke(repo, "log", "--oneline").out.splitlines()
+    assert len(lines) == sum(len(row["events"]) for row in full)
+    assert lines[0].startswith(full[0]["commit"][:12] + " ")
+
+
+def test_diff_without_a_range_shows_the_last_state_commit(repo: Path, story: list[str]) -> None:
+    assert invoke(repo, "diff").out == invoke(repo, "diff", "loopx/state~1..loopx/state").out

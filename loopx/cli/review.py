@@ -12,8 +12,9 @@ from loopx.cli import App, pass_app
 @click.command()
 @click.argument("spec", required=False, metavar="[RANGE]")
 @click.option("-n", "--max-count", type=click.IntRange(min=1), help="Show at most N commits.")
+@click.option("--oneline", is_flag=True, help="One line per event: commit, actor, what changed.")
 @pass_app
-def log(app: App, spec: Optional[str], max_count: Optional[int]) -> None:
+def log(app: App, spec: Optional[str], max_count: Optional[int], oneline: bool) -> None:
     """The ledger's history in state terms, newest first, with the commit each change came in.
 
     RANGE is a revision (default: the state ref) or A..B, as for `git log`.
@@ -22,21 +23,24 @@ def log(app: App, spec: Optional[str], max_count: Optional[int]) -> None:
 
     app.ledger.require()
     rows = review.log(app.ledger, spec, max_count=max_count)
-    app.emit(rows, lambda: review.log_text(rows))
+    app.emit(rows, lambda: review.log_text(rows, oneline=oneline))
 
 
 @click.command()
-@click.argument("spec", metavar="A..B")
+@click.argument("spec", metavar="[A..B]", required=False)
 @pass_app
-def diff(app: App, spec: str) -> None:
+def diff(app: App, spec: Optional[str]) -> None:
     """What changed in the ledger's state between two commits of a state or proposal branch.
 
     Goals, acceptance, todos, gates, evidence, leases, config and the frontier, before and
-    after. A alone compares A with the state ref's tip.
+    after. A alone compares A with the state ref's tip. With no argument: what is not pushed
+    yet (origin's state branch..here), else the last state commit.
     """
     from loopx import clock, review
 
     app.ledger.require()
+    if spec is None:
+        spec = review.default_diff(app.ledger)
     result = review.diff(app.ledger, spec, now=app.now or clock.now())
     app.emit(result, lambda: review.diff_text(result))
 
