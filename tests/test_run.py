@@ -61,6 +61,12 @@ def test_run_streams_output_records_evidence_and_returns_the_exit_code(work: Pat
     assert "failed (exit 3)" in str(data["summary"])  # type: ignore[index]
 
 
+def test_run_without_a_todo_goes_to_the_todo_you_hold(work: Path) -> None:
+    assert invoke(work, "todo", "claim", "t1").code == 0
+    assert invoke(work, "run", "--", sys.executable, "-c", "pass").code == 0
+    assert only_evidence(work)["todo"] == "t1"
+
+
 def test_run_marks_a_dirty_work_tree(work: Path) -> None:
     (work / "README").write_text("changed\n")
     assert run_loopx(work, "run", "--", "true").code == 0

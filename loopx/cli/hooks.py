@@ -253,6 +253,8 @@ def run(app: App, todo_id: Optional[str], goal_id: Optional[str], criterion: tup
         argv: tuple[str, ...]) -> None:
     """Run CMD (output streamed as usual) and record it as evidence; exits with CMD's code.
 
+    Without --todo or --goal, the evidence goes to the one todo you hold a lease on, if any.
+
     The evidence holds the command, exit code, duration, commit, tree, dirty flag, a sha256 of
     the output and its last lines. Secrets (credential-like environment values, token
     shapes) are redacted before anything is written.
@@ -265,6 +267,9 @@ def run(app: App, todo_id: Optional[str], goal_id: Optional[str], criterion: tup
     for table, prefix, kind_ in ((fold.todos, todo_id, "todo"), (fold.goals, goal_id, "goal")):
         if prefix:
             lookup(table, prefix, kind_)
+    if not todo_id and not goal_id:  # like a commit: the todo you hold is what you work on
+        held = [t["id"] for t in app.ledger.snapshot(app.now)["todos"] if t["claimed_by"] == app.actor]
+        todo_id = held[0] if len(held) == 1 else None
     binding = _binding(app, None)  # before the command runs: it may change the work tree
     outcome = capture.run_command(list(argv), environ=os.environ, stdout=sys.stdout.buffer,
                                   stderr=sys.stderr.buffer)
