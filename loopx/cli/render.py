@@ -29,53 +29,18 @@ def only_goal(snap: dict[str, Any], goal_prefix: str) -> dict[str, Any]:
 
 def status_text(snap: dict[str, Any], *, color: bool = False) -> str:
     paint = _style(color)
-    out: list[str] = []
-    ledger = snap["ledger"]
     ref = snap.get("ref", "refs/heads/loopx/state").removeprefix("refs/heads/")
-    count = ledger["events"]
-    out.append(f"On ledger {ref} ({count} event{'' if count == 1 else 's'})")
+    count = snap["ledger"]["events"]
+    out = [f"On ledger {ref} ({count} event{'' if count == 1 else 's'})"]
     if snap["problems"]:
         out.append(paint(f"\nProblems ({len(snap['problems'])}), events not applied:", fg="red", bold=True))
         out += [f"  {p['event']}: {p['reason']}" for p in snap["problems"][:10]]
-    todos = {t["id"]: t for t in snap["todos"]}
     for goal in snap["goals"]:
-        if goal["state"] in ("achieved", "abandoned"):
-            continue
-        met = sum(c["met"] for c in goal["acceptance"])
-        out.append(paint(f"\nGoal {goal['id']}: {goal['title']}", bold=True)
-                   + f"  [{goal['state']}, {met}/{len(goal['acceptance'])} criteria met]")
-        for c in goal["acceptance"]:
-            mark = paint("x", fg="green") if c["met"] else " "
-            if c.get("needs_rerun"):  # met only by stale evidence (added by readback)
-                mark = paint("~", fg="yellow")
-            out.append(f"  [{mark}] {c['id']}  {c['text']}"
-                       + ("  (evidence is stale: re-run)" if c.get("needs_rerun") else ""))
-    frontier = [todos[t] for t in snap["frontier"]]
-    if frontier:
-        out.append(paint("\nReady to work on:", fg="green"))
-        out += [f"  {t['id']:<12} {t['title']}" for t in frontier]
-    claimed = [t for t in snap["todos"] if t["state"] == "claimed"]
-    if claimed:
-        out.append("\nClaimed:")
-        out += [f"  {t['id']:<12} {t['title']}  ({t['claimed_by']} until {t['lease_expires']})"
-                for t in claimed]
-    waiting = [t for t in snap["todos"] if t["state"] in ("open", "blocked") and not t["ready"]]
-    if waiting:
-        out.append(paint("\nWaiting:", fg="yellow"))
-        out += [f"  {t['id']:<12} {t['title']}  ({t['why_not_ready']})" for t in waiting]
-    gates = [g for g in snap["gates"] if g["state"] == "open"]
-    if gates:
-        out.append(paint("\nOpen gates:", fg="yellow"))
-        out += [f"  {g['id']:<12} {g['question']}  (asks {', '.join(g['authority'])})" for g in gates]
+        if goal["state"] not in ("achieved", "abandoned"):
+            out += _goal(goal, paint)
+    out += _todos(snap, paint)
     out += _sessions(snap.get("sessions", []), paint)
-    done = [t for t in snap["todos"] if t["state"] == "done"]
-    if done:
-        out.append(f"\nDone: {', '.join(t['id'] for t in done)}")
-    closed = [g for g in snap["goals"] if g["state"] in ("achieved", "abandoned")]
-    if closed:  # only with --all: plain status lists the goals in play
-        out.append("\nClosed goals:")
-        out += [f"  {g['id']:<12} {g['state']:<9} {g['title']}"
-                + (f"  ({g['reason']})" if g.get("reason") else "") for g in closed]
+    out += _history(snap)
     if snap.get("unknown_events"):
         out.append(f"\n{len(snap['unknown_events'])} events of types this loopx does not know "
                    "(kept; upgrade loopx to read them)")
@@ -83,6 +48,51 @@ def status_text(snap: dict[str, Any], *, color: bool = False) -> str:
         out.append("\nNo goals in play (closed ones: git loopx status --all); "
                    "start one: git loopx goal add TITLE --accept TEXT")
     return "\n".join(out)
+
+
+def _goal(goal: dict[str, Any], paint: Any) -> list[str]:
+    met = sum(c["met"] for c in goal["acceptance"])
+    out = [paint(f"\nGoal {goal['id']}: {goal['title']}", bold=True)
+           + f"  [{goal['state']}, {met}/{len(goal['acceptance'])} criteria met]"]
+    for c in goal["acceptance"]:
+        mark = paint("x", fg="green") if c["met"] else " "
+        if c.get("needs_rerun"):  # met only by stale evidence (added by readback)
+            mark = paint("~", fg="yellow")
+        out.append(f"  [{mark}] {c['id']}  {c['text']}"
+                   + ("  (evidence is stale: re-run)" if c.get("needs_rerun") else ""))
+    return out
+
+
+def _todos(snap: dict[str, Any], paint: Any) -> list[str]:
+    """Ready, claimed, waiting (with why), then the open gates they wait on."""
+    todos = {t["id"]: t for t in snap["todos"]}
+    sections = [
+        (paint("\nReady to work on:", fg="green"),
+         [f"  {t['id']:<12} {t['title']}" for t in (todos[i] for i in snap["frontier"])]),
+        ("\nClaimed:",
+         [f"  {t['id']:<12} {t['title']}  ({t['claimed_by']} until {t['lease_expires']})"
+          for t in todos.values() if t["state"] == "claimed"]),
+        (paint("\nWaiting:", fg="yellow"),
+         [f"  {t['id']:<12} {t['title']}  ({t['why_not_ready']})" for t in todos.values()
+          if t["state"] in ("open", "blocked") and not t["ready"]]),
+        (paint("\nOpen gates:", fg="yellow"),
+         [f"  {g['id']:<12} {g['question']}  (asks {', '.join(g['authority'])})"
+          for g in snap["gates"] if g["state"] == "open"]),
+    ]
+    return [line for title, rows in sections if rows for line in (title, *rows)]
+
+
+def _history(snap: dict[str, Any]) -> list[str]:
+    out = []
+    done = [t["id"] for t in snap["todos"] if t["state"] == "done"]
+    if done:
+        out.append(f"\nDone: {', '.join(done)}")
+    closed = [g for g in snap["goals"] if g["state"] in ("achieved", "abandoned")]
+    if closed:  # only with --all: plain status lists the goals in play
+        out.append("\nClosed goals:")
+        out += [f"  {g['id']:<12} {g['state']:<9} {g['title']}"
+                + (f"  ({g['reason']})" if g.get("reason") else "") for g in closed]
+    return out
 
 
 def _sessions(sessions: list[dict[str, Any]], paint: Any) -> list[str]:
