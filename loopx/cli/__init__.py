@@ -286,6 +286,20 @@ def lookup(table: dict[str, Any], prefix: str, kind: str) -> str:
     return resolve_id(table, prefix, kind)
 
 
+def write_about(app: App, table: str, prefix: str, kind: str, event_type: str,
+                data: dict[str, Any], event_id: Optional[str]) -> Any:
+    """Append one ``event_type`` about an existing entity (resolved from its id prefix in the
+    fold's ``table``), under that entity's goal."""
+    from loopx.ledger import Draft
+
+    def build(txn: Any) -> Any:
+        entities = getattr(txn.fold, table)
+        found = lookup(entities, prefix, kind)
+        return txn.add(Draft(event_type, {"id": found, **data}, entities[found].goal, event_id))
+
+    return app.write(build)
+
+
 def event_id_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     """--event-id: makes a retried write idempotent (same id and content: recorded once)."""
     return click.option("--event-id", metavar="ULID",

@@ -6,7 +6,7 @@ from typing import Any, Optional
 
 import click
 
-from loopx.cli import App, emit_event, event_id_option, lookup, pass_app
+from loopx.cli import App, emit_event, event_id_option, lookup, pass_app, write_about
 from loopx.ids import new_short_id
 
 
@@ -77,14 +77,8 @@ def gate_answer(app: App, gate_id: str, approve: bool, reject: bool, answer: Opt
 @pass_app
 def gate_withdraw(app: App, gate_id: str, reason: Optional[str], event_id: Optional[str]) -> None:
     """Withdraw a question that no longer needs an answer."""
-    from loopx.ledger import Draft
-
-    def build(txn: Any) -> Any:
-        gid = lookup(txn.fold.gates, gate_id, "gate")
-        return txn.add(Draft("gate.withdrawn", {"id": gid, "reason": reason},
-                             txn.fold.gates[gid].goal, event_id))
-
-    event = app.write(build)
+    event = write_about(app, "gates", gate_id, "gate", "gate.withdrawn", {"reason": reason},
+                        event_id)
     emit_event(app, event, f"withdrew gate {event.data.id}")
 
 

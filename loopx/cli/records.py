@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import click
 
-from loopx.cli import App, duration, emit_event, event_id_option, lookup, pass_app
+from loopx.cli import App, duration, emit_event, event_id_option, lookup, pass_app, write_about
 from loopx.ids import new_short_id
 
 if TYPE_CHECKING:
@@ -156,13 +156,7 @@ def wake_set(app: App, at: Optional[str], in_: Optional[str], on_gate: Optional[
 @pass_app
 def wake_clear(app: App, wake_id: str, event_id: Optional[str]) -> None:
     """Clear a wake condition."""
-    from loopx.ledger import Draft
-
-    def build(txn: Any) -> Any:
-        wid = lookup(txn.fold.wakes, wake_id, "wake")
-        return txn.add(Draft("wake.cleared", {"id": wid}, txn.fold.wakes[wid].goal, event_id))
-
-    event = app.write(build)
+    event = write_about(app, "wakes", wake_id, "wake", "wake.cleared", {}, event_id)
     emit_event(app, event, f"cleared wake {event.data.id}")
 
 
@@ -290,14 +284,8 @@ def effect_intend(app: App, target: str, action: str, key: Optional[str], todo_i
 @pass_app
 def effect_confirm(app: App, effect_id: str, receipt: str, event_id: Optional[str]) -> None:
     """Record that an intended effect happened."""
-    from loopx.ledger import Draft
-
-    def build(txn: Any) -> Any:
-        xid = lookup(txn.fold.effects, effect_id, "effect")
-        return txn.add(Draft("effect.confirmed", {"id": xid, "receipt": receipt},
-                             txn.fold.effects[xid].goal, event_id))
-
-    event = app.write(build)
+    event = write_about(app, "effects", effect_id, "effect", "effect.confirmed",
+                        {"receipt": receipt}, event_id)
     emit_event(app, event, f"confirmed effect {event.data.id}")
 
 
@@ -309,14 +297,8 @@ def effect_confirm(app: App, effect_id: str, receipt: str, event_id: Optional[st
 @pass_app
 def effect_fail(app: App, effect_id: str, error: str, final: bool, event_id: Optional[str]) -> None:
     """Record that an intended effect did not happen."""
-    from loopx.ledger import Draft
-
-    def build(txn: Any) -> Any:
-        xid = lookup(txn.fold.effects, effect_id, "effect")
-        return txn.add(Draft("effect.failed", {"id": xid, "error": error, "retryable": not final},
-                             txn.fold.effects[xid].goal, event_id))
-
-    event = app.write(build)
+    event = write_about(app, "effects", effect_id, "effect", "effect.failed",
+                        {"error": error, "retryable": not final}, event_id)
     emit_event(app, event, f"effect {event.data.id} failed")
 
 
