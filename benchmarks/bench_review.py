@@ -16,8 +16,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from loopx import Ledger, review, validate
-from loopx.ledger import Draft
+from loopx import Ledger
+from loopx.features import changes as review
+from loopx.features import validate
+from loopx.ledger.book import Draft
 
 
 def build(where: Path, commits: int, per: int) -> Ledger:
@@ -44,7 +46,7 @@ def timed(label: str, fn) -> float:  # type: ignore[no-untyped-def]
 
 def naive_log(led: Ledger) -> None:
     """The same output the obvious way: a process per commit for its files, one per blob."""
-    from loopx import history
+    from loopx.state import history
 
     cwd = led.store.cwd
     oids = subprocess.run(

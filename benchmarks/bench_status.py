@@ -32,8 +32,11 @@ from typing import Any, Iterator
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from loopx import clock, codec, git, ids  # noqa: E402
-from loopx.store import STATE_REF, Store  # noqa: E402
+from loopx.model import clock  # noqa: E402
+from loopx.model import codec
+from loopx.storage import gateway as git
+from loopx.model import ids
+from loopx.storage.store import STATE_REF, Store  # noqa: E402
 
 TODOS_PER_GOAL = 50
 BATCH = 5000

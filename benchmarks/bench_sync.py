@@ -57,7 +57,8 @@ def seal(home: Path) -> None:
 
 def setup(base: Path, name: str, clones: int) -> tuple[Path, list[Path]]:
     """A bare remote holding an initialised ledger, and ``clones`` clones that adopted it."""
-    from loopx import Ledger, sync
+    from loopx import Ledger
+    from loopx.features import sync
 
     remote = base / f"{name}.git"
     git(base, "init", "-q", "--bare", str(remote))
@@ -77,8 +78,8 @@ def setup(base: Path, name: str, clones: int) -> tuple[Path, list[Path]]:
 
 def append_events(path: Path, count: int, per_commit: int = 10) -> None:
     from loopx import Ledger
-    from loopx.ids import new_short_id
-    from loopx.ledger import Draft
+    from loopx.model.ids import new_short_id
+    from loopx.ledger.book import Draft
 
     with Ledger.open(path) as led:
         for start in range(0, count, per_commit):
@@ -95,7 +96,8 @@ def timed(fn) -> float:  # type: ignore[no-untyped-def]
 
 
 def bench_transfer(base: Path, events: int) -> dict[str, float]:
-    from loopx import Ledger, sync
+    from loopx import Ledger
+    from loopx.features import sync
 
     _, (a, b) = setup(base, "loopx", 2)
     _, (pa, pb) = setup(base, "plain", 2)
@@ -133,8 +135,9 @@ WORKER = """
 import json, sys, time
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
-from loopx import Ledger, sync
-from loopx.ids import new_short_id
+from loopx import Ledger
+from loopx.features import sync
+from loopx.model.ids import new_short_id
 path, appends = Path(sys.argv[2]), int(sys.argv[3])
 retries, failures, errors = [], 0, []
 with Ledger.open(path) as led:
@@ -151,7 +154,8 @@ print(json.dumps({"retries": retries, "failures": failures, "errors": errors[:3]
 
 
 def bench_race(base: Path, clones: int, appends: int) -> dict[str, float]:
-    from loopx import Ledger, sync
+    from loopx import Ledger
+    from loopx.features import sync
 
     _, paths = setup(base, "race", clones)
     started = time.perf_counter()

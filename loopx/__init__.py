@@ -13,13 +13,13 @@ __all__ = ["Ledger", "LoopxError", "__version__"]
 
 if TYPE_CHECKING:
     from loopx.errors import LoopxError
-    from loopx.ledger import Ledger
+    from loopx.ledger.book import Ledger
 
 
 def __getattr__(name: str) -> Any:
     # Lazy so that `import loopx` (done by every CLI start) stays cheap.
     if name == "Ledger":
-        from loopx.ledger import Ledger
+        from loopx.ledger.book import Ledger
 
         return Ledger
     if name == "LoopxError":

@@ -10,8 +10,9 @@ import tempfile
 from pathlib import Path
 from typing import Any, Optional
 
-from loopx import codec, ids
-from loopx.model import Event, event_path, make_event
+from loopx.model import codec
+from loopx.model import ids
+from loopx.model.events import Event, event_path, make_event
 
 
 def run(

@@ -9,8 +9,8 @@ from typing import Any
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from loopx import clock
-from loopx.ids import new_event_id
+from loopx.model import clock
+from loopx.model.ids import new_event_id
 
 TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=30)
 

@@ -46,7 +46,7 @@ def open_ledger(path: Path) -> Any:
 
 
 def note(path: Path, actor: str, text: str, event_id: str | None = None) -> str:
-    from loopx.ids import new_short_id
+    from loopx.model.ids import new_short_id
 
     with open_ledger(path) as led:
         return led.append("note.added", {"id": new_short_id("n", event_id), "text": text},
@@ -54,7 +54,7 @@ def note(path: Path, actor: str, text: str, event_id: str | None = None) -> str:
 
 
 def do_sync(path: Path, **kwargs: Any) -> Any:
-    from loopx import sync
+    from loopx.features import sync
 
     with open_ledger(path) as led:
         return sync.sync(ledger=led, **kwargs)

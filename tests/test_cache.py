@@ -11,8 +11,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import git
-from loopx import cache, ledger as ledger_mod, projection
-from loopx.ledger import Draft, Ledger
+from loopx.ledger import cache
+from loopx.ledger import book as ledger_mod
+from loopx.state import projection
+from loopx.ledger.book import Draft, Ledger
 
 ACTOR = "agent:a"
 
@@ -185,9 +187,9 @@ def test_long_rebuild_reports_progress(ledger: Ledger, monkeypatch: pytest.Monke
 def test_rebuild_equals_plain_replay_with_broken_and_hand_written_files(ledger: Ledger) -> None:
     import json
 
-    from loopx import ids
-    from loopx.model import event_dir
-    from loopx.store import STATE_REF
+    from loopx.model import ids
+    from loopx.model.events import event_dir
+    from loopx.storage.store import STATE_REF
 
     for n in range(3):
         ledger.append("note.added", {"id": f"n-{n}", "text": "x"}, actor=ACTOR)

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from conftest import git
-from loopx import ci
-from loopx import git as gitmod
+from loopx.features import ci
+from loopx.storage import gateway as gitmod
 
 SHA = "a" * 40
 

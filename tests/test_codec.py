@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loopx import codec
+from loopx.model import codec
 from loopx.errors import CodecError
 
 scalars = st.one_of(

@@ -7,7 +7,7 @@ import io
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loopx import codec
+from loopx.model import codec
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=30),
                     st.floats(allow_nan=False), st.sampled_from(["yes", "null", "1.5", "a: b", "- x"]))

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from loopx import decide
+from loopx.state import decide
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=timezone.utc)
 ME = "agent:me"

@@ -6,8 +6,10 @@ from datetime import datetime, timezone
 
 import pytest
 
-from loopx import history, ids, projection
-from loopx.model import EVENT_TYPES, make_event, parse_event
+from loopx.state import history
+from loopx.model import ids
+from loopx.state import projection
+from loopx.model.events import EVENT_TYPES, make_event, parse_event
 
 SHA = "0" * 40
 EXAMPLES = {

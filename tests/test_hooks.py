@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, git, invoke, run_loopx
-from loopx import hooks
+from loopx.features import shims as hooks
 
 
 
@@ -32,7 +32,7 @@ def events(repo: Path, type_: str) -> list[str]:
 
 def remaps(repo: Path) -> dict[str, str]:
     """old -> new of every evidence.remapped event (each test expects exactly one)."""
-    from loopx import codec
+    from loopx.model import codec
 
     (path,) = events(repo, "evidence.remapped")
     doc = codec.load(git(repo, "show", f"refs/heads/loopx/state:{path}").encode(), path)
@@ -231,7 +231,7 @@ def test_a_diverged_remote_state_is_left_alone_and_reported(work: Path, remote: 
     proc = subprocess.run(["git", "push", "origin", "main"], cwd=work, capture_output=True,
                           text=True)
     assert proc.returncode == 0, proc.stderr  # the code push itself is never held up
-    if importlib_has("loopx.sync"):  # sync once: both sides' events end up on the remote
+    if importlib_has("loopx.features.sync"):  # sync once: both sides' events end up on the remote
         assert git(remote, "merge-base", "--is-ancestor", theirs, "refs/heads/loopx/state") == ""
         assert "origin had other state changes: synced" in proc.stderr
     else:
@@ -379,7 +379,7 @@ def test_loopx_writes_never_run_repository_hooks(work: Path, remote: Path) -> No
 
 
 def test_pre_commit_hooks_manifest_names_every_loopx_hook() -> None:
-    from loopx import codec
+    from loopx.model import codec
 
     entries = codec.load((ROOT / ".pre-commit-hooks.yaml").read_bytes(), ".pre-commit-hooks.yaml")
     stages = {e["id"]: (e["stages"], e["entry"]) for e in entries}  # type: ignore[union-attr]
@@ -417,7 +417,7 @@ def test_background_mode_records_after_the_commit_returns(work: Path) -> None:
 def test_the_common_post_commit_path_loads_no_pydantic() -> None:
     """No trailer and no lease is decided from the projection cache: keep pydantic (the
     slowest import) off that path, or every plain `git commit` pays for it."""
-    code = ("import sys, loopx.cli, loopx.cli.hooks, loopx.capture, loopx.cache, loopx.hooks; "
+    code = ("import sys, loopx.cli, loopx.cli.hooks, loopx.features.capture, loopx.ledger.cache, loopx.features.shims; "
             "print('pydantic' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == "False", "a module on the post-commit path imports pydantic"

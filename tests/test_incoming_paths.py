@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from loopx.incoming import path_problem
+from loopx.features.incoming import path_problem
 
 GOOD_EVENT = "events/2026/11/29/01M8K3MXAN9EWHH14FR0421701.note.added.yaml"
 

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, invoke
-from loopx import manpage
+from loopx.cli import manpage
 
 
 def test_checked_in_man_page_and_cli_reference_are_up_to_date() -> None:
-    assert manpage.main(["--check", "--root", str(ROOT)]) == 0, "run `python -m loopx.manpage`"
+    assert manpage.main(["--check", "--root", str(ROOT)]) == 0, "run `python -m loopx.cli.manpage`"
 
 
 def test_check_fails_on_a_stale_page(tmp_path: Path) -> None:

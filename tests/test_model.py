@@ -6,9 +6,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loopx import codec
+from loopx.model import codec
 from loopx.errors import SchemaError
-from loopx.model import EVENT_TYPES, event_path, parse_event
+from loopx.model.events import EVENT_TYPES, event_path, parse_event
 from strategies import envelopes
 
 

@@ -10,9 +10,9 @@ from datetime import datetime, timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loopx import projection
-from loopx.ids import new_event_id
-from loopx.model import Event, make_event
+from loopx.state import projection
+from loopx.model.ids import new_event_id
+from loopx.model.events import Event, make_event
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
 AT = "2026-06-01T11:00:00Z"
@@ -142,7 +142,7 @@ def test_dependency_cycles_are_refused() -> None:
 
 
 def test_unknown_event_types_are_kept_and_reported() -> None:
-    from loopx.model import parse_event
+    from loopx.model.events import parse_event
 
     future = parse_event({"id": new_event_id(), "type": "robot.danced", "v": 1, "at": AT, "clock": 9,
                           "actor": "agent:x", "data": {"moves": 3}})

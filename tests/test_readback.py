@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from conftest import git
-from loopx import readback
-from loopx.ledger import Ledger
+from loopx.features import readback
+from loopx.ledger.book import Ledger
 
 ACTOR = "human:test@example.com"
 

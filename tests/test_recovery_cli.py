@@ -125,7 +125,7 @@ def test_warm_status_imports_neither_pydantic_nor_ruamel(repo: Path) -> None:
     subprocess.run(argv, cwd=repo, env=env, capture_output=True, check=True)  # warms the cache
     warm = subprocess.run(argv, cwd=repo, env=env, capture_output=True, check=True)
     imported = {line.split("|")[-1].strip() for line in warm.stderr.decode().splitlines()}
-    assert "loopx.readback" in imported
+    assert "loopx.features.readback" in imported
     assert not {name for name in imported if name.split(".")[0] in ("pydantic", "ruamel")}
 
 

@@ -13,8 +13,9 @@ import pytest
 from conftest import invoke
 from statekit import run
 
-from loopx import Ledger, ids
-from loopx.ledger import Draft
+from loopx import Ledger
+from loopx.model import ids
+from loopx.ledger.book import Draft
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 UPDATE = bool(
@@ -116,7 +117,7 @@ def story(repo: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def _discover(repo: Path):  # type: ignore[no-untyped-def]
-    from loopx import git
+    from loopx.storage import gateway as git
 
     return git.discover(repo)
 
@@ -124,8 +125,9 @@ def _discover(repo: Path):  # type: ignore[no-untyped-def]
 def _commit_refused(repo: Path, led: Ledger, draft: Draft, actor: str, now: datetime) -> None:
     """An event the rules refuse (an answer from outside the authority), committed anyway the
     way a merged branch could bring it: log must show it as not applied."""
-    from loopx import clock, codec
-    from loopx.model import event_path, make_event
+    from loopx.model import clock
+    from loopx.model import codec
+    from loopx.model.events import event_path, make_event
 
     event = make_event(
         type=draft.type,

@@ -1,4 +1,4 @@
-"""One set of per-file rules (loopx.rules): the same hostile change fed through
+"""One set of per-file rules (loopx.ledger.layout): the same hostile change fed through
 `git loopx validate` and through sync's incoming check is refused by both, under the same rule."""
 
 from __future__ import annotations
@@ -11,9 +11,11 @@ from conftest import git, invoke
 from statekit import event, file_of
 from test_incoming import forge
 
-from loopx import Ledger, incoming, rules
-from loopx.model import TRANSCRIPT_CHUNK_BYTES
-from loopx.validate import validate
+from loopx import Ledger
+from loopx.features import incoming
+from loopx.ledger import layout as rules
+from loopx.model.events import TRANSCRIPT_CHUNK_BYTES
+from loopx.features.validate import validate
 
 STATE = "refs/heads/loopx/state"
 PROPOSAL = "refs/heads/proposal/p"

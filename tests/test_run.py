@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import git, invoke, run_loopx
-from loopx import redact
+from loopx.features import redact
 
 CANARY = "canary-Sup3rS3cretValue-7f3a"
 GH_TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
@@ -37,7 +37,7 @@ def only_evidence(repo: Path) -> dict[str, object]:
 
 
 def show_event(repo: Path, kind: str) -> dict[str, object]:
-    from loopx import codec
+    from loopx.model import codec
 
     listing = git(repo, "ls-tree", "-r", "--name-only", "refs/heads/loopx/state").splitlines()
     (path,) = [p for p in listing if p.endswith(f".{kind}.yaml")]

@@ -183,7 +183,8 @@ def test_a_retried_send_with_the_same_event_id_is_recorded_once(repo_with_goal: 
 
 
 def test_messages_from_stdin_survive_a_cold_replay_byte_exact(repo_with_goal: Path) -> None:
-    from loopx import Ledger, projection
+    from loopx import Ledger
+    from loopx.state import projection
 
     repo = repo_with_goal
     open_session(repo)
@@ -198,8 +199,8 @@ def test_messages_from_stdin_survive_a_cold_replay_byte_exact(repo_with_goal: Pa
 
 
 def test_replay_rederives_the_kind_when_a_merge_reorders_a_message() -> None:
-    from loopx import projection
-    from loopx.model import make_event
+    from loopx.state import projection
+    from loopx.model.events import make_event
 
     def event(n: int, type_: str, data: dict[str, Any], actor: str = OWNER) -> Any:
         return make_event(type=type_, data=data, event_id=f"01JA00000000000000000000{n:02d}",
@@ -297,7 +298,7 @@ def _transcript(size: int) -> bytes:
 
 def test_checkpoint_round_trip_of_a_large_transcript_is_byte_exact(
         repo_with_goal: Path, tmp_path: Path) -> None:
-    from loopx.model import TRANSCRIPT_CHUNK_BYTES
+    from loopx.model.events import TRANSCRIPT_CHUNK_BYTES
 
     repo = repo_with_goal
     open_session(repo)
@@ -336,8 +337,9 @@ def test_checkpoints_are_numbered_and_each_reads_back(repo_with_goal: Path, tmp_
 
 @pytest.mark.stress
 def test_a_transcript_at_the_size_cap_round_trips(repo_with_goal: Path, tmp_path: Path) -> None:
-    from loopx import Ledger, sessions
-    from loopx.model import TRANSCRIPT_MAX_BYTES
+    from loopx import Ledger
+    from loopx.features import transcripts as sessions
+    from loopx.model.events import TRANSCRIPT_MAX_BYTES
 
     repo = repo_with_goal
     open_session(repo)
@@ -360,7 +362,7 @@ def test_a_retried_checkpoint_is_recorded_once(repo_with_goal: Path, tmp_path: P
 
 def test_a_transcript_over_the_size_cap_is_refused(repo_with_goal: Path, tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    from loopx import sessions
+    from loopx.features import transcripts as sessions
 
     monkeypatch.setattr(sessions, "TRANSCRIPT_MAX_BYTES", 1024)
     repo = repo_with_goal
@@ -484,7 +486,7 @@ def test_status_shows_waiting_sessions_as_waiting_for_instruction(repo_with_goal
 def test_status_json_with_sessions_matches_the_schema(repo_with_goal: Path) -> None:
     import jsonschema
 
-    from loopx.schema import STATUS_SCHEMA
+    from loopx.features.schema import STATUS_SCHEMA
 
     repo = repo_with_goal
     open_session(repo, "s-1")
@@ -499,7 +501,8 @@ def test_status_json_with_sessions_matches_the_schema(repo_with_goal: Path) -> N
 
 
 def test_the_cache_keeps_sessions(repo_with_goal: Path) -> None:
-    from loopx import Ledger, cache
+    from loopx import Ledger
+    from loopx.ledger import cache
 
     repo = repo_with_goal
     open_session(repo)

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from conftest import git
-from loopx import git as gitmod
+from loopx.storage import gateway as gitmod
 from loopx.errors import ConflictError, RefRaceError
-from loopx.ledger import Ledger
-from loopx.store import STATE_REF, Store
+from loopx.ledger.book import Ledger
+from loopx.storage.store import STATE_REF, Store
 
 
 def test_appends_never_touch_index_worktree_head_or_branch(repo: Path) -> None:
@@ -69,8 +69,8 @@ def test_a_lock_left_by_a_killed_writer_is_free_at_once(repo: Path, ledger: Ledg
     holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import sys, time
         sys.path.insert(0, {str(Path(__file__).parents[1])!r})
-        from loopx import git
-        from loopx.store import Store
+        from loopx.storage import gateway as git
+        from loopx.storage.store import Store
         with Store(git.discover({str(repo)!r})).lock():
             print("locked", flush=True)
             time.sleep(60)
@@ -95,7 +95,7 @@ def test_a_stale_git_ref_lock_from_a_killed_process_is_recovered(ledger: Ledger)
 
 
 def test_same_event_id_twice_is_one_event_and_different_content_is_refused(ledger: Ledger) -> None:
-    from loopx.ids import new_event_id
+    from loopx.model.ids import new_event_id
 
     eid = new_event_id()
     first = ledger.append("note.added", {"id": "n-1", "text": "hi"}, actor="agent:x", event_id=eid)

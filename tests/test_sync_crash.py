@@ -49,7 +49,7 @@ def _acks(output: str) -> list[str]:
 
 @pytest.mark.parametrize("kills", [15, pytest.param(500, marks=pytest.mark.stress)])
 def test_sigkill_during_append_and_sync_loses_no_acknowledged_event(tmp_path: Path, kills: int) -> None:
-    from loopx.ids import new_event_id
+    from loopx.model.ids import new_event_id
 
     remote, (writer, reader) = seeded(tmp_path, 2)
     rng = random.Random(kills)
@@ -80,7 +80,7 @@ def test_sigkill_during_append_and_sync_loses_no_acknowledged_event(tmp_path: Pa
 
 
 def test_writers_keep_working_while_git_gc_runs(tmp_path: Path) -> None:
-    from loopx.ids import new_event_id
+    from loopx.model.ids import new_event_id
 
     remote, (clone,) = seeded(tmp_path, 1)
     writers = [_start(clone, [new_event_id() for _ in range(12)], sync_every=4) for _ in range(2)]

@@ -10,9 +10,10 @@ import pytest
 from conftest import invoke, run_loopx
 from statekit import commit_files, event, file_of, run
 
-from loopx import Ledger, ids
-from loopx.model import event_dir
-from loopx.validate import validate
+from loopx import Ledger
+from loopx.model import ids
+from loopx.model.events import event_dir
+from loopx.features.validate import validate
 
 ALICE = "human:alice@example.com"
 AGENT = "agent:codex@devbox"

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from conftest import git, run_loopx
-from loopx import git as gitgw
+from loopx.storage import gateway as gitgw
 from loopx.errors import NotFound
-from loopx.ledger import Draft, Ledger, Txn
-from loopx.store import PACK_MIN_BLOBS
+from loopx.ledger.book import Draft, Ledger, Txn
+from loopx.storage.store import PACK_MIN_BLOBS
 
 
 def test_discover_from_the_work_tree_root_finds_the_real_common_dir(repo: Path) -> None:

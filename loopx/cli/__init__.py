@@ -38,8 +38,8 @@ _GROUPS = [
     ("loopx.cli.core", "batch"),
     ("loopx.cli.core", "schema"),
     ("loopx.cli.core", "demo"),
-    ("loopx.cli.sync", "sync"), ("loopx.cli.sync", "fetch"), ("loopx.cli.sync", "push"),
-    ("loopx.cli.sync", "doctor"),
+    ("loopx.cli.remote", "sync"), ("loopx.cli.remote", "fetch"), ("loopx.cli.remote", "push"),
+    ("loopx.cli.remote", "doctor"),
     ("loopx.cli.core", "help_"),
 ]
 
@@ -62,8 +62,8 @@ class App:
     @property
     def ledger(self) -> Any:
         if self._ledger is None:
-            from loopx.ledger import Ledger
-            from loopx.store import STATE_REF
+            from loopx.ledger.book import Ledger
+            from loopx.storage.store import STATE_REF
 
             ref = self.state_ref or STATE_REF
             if ref and not ref.startswith("refs/"):
@@ -77,7 +77,7 @@ class App:
     def actor(self) -> str:
         if self._actor:
             return self._actor
-        from loopx import git
+        from loopx.storage import gateway as git
 
         email = git.out(self.cwd, "config", "user.email", check=False).strip()
         if not email:
@@ -204,7 +204,7 @@ def cli(ctx: click.Context, cwd: str, actor: Optional[str], state_ref: Optional[
     Start with `git loopx init`, or try `git loopx demo`.
     """
     if debug:
-        from loopx import git
+        from loopx.storage import gateway as git
 
         git.DEBUG = True
     if ctx.obj is None:  # `batch` re-enters with its own App already set
@@ -213,7 +213,7 @@ def cli(ctx: click.Context, cwd: str, actor: Optional[str], state_ref: Optional[
 
 
 def _parse_now(text: str) -> datetime:
-    from loopx import clock
+    from loopx.model import clock
 
     try:
         return clock.parse_ts(text)
@@ -281,7 +281,7 @@ def emit_event(app: App, event: Any, text: str) -> None:
 
 def lookup(table: dict[str, Any], prefix: str, kind: str) -> str:
     """Resolve a unique id prefix (like git's short hashes)."""
-    from loopx.ledger import resolve_id
+    from loopx.ledger.book import resolve_id
 
     return resolve_id(table, prefix, kind)
 
@@ -290,7 +290,7 @@ def write_about(app: App, table: str, prefix: str, kind: str, event_type: str,
                 data: dict[str, Any], event_id: Optional[str]) -> Any:
     """Append one ``event_type`` about an existing entity (resolved from its id prefix in the
     fold's ``table``), under that entity's goal."""
-    from loopx.ledger import Draft
+    from loopx.ledger.book import Draft
 
     def build(txn: Any) -> Any:
         entities = getattr(txn.fold, table)
@@ -307,7 +307,7 @@ def event_id_option(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def duration(text: str) -> int:
-    from loopx import clock
+    from loopx.model import clock
 
     try:
         return int(clock.parse_duration(text).total_seconds())

@@ -52,7 +52,7 @@ def config_set(app: App, roles: tuple[str, ...], lease_ttl: Optional[str],
                session_slots: Optional[int], session_idle: Optional[str],
                signed_answers: Optional[str], signers_file: Optional[str]) -> None:
     """Change ledger settings."""
-    from loopx.ledger import Draft
+    from loopx.ledger.book import Draft
 
     def build(txn: Any) -> Any:
         data: dict[str, Any] = {}
@@ -88,7 +88,7 @@ def config_set(app: App, roles: tuple[str, ...], lease_ttl: Optional[str],
 def config_show(app: App) -> None:
     """Show ledger settings."""
     from loopx.cli import render
-    from loopx.projection import DEFAULT_LEASE_TTL_S, DEFAULT_SESSION_SLOTS
+    from loopx.state.projection import DEFAULT_LEASE_TTL_S, DEFAULT_SESSION_SLOTS
 
     conf = app.ledger.fold().config
     effective = {"roles": {}, "lease_ttl_seconds": DEFAULT_LEASE_TTL_S,
@@ -182,7 +182,7 @@ def schema() -> None:
 def _project_root(root: Optional[str]) -> Path:
     if root:
         return Path(root)
-    from loopx import git
+    from loopx.storage import gateway as git
 
     return git.discover(".").work_tree or Path(".")
 
@@ -192,7 +192,7 @@ def _project_root(root: Optional[str]) -> Path:
 @pass_app
 def schema_export(app: App, root: Optional[str]) -> None:
     """Write the schema files."""
-    from loopx import schema as schemas
+    from loopx.features import schema as schemas
 
     written = schemas.export(_project_root(root))
     app.emit(written, lambda: "\n".join(f"wrote {p}" for p in written) or "schemas up to date")
@@ -203,7 +203,7 @@ def schema_export(app: App, root: Optional[str]) -> None:
 @pass_app
 def schema_check(app: App, root: Optional[str]) -> None:
     """Fail when the checked-in schema files differ from the model."""
-    from loopx import schema as schemas
+    from loopx.features import schema as schemas
 
     problems = schemas.stale(_project_root(root))
     app.emit({"ok": not problems, "problems": problems},

@@ -34,7 +34,7 @@ def hooks_install(app: App, force: bool) -> None:
 
     A hook already there keeps running: it is chained (run first, same arguments and stdin).
     """
-    from loopx import hooks as feature
+    from loopx.features import shims as feature
 
     lines = feature.install(cwd=app.cwd, force=force)
     app.emit({"hooks_dir": str(feature.hooks_dir(app.cwd)), "results": lines},
@@ -45,7 +45,7 @@ def hooks_install(app: App, force: bool) -> None:
 @pass_app
 def hooks_uninstall(app: App) -> None:
     """Remove the loopx hooks and put back exactly what was there before."""
-    from loopx import hooks as feature
+    from loopx.features import shims as feature
 
     lines = feature.uninstall(cwd=app.cwd)
     app.emit({"results": lines}, "\n".join(lines))
@@ -55,7 +55,7 @@ def hooks_uninstall(app: App) -> None:
 @pass_app
 def hooks_status(app: App) -> None:
     """Show which loopx hooks are installed, chained or missing."""
-    from loopx import hooks as feature
+    from loopx.features import shims as feature
 
     states = feature.status(cwd=app.cwd)
     data = [{"name": s.name, "path": str(s.path), "installed": s.installed, "chained": s.chained,
@@ -109,7 +109,8 @@ def _post_commit(app: App, args: list[str], stdin: str) -> list[str]:
     found = _ledger_tip(app)
     if found is None or _rebasing(found.git_dir):
         return []
-    from loopx import capture, git
+    from loopx.features import capture
+    from loopx.storage import gateway as git
 
     background_child = COMMIT_ENV in os.environ
     info = capture.read_commit(app.cwd, os.environ.get(COMMIT_ENV, "HEAD"))
@@ -120,7 +121,7 @@ def _post_commit(app: App, args: list[str], stdin: str) -> list[str]:
     if not background_child and _config_true(app, "loopx.hooks.background"):
         _record_in_background(app, found.loopx_dir, info.sha)
         return []
-    from loopx.ledger import Ledger
+    from loopx.ledger.book import Ledger
 
     ledger = Ledger(git.discover(app.cwd), ref=_state_ref(app))
     result = capture.record_commit(ledger=ledger, actor=app.actor, info=info)
@@ -134,7 +135,7 @@ def _recorded_line(event: Any) -> str:
 
 
 def _config_true(app: App, key: str) -> bool:
-    from loopx import git
+    from loopx.storage import gateway as git
 
     return git.out(app.cwd, "config", "--bool", key, check=False) == "true"
 
@@ -172,7 +173,7 @@ class _Found(NamedTuple):
 
 def _ledger_tip(app: App) -> Optional[_Found]:
     """Where the repository is and its state tip, if it has a ledger (one git call)."""
-    from loopx import git
+    from loopx.storage import gateway as git
 
     proc = git.run(app.cwd, "rev-parse", "--absolute-git-dir", "--git-common-dir", "--verify",
                    "-q", f"{_state_ref(app)}^{{commit}}", check=False)
@@ -188,7 +189,7 @@ def _has_ledger(app: App) -> bool:
 
 
 def _post_rewrite(app: App, args: list[str], stdin: str) -> list[str]:
-    from loopx import capture
+    from loopx.features import capture
 
     pairs = capture.parse_rewrites(stdin.splitlines())
     if not stdin and os.environ.get("PRE_COMMIT_REWRITE_COMMAND") == "amend":
@@ -202,7 +203,7 @@ def _post_rewrite(app: App, args: list[str], stdin: str) -> list[str]:
 
 
 def _amend_from_reflog(app: App) -> list[dict[str, str]]:
-    from loopx import git
+    from loopx.storage import gateway as git
 
     proc = git.run(app.cwd, "rev-parse", "HEAD@{1}", "HEAD", check=False)
     old_new = proc.stdout.decode().split()
@@ -212,7 +213,7 @@ def _amend_from_reflog(app: App) -> list[dict[str, str]]:
 
 
 def _pre_push(app: App, args: list[str], stdin: str) -> list[str]:
-    from loopx import hooks as feature
+    from loopx.features import shims as feature
 
     if not stdin and "PRE_COMMIT_REMOTE_BRANCH" in os.environ:  # pre-commit ate stdin
         stdin = " ".join(os.environ.get(k, "") or "-" for k in (
@@ -259,7 +260,8 @@ def run(app: App, todo_id: Optional[str], goal_id: Optional[str], criterion: tup
     the output and its last lines. Secrets (credential-like environment values, token
     shapes) are redacted before anything is written.
     """
-    from loopx import capture, redact
+    from loopx.features import capture
+    from loopx.features import redact
     from loopx.cli.records import _binding
 
     app.ledger.require()
@@ -295,8 +297,8 @@ def run(app: App, todo_id: Optional[str], goal_id: Optional[str], criterion: tup
 def _evidence_builder(data: dict[str, Any], todo_id: Optional[str], goal_id: Optional[str],
                       ev_id: Optional[str], event_id: Optional[str]) -> Callable[[Any], Any]:
     from loopx.cli.records import _goal_of
-    from loopx.ids import new_short_id
-    from loopx.ledger import Draft
+    from loopx.model.ids import new_short_id
+    from loopx.ledger.book import Draft
 
     def build(txn: Any) -> Any:
         todo = lookup(txn.fold.todos, todo_id, "todo") if todo_id else None

@@ -31,7 +31,10 @@ def recover(app: App, *, goal_id: Optional[str] = None, ci: bool = True,
     Without ``history`` only goals in play (and what they reference) are listed, which keeps
     a warm `status` as fast on a long ledger as on a new one.
     """
-    from loopx import clock, decide, projection, readback
+    from loopx.model import clock
+    from loopx.state import decide
+    from loopx.state import projection
+    from loopx.features import readback
 
     ledger = app.ledger
     fold = ledger.fold() if (history or goal_id) else ledger.live_fold()
@@ -98,7 +101,7 @@ def status(app: App, goal_id: Optional[str], show_all: bool, no_ci: bool, offlin
 @pass_app
 def next_(app: App, claim: bool, ttl: Optional[str], no_ci: bool, offline: bool) -> None:
     """The single best action for you (exit 0 do it, 10 wait, 20 nothing left)."""
-    from loopx import decide
+    from loopx.state import decide
 
     snap = recover(app, ci=not no_ci, offline=offline)
     actions = snap["actions"]
@@ -118,7 +121,7 @@ def next_(app: App, claim: bool, ttl: Optional[str], no_ci: bool, offline: bool)
 def _claim_first(app: App, actions: list[dict[str, Any]],
                  ttl: Optional[str]) -> tuple[Optional[dict[str, Any]], dict[str, Any]]:
     """Claim the first work item still claimable (another agent may have raced us)."""
-    from loopx import decide
+    from loopx.state import decide
     from loopx.errors import TransitionError
 
     work = [a for a in actions if a["kind"] == "work"]
@@ -135,10 +138,10 @@ def _claim_first(app: App, actions: list[dict[str, Any]],
 def _claim(app: App, todo_id: str, ttl: Optional[str]) -> Any:
     from datetime import timedelta
 
-    from loopx import clock
+    from loopx.model import clock
     from loopx.cli import duration
-    from loopx.ledger import Draft
-    from loopx.projection import DEFAULT_LEASE_TTL_S
+    from loopx.ledger.book import Draft
+    from loopx.state.projection import DEFAULT_LEASE_TTL_S
 
     def build(txn: Any) -> Any:
         seconds = duration(ttl) if ttl else txn.fold.config.get("lease_ttl_seconds", DEFAULT_LEASE_TTL_S)

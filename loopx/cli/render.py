@@ -97,7 +97,7 @@ def _history(snap: dict[str, Any]) -> list[str]:
 
 def _sessions(sessions: list[dict[str, Any]], paint: Any) -> list[str]:
     """Sessions awaiting input are waiting for an instruction, not progress: listed first."""
-    from loopx.sessions import local_host
+    from loopx.features.transcripts import local_host
 
     here, out = local_host(), []
     for state, title, color in (("awaiting_input", "Waiting for your instruction", "cyan"),
@@ -117,7 +117,7 @@ def _sessions(sessions: list[dict[str, Any]], paint: Any) -> list[str]:
 
 def ago(seconds: Optional[int]) -> str:
     """``3h12m`` for a number of seconds; empty for None."""
-    from loopx import clock
+    from loopx.model import clock
 
     return "" if seconds is None else clock.format_duration(timedelta(seconds=seconds))
 

@@ -19,7 +19,7 @@ def log(app: App, spec: Optional[str], max_count: Optional[int], oneline: bool) 
 
     RANGE is a revision (default: the state ref) or A..B, as for `git log`.
     """
-    from loopx import review
+    from loopx.features import changes as review
 
     app.ledger.require()
     rows = review.log(app.ledger, spec, max_count=max_count)
@@ -36,7 +36,8 @@ def diff(app: App, spec: Optional[str]) -> None:
     after. A alone compares A with the state ref's tip. With no argument: what is not pushed
     yet (origin's state branch..here), else the last state commit.
     """
-    from loopx import clock, review
+    from loopx.model import clock
+    from loopx.features import changes as review
 
     app.ledger.require()
     if spec is None:
@@ -61,7 +62,7 @@ def validate(app: App, span: Optional[str]) -> None:
     never go back; every event is legal when replayed; gate answers come from the gate's
     authority (signed when the config says so). Exit 1 on any failure.
     """
-    from loopx import validate as checks
+    from loopx.features import validate as checks
 
     if span is None:
         base, head = checks.default_range(app.ledger)

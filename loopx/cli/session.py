@@ -19,7 +19,7 @@ def session() -> None:
 
 
 def _now(app: App) -> datetime:
-    from loopx import clock
+    from loopx.model import clock
 
     return app.now or clock.now()
 
@@ -40,9 +40,9 @@ def session_open(app: App, task: str, session_id: Optional[str], goal_id: Option
                  todo_id: Optional[str], keep_open: bool, why: Optional[str], host: Optional[str],
                  ws_path: Optional[str], event_id: Optional[str]) -> None:
     """Open a session running TASK; you (the actor) are its owner and it takes one slot."""
-    from loopx import sessions
-    from loopx.ids import new_short_id
-    from loopx.ledger import Draft
+    from loopx.features import transcripts as sessions
+    from loopx.model.ids import new_short_id
+    from loopx.ledger.book import Draft
 
     workspace = {"host": host or sessions.local_host(),
                  "path": ws_path or str(Path(app.cwd).resolve())}
@@ -68,8 +68,8 @@ def _session_event(name: str, event_type: str, field: str, doc: str, verb: str) 
     @event_id_option
     @pass_app
     def command(app: App, session_id: str, text: str, event_id: Optional[str]) -> None:
-        from loopx import sessions
-        from loopx.ledger import Draft
+        from loopx.features import transcripts as sessions
+        from loopx.ledger.book import Draft
 
         body = sys.stdin.read() if text == "-" else text
 
@@ -108,7 +108,7 @@ def session_send(app: App, session_id: str, message: str, event_id: Optional[str
     Recorded as a correction if the session is running, as a follow-up if it was awaiting
     input; either way it is running again and the message waits in its inbox.
     """
-    from loopx import sessions
+    from loopx.features import transcripts as sessions
 
     body = sys.stdin.read() if message == "-" else message
     event = app.write(lambda txn: sessions.send(txn, session_id, body, event_id=event_id))
@@ -130,7 +130,7 @@ def _inbox_text(items: list[dict[str, Any]]) -> str:
 @pass_app
 def session_inbox(app: App, session_id: str, and_ack: bool) -> None:
     """Messages the session's executor has not consumed yet, oldest first (poll this)."""
-    from loopx import sessions
+    from loopx.features import transcripts as sessions
 
     if not and_ack:
         app.ledger.require()
@@ -159,7 +159,7 @@ def session_ack(app: App, session_id: str, through: Optional[str], event_id: Opt
     A loop should pass --through with the last message it read, so a message that arrived
     since is not consumed unseen.
     """
-    from loopx import sessions
+    from loopx.features import transcripts as sessions
 
     event = app.write(lambda txn: sessions.ack(txn, session_id, through=through, event_id=event_id))
     if event is None:
@@ -180,7 +180,7 @@ def session_ack(app: App, session_id: str, through: Optional[str], event_id: Opt
 def session_checkpoint(app: App, session_id: str, transcript_file: Any, summary: str,
                        omitted: Optional[str], event_id: Optional[str]) -> None:
     """Store the transcript on the state branch with the summary that replaces it (owner only)."""
-    from loopx import sessions
+    from loopx.features import transcripts as sessions
 
     data = transcript_file.read()
     event = app.write(lambda txn: sessions.checkpoint(
@@ -199,7 +199,8 @@ def session_checkpoint(app: App, session_id: str, transcript_file: Any, summary:
 @pass_app
 def session_show(app: App, session_id: str, want_transcript: bool, number: Optional[int]) -> None:
     """One session: state, owner, workspace, last response, inbox, checkpoints."""
-    from loopx import projection, sessions
+    from loopx.state import projection
+    from loopx.features import transcripts as sessions
 
     app.ledger.require()
     found = sessions.get(app.ledger.fold(), session_id)
@@ -216,7 +217,7 @@ def session_show(app: App, session_id: str, want_transcript: bool, number: Optio
 
 
 def _show_text(view: dict[str, Any]) -> str:
-    from loopx import sessions
+    from loopx.features import transcripts as sessions
 
     ws = view["workspace"]
     out = [f"session {view['id']}: {view['task']}",
@@ -250,7 +251,8 @@ def _state_text(view: dict[str, Any]) -> str:
 @pass_app
 def session_list(app: App, state: Optional[str], owner: Optional[str]) -> None:
     """Running, awaiting input (with idle time) and closed sessions; slots in use."""
-    from loopx import projection, sessions
+    from loopx.state import projection
+    from loopx.features import transcripts as sessions
 
     app.ledger.require()
     fold = app.ledger.fold()
@@ -292,8 +294,8 @@ def _list_text(data: dict[str, Any]) -> str:
 def session_close(app: App, session_id: str, reason: Optional[str], note: Optional[str],
                   event_id: Optional[str]) -> None:
     """Close a session and free its slot. Sessions never close on their own."""
-    from loopx import sessions
-    from loopx.ledger import Draft
+    from loopx.features import transcripts as sessions
+    from loopx.ledger.book import Draft
 
     def build(txn: Any) -> Any:
         found = sessions.get(txn.fold, session_id)
@@ -313,7 +315,7 @@ def session_close(app: App, session_id: str, reason: Optional[str], note: Option
 @pass_app
 def session_reap(app: App, idle: Optional[str], dry_run: bool) -> None:
     """Close sessions awaiting input past their idle limit, as expired (one commit)."""
-    from loopx import sessions
+    from loopx.features import transcripts as sessions
 
     def limit(fold: Any) -> int:
         return duration(idle) if idle else sessions.idle_seconds(fold)
@@ -337,7 +339,7 @@ def session_reap(app: App, idle: Optional[str], dry_run: bool) -> None:
 @pass_app
 def session_stats(app: App, window: str) -> None:
     """How sessions ended: follow-ups to kept-open sessions, unused ones, missed keep-opens."""
-    from loopx import sessions
+    from loopx.features import transcripts as sessions
 
     app.ledger.require()
     data = sessions.stats(app.ledger.fold(), window=duration(window))

@@ -10,7 +10,7 @@ import json
 import os
 import subprocess
 
-from loopx.ci import STATES, CiStatus, Context
+from loopx.features.ci import STATES, CiStatus, Context
 
 
 def check(sha: str, *, ctx: Context) -> CiStatus:

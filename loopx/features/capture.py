@@ -21,13 +21,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Optional
 
-from loopx import clock, git, redact
+from loopx.model import clock
+from loopx.storage import gateway as git
+from loopx.features import redact
 from loopx.errors import Ambiguous, NotFound
-from loopx.ids import new_short_id
+from loopx.model.ids import new_short_id
 
 if TYPE_CHECKING:
-    from loopx.ledger import Ledger, Txn
-    from loopx.model import Event
+    from loopx.ledger.book import Ledger, Txn
+    from loopx.model.events import Event
 
 TAIL_LINES = 40
 TAIL_BYTES = 4096
@@ -95,7 +97,7 @@ def record_commit(*, ledger: "Ledger", actor: str, rev: str = "HEAD",
 def _targets(txn: "Txn", info: CommitInfo, actor: str, now: datetime,
              notes: list[str]) -> list[tuple[Optional[str], Optional[str]]]:
     """(todo, goal) pairs the commit works on."""
-    from loopx.ledger import resolve_id
+    from loopx.ledger.book import resolve_id
 
     fold = txn.fold
     todos = [t for i in info.todos if (t := _resolve(resolve_id, fold.todos, i, "todo", notes))]
@@ -122,7 +124,7 @@ def cached_leases(*, loopx_dir: Path, ref: str, tip: str, actor: str,
     """The todos ``actor`` holds a live lease on, from the projection cache of ``tip``; None
     when the cache is not of that tip. Imports no pydantic: post-commit's common case (no
     trailer, no lease) stays cheap."""
-    from loopx import cache
+    from loopx.ledger import cache
 
     cached = cache.load(cache.path_for(loopx_dir / "cache", ref))
     if cached is None or cached[0] != tip:
@@ -147,7 +149,7 @@ def _already_recorded(txn: "Txn", sha: str, todo: Optional[str], goal: Optional[
 
 
 def _commit_draft(info: CommitInfo, todo: Optional[str], goal: Optional[str]) -> Any:
-    from loopx.ledger import Draft
+    from loopx.ledger.book import Draft
 
     data = {"id": new_short_id("e"), "kind": "commit", "commit": info.sha, "tree": info.tree,
             "author": info.author[:500], "summary": info.subject[:20_000] or None, "todo": todo}
@@ -167,7 +169,7 @@ def parse_rewrites(lines: Iterable[str]) -> list[dict[str, str]]:
 def record_rewrite(*, ledger: "Ledger", actor: str, pairs: list[dict[str, str]],
                    now: Optional[datetime] = None) -> Recorded:
     """One ``evidence.remapped`` for the rewritten commits that evidence (or a remap) names."""
-    from loopx.ledger import Draft
+    from loopx.ledger.book import Draft
 
     result = Recorded()
 

@@ -14,15 +14,20 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar, cast
 
-from loopx import __version__, cache, clock, git, ids, projection
+from loopx import __version__
+from loopx.ledger import cache
+from loopx.model import clock
+from loopx.storage import gateway as git
+from loopx.model import ids
+from loopx.state import projection
 from loopx.errors import (
     Ambiguous, CodecError, ConflictError, GitError, NotFound, Quarantined, RefRaceError,
     SchemaError, TransitionError, UsageError,
 )
-from loopx.store import BLOB_MODE, STATE_REF, Store
+from loopx.storage.store import BLOB_MODE, STATE_REF, Store
 
 if TYPE_CHECKING:
-    from loopx.model import ConfigSet, Event
+    from loopx.model.events import ConfigSet, Event
 
 # loopx.model (pydantic) is imported where events are parsed or made, not at import time:
 # a warm `status` reads the cached fold and never needs it.
@@ -68,7 +73,7 @@ class Txn:
         (:mod:`loopx.rules`): everything else on the state branch is an event. The blobs are
         written now (one process); they become reachable only if the commit is made.
         """
-        from loopx import rules
+        from loopx.ledger import layout as rules
 
         for path, data in files.items():
             broken = rules.path_rule(path, BLOB_MODE) or rules.size_rule(path, len(data))
@@ -82,7 +87,7 @@ class Txn:
 
     def add(self, draft: Draft) -> Event:
         """Validate ``draft`` against the state so far and stage it; raises TransitionError."""
-        from loopx.model import make_event
+        from loopx.model.events import make_event
 
         event_id = draft.event_id or ids.new_event_id()
         event = make_event(
@@ -113,7 +118,7 @@ class Txn:
         signed[event.id] = {projection.signers_digest(allowed): event.env.actor}
 
     def _duplicate(self, earlier: Event, event: Event) -> Event:
-        from loopx.model import RETRY_VOLATILE
+        from loopx.model.events import RETRY_VOLATILE
 
         def meaning(e: Event) -> tuple[Any, ...]:
             doc = e.to_dict()
@@ -195,7 +200,7 @@ class Ledger:
 
     def _check_adoptable(self, remote: str, theirs: str) -> None:
         """A hostile origin must not be adopted blindly: run the incoming check first."""
-        from loopx import incoming
+        from loopx.features import incoming
 
         verdict = incoming.check(self.store, theirs=theirs, ours=None)
         if verdict.ok:
@@ -336,7 +341,7 @@ class Ledger:
         texts = _signer_texts(events)
         if not texts or not any(e.type in SIGNED_TYPES for e in events):
             return {}
-        from loopx import commits  # only ledgers that sign answers need it (keeps tempfile off)
+        from loopx.storage import commits  # only ledgers that sign answers need it (keeps tempfile off)
 
         # A signature vouches for the bytes its commit added: bind each verdict to the blob
         # the tip holds, so a file rewritten after signing is not covered by the old signature.
@@ -400,7 +405,7 @@ class Ledger:
 
     @staticmethod
     def _parse_file(path: str, data: Optional[bytes]) -> Event:
-        from loopx import rules
+        from loopx.ledger import layout as rules
 
         return rules.read_event(path, data)
 
@@ -410,7 +415,7 @@ class Ledger:
                 return event
         if base is None or not ids.ULID_RE.match(event_id):
             return None
-        from loopx.model import event_dir
+        from loopx.model.events import event_dir
 
         directory = event_dir(event_id)
         for name, (_, oid) in self.store.read_tree(f"{base}:{directory}").items():
@@ -460,8 +465,8 @@ class Ledger:
         return event
 
     def _commit(self, base: Optional[str], txn: Txn, message: Optional[str]) -> str:
-        from loopx import codec
-        from loopx.model import event_path
+        from loopx.model import codec
+        from loopx.model.events import event_path
 
         blobs = self.store.write_blobs([codec.dump(e.to_dict()) for e in txn.events])
         paths = {event_path(e): oid for e, oid in zip(txn.events, blobs)}
@@ -492,7 +497,7 @@ class Ledger:
         claimed = [e for e in txn.events if e.id in txn.fold.extra.get("signed", {})]
         if not allowed or not claimed:
             return  # signed by choice (--sign), not because the config requires it
-        from loopx import commits
+        from loopx.storage import commits
 
         principal = commits.signers(self.store.cwd, [commit], allowed).get(commit)
         if principal is None or not projection.signer_matches(principal, txn.actor):

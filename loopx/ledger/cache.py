@@ -15,7 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from loopx import SCHEMA_VERSION, __version__, projection
+from loopx import SCHEMA_VERSION, __version__
+from loopx.state import projection
 
 _MAGIC = b"LOOPXC2\n"
 _KEY = f"{SCHEMA_VERSION}:{__version__}:{sys.version_info[:2]}".encode()

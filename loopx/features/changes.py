@@ -10,9 +10,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Optional
 
-from loopx import commits, history, projection
+from loopx.storage import commits
+from loopx.state import history
+from loopx.state import projection
 from loopx.errors import NotFound, UsageError
-from loopx.ledger import Ledger
+from loopx.ledger.book import Ledger
 
 
 def log(

@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional
 
-from loopx import git
+from loopx.storage import gateway as git
 
 # Files git leaves in the (per-worktree) git dir while an operation waits for the user.
 _IN_PROGRESS = (
@@ -300,7 +300,7 @@ def _ci(repo: git.Repo, env: Environment, snapshot: dict[str, Any], config: dict
         detail = None if provider else "no CI provider configured (git config loopx.ci.provider)"
         return {"provider": provider, "state": "unknown", "checks": [],
                 "detail": detail if enabled else "CI not checked (--no-ci)"}
-    from loopx import ci
+    from loopx.features import ci
 
     status = ci.check(env.head, provider=provider, repo=repo, config=config,
                       snapshot=snapshot, offline=offline)

@@ -12,11 +12,12 @@ from __future__ import annotations
 import time
 from typing import Any, Optional
 
-from loopx import git, incoming
+from loopx.storage import gateway as git
+from loopx.features import incoming
 from loopx.errors import GitError, LoopxError
-from loopx.ledger import Ledger
-from loopx.store import STALE_REF_LOCK_S, Store
-from loopx.sync import PROPOSAL_PREFIX
+from loopx.ledger.book import Ledger
+from loopx.storage.store import STALE_REF_LOCK_S, Store
+from loopx.features.sync import PROPOSAL_PREFIX
 
 
 def examine(*, ledger: Ledger) -> dict[str, Any]:

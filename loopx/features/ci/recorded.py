@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from loopx.ci import CiStatus, Context, overall
+from loopx.features.ci import CiStatus, Context, overall
 
 
 def check(sha: str, *, ctx: Context) -> CiStatus:

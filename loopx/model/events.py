@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from loopx import SCHEMA_VERSION  # noqa: F401 - defined there so the cache needs no pydantic
 from loopx.errors import SchemaError
-from loopx.ids import ENTITY_ID_RE, ULID_RE, EventId, ulid_ms
+from loopx.model.ids import ENTITY_ID_RE, ULID_RE, EventId, ulid_ms
 
 TS_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$"
 ACTOR_PATTERN = r"^[a-z][a-z0-9_-]{0,31}:\S{1,200}$"

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from loopx.decide import PRIORITY
-from loopx.model import EVENT_TYPES, Envelope
+from loopx.state.decide import PRIORITY
+from loopx.model.events import EVENT_TYPES, Envelope
 
 SCHEMA_DIR = ".loopx-schema"
 BASE_URI = "https://loopx.dev/schema/"

@@ -38,11 +38,15 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
-from loopx import commits, history, incoming, projection, rules
+from loopx.storage import commits
+from loopx.state import history
+from loopx.features import incoming
+from loopx.state import projection
+from loopx.ledger import layout as rules
 from loopx.errors import NotFound
-from loopx.ledger import Ledger
-from loopx.model import Event
-from loopx.store import STATE_REF
+from loopx.ledger.book import Ledger
+from loopx.model.events import Event
+from loopx.storage.store import STATE_REF
 
 
 @dataclass

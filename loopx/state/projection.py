@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union, cast
 
-from loopx import clock as clk
+from loopx.model import clock as clk
 
 if TYPE_CHECKING:  # only for annotations: the hooks read a cached fold without pydantic
     # Each rule narrows ``event.data`` to its payload with ``cast("Model", ...)``: a string,
     # so nothing here is imported at run time.
-    from loopx.model import (
+    from loopx.model.events import (
         ConfigSet, EffectConfirmed, EffectFailed, EffectIntended, Event, EvidenceRecorded,
         EvidenceRemapped, GateAnswered, GateOpened, GateWithdrawn, GoalClosed, GoalCreated,
         GoalUpdated, LedgerInitialised, QuotaSpent, SessionAcked, SessionCheckpointed,
@@ -680,7 +680,7 @@ def _check_session_checkpointed(fold: Fold, event: Event) -> Optional[str]:
     if data.number != len(session.checkpoints) + 1:
         return (f"session {session.id} has {len(session.checkpoints)} checkpoints; "
                 f"the next one is number {len(session.checkpoints) + 1}, not {data.number}")
-    from loopx.model import transcript_chunk_path  # here: this module loads without pydantic
+    from loopx.model.events import transcript_chunk_path  # here: this module loads without pydantic
 
     chunks = data.transcript.chunks
     if [c.path for c in chunks] != [transcript_chunk_path(session.id, data.number, i)

@@ -26,11 +26,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Optional, TypeVar
 
-from loopx import cache, git, ids, incoming
+from loopx.ledger import cache
+from loopx.storage import gateway as git
+from loopx.model import ids
+from loopx.features import incoming
 from loopx.errors import GitError, LoopxError, Quarantined, RefRaceError, SyncError
-from loopx.git import Oid
-from loopx.ledger import Ledger, Txn
-from loopx.store import Store
+from loopx.storage.gateway import Oid
+from loopx.ledger.book import Ledger, Txn
+from loopx.storage.store import Store
 
 T = TypeVar("T")
 DEFAULT_RETRIES = 5

@@ -40,7 +40,7 @@ def sync(app: App, remote: Optional[str], retries: int) -> None:
     REMOTE defaults to the current branch's upstream remote, else origin. A remote state that
     fails the incoming check is quarantined (see `git loopx doctor`); local state is untouched.
     """
-    from loopx import sync as sync_
+    from loopx.features import sync as sync_
 
     _run(app, sync_.sync, remote=remote, retries=retries)
 
@@ -50,7 +50,7 @@ def sync(app: App, remote: Optional[str], retries: int) -> None:
 @pass_app
 def fetch(app: App, remote: Optional[str]) -> None:
     """Fetch, check and merge REMOTE's loopx/state (no push)."""
-    from loopx import sync as sync_
+    from loopx.features import sync as sync_
 
     _run(app, sync_.fetch, remote=remote)
 
@@ -60,7 +60,7 @@ def fetch(app: App, remote: Optional[str]) -> None:
 @pass_app
 def push(app: App, remote: Optional[str]) -> None:
     """Push loopx/state to REMOTE, fast-forward only (run `sync` if the remote moved)."""
-    from loopx import sync as sync_
+    from loopx.features import sync as sync_
 
     _run(app, sync_.push, remote=remote)
 
@@ -70,7 +70,7 @@ def write_synced(app: App, build: Callable[[Any], Any], todo_id: str) -> Any:
 
     When someone else's claim reached the remote first, says who holds the todo and fails.
     """
-    from loopx import sync as sync_
+    from loopx.features import sync as sync_
     from loopx.errors import ClaimLost, TransitionError
 
     try:
@@ -100,11 +100,11 @@ def _holder(app: App, todo_id: str) -> Optional[str]:
 @pass_app
 def doctor(app: App, rollback: bool) -> None:
     """Check the state branch: objects, files, reflog, locks, quarantines."""
-    from loopx import doctor as doctor_
-    from loopx.ledger import Ledger
+    from loopx.features import doctor as doctor_
+    from loopx.ledger.book import Ledger
 
     # Opened without adopting: doctor must work even when origin's state is refused.
-    from loopx.store import STATE_REF
+    from loopx.storage.store import STATE_REF
 
     ref = app.state_ref or STATE_REF
     ref = ref if ref.startswith("refs/") else f"refs/heads/{ref}"

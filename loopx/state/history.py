@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from loopx.model import Event
+from loopx.model.events import Event
 
 _QUOTE_MAX = 80
 

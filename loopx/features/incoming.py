@@ -25,10 +25,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional
 
-from loopx import git, rules
-from loopx.git import Oid
-from loopx.rules import AREAS, Broken  # noqa: F401  (AREAS: re-exported, the layout's areas)
-from loopx.store import QUARANTINE_PREFIX, Entry, Store
+from loopx.storage import gateway as git
+from loopx.ledger import layout as rules
+from loopx.storage.gateway import Oid
+from loopx.ledger.layout import AREAS, Broken  # noqa: F401  (AREAS: re-exported, the layout's areas)
+from loopx.storage.store import QUARANTINE_PREFIX, Entry, Store
 
 
 @dataclass(frozen=True)

@@ -22,9 +22,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from loopx import git, packfile
+from loopx.storage import gateway as git
+from loopx.storage import packfile
 from loopx.errors import ConflictError, GitError, LockTimeout, RefRaceError
-from loopx.git import Oid, RefName
+from loopx.storage.gateway import Oid, RefName
 
 STATE_REF = RefName("refs/heads/loopx/state")
 QUARANTINE_PREFIX = "refs/loopx/quarantine/"

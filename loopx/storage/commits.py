@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from loopx import git
+from loopx.storage import gateway as git
 
 # Fields of one commit's header; \x01 starts a record and \x02 ends its header, so the raw
 # diff that git appends (whose separators vary between merges and other commits) is unambiguous.

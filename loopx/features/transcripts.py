@@ -14,11 +14,11 @@ import socket
 from datetime import datetime, timedelta
 from typing import Any, Optional
 
-from loopx import clock as clk
-from loopx import projection
+from loopx.model import clock as clk
+from loopx.state import projection
 from loopx.errors import LoopxError, NotFound
-from loopx.ledger import Draft, Ledger, Txn
-from loopx.model import (
+from loopx.ledger.book import Draft, Ledger, Txn
+from loopx.model.events import (
     TRANSCRIPT_CHUNK_BYTES, TRANSCRIPT_MAX_BYTES, Event, transcript_chunk_path,
 )
 
@@ -37,7 +37,7 @@ def local_host() -> str:
 
 def get(fold: projection.Fold, session_id: str) -> projection.Session:
     """The session with this id or unique id prefix."""
-    from loopx.ledger import resolve_id
+    from loopx.ledger.book import resolve_id
 
     return fold.sessions[resolve_id(fold.sessions, session_id, "session")]
 

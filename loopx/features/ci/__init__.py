@@ -18,10 +18,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from loopx import git
+from loopx.storage import gateway as git
 
 STATES = ("success", "failure", "pending", "unknown")
-PROVIDERS = {"github": "loopx.ci.github", "command": "loopx.ci.command", "ledger": "loopx.ci.ledger"}
+PROVIDERS = {"github": "loopx.features.ci.github", "command": "loopx.features.ci.command", "ledger": "loopx.features.ci.recorded"}
 DEFAULT_TIMEOUT_S = 5.0
 PENDING_TTL_S = 60  # pending or unknown: ask again soon
 FINAL_TTL_S = 24 * 3600  # success or failure of one commit does not change (re-runs aside)

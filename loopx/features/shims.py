@@ -19,11 +19,11 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
-from loopx import git
+from loopx.storage import gateway as git
 from loopx.errors import GitError, UsageError
 
 if TYPE_CHECKING:
-    from loopx.ledger import Ledger
+    from loopx.ledger.book import Ledger
 
 HOOK_NAMES = ("post-commit", "post-rewrite", "pre-push")
 MARKER = "# loopx-hook-shim v1"
@@ -209,7 +209,7 @@ def push_state(*, ledger: "Ledger", remote: str) -> str:
         stderr = proc.stderr.decode("utf-8", "replace")
         raise GitError(["push", remote, ref], proc.returncode, stderr)
     try:  # loopx.sync may not be there (an older loopx): then the user syncs by hand
-        sync: Any = importlib.import_module("loopx.sync")
+        sync: Any = importlib.import_module("loopx.features.sync")
     except ImportError:
         return f"state not pushed ({remote} has other state changes): run `git loopx sync`"
     report = sync.sync(ledger=ledger, remote=remote)

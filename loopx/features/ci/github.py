@@ -17,8 +17,8 @@ import urllib.error
 import urllib.request
 from typing import Any, Optional
 
-from loopx import git
-from loopx.ci import CiStatus, Context, overall
+from loopx.storage import gateway as git
+from loopx.features.ci import CiStatus, Context, overall
 
 DEFAULT_API = "https://api.github.com"
 _REMOTE_RE = re.compile(r"[:/]([^/:]+)/([^/]+?)(?:\.git)?/?$")

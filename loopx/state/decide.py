@@ -15,7 +15,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any, Callable, Iterable, Optional
 
-from loopx import clock as clk
+from loopx.model import clock as clk
 
 Action = dict[str, Any]
 

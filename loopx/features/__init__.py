@@ -1,0 +1,1 @@
+"""Features: one job each (sync, capture, review, readback, CI, sessions, doctor)."""

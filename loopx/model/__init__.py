@@ -1,0 +1,1 @@
+"""Model and codec: event types, envelope, ids, time; safe YAML in, canonical YAML out."""

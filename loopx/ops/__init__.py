@@ -1,0 +1,1 @@
+"""Operations: one typed function per thing a user can do; every interface calls these."""
