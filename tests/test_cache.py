@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from conftest import git
 from loopx.ledger import cache
 from loopx.ledger import book as ledger_mod
-from loopx.state import projection
+from loopx.model import clock
+from loopx.state import entities, folding, views
 from loopx.ledger.book import Draft, Ledger
 
 ACTOR = "agent:a"
@@ -25,7 +26,7 @@ steps = st.lists(st.tuples(st.sampled_from(["goal", "todo", "claim", "done", "no
                  min_size=1, max_size=6)
 
 
-def _draft(fold: projection.Fold, kind: str, pick: int, n: int) -> Draft | None:
+def _draft(fold: entities.Fold, kind: str, pick: int, n: int) -> Draft | None:
     goals, todos, gates = sorted(fold.goals), sorted(fold.todos), sorted(fold.gates)
     if kind == "goal":
         return Draft("goal.created", {"id": f"g-{n}", "title": "G",
@@ -69,9 +70,9 @@ def _append(led: Ledger, batch: list[tuple[str, int]], counter: list[int]) -> No
     led.write(build, actor=ACTOR)
 
 
-def _full(led: Ledger) -> projection.Fold:
-    problems: list[projection.Problem] = []
-    fold = projection.replay(led.read_events(led.tip(), problems))
+def _full(led: Ledger) -> entities.Fold:
+    problems: list[entities.Problem] = []
+    fold = folding.replay(led.read_events(led.tip(), problems))
     fold.problems[:0] = problems
     return fold
 
@@ -107,13 +108,13 @@ def test_incremental_update_equals_full_rebuild(batches: list[list[tuple[str, in
                     assert cache._fold_to_data(rebuilt) == cache._fold_to_data(full)
 
 
-def _check_live(reader: Ledger, full: projection.Fold) -> None:
+def _check_live(reader: Ledger, full: entities.Fold) -> None:
     """The live section alone gives the default status: the full one minus closed goals."""
     loaded = cache.load(reader._cache_path(), live_only=True)
     assert loaded is not None
     live = loaded[1]
-    now = projection.clk.parse_ts("2030-01-01T00:00:00Z")
-    whole, part = projection.snapshot(full, now), projection.snapshot(live, now)
+    now = clock.parse_ts("2030-01-01T00:00:00Z")
+    whole, part = views.snapshot(full, now), views.snapshot(live, now)
     in_play = {g["id"] for g in whole["goals"] if g["state"] in ("active", "paused")}
     assert [g["id"] for g in part["goals"]] == [g["id"] for g in whole["goals"] if g["id"] in in_play]
     assert part["frontier"] == whole["frontier"]
@@ -130,7 +131,7 @@ def test_incremental_update_reads_only_the_new_files(ledger: Ledger, monkeypatch
     parsed: list[int] = []
     original = Ledger._parse_entries
 
-    def counting(self: Ledger, entries: list[object], problems: list[projection.Problem]) -> object:
+    def counting(self: Ledger, entries: list[object], problems: list[entities.Problem]) -> object:
         parsed.append(len(entries))
         return original(self, entries, problems)
 
@@ -188,7 +189,7 @@ def test_rebuild_equals_plain_replay_with_broken_and_hand_written_files(ledger: 
     import json
 
     from loopx.model import ids
-    from loopx.model.events import event_dir
+    from loopx.model.paths import event_dir
     from loopx.storage.store import STATE_REF
 
     for n in range(3):

@@ -8,7 +8,7 @@ import pytest
 
 from loopx.state import history
 from loopx.model import ids
-from loopx.state import projection
+from loopx.state import folding, views
 from loopx.model.events import EVENT_TYPES, make_event, parse_event
 
 SHA = "0" * 40
@@ -115,7 +115,7 @@ def test_unknown_types_are_named_not_dropped() -> None:
 def test_diff_reports_a_goal_achieved_and_the_frontier() -> None:
     now = datetime(2026, 11, 29, tzinfo=timezone.utc)
     events = [_event(t, EXAMPLES[t]) for t in ("goal.created",)]
-    before = projection.snapshot(projection.replay(events), now)
+    before = views.snapshot(folding.replay(events), now)
     closed = make_event(
         type="goal.closed",
         data={"id": "g-1", "outcome": "abandoned"},
@@ -124,7 +124,7 @@ def test_diff_reports_a_goal_achieved_and_the_frontier() -> None:
         clock=2,
         actor="human:a@x",
     )
-    after = projection.snapshot(projection.replay([*events, closed]), now)
+    after = views.snapshot(folding.replay([*events, closed]), now)
     result = history.diff(before, after)
     assert result["changes"] == [
         {"kind": "goal", "id": "g-1", "change": "changed", "text": "active -> abandoned"}
@@ -143,9 +143,9 @@ def test_diff_shows_a_session_opening_and_closing() -> None:
         clock=2,
         actor="human:a@x",
     )
-    empty = projection.snapshot(projection.replay([]), now)
-    running = projection.snapshot(projection.replay([opened]), now)
-    done = projection.snapshot(projection.replay([opened, closed]), now)
+    empty = views.snapshot(folding.replay([]), now)
+    running = views.snapshot(folding.replay([opened]), now)
+    done = views.snapshot(folding.replay([opened, closed]), now)
     added = history.diff(empty, running)["changes"]
     assert [(c["kind"], c["change"]) for c in added] == [("session", "added")]
     changed = history.diff(running, done)["changes"]
@@ -162,7 +162,7 @@ def test_diff_between_diverged_branches_shows_a_different_answer() -> None:
             _event("gate.opened", gate, clock=2),
             _event("gate.answered", {"id": "q-1", "decision": decision}, clock=3),
         ]
-        return projection.snapshot(projection.replay(events), now)
+        return views.snapshot(folding.replay(events), now)
 
     change = history.diff(answered("approve"), answered("reject"))["changes"]
     assert change[0]["text"] == (

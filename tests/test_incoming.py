@@ -60,7 +60,7 @@ def forge(repo: Path, base: str, *, add: dict[str, tuple[str, bytes]] | None = N
 def _event(type_: str = "note.added", data: dict[str, Any] | None = None, v: int = 1) -> tuple[str, bytes]:
     from loopx.model import codec
     from loopx.model import ids
-    from loopx.model.events import event_dir
+    from loopx.model.paths import event_dir
 
     event_id = ids.new_event_id()
     doc = {"id": event_id, "type": type_, "v": v, "at": "2030-01-01T00:00:00Z", "clock": 50,

@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loopx.state import projection
+from loopx.state import checks, entities, folding, views
 from loopx.model.ids import new_event_id
 from loopx.model.events import Event, make_event
 
@@ -26,7 +26,7 @@ def ev(type_: str, data: dict, *, clock: int, actor: str = MAINTAINER, goal: str
 
 
 def snap(events: list[Event]) -> str:
-    return json.dumps(projection.snapshot(projection.replay(events), NOW), sort_keys=True)
+    return json.dumps(views.snapshot(folding.replay(events), NOW), sort_keys=True)
 
 
 def base() -> list[Event]:
@@ -40,7 +40,7 @@ def base() -> list[Event]:
 
 
 def test_frontier_and_why_not_ready() -> None:
-    state = projection.snapshot(projection.replay(base()), NOW)
+    state = views.snapshot(folding.replay(base()), NOW)
     assert state["frontier"] == ["t1"]
     t2 = next(t for t in state["todos"] if t["id"] == "t2")
     assert t2["why_not_ready"] == "waits for todo t1"
@@ -52,7 +52,7 @@ def test_two_claims_after_a_merge_resolve_to_the_smaller_id_and_report_the_other
         ev("todo.claimed", {"id": "t1", "until": "2026-06-01T13:00:00Z"}, clock=5, actor="agent:b", event_id=second),
         ev("todo.claimed", {"id": "t1", "until": "2026-06-01T13:00:00Z"}, clock=5, actor="agent:a", event_id=first),
     ]
-    state = projection.snapshot(projection.replay(base() + claims), NOW)
+    state = views.snapshot(folding.replay(base() + claims), NOW)
     t1 = next(t for t in state["todos"] if t["id"] == "t1")
     assert t1["claimed_by"] == "agent:a" and t1["contested_by"] == ["agent:b"]
     assert [p["event"] for p in state["problems"]] == [second]
@@ -65,7 +65,7 @@ def test_a_second_answer_and_an_unauthorised_answer_are_problems() -> None:
         ev("gate.answered", {"id": "q", "decision": "approve"}, clock=6),
         ev("gate.answered", {"id": "q", "decision": "reject"}, clock=7),
     ]
-    state = projection.snapshot(projection.replay(base() + answers), NOW)
+    state = views.snapshot(folding.replay(base() + answers), NOW)
     gate = state["gates"][0]
     assert (gate["decision"], gate["answered_by"]) == ("approve", MAINTAINER)
     reasons = [p["reason"] for p in state["problems"]]
@@ -79,15 +79,15 @@ def test_roles_from_config_grant_authority() -> None:
         ev("gate.opened", {"id": "q", "goal": "g", "question": "?", "authority": ["role:maintainer"]}, clock=3),
         ev("gate.answered", {"id": "q", "decision": "approve"}, clock=4, actor="human:bob@x"),
     ]
-    state = projection.snapshot(projection.replay(events), NOW)
+    state = views.snapshot(folding.replay(events), NOW)
     assert state["gates"][0]["decision"] == "approve" and not state["problems"]
 
 
 def test_a_lease_expires_with_time_and_frees_the_todo() -> None:
     claim = ev("todo.claimed", {"id": "t1", "until": "2026-06-01T12:30:00Z"}, clock=5, actor="agent:a")
-    fold = projection.replay(base() + [claim])
-    before = projection.snapshot(fold, NOW)
-    after = projection.snapshot(fold, datetime(2026, 6, 1, 13, 0, tzinfo=timezone.utc))
+    fold = folding.replay(base() + [claim])
+    before = views.snapshot(fold, NOW)
+    after = views.snapshot(fold, datetime(2026, 6, 1, 13, 0, tzinfo=timezone.utc))
     assert before["frontier"] == [] and after["frontier"] == ["t1"]
     assert after["todos"][0]["expired_claim_by"] == "agent:a"
 
@@ -98,7 +98,7 @@ def test_an_expired_lease_may_be_claimed_by_someone_else() -> None:
         ev("todo.claimed", {"id": "t1", "until": "2026-06-01T13:30:00Z"}, clock=6, actor="agent:b",
            at="2026-06-01T11:45:00Z"),
     ]
-    state = projection.snapshot(projection.replay(events), NOW)
+    state = views.snapshot(folding.replay(events), NOW)
     assert state["todos"][0]["claimed_by"] == "agent:b" and not state["problems"]
 
 
@@ -107,25 +107,25 @@ def test_a_decision_after_a_claim_is_surfaced_to_the_claimer() -> None:
         ev("todo.claimed", {"id": "t1", "until": "2026-06-01T13:00:00Z"}, clock=5, actor="agent:a"),
         ev("gate.answered", {"id": "q", "decision": "reject", "comment": "no"}, clock=6),
     ]
-    state = projection.snapshot(projection.replay(events), NOW)
+    state = views.snapshot(folding.replay(events), NOW)
     assert state["todos"][0]["decisions_since_claim"] == ["q"]
 
 
 def test_achieved_needs_evidence_for_every_criterion_unless_a_human_overrides() -> None:
     close = ev("goal.closed", {"id": "g", "outcome": "achieved"}, clock=5)
-    assert "criteria without passing evidence (a1)" in projection.replay(base() + [close]).problems[0].reason
+    assert "criteria without passing evidence (a1)" in folding.replay(base() + [close]).problems[0].reason
     override = ev("goal.closed", {"id": "g", "outcome": "achieved", "override": True}, clock=5)
-    assert projection.replay(base() + [override]).goals["g"].state == "achieved"
+    assert folding.replay(base() + [override]).goals["g"].state == "achieved"
     evidence = ev("evidence.recorded", {"id": "e", "kind": "test", "exit_code": 0, "criteria": ["a1"]},
                   clock=5, goal="g")
     close6 = ev("goal.closed", {"id": "g", "outcome": "achieved"}, clock=6)
-    assert projection.replay(base() + [evidence, close6]).goals["g"].state == "achieved"
+    assert folding.replay(base() + [evidence, close6]).goals["g"].state == "achieved"
 
 
 def test_a_todo_cannot_be_done_on_failing_evidence() -> None:
     failing = ev("evidence.recorded", {"id": "e", "kind": "test", "exit_code": 1}, clock=5, goal="g")
     done = ev("todo.done", {"id": "t1", "evidence": ["e"]}, clock=6)
-    fold = projection.replay(base() + [failing, done])
+    fold = folding.replay(base() + [failing, done])
     assert fold.todos["t1"].state == "open"
     assert "evidence e does not pass" in fold.problems[0].reason
 
@@ -133,12 +133,12 @@ def test_a_todo_cannot_be_done_on_failing_evidence() -> None:
 def test_failing_evidence_does_not_meet_a_criterion() -> None:
     failing = ev("evidence.recorded", {"id": "e", "kind": "test", "exit_code": 1, "criteria": ["a1"]},
                  clock=5, goal="g")
-    assert projection.unmet_criteria(projection.replay(base() + [failing]), "g") == ["a1"]
+    assert views.unmet_criteria(folding.replay(base() + [failing]), "g") == ["a1"]
 
 
 def test_dependency_cycles_are_refused() -> None:
     cyc = ev("todo.updated", {"id": "t1", "add_depends_on": ["t2"]}, clock=5)
-    assert "cycle" in projection.replay(base() + [cyc]).problems[0].reason
+    assert "cycle" in folding.replay(base() + [cyc]).problems[0].reason
 
 
 def test_unknown_event_types_are_kept_and_reported() -> None:
@@ -146,7 +146,7 @@ def test_unknown_event_types_are_kept_and_reported() -> None:
 
     future = parse_event({"id": new_event_id(), "type": "robot.danced", "v": 1, "at": AT, "clock": 9,
                           "actor": "agent:x", "data": {"moves": 3}})
-    fold = projection.replay(base() + [future])
+    fold = folding.replay(base() + [future])
     assert fold.unknown == [{"event": future.id, "type": "robot.danced", "v": 1}]
     assert not fold.problems
 
@@ -167,7 +167,7 @@ def simulate(ops: list[tuple[int, str, int]]) -> list[Event]:
         if kind == "sync":
             seen[writer] = list(everything)
             continue
-        fold = projection.replay(view)
+        fold = folding.replay(view)
         todos = sorted(fold.todos)
         target = todos[n % len(todos)]
         clock = fold.max_clock + 1
@@ -204,11 +204,11 @@ def test_any_merge_order_gives_the_same_state(ops: list, rnd: random.Random) -> 
 @given(OPS)
 def test_every_event_is_either_applied_or_reported(ops: list) -> None:
     events = simulate(ops)
-    fold = projection.replay(events)
+    fold = folding.replay(events)
     assert fold.events == len(events)
     reported = {p.event for p in fold.problems}
-    replayed = projection.Fold()
+    replayed = entities.Fold()
     for event in sorted(events, key=Event.sort_key):
-        reason = projection.check(replayed, event)
-        replayed.apply(event)
+        reason = checks.check(replayed, event)
+        folding.apply(replayed, event)
         assert (reason is not None) == (event.id in reported)

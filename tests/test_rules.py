@@ -14,7 +14,7 @@ from test_incoming import forge
 from loopx import Ledger
 from loopx.features import incoming
 from loopx.ledger import layout as rules
-from loopx.model.events import TRANSCRIPT_CHUNK_BYTES
+from loopx.model.paths import TRANSCRIPT_CHUNK_BYTES
 from loopx.features.validate import validate
 
 STATE = "refs/heads/loopx/state"

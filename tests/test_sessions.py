@@ -184,7 +184,7 @@ def test_a_retried_send_with_the_same_event_id_is_recorded_once(repo_with_goal: 
 
 def test_messages_from_stdin_survive_a_cold_replay_byte_exact(repo_with_goal: Path) -> None:
     from loopx import Ledger
-    from loopx.state import projection
+    from loopx.state import folding
 
     repo = repo_with_goal
     open_session(repo)
@@ -193,13 +193,13 @@ def test_messages_from_stdin_survive_a_cold_replay_byte_exact(repo_with_goal: Pa
     result = invoke(repo, "session", "send", "s-1", "-", input="now March\n\tthen April\n")
     assert result.code == 0, result.err
     with Ledger.open(repo) as ledger:
-        fold = projection.replay(ledger.read_events(ledger.tip(), []))
+        fold = folding.replay(ledger.read_events(ledger.tip(), []))
     assert fold.sessions["s-1"].last_response == "February done\n"
     assert fold.sessions["s-1"].messages[0]["message"] == "now March\n\tthen April\n"
 
 
 def test_replay_rederives_the_kind_when_a_merge_reorders_a_message() -> None:
-    from loopx.state import projection
+    from loopx.state import folding
     from loopx.model.events import make_event
 
     def event(n: int, type_: str, data: dict[str, Any], actor: str = OWNER) -> Any:
@@ -207,7 +207,7 @@ def test_replay_rederives_the_kind_when_a_merge_reorders_a_message() -> None:
                           at=at(n), clock=n, actor=actor)
 
     # The sender saw the session running; the merged order puts its response first.
-    fold = projection.replay([
+    fold = folding.replay([
         event(1, "session.opened", {"id": "s-1", "task": "t", "keep_open": True,
                                     "workspace": {"host": "h", "path": "/p"}}),
         event(2, "session.responded", {"id": "s-1", "response": "done"}),
@@ -298,7 +298,7 @@ def _transcript(size: int) -> bytes:
 
 def test_checkpoint_round_trip_of_a_large_transcript_is_byte_exact(
         repo_with_goal: Path, tmp_path: Path) -> None:
-    from loopx.model.events import TRANSCRIPT_CHUNK_BYTES
+    from loopx.model.paths import TRANSCRIPT_CHUNK_BYTES
 
     repo = repo_with_goal
     open_session(repo)
@@ -339,7 +339,7 @@ def test_checkpoints_are_numbered_and_each_reads_back(repo_with_goal: Path, tmp_
 def test_a_transcript_at_the_size_cap_round_trips(repo_with_goal: Path, tmp_path: Path) -> None:
     from loopx import Ledger
     from loopx.features import transcripts as sessions
-    from loopx.model.events import TRANSCRIPT_MAX_BYTES
+    from loopx.model.paths import TRANSCRIPT_MAX_BYTES
 
     repo = repo_with_goal
     open_session(repo)

@@ -12,7 +12,7 @@ from statekit import commit_files, event, file_of, run
 
 from loopx import Ledger
 from loopx.model import ids
-from loopx.model.events import event_dir
+from loopx.model.paths import event_dir
 from loopx.features.validate import validate
 
 ALICE = "human:alice@example.com"

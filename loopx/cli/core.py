@@ -88,7 +88,7 @@ def config_set(app: App, roles: tuple[str, ...], lease_ttl: Optional[str],
 def config_show(app: App) -> None:
     """Show ledger settings."""
     from loopx.cli import render
-    from loopx.state.projection import DEFAULT_LEASE_TTL_S, DEFAULT_SESSION_SLOTS
+    from loopx.state.entities import DEFAULT_LEASE_TTL_S, DEFAULT_SESSION_SLOTS
 
     conf = app.ledger.fold().config
     effective = {"roles": {}, "lease_ttl_seconds": DEFAULT_LEASE_TTL_S,

@@ -33,7 +33,7 @@ def recover(app: App, *, goal_id: Optional[str] = None, ci: bool = True,
     """
     from loopx.model import clock
     from loopx.state import decide
-    from loopx.state import projection
+    from loopx.state import views
     from loopx.features import readback
 
     ledger = app.ledger
@@ -41,7 +41,7 @@ def recover(app: App, *, goal_id: Optional[str] = None, ci: bool = True,
     if not fold.events:
         ledger.require()
     now = app.now or clock.now()
-    snap = projection.snapshot(fold, now)
+    snap = views.snapshot(fold, now)
     snap["ref"] = ledger.ref
     if goal_id:
         from loopx.cli import render
@@ -141,7 +141,7 @@ def _claim(app: App, todo_id: str, ttl: Optional[str]) -> Any:
     from loopx.model import clock
     from loopx.cli import duration
     from loopx.ledger.book import Draft
-    from loopx.state.projection import DEFAULT_LEASE_TTL_S
+    from loopx.state.entities import DEFAULT_LEASE_TTL_S
 
     def build(txn: Any) -> Any:
         seconds = duration(ttl) if ttl else txn.fold.config.get("lease_ttl_seconds", DEFAULT_LEASE_TTL_S)

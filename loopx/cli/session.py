@@ -199,7 +199,7 @@ def session_checkpoint(app: App, session_id: str, transcript_file: Any, summary:
 @pass_app
 def session_show(app: App, session_id: str, want_transcript: bool, number: Optional[int]) -> None:
     """One session: state, owner, workspace, last response, inbox, checkpoints."""
-    from loopx.state import projection
+    from loopx.state import views
     from loopx.features import transcripts as sessions
 
     app.ledger.require()
@@ -209,7 +209,7 @@ def session_show(app: App, session_id: str, want_transcript: bool, number: Optio
         out.write(sessions.read_transcript(app.ledger, found, number))
         out.flush()
         return
-    view = projection.session_view(found, _now(app))
+    view = views.session_view(found, _now(app))
     view["messages"] = list(found.messages)
     view["checkpoints"] = [{k: v for k, v in c.items() if k != "chunks"} | {"chunks": len(c["chunks"])}
                            for c in found.checkpoints]
@@ -251,19 +251,19 @@ def _state_text(view: dict[str, Any]) -> str:
 @pass_app
 def session_list(app: App, state: Optional[str], owner: Optional[str]) -> None:
     """Running, awaiting input (with idle time) and closed sessions; slots in use."""
-    from loopx.state import projection
     from loopx.features import transcripts as sessions
+    from loopx.state import views
 
     app.ledger.require()
     fold = app.ledger.fold()
-    views = [projection.session_view(s, _now(app)) for s in
-             sorted(fold.sessions.values(), key=lambda s: (s.clock, s.id))]
+    rows = [views.session_view(s, _now(app)) for s in
+            sorted(fold.sessions.values(), key=lambda s: (s.clock, s.id))]
     if owner:
-        views = [v for v in views if v["owner"] == owner]
+        rows = [v for v in rows if v["owner"] == owner]
     if state:
-        views = [v for v in views if v["state"] == state or (state == "open" and v["state"] != "closed")]
-    data = {"sessions": views, "slots": sessions.slots(fold),
-            "limit": projection.session_slots(fold)}
+        rows = [v for v in rows if v["state"] == state or (state == "open" and v["state"] != "closed")]
+    data = {"sessions": rows, "slots": sessions.slots(fold),
+            "limit": views.session_slots(fold)}
     app.emit(data, lambda: _list_text(data))
 
 

@@ -136,7 +136,7 @@ def _lease_command(event_type: str, verb: str) -> Any:
     def command(app: App, todo_id: str, ttl: Optional[str], synced: bool, event_id: Optional[str]) -> None:
         from loopx.model import clock
         from loopx.ledger.book import Draft
-        from loopx.state.projection import DEFAULT_LEASE_TTL_S
+        from loopx.state.entities import DEFAULT_LEASE_TTL_S
 
         def build(txn: Any) -> Any:
             tid = lookup(txn.fold.todos, todo_id, "todo")

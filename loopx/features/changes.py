@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 from loopx.storage import commits
 from loopx.state import history
-from loopx.state import projection
+from loopx.state import views
 from loopx.errors import NotFound, UsageError
 from loopx.ledger.book import Ledger
 
@@ -141,7 +141,7 @@ def diff(ledger: Ledger, spec: str, *, now: datetime) -> dict[str, Any]:
     if a is None or b is None:
         raise NotFound(f"no such revision in {spec!r}")
     before, after = ledger.fold_at(a), ledger.fold_at(b)
-    result = history.diff(projection.snapshot(before, now), projection.snapshot(after, now))
+    result = history.diff(views.snapshot(before, now), views.snapshot(after, now))
     result["changes"][:0] = history.config_changes(before.config, after.config)
     result.update({"from": a, "to": b})
     return result

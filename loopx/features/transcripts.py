@@ -1,6 +1,6 @@
 """Persistent sessions: tasks that outlive their first result (see docs/sessions.md).
 
-The rules live in the projection (``projection._CHECK``); this module holds what the commands
+The rules live in the projection (``loopx.state.checks``); this module holds what the commands
 need beyond one event: building the interjection and checkpoint writes, reading transcripts
 back, choosing what the reaper closes, and the stats that tune the keep-open judgement.
 Functions take the transaction, ledger or fold they work on; time is a parameter.
@@ -15,12 +15,11 @@ from datetime import datetime, timedelta
 from typing import Any, Optional
 
 from loopx.model import clock as clk
-from loopx.state import projection
+from loopx.state import entities, views
 from loopx.errors import LoopxError, NotFound
 from loopx.ledger.book import Draft, Ledger, Txn
-from loopx.model.events import (
-    TRANSCRIPT_CHUNK_BYTES, TRANSCRIPT_MAX_BYTES, Event, transcript_chunk_path,
-)
+from loopx.model.events import Event
+from loopx.model.paths import TRANSCRIPT_CHUNK_BYTES, TRANSCRIPT_MAX_BYTES, transcript_chunk_path
 
 DEFAULT_IDLE_SECONDS = 24 * 3600
 DEFAULT_STATS_WINDOW_SECONDS = 3600
@@ -35,7 +34,7 @@ def local_host() -> str:
     return os.environ.get("LOOPX_HOST") or socket.gethostname() or "localhost"
 
 
-def get(fold: projection.Fold, session_id: str) -> projection.Session:
+def get(fold: entities.Fold, session_id: str) -> entities.Session:
     """The session with this id or unique id prefix."""
     from loopx.ledger.book import resolve_id
 
@@ -48,7 +47,7 @@ def get(fold: projection.Fold, session_id: str) -> projection.Session:
 def send(txn: Txn, session_id: str, message: str, *, event_id: Optional[str] = None) -> Event:
     """Interject ``message``: a correction if the session runs, a follow-up if it waits."""
     session = get(txn.fold, session_id)
-    data = {"id": session.id, "message": message, "kind": projection.interjection_kind(session)}
+    data = {"id": session.id, "message": message, "kind": views.interjection_kind(session)}
     return txn.add(Draft("session.interjected", data, session.goal, event_id))
 
 
@@ -83,7 +82,7 @@ def ack(txn: Txn, session_id: str, *, through: Optional[str] = None,
                          session.goal, event_id))
 
 
-def inbox(session: projection.Session) -> list[dict[str, Any]]:
+def inbox(session: entities.Session) -> list[dict[str, Any]]:
     """Interjections the session's owner has not acknowledged yet, oldest first."""
     acked = set(session.acked)
     return [m for m in session.messages if m["event"] not in acked]
@@ -130,7 +129,7 @@ def reap(txn: Txn, now: datetime, idle: int) -> list[str]:
 # --- reads -------------------------------------------------------------------------------------
 
 
-def read_transcript(ledger: Ledger, session: projection.Session,
+def read_transcript(ledger: Ledger, session: entities.Session,
                     number: Optional[int] = None) -> bytes:
     """The transcript of checkpoint ``number`` (default: the latest), verified byte-exact."""
     if not session.checkpoints:
@@ -150,12 +149,12 @@ def read_transcript(ledger: Ledger, session: projection.Session,
     return data
 
 
-def idle_seconds(fold: projection.Fold) -> int:
+def idle_seconds(fold: entities.Fold) -> int:
     """The idle limit after which `reap` closes a session awaiting input (ledger config)."""
     return int(fold.config.get("session_idle_seconds") or DEFAULT_IDLE_SECONDS)
 
 
-def reapable(fold: projection.Fold, now: datetime, idle: int) -> list[projection.Session]:
+def reapable(fold: entities.Fold, now: datetime, idle: int) -> list[entities.Session]:
     """Sessions awaiting input for at least ``idle`` seconds, longest idle first."""
     limit = now - timedelta(seconds=idle)
     found = [s for s in fold.sessions.values()
@@ -163,9 +162,9 @@ def reapable(fold: projection.Fold, now: datetime, idle: int) -> list[projection
     return sorted(found, key=lambda s: (s.active_at, s.id))
 
 
-def slots(fold: projection.Fold) -> dict[str, dict[str, int]]:
+def slots(fold: entities.Fold) -> dict[str, dict[str, int]]:
     """owner -> {used, limit} for every owner with an open session."""
-    limit = projection.session_slots(fold)
+    limit = views.session_slots(fold)
     used: dict[str, int] = {}
     for session in fold.sessions.values():
         if session.state != "closed":
@@ -176,11 +175,11 @@ def slots(fold: projection.Fold) -> dict[str, dict[str, int]]:
 # --- stats -------------------------------------------------------------------------------------
 
 
-def _follow_ups(session: projection.Session) -> int:
+def _follow_ups(session: entities.Session) -> int:
     return sum(m["kind"] == "follow_up" for m in session.messages)
 
 
-def stats(fold: projection.Fold, *, window: int = DEFAULT_STATS_WINDOW_SECONDS) -> dict[str, Any]:
+def stats(fold: entities.Fold, *, window: int = DEFAULT_STATS_WINDOW_SECONDS) -> dict[str, Any]:
     """How sessions ended, to tune the keep-open judgement from data.
 
     Kept-open sessions either got a follow-up (keeping them open paid off) or ended unused
@@ -213,7 +212,7 @@ def stats(fold: projection.Fold, *, window: int = DEFAULT_STATS_WINDOW_SECONDS) 
     }
 
 
-def _missed_keep_open(ordered: list[projection.Session], window: int) -> list[dict[str, Any]]:
+def _missed_keep_open(ordered: list[entities.Session], window: int) -> list[dict[str, Any]]:
     missed = []
     for session in ordered:
         topic = session.goal or session.todo

@@ -41,7 +41,7 @@ from typing import Any, Optional
 from loopx.storage import commits
 from loopx.state import history
 from loopx.features import incoming
-from loopx.state import projection
+from loopx.state import entities
 from loopx.ledger import layout as rules
 from loopx.errors import NotFound
 from loopx.ledger.book import Ledger
@@ -222,7 +222,7 @@ def _check_replay(
     ledger: Ledger, mb: Optional[str], head: str, added: list[Added], report: Report
 ) -> None:
     after = ledger.fold_at(head)
-    before = ledger.fold_at(mb) if mb else projection.Fold()
+    before = ledger.fold_at(mb) if mb else entities.Fold()
     ours = {item.event.id: item for item in added if item.event is not None}
     refused_before = {p.event for p in before.problems}
     for problem in after.problems:
@@ -275,7 +275,7 @@ def _check_merge(
         )
 
 
-def _rule_for(problem: projection.Problem) -> str:
+def _rule_for(problem: entities.Problem) -> str:
     """Which rule a refused event of the range breaks (the projection's reason says why)."""
     signing = any(m in problem.reason for m in ("signed", "allowed signers"))
     if problem.type == "gate.answered" and (signing or " only; you are " in problem.reason):

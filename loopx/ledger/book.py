@@ -19,7 +19,7 @@ from loopx.ledger import cache
 from loopx.model import clock
 from loopx.storage import gateway as git
 from loopx.model import ids
-from loopx.state import projection
+from loopx.state import authority, checks, entities, folding, views
 from loopx.errors import (
     Ambiguous, CodecError, ConflictError, GitError, NotFound, Quarantined, RefRaceError,
     SchemaError, TransitionError, UsageError,
@@ -54,7 +54,7 @@ class Txn:
     """One commit being built: events are validated against the fold as they are added."""
 
     ledger: "Ledger"
-    fold: projection.Fold
+    fold: entities.Fold
     base: Optional[str]
     actor: str
     now: datetime
@@ -99,23 +99,23 @@ class Txn:
             if earlier is not None:
                 return self._duplicate(earlier, event)
         self._claim_signature(event)
-        reason = projection.check(self.fold, event)
+        reason = checks.check(self.fold, event)
         if reason is not None:
             raise TransitionError(reason)
-        self.fold.apply(event)
+        folding.apply_checked(self.fold, event)
         self.events.append(event)
         return event
 
     def _claim_signature(self, event: Event) -> None:
-        """An event that must be signed (projection.needs_signature): sign this commit and,
+        """An event that must be signed (authority.needs_signature): sign this commit and,
         until git has verified the signature (before the ref moves, in Ledger._verify_signed),
         take the writer's word."""
         allowed = self.fold.config.get("allowed_signers")
-        if not event.known or not allowed or not projection.needs_signature(self.fold, event):
+        if not event.known or not allowed or not authority.needs_signature(self.fold, event):
             return
         self.sign = True
         signed = self.fold.extra.setdefault("signed", {})
-        signed[event.id] = {projection.signers_digest(allowed): event.env.actor}
+        signed[event.id] = {authority.signers_digest(allowed): event.env.actor}
 
     def _duplicate(self, earlier: Event, event: Event) -> Event:
         from loopx.model.events import RETRY_VOLATILE
@@ -142,7 +142,7 @@ class Ledger:
         self.repo = repo
         self.ref = ref
         self.store = Store(repo)
-        self._fold: Optional[tuple[str, projection.Fold]] = None
+        self._fold: Optional[tuple[str, entities.Fold]] = None
         self._parsed: dict[tuple[str, str], Event] = {}
         # Called as progress(done, total) while a long rebuild parses event files; the CLI
         # sets it when stderr is a terminal.
@@ -213,24 +213,24 @@ class Ledger:
             f"to start without it: git update-ref -d refs/remotes/{remote}/loopx/state"
         )
 
-    def fold(self) -> projection.Fold:
+    def fold(self) -> entities.Fold:
         """The projection of the current tip (from the cache when possible)."""
         tip = self.tip()
         if tip is None:
-            return projection.Fold()
+            return entities.Fold()
         if self._fold is not None and self._fold[0] == tip:
             return self._fold[1]
         fold = self._load_fold(tip)
         self._fold = (tip, fold)
         return fold
 
-    def live_fold(self) -> projection.Fold:
+    def live_fold(self) -> entities.Fold:
         """The goals in play, what they reference, and everything ledger-wide: all a default
         `status` shows. Read-only (never validate a write against it). Comes from the cache's
         live section when it matches the tip, so its cost does not grow with history."""
         tip = self.tip()
         if tip is None:
-            return projection.Fold()
+            return entities.Fold()
         if self._fold is not None and self._fold[0] == tip:
             return cache.split(self._fold[1])[0]
         cached = cache.load(self._cache_path(), live_only=True)
@@ -239,12 +239,12 @@ class Ledger:
         return cache.split(self.fold())[0]
 
     def snapshot(self, now: Optional[datetime] = None) -> dict[str, Any]:
-        return projection.snapshot(self.fold(), now or clock.now())
+        return views.snapshot(self.fold(), now or clock.now())
 
     def _cache_path(self) -> Path:
         return cache.path_for(self.repo.loopx_dir / "cache", self.ref)
 
-    def _load_fold(self, tip: str) -> projection.Fold:
+    def _load_fold(self, tip: str) -> entities.Fold:
         path = self._cache_path()
         cached = cache.load(path)
         if cached is not None and cached[0] == tip:
@@ -257,7 +257,7 @@ class Ledger:
         cache.save(path, tip, fold)
         return fold
 
-    def _rebuild(self, tip: str) -> projection.Fold:
+    def _rebuild(self, tip: str) -> entities.Fold:
         """Replay every event file of ``tip`` (the same fold as ``replay(read_events(tip))``).
 
         Holds the raw files, sorted by ``(clock, id)``, and parses and applies them a chunk at
@@ -286,49 +286,49 @@ class Ledger:
         return fold
 
     def _apply_sorted(self, raw: list[tuple[int, str, int, str, Optional[bytes]]],
-                      signed: dict[str, dict[str, str]]) -> Optional[projection.Fold]:
-        fold = projection.Fold()
+                      signed: dict[str, dict[str, str]]) -> Optional[entities.Fold]:
+        fold = entities.Fold()
         if signed:
             fold.extra["signed"] = signed
-        problems: list[tuple[int, projection.Problem]] = []
+        problems: list[tuple[int, entities.Problem]] = []
         pending: list[Event] = []  # files without a canonical clock line, applied by replay
         for done, (clock_, event_id, index, path, data) in enumerate(raw, 1):
             try:
                 event = self._parse_file(path, data)
             except (CodecError, SchemaError) as exc:
-                problems.append((index, projection.Problem(path, "file", "", 0, str(exc))))
+                problems.append((index, entities.Problem(path, "file", "", 0, str(exc))))
                 continue
             if clock_ < 0:
                 pending.append(event)
             elif event.sort_key() != (clock_, event_id):
                 return None
             else:
-                fold.apply(event)
+                folding.apply(fold, event)
             if self.progress is not None and len(raw) >= PROGRESS_MIN_EVENTS and (
                     done % PARSE_CHUNK == 0 or done == len(raw)):
                 self.progress(done, len(raw))
         if pending:  # hand-written files: fine when they sort after the rest, else start over
             if any(e.sort_key() <= fold.last_key for e in pending):
                 return None
-            projection.replay(pending, fold)
+            folding.replay(pending, fold)
         fold.problems[:0] = [p for _, p in sorted(problems, key=lambda item: item[0])]
         return fold
 
-    def fold_at(self, commit: str) -> projection.Fold:
+    def fold_at(self, commit: str) -> entities.Fold:
         """The projection of any commit of a state branch, read afresh (no cache): the one
         fold that status, diff and validate all use."""
         return self.fold_merged([commit])
 
-    def fold_merged(self, tips: list[str]) -> projection.Fold:
+    def fold_merged(self, tips: list[str]) -> entities.Fold:
         """The projection of the union of several commits' events: what merging them gives."""
-        file_problems: list[projection.Problem] = []
+        file_problems: list[entities.Problem] = []
         found = {tip: self.read_events(tip, file_problems) for tip in tips}
         events = list({e.id: e for tip_events in found.values() for e in tip_events}.values())
-        fold = projection.Fold()
+        fold = entities.Fold()
         for tip in tips:  # a signature is found in the history of the tip that has the file
             for event_id, verdicts in self.verify_signatures(tip, events).items():
                 fold.extra.setdefault("signed", {}).setdefault(event_id, {}).update(verdicts)
-        projection.replay(events, fold)
+        folding.replay(events, fold)
         fold.problems[:0] = list({p.event: p for p in file_problems}.values())
         return fold
 
@@ -360,17 +360,17 @@ class Ledger:
             for event_id, oids in adders.items():
                 principal = next((verdicts[o] for o in oids if verdicts.get(o)), None)
                 if principal:
-                    result.setdefault(event_id, {})[projection.signers_digest(text)] = principal
+                    result.setdefault(event_id, {})[authority.signers_digest(text)] = principal
         return result
 
-    def _advance(self, old: str, fold: projection.Fold, tip: str) -> Optional[projection.Fold]:
+    def _advance(self, old: str, fold: entities.Fold, tip: str) -> Optional[entities.Fold]:
         """Apply only the files added since ``old``; None when a full rebuild is needed."""
         if self.store.resolve(old) is None or not self.store.is_ancestor(old, tip):
             return None
         changes = self.store.added_files(old, tip)
         if any(status != "A" for status, _, _ in changes):
             return None
-        problems: list[projection.Problem] = []
+        problems: list[entities.Problem] = []
         events = self._parse_entries(
             [entry for _, _, entry in changes if entry.path.startswith("events/")], problems)
         if problems or any(e.sort_key() <= fold.last_key for e in events):
@@ -378,14 +378,14 @@ class Ledger:
         if _signer_texts(events) or (fold.config.get("allowed_signers") and any(
                 e.type in SIGNED_TYPES for e in events)):
             return None  # answers to verify against the signers in force: replay everything
-        return projection.replay(events, fold)
+        return folding.replay(events, fold)
 
-    def read_events(self, commit: str, problems: list[projection.Problem]) -> list[Event]:
+    def read_events(self, commit: str, problems: list[entities.Problem]) -> list[Event]:
         """Every event file in ``commit``, parsed; files that fail land in ``problems``."""
         entries = [e for e in self.store.list_files(commit) if e.path.startswith("events/")]
         return self._parse_entries(entries, problems)
 
-    def _parse_entries(self, entries: list[Any], problems: list[projection.Problem]) -> list[Event]:
+    def _parse_entries(self, entries: list[Any], problems: list[entities.Problem]) -> list[Event]:
         report = self.progress if len(entries) >= PROGRESS_MIN_EVENTS else None
         for start in range(0, len(entries), PARSE_CHUNK):
             self._parse_chunk(entries[start : start + PARSE_CHUNK], problems)
@@ -393,7 +393,7 @@ class Ledger:
                 report(min(start + PARSE_CHUNK, len(entries)), len(entries))
         return [self._parsed[(e.path, e.oid)] for e in entries if (e.path, e.oid) in self._parsed]
 
-    def _parse_chunk(self, entries: list[Any], problems: list[projection.Problem]) -> None:
+    def _parse_chunk(self, entries: list[Any], problems: list[entities.Problem]) -> None:
         # Files are immutable and events frozen: one parse per (path, blob) for the life of
         # this Ledger, so commands that fold several commits (diff, validate) parse each once.
         todo = [e for e in entries if (e.path, e.oid) not in self._parsed]
@@ -401,7 +401,7 @@ class Ledger:
             try:
                 self._parsed[(entry.path, entry.oid)] = self._parse_file(entry.path, data)
             except (CodecError, SchemaError) as exc:
-                problems.append(projection.Problem(entry.path, "file", "", 0, str(exc)))
+                problems.append(entities.Problem(entry.path, "file", "", 0, str(exc)))
 
     @staticmethod
     def _parse_file(path: str, data: Optional[bytes]) -> Event:
@@ -415,7 +415,7 @@ class Ledger:
                 return event
         if base is None or not ids.ULID_RE.match(event_id):
             return None
-        from loopx.model.events import event_dir
+        from loopx.model.paths import event_dir
 
         directory = event_dir(event_id)
         for name, (_, oid) in self.store.read_tree(f"{base}:{directory}").items():
@@ -437,7 +437,7 @@ class Ledger:
             with self.store.lock():
                 expected = self.store.tip(self.ref)
                 base = expected or self.tip()
-                fold = self._load_fold(base) if base else projection.Fold()
+                fold = self._load_fold(base) if base else entities.Fold()
                 fold = cache_copy(fold)
                 txn = Txn(self, fold, base, actor, now or clock.now(), sign=sign, expected=expected)
                 result = build(txn)
@@ -500,13 +500,13 @@ class Ledger:
         from loopx.storage import commits
 
         principal = commits.signers(self.store.cwd, [commit], allowed).get(commit)
-        if principal is None or not projection.signer_matches(principal, txn.actor):
+        if principal is None or not authority.signer_matches(principal, txn.actor):
             raise TransitionError(
                 f"this change must be signed by {txn.actor}'s key in the ledger's allowed_signers, "
                 f"but git verified the commit as {principal or 'not validly signed'}; set "
                 "`git config user.signingkey` (and gpg.format ssh) to that key")
         for event in claimed:
-            txn.fold.extra["signed"][event.id] = {projection.signers_digest(allowed): principal}
+            txn.fold.extra["signed"][event.id] = {authority.signers_digest(allowed): principal}
 
     def init(self, *, actor: str, name: Optional[str] = None) -> Optional[Event]:
         """Create the ledger if it does not exist yet (idempotent); returns the new event."""
@@ -527,7 +527,7 @@ class Ledger:
             raise NotFound("this repository has no loopx ledger yet; run `git loopx init`")
 
 
-SIGNED_TYPES = ("gate.answered", "config.set")  # the events projection.needs_signature covers
+SIGNED_TYPES = ("gate.answered", "config.set")  # the events authority.needs_signature covers
 
 
 def _event_id(path: str) -> str:
@@ -543,7 +543,7 @@ def _signer_texts(events: list[Event]) -> list[str]:
     return sorted({c.allowed_signers for c in configs if c.allowed_signers})
 
 
-def cache_copy(fold: projection.Fold) -> projection.Fold:
+def cache_copy(fold: entities.Fold) -> entities.Fold:
     """A deep copy, so a failed transaction never leaks into the cached fold."""
     return cache.copy(fold)
 

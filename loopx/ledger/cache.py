@@ -16,16 +16,15 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from loopx import SCHEMA_VERSION, __version__
-from loopx.state import projection
-
+from loopx.state import entities
 _MAGIC = b"LOOPXC2\n"
 _KEY = f"{SCHEMA_VERSION}:{__version__}:{sys.version_info[:2]}".encode()
 
 # Dataclasses stored inside Fold's dict fields, by the field they live in.
 _TABLES: dict[str, type] = {
-    "goals": projection.Goal, "todos": projection.Todo, "gates": projection.Gate,
-    "evidence": projection.Evidence, "wakes": projection.Wake, "effects": projection.Effect,
-    "quotas": projection.Quota, "sessions": projection.Session,
+    "goals": entities.Goal, "todos": entities.Todo, "gates": entities.Gate,
+    "evidence": entities.Evidence, "wakes": entities.Wake, "effects": entities.Effect,
+    "quotas": entities.Quota, "sessions": entities.Session,
 }
 
 
@@ -35,7 +34,7 @@ def _row(obj: Any) -> tuple[Any, ...]:
     return tuple([getattr(obj, name) for name in _FIELDS[type(obj)]])
 
 
-def _fold_to_data(fold: projection.Fold) -> dict[str, Any]:
+def _fold_to_data(fold: entities.Fold) -> dict[str, Any]:
     """Plain values for marshal. Shares lists with ``fold``: use :func:`copy` for a copy."""
     data: dict[str, Any] = {}
     for f in dataclasses.fields(fold):
@@ -48,26 +47,26 @@ def _fold_to_data(fold: projection.Fold) -> dict[str, Any]:
     return data
 
 
-def copy(fold: projection.Fold) -> projection.Fold:
+def copy(fold: entities.Fold) -> entities.Fold:
     """A deep copy (through marshal, which is fast for plain values)."""
     return _fold_from_data(marshal.loads(marshal.dumps(_fold_to_data(fold))))
 
 
 _FIELDS: dict[type, tuple[str, ...]] = {
     cls: tuple(f.name for f in dataclasses.fields(cls))
-    for cls in (*_TABLES.values(), projection.Problem)
+    for cls in (*_TABLES.values(), entities.Problem)
 }
 
 
-def _fold_from_data(data: dict[str, Any]) -> projection.Fold:
-    fold = projection.Fold()
+def _fold_from_data(data: dict[str, Any]) -> entities.Fold:
+    fold = entities.Fold()
     for f in dataclasses.fields(fold):
         value = data[f.name]
         if f.name in _TABLES:
             cls = _TABLES[f.name]
             value = {k: cls(*v) for k, v in value.items()}
         elif f.name == "problems":
-            value = [projection.Problem(*p) for p in value]
+            value = [entities.Problem(*p) for p in value]
         elif f.name == "last_key":
             value = tuple(value)
         setattr(fold, f.name, value)
@@ -88,7 +87,7 @@ _LIVE_GOALS = ("active", "paused")
 _SPLIT = ("goals", "todos", "gates", "evidence", "quotas")  # tables with a history part
 
 
-def split(fold: projection.Fold) -> tuple[projection.Fold, projection.Fold]:
+def split(fold: entities.Fold) -> tuple[entities.Fold, entities.Fold]:
     """(live, history): goals in play and what they reference, and the rest of the tables."""
     live_goals = {g for g, goal in fold.goals.items() if goal.state in _LIVE_GOALS}
     todos = {t for t, todo in fold.todos.items() if todo.goal in live_goals}
@@ -102,7 +101,7 @@ def split(fold: projection.Fold) -> tuple[projection.Fold, projection.Fold]:
         "evidence": lambda k, v: v.goal is None or v.goal in live_goals,
         "quotas": lambda k, v: k == "" or k in live_goals,
     }
-    live, history = projection.Fold(), projection.Fold()
+    live, history = entities.Fold(), entities.Fold()
     for f in dataclasses.fields(fold):
         value = getattr(fold, f.name)
         if f.name in keep:
@@ -113,7 +112,7 @@ def split(fold: projection.Fold) -> tuple[projection.Fold, projection.Fold]:
     return live, history
 
 
-def _merge(live: projection.Fold, history_data: dict[str, Any]) -> projection.Fold:
+def _merge(live: entities.Fold, history_data: dict[str, Any]) -> entities.Fold:
     for name in _SPLIT:
         cls, part = _TABLES[name], history_data[name]
         rows = {k: cls(*v) for k, v in part["rows"].items()}
@@ -123,7 +122,7 @@ def _merge(live: projection.Fold, history_data: dict[str, Any]) -> projection.Fo
     return live
 
 
-def load(path: Path, *, live_only: bool = False) -> Optional[tuple[str, projection.Fold]]:
+def load(path: Path, *, live_only: bool = False) -> Optional[tuple[str, entities.Fold]]:
     """(tip, fold) from the cache file, or None when absent or not trustworthy.
 
     With ``live_only`` only the live section is read: a partial fold for reading status.
@@ -155,7 +154,7 @@ def load(path: Path, *, live_only: bool = False) -> Optional[tuple[str, projecti
         return None
 
 
-def save(path: Path, tip: str, fold: projection.Fold) -> None:
+def save(path: Path, tip: str, fold: entities.Fold) -> None:
     """Write atomically (temp file + rename); a failure only costs a rebuild later."""
     try:
         live, history = split(fold)

@@ -25,10 +25,10 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-from loopx.model import codec
 from loopx.errors import CodecError, SchemaError
-from loopx.model.events import (PATH_RE, SESSION_FILE_RE, TRANSCRIPT_CHUNK_BYTES, Event, event_path,
-                         parse_event)
+from loopx.model import codec
+from loopx.model.events import Event, event_path, parse_event
+from loopx.model.paths import PATH_RE, SESSION_FILE_RE, TRANSCRIPT_CHUNK_BYTES
 from loopx.storage.store import BLOB_MODE
 
 # Top-level areas of the state tree: path pattern and size cap of the files each may hold.

@@ -8,14 +8,18 @@ version of that payload's schema. A type (or version) this loopx does not know i
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+
 from typing import Annotated, Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from loopx import SCHEMA_VERSION  # noqa: F401 - defined there so the cache needs no pydantic
 from loopx.errors import SchemaError
-from loopx.model.ids import ENTITY_ID_RE, ULID_RE, EventId, ulid_ms
+from loopx.model.ids import ENTITY_ID_RE, ULID_RE, EventId
+from loopx.model.paths import (  # noqa: F401 - re-exported: where events live
+    PATH_RE, SESSION_FILE_RE, file_path, TRANSCRIPT_CHUNK_BYTES, TRANSCRIPT_MAX_BYTES, event_dir,
+    transcript_chunk_path,
+)
 
 TS_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$"
 ACTOR_PATTERN = r"^[a-z][a-z0-9_-]{0,31}:\S{1,200}$"
@@ -272,20 +276,6 @@ class NoteAdded(Model):
 # A task that outlives its first result: running -> responded (awaiting input) -> interjected
 # (running again) -> ... -> closed. Only `session.closed` ends one; see docs/sessions.md.
 
-TRANSCRIPT_CHUNK_BYTES = 192 * 1024
-TRANSCRIPT_MAX_BYTES = 64 * 1024 * 1024
-# Non-event files on the state branch: transcript chunks of checkpointed sessions, written in
-# the same commit as their `session.checkpointed` event. Sync must accept exactly these.
-SESSION_FILE_RE = re.compile(
-    r"^sessions/([A-Za-z0-9][A-Za-z0-9_-]{0,63})/transcript-([1-9][0-9]{0,5})/([0-9]{4})\.txt$"
-)
-
-
-def transcript_chunk_path(session: str, number: int, index: int) -> str:
-    """``sessions/<session>/transcript-<number>/<index:04d>.txt``."""
-    return f"sessions/{session}/transcript-{number}/{index:04d}.txt"
-
-
 class Workspace(Model):
     """Where a session's live process and files are: only that host can re-attach to them."""
 
@@ -520,18 +510,8 @@ def make_event(
     return parse_event(doc, "new event")
 
 
-def event_dir(event_id: str) -> str:
-    """``events/YYYY/MM/DD``, dated by the ULID's own timestamp so an id always maps to one
-    directory (a retried append finds its earlier copy there)."""
-    day = datetime.fromtimestamp(ulid_ms(event_id) / 1000, tz=timezone.utc)
-    return f"events/{day:%Y/%m/%d}"
-
-
 def event_path(event: Event) -> str:
     """``events/YYYY/MM/DD/<id>.<type>.yaml``."""
-    return f"{event_dir(event.env.id)}/{event.env.id}.{event.env.type}.yaml"
+    return file_path(event.env.id, event.env.type)
 
 
-PATH_RE = re.compile(
-    r"^events/(\d{4})/(\d{2})/(\d{2})/([0-7][0-9A-HJKMNP-TV-Z]{25})\.([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*)\.yaml$"
-)

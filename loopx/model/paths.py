@@ -1,0 +1,43 @@
+"""Where things live on the state branch: event file paths and session transcript chunks.
+
+Pure and free of pydantic, so readers of the state (the fold's checks, the per-file rules)
+need not load the event models.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+
+from loopx.model.ids import ulid_ms
+
+
+def event_dir(event_id: str) -> str:
+    """``events/YYYY/MM/DD``, dated by the ULID's own timestamp so an id always maps to one
+    directory (a retried append finds its earlier copy there)."""
+    day = datetime.fromtimestamp(ulid_ms(event_id) / 1000, tz=timezone.utc)
+    return f"events/{day:%Y/%m/%d}"
+
+
+def file_path(event_id: str, event_type: str) -> str:
+    """``events/YYYY/MM/DD/<id>.<type>.yaml``."""
+    return f"{event_dir(event_id)}/{event_id}.{event_type}.yaml"
+
+
+PATH_RE = re.compile(
+    r"^events/(\d{4})/(\d{2})/(\d{2})/([0-7][0-9A-HJKMNP-TV-Z]{25})\.([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*)\.yaml$"
+)
+
+# A task that outlives its first result keeps its transcript beside the events.
+TRANSCRIPT_CHUNK_BYTES = 192 * 1024
+TRANSCRIPT_MAX_BYTES = 64 * 1024 * 1024
+# Non-event files on the state branch: transcript chunks of checkpointed sessions, written in
+# the same commit as their `session.checkpointed` event. Sync must accept exactly these.
+SESSION_FILE_RE = re.compile(
+    r"^sessions/([A-Za-z0-9][A-Za-z0-9_-]{0,63})/transcript-([1-9][0-9]{0,5})/([0-9]{4})\.txt$"
+)
+
+
+def transcript_chunk_path(session: str, number: int, index: int) -> str:
+    """``sessions/<session>/transcript-<number>/<index:04d>.txt``."""
+    return f"sessions/{session}/transcript-{number}/{index:04d}.txt"

@@ -1,0 +1,307 @@
+"""The appliers: one per event type, only ever called after the matching check passed."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable, cast
+
+from loopx.state import views
+from loopx.state.entities import (Effect, Evidence, Fold, Gate, Goal, Quota, Session, Todo,
+                                  Wake)
+
+if TYPE_CHECKING:  # annotations only: the state layer runs without pydantic on warm reads
+    # Each rule narrows ``event.data`` to its payload with ``cast("Model", ...)``: a string,
+    # so nothing here is imported at run time.
+    from loopx.model.events import (
+        ConfigSet, EffectConfirmed, EffectFailed, EffectIntended, Event, EvidenceRecorded,
+        EvidenceRemapped, GateAnswered, GateOpened, GateWithdrawn, GoalClosed, GoalCreated,
+        GoalUpdated, LedgerInitialised, QuotaSpent, SessionAcked, SessionCheckpointed,
+        SessionClosed, SessionInterjected, SessionOpened, SessionProgress, SessionResponded,
+        TodoAdded, TodoBlocked, TodoCancelled, TodoClaimed, TodoDone, TodoReleased,
+        TodoRenewed, TodoReopened, TodoUpdated, WakeCleared, WakeSet,
+    )
+
+
+def _apply_initialised(fold: Fold, event: Event) -> None:
+    d = cast("LedgerInitialised", event.data)
+    fold.name = fold.name or d.name
+
+
+def _apply_config(fold: Fold, event: Event) -> None:
+    d = cast("ConfigSet", event.data)
+    fold.config.update(d.model_dump(exclude_none=True))
+
+
+def _apply_goal_created(fold: Fold, event: Event) -> None:
+    d = cast("GoalCreated", event.data)
+    fold.goals[d.id] = Goal(d.id, d.title, d.description,
+                            [{"id": c.id, "text": c.text} for c in d.acceptance],
+                            created_by=event.env.actor, clock=event.env.clock)
+
+
+def _apply_goal_updated(fold: Fold, event: Event) -> None:
+    d = cast("GoalUpdated", event.data)
+    goal = fold.goals[d.id]
+    goal.title = d.title or goal.title
+    goal.description = d.description if d.description is not None else goal.description
+    goal.acceptance.extend({"id": c.id, "text": c.text} for c in d.add_acceptance)
+    goal.state = d.state or goal.state
+
+
+def _apply_goal_closed(fold: Fold, event: Event) -> None:
+    d = cast("GoalClosed", event.data)
+    goal = fold.goals[d.id]
+    goal.state, goal.reason, goal.override = d.outcome, d.reason, d.override
+
+
+def _apply_todo_added(fold: Fold, event: Event) -> None:
+    d = cast("TodoAdded", event.data)
+    fold.todos[d.id] = Todo(d.id, d.goal, d.title, d.description, list(d.depends_on),
+                            list(d.gates), list(d.criteria), clock=event.env.clock)
+
+
+def _apply_todo_updated(fold: Fold, event: Event) -> None:
+    d = cast("TodoUpdated", event.data)
+    todo = fold.todos[d.id]
+    todo.title = d.title or todo.title
+    todo.description = d.description if d.description is not None else todo.description
+    todo.depends_on += [t for t in d.add_depends_on if t not in todo.depends_on]
+    todo.gates += [g for g in d.add_gates if g not in todo.gates]
+
+
+def _apply_todo_claimed(fold: Fold, event: Event) -> None:
+    d = cast("TodoClaimed", event.data)
+    todo = fold.todos[d.id]
+    if todo.holder and todo.holder != event.env.actor:
+        todo.contested_by.append(todo.holder)
+    todo.holder, todo.until = event.env.actor, d.until
+    todo.claimed_clock = event.env.clock
+    todo.decisions_since_claim = []
+
+
+def _apply_todo_renewed(fold: Fold, event: Event) -> None:
+    d = cast("TodoRenewed", event.data)
+    fold.todos[d.id].until = d.until
+
+
+def _drop_lease(todo: Todo) -> None:
+    todo.holder = todo.until = None
+    todo.decisions_since_claim = []
+
+
+def _apply_todo_released(fold: Fold, event: Event) -> None:
+    d = cast("TodoReleased", event.data)
+    _drop_lease(fold.todos[d.id])
+
+
+def _apply_todo_done(fold: Fold, event: Event) -> None:
+    d = cast("TodoDone", event.data)
+    todo = fold.todos[d.id]
+    todo.state, todo.reason = "done", d.summary
+    todo.evidence += [e for e in d.evidence if e not in todo.evidence]
+    _drop_lease(todo)
+
+
+def _apply_todo_state(state: str) -> Callable[[Fold, Event], None]:
+    def apply(fold: Fold, event: Event) -> None:
+        d = cast("TodoBlocked | TodoReopened | TodoCancelled", event.data)
+        todo = fold.todos[d.id]
+        todo.state, todo.reason = state, d.reason
+        _drop_lease(todo)
+
+    return apply
+
+
+def _apply_gate_opened(fold: Fold, event: Event) -> None:
+    d = cast("GateOpened", event.data)
+    fold.gates[d.id] = Gate(d.id, d.goal, d.question, list(d.authority), list(d.blocks),
+                            opened_by=event.env.actor)
+    for todo_id in d.blocks:
+        if d.id not in fold.todos[todo_id].gates:
+            fold.todos[todo_id].gates.append(d.id)
+
+
+def _apply_gate_answered(fold: Fold, event: Event) -> None:
+    d = cast("GateAnswered", event.data)
+    gate = fold.gates[d.id]
+    gate.state, gate.decision, gate.answer, gate.comment = "answered", d.decision, d.answer, d.comment
+    gate.answered_by, gate.answered_event = event.env.actor, event.id
+    gate.answered_clock = event.env.clock
+    # A decision invalidates plans made before it: tell whoever holds a todo of this goal.
+    for todo in fold.todos.values():
+        if todo.goal == gate.goal and todo.holder and todo.claimed_clock < event.env.clock:
+            todo.decisions_since_claim.append(gate.id)
+
+
+def _apply_gate_withdrawn(fold: Fold, event: Event) -> None:
+    d = cast("GateWithdrawn", event.data)
+    fold.gates[d.id].state = "withdrawn"
+
+
+def _apply_evidence(fold: Fold, event: Event) -> None:
+    d = cast("EvidenceRecorded", event.data)
+    goal = event.env.goal or (fold.todos[d.todo].goal if d.todo else None)
+    fold.evidence[d.id] = Evidence(
+        d.id, d.kind, goal, d.todo, list(d.criteria), d.commit, d.tree, d.dirty, d.exit_code,
+        d.command, d.summary, d.url, event.env.actor, event.env.at,
+    )
+    if d.todo and d.id not in fold.todos[d.todo].evidence:
+        fold.todos[d.todo].evidence.append(d.id)  # shown on the todo before it is done, too
+
+
+def _apply_remapped(fold: Fold, event: Event) -> None:
+    d = cast("EvidenceRemapped", event.data)
+    for pair in d.mappings:
+        fold.remaps[pair["old"]] = pair["new"]
+
+
+def _apply_wake_set(fold: Fold, event: Event) -> None:
+    d = cast("WakeSet", event.data)
+    fold.wakes[d.id] = Wake(d.id, event.env.goal, d.at, d.on_gate, d.on_ci, d.on_todo, d.reason,
+                            event.env.actor)
+
+
+def _apply_wake_cleared(fold: Fold, event: Event) -> None:
+    d = cast("WakeCleared", event.data)
+    del fold.wakes[d.id]
+
+
+def _apply_quota_set(fold: Fold, event: Event) -> None:
+    quota = fold.quotas.setdefault(event.env.goal or "", Quota())
+    for name in ("turns", "tokens", "cost"):
+        value = getattr(event.data, name)
+        if value is not None:
+            setattr(quota, name, value)
+
+
+def _apply_quota_spent(fold: Fold, event: Event) -> None:
+    d = cast("QuotaSpent", event.data)
+    scopes = {"", event.env.goal} if event.env.goal else {""}
+    for scope in scopes:
+        quota = fold.quotas.setdefault(scope, Quota())
+        quota.spent_turns += d.turns
+        quota.spent_tokens += d.tokens
+        quota.spent_cost = round(quota.spent_cost + d.cost, 6)
+
+
+def _apply_effect_intended(fold: Fold, event: Event) -> None:
+    d = cast("EffectIntended", event.data)
+    fold.effects[d.id] = Effect(d.id, event.env.goal, d.todo, d.target, d.action,
+                                d.idempotency_key, event.env.actor, event.env.at)
+
+
+def _apply_effect_confirmed(fold: Fold, event: Event) -> None:
+    d = cast("EffectConfirmed", event.data)
+    effect = fold.effects[d.id]
+    effect.state, effect.receipt = "confirmed", d.receipt
+
+
+def _apply_effect_failed(fold: Fold, event: Event) -> None:
+    d = cast("EffectFailed", event.data)
+    effect = fold.effects[d.id]
+    effect.state, effect.error, effect.retryable = "failed", d.error, d.retryable
+
+
+def _apply_note(fold: Fold, event: Event) -> None:
+    fold.notes += 1
+
+
+def _apply_session_opened(fold: Fold, event: Event) -> None:
+    d, env = cast("SessionOpened", event.data), event.env
+    goal = env.goal or (fold.todos[d.todo].goal if d.todo else None)
+    fold.sessions[d.id] = Session(
+        d.id, d.task, goal, d.todo, env.actor, d.keep_open, d.keep_open_reason,
+        d.workspace.host, d.workspace.path, env.at, clock=env.clock, active_at=env.at)
+
+
+def _apply_session_progress(fold: Fold, event: Event) -> None:
+    d = cast("SessionProgress", event.data)
+    session = fold.sessions[d.id]
+    session.last_progress, session.active_at = d.message, event.env.at
+
+
+def _apply_session_responded(fold: Fold, event: Event) -> None:
+    d = cast("SessionResponded", event.data)
+    session = fold.sessions[d.id]
+    session.state, session.last_response = "awaiting_input", d.response
+    session.active_at = event.env.at
+
+
+def _apply_session_interjected(fold: Fold, event: Event) -> None:
+    d = cast("SessionInterjected", event.data)
+    session, env = fold.sessions[d.id], event.env
+    # The kind is re-derived from the replay order, so every clone agrees even when a merge
+    # put the sender's message on the other side of a response; `sent_as` keeps what they saw.
+    session.messages.append({
+        "event": event.id, "seq": len(session.messages) + 1, "from": env.actor, "at": env.at,
+        "kind": views.interjection_kind(session), "sent_as": d.kind,
+        "message": d.message,
+    })
+    session.state, session.active_at = "running", env.at
+
+
+def _apply_session_checkpointed(fold: Fold, event: Event) -> None:
+    d = cast("SessionCheckpointed", event.data)
+    fold.sessions[d.id].checkpoints.append({
+        "number": d.number, "event": event.id, "at": event.env.at, "summary": d.summary,
+        "omitted": d.omitted, "bytes": d.transcript.bytes, "sha256": d.transcript.sha256,
+        "chunks": [[c.path, c.oid, c.bytes] for c in d.transcript.chunks],
+    })
+
+
+def _apply_session_acked(fold: Fold, event: Event) -> None:
+    d = cast("SessionAcked", event.data)
+    session = fold.sessions[d.id]
+    session.acked += [i for i in d.interjections if i not in session.acked]
+
+
+def _apply_session_closed(fold: Fold, event: Event) -> None:
+    d = cast("SessionClosed", event.data)
+    session = fold.sessions[d.id]
+    session.state, session.closed_reason = "closed", d.reason
+    session.closed_note, session.closed_at = d.note, event.env.at
+    session.closed_by = event.env.actor
+
+
+_APPLY: dict[str, Callable[[Fold, Event], None]] = {
+    "ledger.initialised": _apply_initialised,
+    "config.set": _apply_config,
+    "goal.created": _apply_goal_created,
+    "goal.updated": _apply_goal_updated,
+    "goal.closed": _apply_goal_closed,
+    "todo.added": _apply_todo_added,
+    "todo.updated": _apply_todo_updated,
+    "todo.claimed": _apply_todo_claimed,
+    "todo.renewed": _apply_todo_renewed,
+    "todo.released": _apply_todo_released,
+    "todo.done": _apply_todo_done,
+    "todo.blocked": _apply_todo_state("blocked"),
+    "todo.reopened": _apply_todo_state("open"),
+    "todo.cancelled": _apply_todo_state("cancelled"),
+    "gate.opened": _apply_gate_opened,
+    "gate.answered": _apply_gate_answered,
+    "gate.withdrawn": _apply_gate_withdrawn,
+    "evidence.recorded": _apply_evidence,
+    "evidence.remapped": _apply_remapped,
+    "wake.set": _apply_wake_set,
+    "wake.cleared": _apply_wake_cleared,
+    "quota.set": _apply_quota_set,
+    "quota.spent": _apply_quota_spent,
+    "effect.intended": _apply_effect_intended,
+    "effect.confirmed": _apply_effect_confirmed,
+    "effect.failed": _apply_effect_failed,
+    "note.added": _apply_note,
+    "session.opened": _apply_session_opened,
+    "session.progress": _apply_session_progress,
+    "session.responded": _apply_session_responded,
+    "session.interjected": _apply_session_interjected,
+    "session.checkpointed": _apply_session_checkpointed,
+    "session.acked": _apply_session_acked,
+    "session.closed": _apply_session_closed,
+}
+
+
+
+
+def apply(fold: Fold, event: Event) -> None:
+    """Apply ``event`` (of a known type) to ``fold``; the caller has checked it."""
+    _APPLY[event.type](fold, event)

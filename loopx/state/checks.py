@@ -1,0 +1,431 @@
+"""The rules: one check per event type. The same code judges replay and new writes, so a
+write the CLI refuses is exactly an event the projection would list under ``problems``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Optional, Union, cast
+
+from loopx.model import clock as clk
+from loopx.model.paths import transcript_chunk_path
+from loopx.state import authority, views
+from loopx.state.entities import Fold, Session, Todo
+
+if TYPE_CHECKING:  # annotations only: the state layer runs without pydantic on warm reads
+    # Each rule narrows ``event.data`` to its payload with ``cast("Model", ...)``: a string,
+    # so nothing here is imported at run time.
+    from loopx.model.events import (
+        ConfigSet, EffectConfirmed, EffectFailed, EffectIntended, Event, EvidenceRecorded,
+        EvidenceRemapped, GateAnswered, GateOpened, GateWithdrawn, GoalClosed, GoalCreated,
+        GoalUpdated, LedgerInitialised, QuotaSpent, SessionAcked, SessionCheckpointed,
+        SessionClosed, SessionInterjected, SessionOpened, SessionProgress, SessionResponded,
+        TodoAdded, TodoBlocked, TodoCancelled, TodoClaimed, TodoDone, TodoReleased,
+        TodoRenewed, TodoReopened, TodoUpdated, WakeCleared, WakeSet,
+    )
+
+    # The payloads of the events that act on an existing session.
+    SessionChange = Union[SessionProgress, SessionResponded, SessionInterjected,
+                          SessionCheckpointed, SessionAcked, SessionClosed]
+
+# --- rules: one check per event type; the same code judges replay and new writes -------------
+
+Check = Callable[[Fold, "Event"], Optional[str]]
+
+
+def check(fold: Fold, event: Event) -> Optional[str]:
+    """Why ``event`` cannot be applied to ``fold`` now, or None when it can."""
+    rule = _CHECK.get(event.type)
+    return rule(fold, event) if rule else None
+
+
+def _need_goal(fold: Fold, goal_id: str, *, open_: bool = True) -> Optional[str]:
+    goal = fold.goals.get(goal_id)
+    if goal is None:
+        return f"unknown goal {goal_id}"
+    if open_ and goal.state in ("achieved", "abandoned"):
+        return f"goal {goal_id} is {goal.state}"
+    return None
+
+
+def _need_todo(fold: Fold, todo_id: str) -> tuple[Optional[Todo], Optional[str]]:
+    todo = fold.todos.get(todo_id)
+    return (todo, None) if todo else (None, f"unknown todo {todo_id}")
+
+
+def _check_goal_created(fold: Fold, event: Event) -> Optional[str]:
+    data = cast("GoalCreated", event.data)
+    if data.id in fold.goals:
+        return f"goal {data.id} already exists"
+    ids = [c.id for c in data.acceptance]
+    return "acceptance criteria ids repeat" if len(ids) != len(set(ids)) else None
+
+
+def _check_goal_updated(fold: Fold, event: Event) -> Optional[str]:
+    data = cast("GoalUpdated", event.data)
+    why = _need_goal(fold, data.id)
+    if why:
+        return why
+    known = {c["id"] for c in fold.goals[data.id].acceptance}
+    added = [c.id for c in data.add_acceptance]
+    if known & set(added) or len(added) != len(set(added)):
+        return f"goal {data.id} already has a criterion with that id"
+    return None
+
+
+def _check_goal_closed(fold: Fold, event: Event) -> Optional[str]:
+    data = cast("GoalClosed", event.data)
+    why = _need_goal(fold, data.id)
+    if why or data.outcome != "achieved":
+        return why
+    unmet = views.unmet_criteria(fold, data.id)
+    if unmet and not data.override:
+        return (f"goal {data.id} has criteria without passing evidence ({', '.join(unmet)}); "
+                "record evidence or close with --override (a human decision)")
+    if data.override and not event.env.actor.startswith("human:"):
+        return "only a human may override unmet acceptance criteria"
+    return None
+
+
+def _check_todo_added(fold: Fold, event: Event) -> Optional[str]:
+    data = cast("TodoAdded", event.data)
+    if data.id in fold.todos:
+        return f"todo {data.id} already exists"
+    return (
+        _need_goal(fold, data.goal)
+        or _unknown(fold.todos, data.depends_on, "todo")
+        or _unknown(fold.gates, data.gates, "gate")
+        or _unknown_criteria(fold, data.goal, data.criteria)
+    )
+
+
+def _unknown(table: dict[str, Any], ids: list[str], kind: str) -> Optional[str]:
+    missing = [i for i in ids if i not in table]
+    return f"unknown {kind} {', '.join(missing)}" if missing else None
+
+
+def _unknown_criteria(fold: Fold, goal_id: str, criteria: list[str]) -> Optional[str]:
+    goal = fold.goals.get(goal_id)
+    known = {c["id"] for c in goal.acceptance} if goal else set()
+    missing = [c for c in criteria if c not in known]
+    return f"goal {goal_id} has no criterion {', '.join(missing)}" if missing else None
+
+
+def _check_todo_updated(fold: Fold, event: Event) -> Optional[str]:
+    data = cast("TodoUpdated", event.data)
+    todo, why = _need_todo(fold, data.id)
+    if why:
+        return why
+    why = _unknown(fold.todos, data.add_depends_on, "todo") or _unknown(
+        fold.gates, data.add_gates, "gate")
+    if why:
+        return why
+    for dep in data.add_depends_on:
+        if dep == data.id or data.id in views.ancestors(fold, dep):
+            return f"depending on {dep} would make a cycle ({dep} already waits for {data.id})"
+    return None
+
+
+def _check_todo_claimed(fold: Fold, event: Event) -> Optional[str]:
+    data = cast("TodoClaimed", event.data)
+    todo, why = _need_todo(fold, data.id)
+    if why or todo is None:
+        return why
+    if todo.state != "open":
+        return f"todo {todo.id} is {todo.state}"
+    if todo.holder and todo.holder != event.env.actor and views.lease_live(todo, event.env.at):
+        return f"todo {todo.id} is claimed by {todo.holder} until {todo.until} (contested)"
+    why = views.not_ready(fold, todo)
+    return f"todo {todo.id} is not ready: {why}" if why else None
+
+
+def _check_lease_holder(fold: Fold, event: Event) -> Optional[str]:
+    data = cast("TodoRenewed | TodoReleased", event.data)
+    todo, why = _need_todo(fold, data.id)
+    if why or todo is None:
+        return why
+    if todo.holder is None:
+        return f"todo {todo.id} is not claimed"
+    if todo.holder != event.env.actor and not (
+        event.type == "todo.released" and event.env.actor.startswith("human:")
+    ):
+        return f"todo {todo.id} is claimed by {todo.holder}, not {event.env.actor}"
+    return None
+
+
+def _check_todo_done(fold: Fold, event: Event) -> Optional[str]:
+    data = cast("TodoDone", event.data)
+    todo, why = _need_todo(fold, data.id)
+    if why or todo is None:
+        return why
+    if todo.state in ("done", "cancelled"):
+        return f"todo {todo.id} is already {todo.state}"
+    if todo.holder and todo.holder != event.env.actor and views.lease_live(todo, event.env.at):
+        return f"todo {todo.id} is claimed by {todo.holder} until {todo.until}"
+    failing = [e for e in data.evidence if e in fold.evidence and not views.passing(fold.evidence[e])]
+    if failing:
+        return (f"evidence {', '.join(failing)} does not pass (failed, or only a note); "
+                "cite passing evidence, or block the todo instead")
+    return _unknown(fold.evidence, data.evidence, "evidence")
+
+
+def _check_todo_blocked(fold: Fold, event: Event) -> Optional[str]:
+    data = cast("TodoBlocked", event.data)
+    todo, why = _need_todo(fold, data.id)
+    if why or todo is None:
+        return why
+    return None if todo.state == "open" else f"todo {todo.id} is {todo.state}"
+
+
+def _check_todo_reopened(fold: Fold, event: Event) -> Optional[str]:
+    data = cast("TodoReopened", event.data)
+    todo, why = _need_todo(fold, data.id)
+    if why or todo is None:
+        return why
+    return None if todo.state != "open" else f"todo {todo.id} is already open"
+
+
+def _check_todo_cancelled(fold: Fold, event: Event) -> Optional[str]:
+    data = cast("TodoCancelled", event.data)
+    todo, why = _need_todo(fold, data.id)
+    if why or todo is None:
+        return why
+    return None if todo.state in ("open", "blocked") else f"todo {todo.id} is {todo.state}"
+
+
+def _check_gate_opened(fold: Fold, event: Event) -> Optional[str]:
+    data = cast("GateOpened", event.data)
+    if data.id in fold.gates:
+        return f"gate {data.id} already exists"
+    roles = fold.config.get("roles") or {}
+    missing = [a for a in data.authority if a.startswith("role:") and not roles.get(a[5:])]
+    if missing:  # nobody could ever answer it
+        return (f"no one holds {', '.join(missing)}; define it first: "
+                f"git loopx config set --role {missing[0][5:]}=human:EMAIL")
+    return _need_goal(fold, data.goal) or _unknown(fold.todos, data.blocks, "todo")
+
+
+def _check_gate_answered(fold: Fold, event: Event) -> Optional[str]:
+    data = cast("GateAnswered", event.data)
+    gate = fold.gates.get(data.id)
+    if gate is None:
+        return f"unknown gate {data.id}"
+    if gate.state != "open":
+        extra = f" by {gate.answered_by} ({gate.decision})" if gate.state == "answered" else ""
+        return f"gate {gate.id} is already {gate.state}{extra}"
+    if event.env.actor not in authority.resolve(fold.config, gate.authority):
+        return (f"gate {gate.id} is answered by {', '.join(gate.authority)} only; "
+                f"you are {event.env.actor}")
+    if data.decision == "answer" and not data.answer:
+        return "a free answer needs its text"
+    return authority.check_signature(fold, event, f"the answer to gate {gate.id}")
+
+
+
+def _check_config_set(fold: Fold, event: Event) -> Optional[str]:
+    return authority.check_signature(fold, event, "a change to roles or signing rules")
+
+
+def _check_gate_withdrawn(fold: Fold, event: Event) -> Optional[str]:
+    data = cast("GateWithdrawn", event.data)
+    gate = fold.gates.get(data.id)
+    if gate is None:
+        return f"unknown gate {data.id}"
+    return None if gate.state == "open" else f"gate {gate.id} is already {gate.state}"
+
+
+def _check_evidence(fold: Fold, event: Event) -> Optional[str]:
+    data = cast("EvidenceRecorded", event.data)
+    if data.id in fold.evidence:
+        return f"evidence {data.id} already exists"
+    if data.todo and data.todo not in fold.todos:
+        return f"unknown todo {data.todo}"
+    goal = event.env.goal or (fold.todos[data.todo].goal if data.todo else None)
+    if data.criteria:
+        if goal is None:
+            return "evidence for criteria must name its goal or todo"
+        return _need_goal(fold, goal, open_=False) or _unknown_criteria(fold, goal, data.criteria)
+    return None
+
+
+def _check_wake_set(fold: Fold, event: Event) -> Optional[str]:
+    data = cast("WakeSet", event.data)
+    if data.id in fold.wakes:
+        return f"wake {data.id} already exists"
+    if not (data.at or data.on_gate or data.on_ci or data.on_todo):
+        return "a wake needs a time, a gate, CI or a todo to wait for"
+    if data.on_gate and data.on_gate not in fold.gates:
+        return f"unknown gate {data.on_gate}"
+    if data.on_todo and data.on_todo not in fold.todos:
+        return f"unknown todo {data.on_todo}"
+    return None
+
+
+def _check_wake_cleared(fold: Fold, event: Event) -> Optional[str]:
+    data = cast("WakeCleared", event.data)
+    return None if data.id in fold.wakes else f"unknown wake {data.id}"
+
+
+def _check_quota(fold: Fold, event: Event) -> Optional[str]:
+    goal = event.env.goal
+    if goal is not None:
+        return _need_goal(fold, goal, open_=event.type == "quota.set")
+    return None
+
+
+def _check_effect_intended(fold: Fold, event: Event) -> Optional[str]:
+    data = cast("EffectIntended", event.data)
+    if data.id in fold.effects:
+        return f"effect {data.id} already exists"
+    for effect in fold.effects.values():
+        if effect.key == data.idempotency_key and effect.state != "failed":
+            return (f"idempotency key {data.idempotency_key} is already used by effect "
+                    f"{effect.id} ({effect.state})")
+    return None
+
+
+def _check_effect_outcome(fold: Fold, event: Event) -> Optional[str]:
+    data = cast("EffectConfirmed | EffectFailed", event.data)
+    effect = fold.effects.get(data.id)
+    if effect is None:
+        return f"unknown effect {data.id}"
+    return None if effect.state == "indeterminate" else f"effect {effect.id} is already {effect.state}"
+
+
+# --- sessions: see docs/sessions.md ---------------------------------------------------------
+
+
+def _need_session(fold: Fold, event: Event, *, owner: bool = False,
+                  open_: bool = True) -> tuple[Optional[Session], Optional[str]]:
+    data = cast("SessionChange", event.data)
+    session = fold.sessions.get(data.id)
+    if session is None:
+        return None, f"unknown session {data.id}"
+    if open_ and session.state == "closed":
+        return session, f"session {session.id} is closed ({session.closed_reason})"
+    if owner and event.env.actor != session.owner:
+        return session, (f"only its owner {session.owner} can do that to session {session.id}; "
+                         f"you are {event.env.actor} (send it a message instead)")
+    return session, None
+
+
+def _check_session_opened(fold: Fold, event: Event) -> Optional[str]:
+    data, goal = cast("SessionOpened", event.data), event.env.goal
+    if data.id in fold.sessions:
+        return f"session {data.id} already exists"
+    if data.todo is not None and data.todo not in fold.todos:
+        return f"unknown todo {data.todo}"
+    if data.todo is not None and goal is not None and fold.todos[data.todo].goal != goal:
+        return f"todo {data.todo} belongs to goal {fold.todos[data.todo].goal}, not {goal}"
+    return (_need_goal(fold, goal) if goal else None) or _free_slot(fold, event.env.actor, event.env.at)
+
+
+def _free_slot(fold: Fold, owner: str, at: str) -> Optional[str]:
+    limit = views.session_slots(fold)
+    mine = [s for s in fold.sessions.values() if s.owner == owner and s.state != "closed"]
+    if len(mine) < limit:
+        return None
+    idle = sorted((s for s in mine if s.state == "awaiting_input"), key=lambda s: (s.active_at, s.id))
+    now = clk.parse_ts(at)
+    named = ", ".join(
+        f"{s.id} (awaiting input for {clk.format_duration(now - clk.parse_ts(s.active_at))})"
+        for s in idle[:10])
+    hint = f"idle sessions that could be closed: {named}" if idle else "none is idle (all running)"
+    return (f"{owner} already holds {len(mine)} open sessions (limit {limit}); {hint}; "
+            "free a slot with `git loopx session close ID` or `git loopx session reap`")
+
+
+def _check_session_running(fold: Fold, event: Event) -> Optional[str]:
+    session, why = _need_session(fold, event, owner=True)
+    if why is None and session is not None and session.state != "running":
+        return f"session {session.id} is awaiting input; it runs again when a message is sent"
+    return why
+
+
+def _check_session_owner(fold: Fold, event: Event) -> Optional[str]:
+    return _need_session(fold, event, owner=True)[1]
+
+
+def _check_session_open(fold: Fold, event: Event) -> Optional[str]:
+    return _need_session(fold, event)[1]
+
+
+def _check_session_checkpointed(fold: Fold, event: Event) -> Optional[str]:
+    session, why = _need_session(fold, event, owner=True)
+    if why or session is None:
+        return why
+    data = cast("SessionCheckpointed", event.data)
+    if data.number != len(session.checkpoints) + 1:
+        return (f"session {session.id} has {len(session.checkpoints)} checkpoints; "
+                f"the next one is number {len(session.checkpoints) + 1}, not {data.number}")
+    chunks = data.transcript.chunks
+    if [c.path for c in chunks] != [transcript_chunk_path(session.id, data.number, i)
+                                    for i in range(len(chunks))]:
+        return f"transcript chunks of session {session.id} are not at their expected paths"
+    if sum(c.bytes for c in chunks) != data.transcript.bytes:
+        return "transcript size does not match the sum of its chunks"
+    return None
+
+
+def _check_session_acked(fold: Fold, event: Event) -> Optional[str]:
+    data = cast("SessionAcked", event.data)
+    session, why = _need_session(fold, event, owner=True, open_=False)
+    if why or session is None:
+        return why
+    known = {m["event"] for m in session.messages}
+    unknown = [i for i in data.interjections if i not in known]
+    if unknown:
+        return f"session {session.id} has no interjection {', '.join(unknown[:5])}"
+    if set(data.interjections) <= set(session.acked):
+        return f"those messages to session {session.id} were already acknowledged"
+    return None
+
+
+def _check_session_closed(fold: Fold, event: Event) -> Optional[str]:
+    data = cast("SessionClosed", event.data)
+    session, why = _need_session(fold, event)
+    if why is None and session is not None and data.reason == "expired" and (
+        session.state != "awaiting_input"
+    ):
+        # A follow-up that sorts before the reaper's close wins: the session runs on.
+        return f"session {session.id} is {session.state}, only a session awaiting input expires"
+    return why
+
+
+def _ok(fold: Fold, event: Event) -> Optional[str]:
+    return None
+
+
+_CHECK: dict[str, Check] = {
+    "config.set": _check_config_set,
+    "goal.created": _check_goal_created,
+    "goal.updated": _check_goal_updated,
+    "goal.closed": _check_goal_closed,
+    "todo.added": _check_todo_added,
+    "todo.updated": _check_todo_updated,
+    "todo.claimed": _check_todo_claimed,
+    "todo.renewed": _check_lease_holder,
+    "todo.released": _check_lease_holder,
+    "todo.done": _check_todo_done,
+    "todo.blocked": _check_todo_blocked,
+    "todo.reopened": _check_todo_reopened,
+    "todo.cancelled": _check_todo_cancelled,
+    "gate.opened": _check_gate_opened,
+    "gate.answered": _check_gate_answered,
+    "gate.withdrawn": _check_gate_withdrawn,
+    "evidence.recorded": _check_evidence,
+    "wake.set": _check_wake_set,
+    "wake.cleared": _check_wake_cleared,
+    "quota.set": _check_quota,
+    "quota.spent": _check_quota,
+    "effect.intended": _check_effect_intended,
+    "effect.confirmed": _check_effect_outcome,
+    "effect.failed": _check_effect_outcome,
+    "session.opened": _check_session_opened,
+    "session.progress": _check_session_running,
+    "session.responded": _check_session_owner,
+    "session.interjected": _check_session_open,
+    "session.checkpointed": _check_session_checkpointed,
+    "session.acked": _check_session_acked,
+    "session.closed": _check_session_closed,
+}
+
+

@@ -1,0 +1,179 @@
+"""The state types: what the fold of a ledger holds. Plain dataclasses, no behaviour.
+
+:mod:`loopx.state.fold` folds events into a :class:`Fold`; :mod:`loopx.state.checks` says
+whether an event may apply, :mod:`loopx.state.appliers` applies it, :mod:`loopx.state.views`
+derives what readers show. Pure: no git, no I/O, no pydantic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+DEFAULT_LEASE_TTL_S = 45 * 60
+DEFAULT_SESSION_SLOTS = 20
+
+
+@dataclass
+class Goal:
+    id: str
+    title: str
+    description: Optional[str]
+    acceptance: list[dict[str, str]]
+    state: str = "active"
+    reason: Optional[str] = None
+    override: bool = False
+    created_by: str = ""
+    clock: int = 0
+
+
+@dataclass
+class Todo:
+    id: str
+    goal: str
+    title: str
+    description: Optional[str]
+    depends_on: list[str]
+    gates: list[str]
+    criteria: list[str]
+    state: str = "open"  # open | done | blocked | cancelled ("claimed" is derived from the lease)
+    holder: Optional[str] = None
+    until: Optional[str] = None
+    claimed_clock: int = 0
+    reason: Optional[str] = None
+    evidence: list[str] = field(default_factory=list)
+    contested_by: list[str] = field(default_factory=list)
+    decisions_since_claim: list[str] = field(default_factory=list)
+    clock: int = 0
+
+
+@dataclass
+class Gate:
+    id: str
+    goal: str
+    question: str
+    authority: list[str]
+    blocks: list[str]
+    state: str = "open"  # open | answered | withdrawn
+    decision: Optional[str] = None
+    answer: Optional[str] = None
+    comment: Optional[str] = None
+    answered_by: Optional[str] = None
+    answered_event: Optional[str] = None
+    answered_clock: int = 0
+    opened_by: str = ""
+
+
+@dataclass
+class Evidence:
+    id: str
+    kind: str
+    goal: Optional[str]
+    todo: Optional[str]
+    criteria: list[str]
+    commit: Optional[str]
+    tree: Optional[str]
+    dirty: bool
+    exit_code: Optional[int]
+    command: Optional[str]
+    summary: Optional[str]
+    url: Optional[str]
+    actor: str
+    at: str
+
+
+@dataclass
+class Wake:
+    id: str
+    goal: Optional[str]
+    at: Optional[str]
+    on_gate: Optional[str]
+    on_ci: Optional[str]
+    on_todo: Optional[str]
+    reason: Optional[str]
+    actor: str
+
+
+@dataclass
+class Effect:
+    id: str
+    goal: Optional[str]
+    todo: Optional[str]
+    target: str
+    action: str
+    key: str
+    actor: str
+    at: str
+    state: str = "indeterminate"  # indeterminate | confirmed | failed
+    receipt: Optional[str] = None
+    error: Optional[str] = None
+    retryable: bool = False
+
+
+@dataclass
+class Quota:
+    turns: Optional[int] = None
+    tokens: Optional[int] = None
+    cost: Optional[float] = None
+    spent_turns: int = 0
+    spent_tokens: int = 0
+    spent_cost: float = 0.0
+
+
+@dataclass
+class Session:
+    id: str
+    task: str
+    goal: Optional[str]
+    todo: Optional[str]
+    owner: str
+    keep_open: bool
+    keep_open_reason: Optional[str]
+    host: str
+    path: str
+    opened_at: str
+    clock: int = 0
+    state: str = "running"  # running | awaiting_input | closed
+    active_at: str = ""  # when it last ran or responded: idle time counts from here
+    last_progress: Optional[str] = None
+    last_response: Optional[str] = None
+    closed_reason: Optional[str] = None
+    closed_note: Optional[str] = None
+    closed_at: Optional[str] = None
+    closed_by: Optional[str] = None
+    messages: list[dict[str, Any]] = field(default_factory=list)  # interjections, replay order
+    acked: list[str] = field(default_factory=list)  # event ids of consumed interjections
+    checkpoints: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class Problem:
+    event: str
+    type: str
+    actor: str
+    clock: int
+    reason: str
+
+
+@dataclass
+class Fold:
+    """Everything the events say, independent of the time of day."""
+
+    name: Optional[str] = None
+    config: dict[str, Any] = field(default_factory=dict)
+    goals: dict[str, Goal] = field(default_factory=dict)
+    todos: dict[str, Todo] = field(default_factory=dict)
+    gates: dict[str, Gate] = field(default_factory=dict)
+    evidence: dict[str, Evidence] = field(default_factory=dict)
+    wakes: dict[str, Wake] = field(default_factory=dict)
+    effects: dict[str, Effect] = field(default_factory=dict)
+    quotas: dict[str, Quota] = field(default_factory=dict)  # "" is the ledger-wide budget
+    sessions: dict[str, Session] = field(default_factory=dict)
+    notes: int = 0
+    remaps: dict[str, str] = field(default_factory=dict)  # rewritten commit -> new commit
+    problems: list[Problem] = field(default_factory=list)
+    unknown: list[dict[str, Any]] = field(default_factory=list)
+    events: int = 0
+    max_clock: int = 0
+    last_key: tuple[int, str] = (0, "")
+    extra: dict[str, Any] = field(default_factory=dict)  # room for later entity kinds

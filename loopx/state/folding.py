@@ -1,0 +1,63 @@
+"""The fold: events, ordered by ``(clock, id)``, into the ledger's state.
+
+Never crashes on a ledger: an event that is illegal where it falls in the order is skipped and
+reported with its reason. The same set of events gives the same state in any merge order.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional, cast
+
+from loopx.state import appliers, checks
+from loopx.state.entities import Fold, Problem
+
+if TYPE_CHECKING:
+    from loopx.model.events import Event, TodoClaimed
+
+
+def apply(fold: Fold, event: Event) -> Optional[str]:
+    """Apply one event in order; returns the reason it was refused (listed under problems)."""
+    count(fold, event)
+    if not event.known:
+        fold.unknown.append({"event": event.id, "type": event.type, "v": event.env.v})
+        return None
+    reason = checks.check(fold, event)
+    if reason is not None:
+        fold.problems.append(
+            Problem(event.id, event.type, event.env.actor, event.env.clock, reason))
+        _note_contest(fold, event)
+        return reason
+    appliers.apply(fold, event)
+    return None
+
+
+def apply_checked(fold: Fold, event: Event) -> None:
+    """Apply an event the caller has just checked (the write path: one check per event)."""
+    count(fold, event)
+    if event.known:
+        appliers.apply(fold, event)
+
+
+def count(fold: Fold, event: Event) -> None:
+    """What every event adds to the fold, applied or not: its count, clock and order key."""
+    fold.events += 1
+    fold.max_clock = max(fold.max_clock, event.env.clock)
+    fold.last_key = max(fold.last_key, event.sort_key())
+
+
+def _note_contest(fold: Fold, event: Event) -> None:
+    """A claim that lost to a live lease (two claims crossed in a merge): the todo shows who
+    else wanted it."""
+    if event.type != "todo.claimed":
+        return
+    todo = fold.todos.get(cast("TodoClaimed", event.data).id)
+    if todo is not None and todo.holder and event.env.actor not in (todo.holder, *todo.contested_by):
+        todo.contested_by.append(event.env.actor)
+
+
+def replay(events: list[Event], fold: Optional[Fold] = None) -> Fold:
+    """Fold events (in any order given) into a state; ``fold`` continues an earlier one."""
+    fold = fold or Fold()
+    for event in sorted(events, key=lambda event: event.sort_key()):
+        apply(fold, event)
+    return fold
