@@ -19,7 +19,8 @@ from pathlib import Path
 from loopx import Ledger
 from loopx.features import changes as review
 from loopx.features import validate
-from loopx.ledger.book import Draft
+from loopx.ledger import layout
+from loopx.ledger.txn import Draft
 
 
 def build(where: Path, commits: int, per: int) -> Ledger:
@@ -67,7 +68,7 @@ def naive_log(led: Ledger) -> None:
                 capture_output=True,
                 check=True,
             ).stdout
-            history.describe(Ledger._parse_file(name, data))
+            history.describe(layout.read_event(name, data))
 
 
 def main() -> None:

@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from loopx.model import clock  # noqa: E402
 from loopx.model import codec
-from loopx.storage import gateway as git
+from loopx.storage import gateway
 from loopx.model import ids
 from loopx.storage.store import STATE_REF, Store  # noqa: E402
 
@@ -121,7 +121,7 @@ def write_events(repo: Path, docs: Iterator[dict[str, Any]], count: int, ref: st
     (Store.write_blobs/write_tree/commit_tree would fsync each object: right for real writes,
     far too slow for making a 100k-event ledger.)
     """
-    store = Store(git.discover(repo))
+    store = Store(gateway.discover(repo))
     tip = store.tip(ref)
     stream: list[bytes] = []
     written = 0
@@ -136,7 +136,7 @@ def write_events(repo: Path, docs: Iterator[dict[str, Any]], count: int, ref: st
             body = codec.dump(doc)
             stream.append(b"M 100644 inline %s\ndata %d\n%s\n" % (_path(doc).encode(), len(body), body))
         written += len(batch)
-    git.run(repo, "fast-import", "--quiet", input=b"".join(stream))
+    gateway.run(repo, "fast-import", "--quiet", input=b"".join(stream))
     new = store.tip(ref)
     store.close()
     assert new is not None
@@ -146,12 +146,12 @@ def write_events(repo: Path, docs: Iterator[dict[str, Any]], count: int, ref: st
 def make_repo(where: Path, events: int) -> tuple[Path, Generator]:
     repo = where / f"ledger-{events}"
     repo.mkdir()
-    git.run(repo, "init", "-q", "-b", "main")
+    gateway.run(repo, "init", "-q", "-b", "main")
     (repo / "README").write_text("bench\n")
-    git.run(repo, "add", "README")
-    git.run(repo, "-c", "user.name=b", "-c", "user.email=b@x", "commit", "-q", "-m", "init")
-    head = git.out(repo, "rev-parse", "HEAD")
-    gen = Generator(head, git.out(repo, "rev-parse", "HEAD^{tree}"))
+    gateway.run(repo, "add", "README")
+    gateway.run(repo, "-c", "user.name=b", "-c", "user.email=b@x", "commit", "-q", "-m", "init")
+    head = gateway.out(repo, "rev-parse", "HEAD")
+    gen = Generator(head, gateway.out(repo, "rev-parse", "HEAD^{tree}"))
     stream = gen.stream()
     write_events(repo, stream, events)
     gen.rest = stream  # type: ignore[attr-defined]  # to continue the same story later
@@ -204,7 +204,7 @@ def peak_rss_mb(repo: Path, *args: str) -> float:
 
 
 def drop_cache(repo: Path) -> None:
-    shutil.rmtree(git.discover(repo).loopx_dir / "cache", ignore_errors=True)
+    shutil.rmtree(gateway.discover(repo).loopx_dir / "cache", ignore_errors=True)
 
 
 def measure(where: Path, events: int, runs: int) -> dict[str, float]:

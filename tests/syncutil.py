@@ -40,9 +40,9 @@ def seeded(tmp_path: Path, clones: int) -> tuple[Path, list[Path]]:
 
 
 def open_ledger(path: Path) -> Any:
-    from loopx import Ledger
+    from loopx.ops import ledgers
 
-    return Ledger.open(path)
+    return ledgers.open_ledger(path)
 
 
 def note(path: Path, actor: str, text: str, event_id: str | None = None) -> str:

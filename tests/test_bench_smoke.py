@@ -19,4 +19,4 @@ def test_bench_core_runs_and_prints_its_table(tmp_path: Path) -> None:
     assert "peer: git plumbing (sh)" in out
     for figure in ("one append from the shell", "events in one batch", "writers x"):
         assert figure in out
-    assert "import cost:" in out and "loopx.ledger.book" in out
+    assert "import cost:" in out and "loopx.ledger" in out

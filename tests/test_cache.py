@@ -11,11 +11,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import git
-from loopx.ledger import cache
-from loopx.ledger import book as ledger_mod
+from loopx.ledger import cache, replay
+from loopx.errors import TransitionError
+from loopx.ledger.txn import Txn
 from loopx.model import clock
 from loopx.state import entities, folding, views
-from loopx.ledger.book import Draft, Ledger
+from loopx.ledger.book import Ledger
+from loopx.ledger.txn import Draft
 
 ACTOR = "agent:a"
 
@@ -57,14 +59,14 @@ def _draft(fold: entities.Fold, kind: str, pick: int, n: int) -> Draft | None:
 
 
 def _append(led: Ledger, batch: list[tuple[str, int]], counter: list[int]) -> None:
-    def build(txn: ledger_mod.Txn) -> None:
+    def build(txn: Txn) -> None:
         for kind, pick in batch:
             counter[0] += 1
             draft = _draft(txn.fold, kind, pick, counter[0])
             if draft is not None:
                 try:
                     txn.add(draft)
-                except ledger_mod.TransitionError:
+                except TransitionError:
                     pass
 
     led.write(build, actor=ACTOR)
@@ -104,7 +106,7 @@ def test_incremental_update_equals_full_rebuild(batches: list[list[tuple[str, in
                     for table in ("goals", "todos", "gates", "evidence"):  # order counts too
                         assert list(getattr(incremental, table)) == list(getattr(full, table))
                     _check_live(reader, full)
-                    rebuilt = reader._rebuild(reader.tip())
+                    rebuilt = reader.reader.rebuild(reader.tip())
                     assert cache._fold_to_data(rebuilt) == cache._fold_to_data(full)
 
 
@@ -129,13 +131,14 @@ def test_incremental_update_reads_only_the_new_files(ledger: Ledger, monkeypatch
     ledger.append("note.added", {"id": "n-2", "text": "two"}, actor=ACTOR)
     path.write_bytes(before)
     parsed: list[int] = []
-    original = Ledger._parse_entries
+    original = replay.Reader._parse_entries
 
-    def counting(self: Ledger, entries: list[object], problems: list[entities.Problem]) -> object:
+    def counting(self: replay.Reader, entries: list[object],
+                 problems: list[entities.Problem]) -> object:
         parsed.append(len(entries))
-        return original(self, entries, problems)
+        return original(self, entries, problems)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(Ledger, "_parse_entries", counting)
+    monkeypatch.setattr(replay.Reader, "_parse_entries", counting)
     with Ledger.open(ledger.repo.cwd) as reader:
         assert reader.fold().notes == 2
     assert parsed == [2]
@@ -176,8 +179,8 @@ def test_long_rebuild_reports_progress(ledger: Ledger, monkeypatch: pytest.Monke
     for n in range(5):
         ledger.append("note.added", {"id": f"n-{n}", "text": "x"}, actor=ACTOR)
     ledger._cache_path().unlink()
-    monkeypatch.setattr(ledger_mod, "PROGRESS_MIN_EVENTS", 3)
-    monkeypatch.setattr(ledger_mod, "PARSE_CHUNK", 2)
+    monkeypatch.setattr(replay, "PROGRESS_MIN_EVENTS", 3)
+    monkeypatch.setattr(replay, "PARSE_CHUNK", 2)
     seen: list[tuple[int, int]] = []
     with Ledger.open(ledger.repo.cwd) as reader:
         reader.progress = lambda done, total: seen.append((done, total))

@@ -15,7 +15,7 @@ from statekit import run
 
 from loopx import Ledger
 from loopx.model import ids
-from loopx.ledger.book import Draft
+from loopx.ledger.txn import Draft
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 UPDATE = bool(
@@ -117,9 +117,9 @@ def story(repo: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def _discover(repo: Path):  # type: ignore[no-untyped-def]
-    from loopx.storage import gateway as git
+    from loopx.storage import gateway
 
-    return git.discover(repo)
+    return gateway.discover(repo)
 
 
 def _commit_refused(repo: Path, led: Ledger, draft: Draft, actor: str, now: datetime) -> None:

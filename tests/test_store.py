@@ -69,9 +69,9 @@ def test_a_lock_left_by_a_killed_writer_is_free_at_once(repo: Path, ledger: Ledg
     holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import sys, time
         sys.path.insert(0, {str(Path(__file__).parents[1])!r})
-        from loopx.storage import gateway as git
+        from loopx.storage import gateway
         from loopx.storage.store import Store
-        with Store(git.discover({str(repo)!r})).lock():
+        with Store(gateway.discover({str(repo)!r})).lock():
             print("locked", flush=True)
             time.sleep(60)
     """)], stdout=subprocess.PIPE, text=True)

@@ -9,7 +9,8 @@ import pytest
 from conftest import git, run_loopx
 from loopx.storage import gateway as gitgw
 from loopx.errors import NotFound
-from loopx.ledger.book import Draft, Ledger, Txn
+from loopx.ledger.book import Ledger
+from loopx.ledger.txn import Draft, Txn
 from loopx.storage.store import PACK_MIN_BLOBS
 
 

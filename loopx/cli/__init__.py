@@ -62,13 +62,9 @@ class App:
     @property
     def ledger(self) -> Any:
         if self._ledger is None:
-            from loopx.ledger.book import Ledger
-            from loopx.storage.store import STATE_REF
+            from loopx.ops import ledgers
 
-            ref = self.state_ref or STATE_REF
-            if ref and not ref.startswith("refs/"):
-                ref = f"refs/heads/{ref}"
-            self._ledger = Ledger.open(self.cwd, ref=ref)
+            self._ledger = ledgers.open_ledger(self.cwd, ref=self.state_ref)
             if sys.stderr.isatty():
                 self._ledger.progress = _progress
         return self._ledger
@@ -77,9 +73,9 @@ class App:
     def actor(self) -> str:
         if self._actor:
             return self._actor
-        from loopx.storage import gateway as git
+        from loopx.storage import gateway
 
-        email = git.out(self.cwd, "config", "user.email", check=False).strip()
+        email = gateway.out(self.cwd, "config", "user.email", check=False).strip()
         if not email:
             raise LoopxError(
                 "who is acting? pass --actor KIND:NAME, set LOOPX_ACTOR, or `git config user.email`"
@@ -204,9 +200,9 @@ def cli(ctx: click.Context, cwd: str, actor: Optional[str], state_ref: Optional[
     Start with `git loopx init`, or try `git loopx demo`.
     """
     if debug:
-        from loopx.storage import gateway as git
+        from loopx.storage import gateway
 
-        git.DEBUG = True
+        gateway.DEBUG = True
     if ctx.obj is None:  # `batch` re-enters with its own App already set
         ctx.obj = App(cwd=cwd, actor=actor, state_ref=state_ref, debug=debug)
         ctx.obj.now = _parse_now(now_text) if now_text else None
@@ -281,7 +277,7 @@ def emit_event(app: App, event: Any, text: str) -> None:
 
 def lookup(table: dict[str, Any], prefix: str, kind: str) -> str:
     """Resolve a unique id prefix (like git's short hashes)."""
-    from loopx.ledger.book import resolve_id
+    from loopx.state.views import resolve_id
 
     return resolve_id(table, prefix, kind)
 
@@ -290,7 +286,7 @@ def write_about(app: App, table: str, prefix: str, kind: str, event_type: str,
                 data: dict[str, Any], event_id: Optional[str]) -> Any:
     """Append one ``event_type`` about an existing entity (resolved from its id prefix in the
     fold's ``table``), under that entity's goal."""
-    from loopx.ledger.book import Draft
+    from loopx.ledger.txn import Draft
 
     def build(txn: Any) -> Any:
         entities = getattr(txn.fold, table)

@@ -21,7 +21,9 @@ def init(app: App, name: Optional[str]) -> None:
 
     In a fresh clone, adopts origin's state branch instead of starting a new one.
     """
-    event = app.ledger.init(actor=app.actor, name=name)
+    from loopx.ops import ledgers
+
+    event = ledgers.init(app.ledger, actor=app.actor, name=name)
     ref = app.ledger.ref
     if event is None:
         app.emit({"created": False, "ref": ref, "tip": app.ledger.tip()},
@@ -52,7 +54,7 @@ def config_set(app: App, roles: tuple[str, ...], lease_ttl: Optional[str],
                session_slots: Optional[int], session_idle: Optional[str],
                signed_answers: Optional[str], signers_file: Optional[str]) -> None:
     """Change ledger settings."""
-    from loopx.ledger.book import Draft
+    from loopx.ledger.txn import Draft
 
     def build(txn: Any) -> Any:
         data: dict[str, Any] = {}
@@ -182,9 +184,9 @@ def schema() -> None:
 def _project_root(root: Optional[str]) -> Path:
     if root:
         return Path(root)
-    from loopx.storage import gateway as git
+    from loopx.storage import gateway
 
-    return git.discover(".").work_tree or Path(".")
+    return gateway.discover(".").work_tree or Path(".")
 
 
 @schema.command("export")

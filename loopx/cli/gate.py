@@ -27,7 +27,7 @@ def gate() -> None:
 def gate_open(app: App, goal_id: str, question: str, gate_id: Optional[str],
               authority: tuple[str, ...], blocks: tuple[str, ...], event_id: Optional[str]) -> None:
     """Ask QUESTION of an authority; the todos it blocks wait for approval."""
-    from loopx.ledger.book import Draft
+    from loopx.ledger.txn import Draft
 
     def build(txn: Any) -> Any:
         gid = lookup(txn.fold.goals, goal_id, "goal")
@@ -53,7 +53,7 @@ def gate_open(app: App, goal_id: str, question: str, gate_id: Optional[str],
 def gate_answer(app: App, gate_id: str, approve: bool, reject: bool, answer: Optional[str],
                 comment: Optional[str], sign: bool, event_id: Optional[str]) -> None:
     """Answer a gate (only its authority may): --approve, --reject or --answer TEXT."""
-    from loopx.ledger.book import Draft
+    from loopx.ledger.txn import Draft
 
     chosen = [name for name, given in (("approve", approve), ("reject", reject),
                                        ("answer", answer is not None)) if given]

@@ -26,7 +26,7 @@ def goal() -> None:
 def goal_add(app: App, title: str, goal_id: Optional[str], accept: tuple[str, ...],
              description: Optional[str], event_id: Optional[str]) -> None:
     """Create a goal with acceptance criteria."""
-    from loopx.ledger.book import Draft
+    from loopx.ledger.txn import Draft
 
     gid = goal_id or new_short_id("g", event_id)
     data: dict[str, Any] = {"id": gid, "title": title, "description": description,
@@ -47,7 +47,7 @@ def goal_add(app: App, title: str, goal_id: Optional[str], accept: tuple[str, ..
 def goal_update(app: App, goal_id: str, title: Optional[str], description: Optional[str],
                 accept: tuple[str, ...], state: Optional[str], event_id: Optional[str]) -> None:
     """Change a goal's title, description or state, or add criteria."""
-    from loopx.ledger.book import Draft
+    from loopx.ledger.txn import Draft
 
     def build(txn: Any) -> Any:
         gid = lookup(txn.fold.goals, goal_id, "goal")
@@ -72,7 +72,7 @@ def goal_update(app: App, goal_id: str, title: Optional[str], description: Optio
 def goal_close(app: App, goal_id: str, outcome: Optional[str], reason: Optional[str],
                override: bool, event_id: Optional[str]) -> None:
     """Close a goal as achieved or abandoned."""
-    from loopx.ledger.book import Draft
+    from loopx.ledger.txn import Draft
 
     if outcome is None:
         raise click.UsageError("say --achieved or --abandoned")

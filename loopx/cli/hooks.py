@@ -110,7 +110,7 @@ def _post_commit(app: App, args: list[str], stdin: str) -> list[str]:
     if found is None or _rebasing(found.git_dir):
         return []
     from loopx.features import capture
-    from loopx.storage import gateway as git
+    from loopx.storage import gateway
 
     background_child = COMMIT_ENV in os.environ
     info = capture.read_commit(app.cwd, os.environ.get(COMMIT_ENV, "HEAD"))
@@ -123,7 +123,7 @@ def _post_commit(app: App, args: list[str], stdin: str) -> list[str]:
         return []
     from loopx.ledger.book import Ledger
 
-    ledger = Ledger(git.discover(app.cwd), ref=_state_ref(app))
+    ledger = Ledger(gateway.discover(app.cwd), ref=_state_ref(app))
     result = capture.record_commit(ledger=ledger, actor=app.actor, info=info)
     return result.notes + [_recorded_line(e) for e in result.events]
 
@@ -135,9 +135,9 @@ def _recorded_line(event: Any) -> str:
 
 
 def _config_true(app: App, key: str) -> bool:
-    from loopx.storage import gateway as git
+    from loopx.storage import gateway
 
-    return git.out(app.cwd, "config", "--bool", key, check=False) == "true"
+    return gateway.out(app.cwd, "config", "--bool", key, check=False) == "true"
 
 
 def _record_in_background(app: App, loopx_dir: Path, sha: str) -> None:
@@ -167,20 +167,20 @@ def _state_ref(app: App) -> str:
 
 class _Found(NamedTuple):
     git_dir: str  # this worktree's
-    loopx_dir: Path  # loopx's files in the common git dir (as git.Repo.loopx_dir)
+    loopx_dir: Path  # loopx's files in the common git dir (as gateway.Repo.loopx_dir)
     tip: str
 
 
 def _ledger_tip(app: App) -> Optional[_Found]:
     """Where the repository is and its state tip, if it has a ledger (one git call)."""
-    from loopx.storage import gateway as git
+    from loopx.storage import gateway
 
-    proc = git.run(app.cwd, "rev-parse", "--absolute-git-dir", "--git-common-dir", "--verify",
+    proc = gateway.run(app.cwd, "rev-parse", "--absolute-git-dir", "--git-common-dir", "--verify",
                    "-q", f"{_state_ref(app)}^{{commit}}", check=False)
     lines = proc.stdout.decode().splitlines()
     if proc.returncode != 0 or len(lines) != 3:
         return None
-    common = Path(app.cwd) / lines[1]  # relative to the cwd, like git.discover reads it
+    common = Path(app.cwd) / lines[1]  # relative to the cwd, like gateway.discover reads it
     return _Found(lines[0], common.resolve() / "loopx", lines[2])
 
 
@@ -203,9 +203,9 @@ def _post_rewrite(app: App, args: list[str], stdin: str) -> list[str]:
 
 
 def _amend_from_reflog(app: App) -> list[dict[str, str]]:
-    from loopx.storage import gateway as git
+    from loopx.storage import gateway
 
-    proc = git.run(app.cwd, "rev-parse", "HEAD@{1}", "HEAD", check=False)
+    proc = gateway.run(app.cwd, "rev-parse", "HEAD@{1}", "HEAD", check=False)
     old_new = proc.stdout.decode().split()
     if proc.returncode != 0 or len(old_new) != 2:
         return []
@@ -298,7 +298,7 @@ def _evidence_builder(data: dict[str, Any], todo_id: Optional[str], goal_id: Opt
                       ev_id: Optional[str], event_id: Optional[str]) -> Callable[[Any], Any]:
     from loopx.cli.records import _goal_of
     from loopx.model.ids import new_short_id
-    from loopx.ledger.book import Draft
+    from loopx.ledger.txn import Draft
 
     def build(txn: Any) -> Any:
         todo = lookup(txn.fold.todos, todo_id, "todo") if todo_id else None

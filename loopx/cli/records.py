@@ -11,7 +11,7 @@ from loopx.cli import App, duration, emit_event, event_id_option, lookup, pass_a
 from loopx.model.ids import new_short_id
 
 if TYPE_CHECKING:
-    from loopx.ledger.book import Txn
+    from loopx.ledger.txn import Txn
 
 
 def _goal_of(txn: Txn, goal: Optional[str], todo: Optional[str]) -> Optional[str]:
@@ -51,7 +51,7 @@ def evidence_add(app: App, kind: str, todo_id: Optional[str], goal_id: Optional[
                  url: Optional[str], digest: Optional[str], ev_id: Optional[str],
                  event_id: Optional[str]) -> None:
     """Record evidence; it is bound to HEAD's commit and tree unless --commit says otherwise."""
-    from loopx.ledger.book import Draft
+    from loopx.ledger.txn import Draft
 
     binding = _binding(app, rev)
 
@@ -68,7 +68,7 @@ def evidence_add(app: App, kind: str, todo_id: Optional[str], goal_id: Optional[
 
 def _binding(app: App, rev: Optional[str]) -> dict[str, Any]:
     """commit, tree and dirty flag of ``rev`` (HEAD by default) in the user's work tree."""
-    from loopx.storage import gateway as git
+    from loopx.storage import gateway
 
     repo = app.ledger.repo
     commit = app.ledger.store.resolve(rev or "HEAD")
@@ -76,10 +76,10 @@ def _binding(app: App, rev: Optional[str]) -> dict[str, Any]:
         if rev:
             raise click.BadParameter(f"no commit {rev!r}", param_hint="--commit")
         return {}
-    tree = git.out(repo.cwd, "rev-parse", f"{commit}^{{tree}}")
+    tree = gateway.out(repo.cwd, "rev-parse", f"{commit}^{{tree}}")
     dirty = False
     if rev is None and repo.work_tree is not None:
-        dirty = bool(git.out(repo.cwd, "status", "--porcelain", "--untracked-files=no"))
+        dirty = bool(gateway.out(repo.cwd, "status", "--porcelain", "--untracked-files=no"))
     return {"commit": commit, "tree": tree, "dirty": dirty}
 
 
@@ -129,7 +129,7 @@ def wake_set(app: App, at: Optional[str], in_: Optional[str], on_gate: Optional[
              reason: Optional[str], wake_id: Optional[str], event_id: Optional[str]) -> None:
     """Set a wake condition."""
     from loopx.model import clock
-    from loopx.ledger.book import Draft
+    from loopx.ledger.txn import Draft
 
     def build(txn: Any) -> Any:
         when = at
@@ -193,7 +193,7 @@ def quota() -> None:
 def quota_set(app: App, goal_id: Optional[str], turns: Optional[int], tokens: Optional[int],
               cost: Optional[float], event_id: Optional[str]) -> None:
     """Set a budget."""
-    from loopx.ledger.book import Draft
+    from loopx.ledger.txn import Draft
 
     if turns is None and tokens is None and cost is None:
         raise click.UsageError("give at least one of --turns, --tokens, --cost")
@@ -217,7 +217,7 @@ def quota_set(app: App, goal_id: Optional[str], turns: Optional[int], tokens: Op
 def quota_spend(app: App, goal_id: Optional[str], todo_id: Optional[str], turns: int, tokens: int,
                 cost: float, event_id: Optional[str]) -> None:
     """Record what was spent (after the work)."""
-    from loopx.ledger.book import Draft
+    from loopx.ledger.txn import Draft
 
     def build(txn: Any) -> Any:
         todo = lookup(txn.fold.todos, todo_id, "todo") if todo_id else None
@@ -264,7 +264,7 @@ def effect() -> None:
 def effect_intend(app: App, target: str, action: str, key: Optional[str], todo_id: Optional[str],
                   goal_id: Optional[str], effect_id: Optional[str], event_id: Optional[str]) -> None:
     """Record the intent to write to TARGET, before making the call."""
-    from loopx.ledger.book import Draft
+    from loopx.ledger.txn import Draft
 
     def build(txn: Any) -> Any:
         todo = lookup(txn.fold.todos, todo_id, "todo") if todo_id else None
@@ -328,7 +328,7 @@ def note() -> None:
 def note_add(app: App, text: str, todo_id: Optional[str], goal_id: Optional[str],
              event_id: Optional[str]) -> None:
     """Add a note."""
-    from loopx.ledger.book import Draft
+    from loopx.ledger.txn import Draft
 
     def build(txn: Any) -> Any:
         todo = lookup(txn.fold.todos, todo_id, "todo") if todo_id else None

@@ -140,7 +140,7 @@ def _claim(app: App, todo_id: str, ttl: Optional[str]) -> Any:
 
     from loopx.model import clock
     from loopx.cli import duration
-    from loopx.ledger.book import Draft
+    from loopx.ledger.txn import Draft
     from loopx.state.entities import DEFAULT_LEASE_TTL_S
 
     def build(txn: Any) -> Any:

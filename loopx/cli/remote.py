@@ -108,7 +108,7 @@ def doctor(app: App, rollback: bool) -> None:
 
     ref = app.state_ref or STATE_REF
     ref = ref if ref.startswith("refs/") else f"refs/heads/{ref}"
-    with Ledger.open(app.cwd, ref=ref, adopt=False) as ledger:
+    with Ledger.open(app.cwd, ref=ref) as ledger:
         result: dict[str, Any] = {"health": doctor_.examine(ledger=ledger)}
         if rollback:
             result["rollback"] = doctor_.rollback(ledger=ledger)

@@ -42,7 +42,7 @@ def session_open(app: App, task: str, session_id: Optional[str], goal_id: Option
     """Open a session running TASK; you (the actor) are its owner and it takes one slot."""
     from loopx.features import transcripts as sessions
     from loopx.model.ids import new_short_id
-    from loopx.ledger.book import Draft
+    from loopx.ledger.txn import Draft
 
     workspace = {"host": host or sessions.local_host(),
                  "path": ws_path or str(Path(app.cwd).resolve())}
@@ -69,7 +69,7 @@ def _session_event(name: str, event_type: str, field: str, doc: str, verb: str) 
     @pass_app
     def command(app: App, session_id: str, text: str, event_id: Optional[str]) -> None:
         from loopx.features import transcripts as sessions
-        from loopx.ledger.book import Draft
+        from loopx.ledger.txn import Draft
 
         body = sys.stdin.read() if text == "-" else text
 
@@ -295,7 +295,7 @@ def session_close(app: App, session_id: str, reason: Optional[str], note: Option
                   event_id: Optional[str]) -> None:
     """Close a session and free its slot. Sessions never close on their own."""
     from loopx.features import transcripts as sessions
-    from loopx.ledger.book import Draft
+    from loopx.ledger.txn import Draft
 
     def build(txn: Any) -> Any:
         found = sessions.get(txn.fold, session_id)

@@ -30,7 +30,7 @@ def todo_add(app: App, goal_id: str, title: str, todo_id: Optional[str], after: 
              gate: tuple[str, ...], criterion: tuple[str, ...], description: Optional[str],
              event_id: Optional[str]) -> None:
     """Add a todo to GOAL_ID."""
-    from loopx.ledger.book import Draft
+    from loopx.ledger.txn import Draft
 
     def build(txn: Any) -> Any:
         fold = txn.fold
@@ -77,7 +77,7 @@ def todo_depend(app: App, todo_id: str, on: tuple[str, ...], event_id: Optional[
 def _update(txn: Any, todo_id: str, event_id: Optional[str], *, title: Optional[str] = None,
             description: Optional[str] = None, after: tuple[str, ...] = (),
             gate: tuple[str, ...] = ()) -> Any:
-    from loopx.ledger.book import Draft
+    from loopx.ledger.txn import Draft
 
     tid = lookup(txn.fold.todos, todo_id, "todo")
     data = {"id": tid, "title": title, "description": description,
@@ -90,7 +90,7 @@ def _simple(event_type: str, verb: str, **options: Any) -> Any:
     """A todo command that takes the id and optional fields, and appends one event."""
 
     def command(app: App, todo_id: str, event_id: Optional[str], **fields: Any) -> None:
-        from loopx.ledger.book import Draft
+        from loopx.ledger.txn import Draft
 
         def build(txn: Any) -> Any:
             tid = lookup(txn.fold.todos, todo_id, "todo")
@@ -135,7 +135,7 @@ def _lease_command(event_type: str, verb: str) -> Any:
     @pass_app
     def command(app: App, todo_id: str, ttl: Optional[str], synced: bool, event_id: Optional[str]) -> None:
         from loopx.model import clock
-        from loopx.ledger.book import Draft
+        from loopx.ledger.txn import Draft
         from loopx.state.entities import DEFAULT_LEASE_TTL_S
 
         def build(txn: Any) -> Any:

@@ -22,13 +22,14 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Optional
 
 from loopx.model import clock
-from loopx.storage import gateway as git
+from loopx.storage import gateway
 from loopx.features import redact
 from loopx.errors import Ambiguous, NotFound
 from loopx.model.ids import new_short_id
 
 if TYPE_CHECKING:
-    from loopx.ledger.book import Ledger, Txn
+    from loopx.ledger.book import Ledger
+    from loopx.ledger.txn import Txn
     from loopx.model.events import Event
 
 TAIL_LINES = 40
@@ -55,7 +56,7 @@ def read_commit(cwd: Any, rev: str = "HEAD") -> CommitInfo:
         "%(trailers:key=Loopx-Todo,valueonly,separator=%x2C)",
         "%(trailers:key=Loopx-Goal,valueonly,separator=%x2C)",
     ])
-    text = git.out(cwd, "log", "-1", "--no-show-signature", f"--format={fmt}", rev, "--")
+    text = gateway.out(cwd, "log", "-1", "--no-show-signature", f"--format={fmt}", rev, "--")
     sha, tree, author, subject, todos, goals = text.split(_SEP)
     return CommitInfo(sha, tree, author, subject, _ids(todos), _ids(goals))
 
@@ -97,7 +98,7 @@ def record_commit(*, ledger: "Ledger", actor: str, rev: str = "HEAD",
 def _targets(txn: "Txn", info: CommitInfo, actor: str, now: datetime,
              notes: list[str]) -> list[tuple[Optional[str], Optional[str]]]:
     """(todo, goal) pairs the commit works on."""
-    from loopx.ledger.book import resolve_id
+    from loopx.state.views import resolve_id
 
     fold = txn.fold
     todos = [t for i in info.todos if (t := _resolve(resolve_id, fold.todos, i, "todo", notes))]
@@ -149,7 +150,7 @@ def _already_recorded(txn: "Txn", sha: str, todo: Optional[str], goal: Optional[
 
 
 def _commit_draft(info: CommitInfo, todo: Optional[str], goal: Optional[str]) -> Any:
-    from loopx.ledger.book import Draft
+    from loopx.ledger.txn import Draft
 
     data = {"id": new_short_id("e"), "kind": "commit", "commit": info.sha, "tree": info.tree,
             "author": info.author[:500], "summary": info.subject[:20_000] or None, "todo": todo}
@@ -169,7 +170,7 @@ def parse_rewrites(lines: Iterable[str]) -> list[dict[str, str]]:
 def record_rewrite(*, ledger: "Ledger", actor: str, pairs: list[dict[str, str]],
                    now: Optional[datetime] = None) -> Recorded:
     """One ``evidence.remapped`` for the rewritten commits that evidence (or a remap) names."""
-    from loopx.ledger.book import Draft
+    from loopx.ledger.txn import Draft
 
     result = Recorded()
 

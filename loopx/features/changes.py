@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Optional
 
+from loopx.ledger import layout
 from loopx.storage import commits
 from loopx.state import history
 from loopx.state import views
@@ -56,7 +57,7 @@ def _event_row(
     path: str, data: Optional[bytes], refused: dict[str, str], signed: dict[str, Any]
 ) -> dict[str, Any]:
     try:
-        event = Ledger._parse_file(path, data)
+        event = layout.read_event(path, data)
     except Exception as exc:  # a broken file is shown, never fatal: log is for looking
         return {
             "id": path,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any, Optional
 
-from loopx.storage import gateway as git
+from loopx.storage import gateway
 from loopx.features import incoming
 from loopx.errors import GitError, LoopxError
 from loopx.ledger.book import Ledger
@@ -44,7 +44,7 @@ def examine(*, ledger: Ledger) -> dict[str, Any]:
 
 def tip_problems(store: Store, tip: str) -> list[str]:
     """Why the commit ``tip`` is not a healthy state (missing objects, invalid files)."""
-    proc = git.run(store.cwd, "fsck", "--connectivity-only", "--no-dangling", "--no-progress",
+    proc = gateway.run(store.cwd, "fsck", "--connectivity-only", "--no-dangling", "--no-progress",
                    tip, check=False)
     if proc.returncode != 0:
         text = (proc.stdout + proc.stderr).decode("utf-8", "replace")
@@ -109,5 +109,5 @@ def _locks(store: Store, ref: str) -> list[dict[str, Any]]:
 
 
 def _refs(store: Store, prefix: str) -> list[str]:
-    out = git.out(store.cwd, "for-each-ref", "--format=%(refname)", prefix)
+    out = gateway.out(store.cwd, "for-each-ref", "--format=%(refname)", prefix)
     return [line for line in out.splitlines() if line]

@@ -25,7 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional
 
-from loopx.storage import gateway as git
+from loopx.storage import gateway
 from loopx.ledger import layout as rules
 from loopx.storage.gateway import Oid
 from loopx.ledger.layout import AREAS, Broken  # noqa: F401  (AREAS: re-exported, the layout's areas)
@@ -202,7 +202,7 @@ def blob_sizes(store: Store, oids: list[str]) -> dict[str, int]:
     """oid -> size of each blob, from one ``cat-file --batch-check`` (contents are not read)."""
     if not oids:
         return {}
-    raw = git.run(store.cwd, "cat-file", "--batch-check=%(objectname) %(objecttype) %(objectsize)",
+    raw = gateway.run(store.cwd, "cat-file", "--batch-check=%(objectname) %(objecttype) %(objectsize)",
                   input="".join(f"{o}\n" for o in oids).encode()).stdout.decode()
     sizes = {}
     for line in raw.splitlines():
@@ -234,7 +234,7 @@ def quarantine(store: Store, *, remote: str, verdict: Verdict) -> str:
 
 def quarantined(store: Store) -> list[str]:
     """Every quarantine ref, oldest name first."""
-    out = git.out(store.cwd, "for-each-ref", "--format=%(refname)", QUARANTINE_PREFIX)
+    out = gateway.out(store.cwd, "for-each-ref", "--format=%(refname)", QUARANTINE_PREFIX)
     return sorted(line for line in out.splitlines() if line)
 
 

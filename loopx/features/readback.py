@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional
 
-from loopx.storage import gateway as git
+from loopx.storage import gateway
 
 # Files git leaves in the (per-worktree) git dir while an operation waits for the user.
 _IN_PROGRESS = (
@@ -63,9 +63,9 @@ class Environment:
 
 
 def inspect(
-    repo: git.Repo, *, state_ref: str, snapshot: dict[str, Any], remaps: dict[str, str],
+    repo: gateway.Repo, *, state_ref: str, snapshot: dict[str, Any], remaps: dict[str, str],
     config: Optional[dict[str, str]] = None, ci: bool = True, offline: bool = False,
-    reader: Optional[git.ObjectReader] = None,
+    reader: Optional[gateway.ObjectReader] = None,
 ) -> Environment:
     """Look at the working tree, the state branch, CI and evidence freshness, right now."""
     config = read_config(repo) if config is None else config
@@ -83,9 +83,9 @@ def inspect(
     return env
 
 
-def read_config(repo: git.Repo) -> dict[str, str]:
+def read_config(repo: gateway.Repo) -> dict[str, str]:
     """Every ``loopx.*`` git config value in one process (keys lower-cased by git)."""
-    proc = git.run(repo.cwd, "config", "-z", "--get-regexp", r"^loopx\.", check=False)
+    proc = gateway.run(repo.cwd, "config", "-z", "--get-regexp", r"^loopx\.", check=False)
     values: dict[str, str] = {}
     for item in proc.stdout.decode("utf-8", "replace").split("\0"):
         key, _, value = item.partition("\n")
@@ -94,12 +94,12 @@ def read_config(repo: git.Repo) -> dict[str, str]:
     return values
 
 
-def _rev(repo: git.Repo, rev: str) -> Optional[str]:
-    proc = git.run(repo.cwd, "rev-parse", "--verify", "-q", rev, check=False)
+def _rev(repo: gateway.Repo, rev: str) -> Optional[str]:
+    proc = gateway.run(repo.cwd, "rev-parse", "--verify", "-q", rev, check=False)
     return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
 
 
-def _head_tree(repo: git.Repo, head: str, reader: Optional[git.ObjectReader]) -> Optional[str]:
+def _head_tree(repo: gateway.Repo, head: str, reader: Optional[gateway.ObjectReader]) -> Optional[str]:
     """HEAD's tree, through the caller's cat-file process when there is one."""
     if reader is None:
         return _rev(repo, f"{head}^{{tree}}")
@@ -110,8 +110,8 @@ def _head_tree(repo: git.Repo, head: str, reader: Optional[git.ObjectReader]) ->
 # --- the working tree ---------------------------------------------------------------------------
 
 
-def _read_worktree(repo: git.Repo, env: Environment) -> None:
-    raw = git.run(repo.cwd, "status", "--porcelain=v2", "--branch", "-z",
+def _read_worktree(repo: gateway.Repo, env: Environment) -> None:
+    raw = gateway.run(repo.cwd, "status", "--porcelain=v2", "--branch", "-z",
                   "--untracked-files=normal", "--ignore-submodules=dirty").stdout
     parse_status(raw, env)
     env.in_progress = next(
@@ -156,31 +156,31 @@ def _branch_header(header: str, env: Environment, upstream: dict[str, Any]) -> N
 # --- the state branch against its remote -----------------------------------------------------------
 
 
-def state_branch(repo: git.Repo, ref: str, *, remote: str) -> dict[str, Any]:
+def state_branch(repo: gateway.Repo, ref: str, *, remote: str) -> dict[str, Any]:
     """Events on ``ref`` not yet pushed, and events fetched but not merged."""
     short = ref.removeprefix("refs/heads/")
     tracking = f"refs/remotes/{remote}/{short}"
     result: dict[str, Any] = {"ref": ref, "remote": remote, "tracking": None,
                               "unpushed": 0, "unmerged": 0}
-    proc = git.run(repo.cwd, "rev-list", "--left-right", "--count", f"{ref}...{tracking}",
+    proc = gateway.run(repo.cwd, "rev-list", "--left-right", "--count", f"{ref}...{tracking}",
                    check=False)
     if proc.returncode != 0:  # no remote-tracking branch (never pushed or fetched), or no ledger
         return result
     result["tracking"] = tracking
     ahead, behind = (int(n) for n in proc.stdout.split())
     if ahead or behind:
-        base = git.out(repo.cwd, "merge-base", ref, tracking, check=False) or None
+        base = gateway.out(repo.cwd, "merge-base", ref, tracking, check=False) or None
         result["unpushed"] = _events_between(repo, base, ref) if ahead else 0
         result["unmerged"] = _events_between(repo, base, tracking) if behind else 0
     return result
 
 
-def _events_between(repo: git.Repo, base: Optional[str], tip: str) -> int:
+def _events_between(repo: gateway.Repo, base: Optional[str], tip: str) -> int:
     args = ("diff-tree", "-r", "--name-only", "--diff-filter=A", "--no-commit-id", "-z")
     if base is None:
-        raw = git.run(repo.cwd, "ls-tree", "-r", "--name-only", "-z", tip).stdout
+        raw = gateway.run(repo.cwd, "ls-tree", "-r", "--name-only", "-z", tip).stdout
     else:
-        raw = git.run(repo.cwd, *args, base, tip).stdout
+        raw = gateway.run(repo.cwd, *args, base, tip).stdout
     return sum(1 for name in raw.split(b"\0") if name.startswith(b"events/"))
 
 
@@ -203,8 +203,8 @@ def follow(remaps: dict[str, str], commit: str) -> str:
 
 
 def freshness(
-    repo: git.Repo, evidence: Iterable[dict[str, Any]], env: Environment, remaps: dict[str, str],
-    *, reader: Optional[git.ObjectReader] = None,
+    repo: gateway.Repo, evidence: Iterable[dict[str, Any]], env: Environment, remaps: dict[str, str],
+    *, reader: Optional[gateway.ObjectReader] = None,
 ) -> dict[str, Freshness]:
     """Compare each evidence's commit and tree with HEAD (one diff per distinct tree)."""
     items = [e for e in evidence if e.get("kind") != "note"]
@@ -237,8 +237,8 @@ def _judge(ev: dict[str, Any], tree: Optional[str], commit: Optional[str], env: 
 
 
 def _evidence_trees(
-    repo: git.Repo, bound: list[dict[str, Any]], remaps: dict[str, str],
-    reader: Optional[git.ObjectReader],
+    repo: gateway.Repo, bound: list[dict[str, Any]], remaps: dict[str, str],
+    reader: Optional[gateway.ObjectReader],
 ) -> dict[str, tuple[Optional[str], Optional[str]]]:
     """evidence id -> (tree it vouches for if present here, commit after remaps)."""
     wanted: dict[str, str] = {}  # object name to look up -> kind
@@ -267,10 +267,10 @@ def _commit_tree(body: bytes) -> Optional[str]:
     return first[5:].decode() if first.startswith(b"tree ") else None
 
 
-def _read_objects(repo: git.Repo, names: list[str],
-                  reader: Optional[git.ObjectReader]) -> dict[str, tuple[str, bytes]]:
+def _read_objects(repo: gateway.Repo, names: list[str],
+                  reader: Optional[gateway.ObjectReader]) -> dict[str, tuple[str, bytes]]:
     own = reader is None
-    reader = reader or git.ObjectReader(repo.cwd)
+    reader = reader or gateway.ObjectReader(repo.cwd)
     try:
         return {n: obj for n, obj in zip(names, reader.read_many(names)) if obj is not None}
     finally:
@@ -278,13 +278,13 @@ def _read_objects(repo: git.Repo, names: list[str],
             reader.close()
 
 
-def _diffs(repo: git.Repo, trees: set[str], head_tree: Optional[str]) -> dict[str, list[str]]:
+def _diffs(repo: gateway.Repo, trees: set[str], head_tree: Optional[str]) -> dict[str, list[str]]:
     """tree -> files that differ from HEAD's tree: one ``diff-tree`` per distinct tree."""
     if not head_tree:
         return {}
     result = {}
     for tree in sorted(trees):
-        raw = git.run(repo.cwd, "diff-tree", "-r", "--name-only", "-z", "--no-renames",
+        raw = gateway.run(repo.cwd, "diff-tree", "-r", "--name-only", "-z", "--no-renames",
                       tree, head_tree, check=False).stdout
         result[tree] = [n.decode("utf-8", "surrogateescape") for n in raw.split(b"\0") if n]
     return result
@@ -293,7 +293,7 @@ def _diffs(repo: git.Repo, trees: set[str], head_tree: Optional[str]) -> dict[st
 # --- CI -----------------------------------------------------------------------------------------
 
 
-def _ci(repo: git.Repo, env: Environment, snapshot: dict[str, Any], config: dict[str, str],
+def _ci(repo: gateway.Repo, env: Environment, snapshot: dict[str, Any], config: dict[str, str],
         *, enabled: bool, offline: bool) -> dict[str, Any]:
     provider = config.get("loopx.ci.provider")
     if not provider or not enabled or env.head is None:

@@ -19,7 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
-from loopx.storage import gateway as git
+from loopx.storage import gateway
 from loopx.errors import GitError, UsageError
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ def shim_text(name: str, python: str = "") -> str:
 
 def hooks_dir(cwd: Path | str) -> Path:
     """The folder git runs hooks from for ``cwd`` (worktree- and core.hooksPath-aware)."""
-    repo = git.discover(cwd)
+    repo = gateway.discover(cwd)
     configured = _configured_hooks_path(cwd)
     if configured is None:
         return repo.common_dir / "hooks"  # linked worktrees share the main one's hooks
@@ -64,7 +64,7 @@ def _configured_hooks_path(cwd: Path | str) -> Optional[str]:
     # The gateway passes `-c core.hooksPath=/dev/null` to every git call (loopx's own writes
     # run no hooks), so `rev-parse --git-path hooks` would answer /dev/null: read the user's
     # setting from the config files instead, skipping command-line values.
-    proc = git.run(cwd, "config", "--show-origin", "--path", "--get-all", "core.hooksPath",
+    proc = gateway.run(cwd, "config", "--show-origin", "--path", "--get-all", "core.hooksPath",
                    check=False)
     values = [line.split("\t", 1)[1] for line in proc.stdout.decode().splitlines()
               if "\t" in line and not line.startswith("command line:")]
@@ -107,14 +107,14 @@ def install(*, cwd: Path | str, force: bool = False, python: Optional[str] = Non
 def _tracked_folder_note(cwd: Path | str, folder: Path) -> list[str]:
     """A warning when the hooks folder is part of the work tree and not ignored (Husky < 9
     keeps its hooks in a tracked .husky/): git status will list the shims there."""
-    repo = git.discover(cwd)
+    repo = gateway.discover(cwd)
     work_tree, inside = repo.work_tree, folder.resolve()
     if work_tree is None or not inside.is_relative_to(work_tree.resolve()):
         return []
     if inside.is_relative_to(repo.git_dir.resolve()) or inside.is_relative_to(repo.common_dir):
         return []  # .git/hooks sits under the work tree's folder but is not part of it
     probe = folder.resolve() / HOOK_NAMES[0]
-    if git.run(work_tree, "check-ignore", "-q", str(probe), check=False).returncode == 0:
+    if gateway.run(work_tree, "check-ignore", "-q", str(probe), check=False).returncode == 0:
         return []
     return [f"note: {folder} is in the work tree: `git status` lists the loopx shims and the "
             f"*{CHAINED} files there; commit them or add them to .git/info/exclude"]
@@ -194,14 +194,14 @@ def pushes_code(updates: list[str], state_ref: str) -> bool:
 
 def push_state_enabled(cwd: Path | str) -> bool:
     """`git config loopx.pushState` (default true)."""
-    value = git.out(cwd, "config", "--bool", "loopx.pushState", check=False)
+    value = gateway.out(cwd, "config", "--bool", "loopx.pushState", check=False)
     return value != "false"
 
 
 def push_state(*, ledger: "Ledger", remote: str) -> str:
     """Fast-forward ``remote``'s state branch to ours; if refused, sync once. Returns a line."""
     ref = ledger.ref
-    proc = git.run(ledger.repo.cwd, "push", "--porcelain", "--no-verify", remote, f"{ref}:{ref}",
+    proc = gateway.run(ledger.repo.cwd, "push", "--porcelain", "--no-verify", remote, f"{ref}:{ref}",
                    check=False)
     if proc.returncode == 0:
         return "" if b"[up to date]" in proc.stdout else f"pushed {ref} to {remote}"

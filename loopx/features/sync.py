@@ -24,16 +24,19 @@ import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
 from loopx.ledger import cache
-from loopx.storage import gateway as git
+from loopx.storage import gateway
 from loopx.model import ids
 from loopx.features import incoming
 from loopx.errors import GitError, LoopxError, Quarantined, RefRaceError, SyncError
 from loopx.storage.gateway import Oid
-from loopx.ledger.book import Ledger, Txn
-from loopx.storage.store import Store
+from loopx.ledger.book import Ledger
+from loopx.storage.store import STATE_REF, Store
+
+if TYPE_CHECKING:
+    from loopx.ledger.txn import Txn
 
 T = TypeVar("T")
 DEFAULT_RETRIES = 5
@@ -73,11 +76,11 @@ class _Pushed:
     detail: str
 
 
-def default_remote(repo: git.Repo) -> str:
+def default_remote(repo: gateway.Repo) -> str:
     """The current branch's upstream remote, else ``origin``."""
-    branch = git.out(repo.cwd, "symbolic-ref", "-q", "--short", "HEAD", check=False)
+    branch = gateway.out(repo.cwd, "symbolic-ref", "-q", "--short", "HEAD", check=False)
     if branch:
-        remote = git.out(repo.cwd, "config", f"branch.{branch}.remote", check=False)
+        remote = gateway.out(repo.cwd, "config", f"branch.{branch}.remote", check=False)
         if remote and remote != ".":
             return remote
     return "origin"
@@ -94,6 +97,32 @@ def accepted_ref(ref: str, remote: str) -> str:
 
 
 # --- public entry points ------------------------------------------------------------------------
+
+
+def adopt(*, ledger: Ledger, remote: str = "origin") -> bool:
+    """Point the local loopx/state at ``<remote>``'s when we have none (handoff by clone).
+
+    A hostile remote must not be adopted blindly: its state passes the incoming check first,
+    else it is quarantined and :class:`~loopx.errors.Quarantined` says how to go on.
+    """
+    store = ledger.store
+    if store.tip(STATE_REF) is not None:
+        return False
+    theirs = store.tip(tracking_ref(STATE_REF, remote))
+    if theirs is None:
+        return False
+    verdict = incoming.check(store, theirs=theirs, ours=None)
+    if not verdict.ok:
+        ref = incoming.quarantine(store, remote=remote, verdict=verdict)
+        shown = "\n".join(f"  {f}" for f in verdict.findings[:20])
+        raise Quarantined(
+            f"{remote}'s loopx/state failed the incoming check and was not adopted "
+            f"(quarantined as {ref}):\n{shown}\nreport: {incoming.report_path(store, ref)}\n"
+            f"to start without it: git update-ref -d refs/remotes/{remote}/loopx/state")
+    with contextlib.suppress(RefRaceError):
+        store.update_ref_if(STATE_REF, theirs, expected=None,
+                            reason=f"loopx: adopt {remote}/loopx/state")
+    return True
 
 
 def fetch(*, ledger: Ledger, remote: Optional[str] = None) -> Report:
@@ -195,7 +224,7 @@ def publish(*, ledger: Ledger, build: Callable[[Txn], T], actor: str,
 
 def _start(ledger: Ledger, remote: Optional[str]) -> Report:
     remote = remote or default_remote(ledger.repo)
-    remotes = git.out(ledger.repo.cwd, "remote").split()
+    remotes = gateway.out(ledger.repo.cwd, "remote").split()
     if remote not in remotes:
         known = ", ".join(remotes) or "none configured"
         raise SyncError(f"no remote named {remote!r} (remotes: {known}); "
@@ -222,7 +251,7 @@ def _fetch_merge(ledger: Ledger, report: Report) -> Optional[Oid]:
 def _fetch(store: Store, report: Report, tracking: str) -> Optional[Oid]:
     deadline = time.monotonic() + FETCH_LOCK_WAIT_S
     while True:
-        proc = git.run(store.cwd, "fetch", "--no-tags", "--no-write-fetch-head",
+        proc = gateway.run(store.cwd, "fetch", "--no-tags", "--no-write-fetch-head",
                        "--no-recurse-submodules", "--quiet", report.remote,
                        f"+{report.ref}:{tracking}", check=False)
         if proc.returncode == 0:
@@ -297,7 +326,7 @@ def _remote_tip(store: Store, report: Report) -> Optional[str]:
 
 def _push(store: Store, report: Report, tip: Oid) -> _Pushed:
     """Push ``tip`` to the remote's state ref, never forced."""
-    proc = git.run(store.cwd, "push", "--porcelain", "--no-verify", report.remote,
+    proc = gateway.run(store.cwd, "push", "--porcelain", "--no-verify", report.remote,
                    f"{tip}:{report.ref}", check=False)
     for line in proc.stdout.decode("utf-8", "replace").splitlines():
         flag, _, rest = line.partition("\t")
@@ -342,12 +371,12 @@ def _clear_remote_lock(store: Store, report: Report) -> None:
     we remove it like our own stale locks (only when older than a few seconds). A server's
     receive-pack is not killed with us, so this is only needed for path remotes.
     """
-    url = git.out(store.cwd, "remote", "get-url", report.remote, check=False)
+    url = gateway.out(store.cwd, "remote", "get-url", report.remote, check=False)
     path = url.removeprefix("file://")
     if "://" in path or (":" in path.split("/")[0] and not path.startswith("/")):
         return  # ssh, git://, https: not ours to touch
     with contextlib.suppress(LoopxError, OSError):
-        Store(git.discover(store.cwd / Path(path))).clear_stale_ref_lock(report.ref)
+        Store(gateway.discover(store.cwd / Path(path))).clear_stale_ref_lock(report.ref)
 
 
 def _retry_or_fail(report: Report, outcome: _Pushed, attempt: int, retries: int) -> None:

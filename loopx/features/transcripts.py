@@ -17,7 +17,8 @@ from typing import Any, Optional
 from loopx.model import clock as clk
 from loopx.state import entities, views
 from loopx.errors import LoopxError, NotFound
-from loopx.ledger.book import Draft, Ledger, Txn
+from loopx.ledger.book import Ledger
+from loopx.ledger.txn import Draft, Txn
 from loopx.model.events import Event
 from loopx.model.paths import TRANSCRIPT_CHUNK_BYTES, TRANSCRIPT_MAX_BYTES, transcript_chunk_path
 
@@ -36,7 +37,7 @@ def local_host() -> str:
 
 def get(fold: entities.Fold, session_id: str) -> entities.Session:
     """The session with this id or unique id prefix."""
-    from loopx.ledger.book import resolve_id
+    from loopx.state.views import resolve_id
 
     return fold.sessions[resolve_id(fold.sessions, session_id, "session")]
 

@@ -23,13 +23,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from loopx.errors import CodecError, SchemaError
 from loopx.model import codec
-from loopx.model.events import Event, event_path, parse_event
 from loopx.model.paths import PATH_RE, SESSION_FILE_RE, TRANSCRIPT_CHUNK_BYTES
 from loopx.storage.store import BLOB_MODE
+
+if TYPE_CHECKING:
+    from loopx.model.events import Event
 
 # Top-level areas of the state tree: path pattern and size cap of the files each may hold.
 AREAS: dict[str, tuple[re.Pattern[str], int]] = {
@@ -101,6 +103,10 @@ def read_event(path: str, data: Optional[bytes]) -> Event:
         raise SchemaError(f"{path}: not an event path (events/YYYY/MM/DD/<ulid>.<type>.yaml)")
     if data is None:
         raise SchemaError(f"{path}: blob is missing from the object database")
+    # Imported here: the path rules above serve warm commands too (adopting a clone, the
+    # write path's attach), which must not load the event models (pydantic) for them.
+    from loopx.model.events import event_path, parse_event
+
     event = parse_event(codec.load(data, path), path)
     if event_path(event) != path:
         raise SchemaError(f"{path}: file name does not match its id, type or date")

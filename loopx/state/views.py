@@ -197,3 +197,15 @@ def _quota_view(q: Quota) -> dict[str, Any]:
         ),
     }
 
+
+
+def resolve_id(table: dict[str, Any], prefix: str, kind: str) -> str:
+    """An entity id from its unique prefix, like git's short hashes."""
+    if prefix in table:
+        return prefix
+    matches = [key for key in table if key.startswith(prefix)]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise NotFound(f"no {kind} matches {prefix!r} (see `git loopx {kind} list`)")
+    raise Ambiguous(f"{prefix!r} matches several {kind}s: {', '.join(sorted(matches)[:8])}")

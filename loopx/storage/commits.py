@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from loopx.storage import gateway as git
+from loopx.storage import gateway
 
 # Fields of one commit's header; \x01 starts a record and \x02 ends its header, so the raw
 # diff that git appends (whose separators vary between merges and other commits) is unambiguous.
@@ -88,7 +88,7 @@ def walk(
     if max_count is not None:
         args.append(f"--max-count={max_count}")
     args += [*revs, "--", *(paths or [])]
-    raw = git.run(cwd, *args).stdout
+    raw = gateway.run(cwd, *args).stdout
     return [_parse_commit(record) for record in raw.split(b"\x01") if record.strip()]
 
 
@@ -119,7 +119,7 @@ def signers(cwd: Path | str, commits: list[str], allowed_signers: str) -> dict[s
     if not commits:
         return {}
     with _allowed_signers_file(allowed_signers) as path:
-        raw = git.run(
+        raw = gateway.run(
             cwd,
             "-c",
             "gpg.format=ssh",

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from loopx.storage import gateway as git
+from loopx.storage import gateway
 from loopx.storage import packfile
 from loopx.errors import ConflictError, GitError, LockTimeout, RefRaceError
 from loopx.storage.gateway import Oid, RefName
@@ -54,18 +54,18 @@ class Entry:
 class Store:
     """Git object and ref access for one repository."""
 
-    def __init__(self, repo: git.Repo) -> None:
+    def __init__(self, repo: gateway.Repo) -> None:
         self.repo = repo
         self.cwd = repo.cwd
-        self._reader: git.ObjectReader | None = None
+        self._reader: gateway.ObjectReader | None = None
         self._hash_len: int | None = None
 
     # --- reads ------------------------------------------------------------------------------
 
     @property
-    def reader(self) -> git.ObjectReader:
+    def reader(self) -> gateway.ObjectReader:
         if self._reader is None:
-            self._reader = git.ObjectReader(self.cwd)
+            self._reader = gateway.ObjectReader(self.cwd)
         return self._reader
 
     def close(self) -> None:
@@ -75,7 +75,7 @@ class Store:
 
     def resolve(self, rev: str) -> Oid | None:
         """The commit a ref or revision names, or None when it does not exist."""
-        proc = git.run(self.cwd, "rev-parse", "--verify", "-q", f"{rev}^{{commit}}", check=False)
+        proc = gateway.run(self.cwd, "rev-parse", "--verify", "-q", f"{rev}^{{commit}}", check=False)
         if proc.returncode != 0:
             return None
         oid = Oid(proc.stdout.decode().strip())
@@ -88,12 +88,12 @@ class Store:
 
     def list_files(self, commit: str) -> list[Entry]:
         """Every file in ``commit``'s tree, recursively (one ``ls-tree`` process)."""
-        raw = git.run(self.cwd, "ls-tree", "-r", "-z", "--full-tree", commit).stdout
+        raw = gateway.run(self.cwd, "ls-tree", "-r", "-z", "--full-tree", commit).stdout
         return [_parse_ls_tree(item) for item in raw.split(b"\0") if item]
 
     def added_files(self, old: str, new: str) -> list[tuple[str, str, Entry]]:
         """(status, old_oid, entry) for each file that differs between two commits' trees."""
-        raw = git.run(
+        raw = gateway.run(
             self.cwd, "diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", old, new
         ).stdout.split(b"\0")
         changes = []
@@ -117,11 +117,11 @@ class Store:
         return _parse_tree(found[1], self.hash_len // 2)
 
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
-        proc = git.run(self.cwd, "merge-base", "--is-ancestor", ancestor, descendant, check=False)
+        proc = gateway.run(self.cwd, "merge-base", "--is-ancestor", ancestor, descendant, check=False)
         return proc.returncode == 0
 
     def merge_base(self, a: str, b: str) -> Oid | None:
-        proc = git.run(self.cwd, "merge-base", a, b, check=False)
+        proc = gateway.run(self.cwd, "merge-base", a, b, check=False)
         return Oid(proc.stdout.decode().strip()) if proc.returncode == 0 else None
 
     # --- writes -----------------------------------------------------------------------------
@@ -137,7 +137,7 @@ class Store:
         if not contents:
             return []
         if len(contents) == 1:  # the common single object: no scratch files
-            out = git.run(self.cwd, "hash-object", "-t", kind, "-w", "--no-filters", "--stdin",
+            out = gateway.run(self.cwd, "hash-object", "-t", kind, "-w", "--no-filters", "--stdin",
                           input=contents[0]).stdout
             return [Oid(o) for o in out.decode().split()]
         scratch = self.repo.loopx_dir / "tmp" / f"{os.getpid()}-{time.monotonic_ns()}"
@@ -147,7 +147,7 @@ class Store:
             for path, data in zip(paths, contents):
                 with open(path, "wb") as handle:
                     handle.write(data)
-            out = git.run(
+            out = gateway.run(
                 self.cwd, "hash-object", "-t", kind, "-w", "--no-filters", "--stdin-paths",
                 input="\n".join(paths).encode() + b"\n",
             ).stdout
@@ -163,7 +163,7 @@ class Store:
         # mktree later refuses any entry whose blob is missing, so a wrong oid cannot slip by.
         algo = hashlib.sha256 if self.hash_len == 64 else hashlib.sha1
         data = packfile.blobs(contents, algo)
-        out = git.out(self.cwd, "index-pack", "--stdin", input=data)
+        out = gateway.out(self.cwd, "index-pack", "--stdin", input=data)
         if out.split()[-1:] != [data[-self.hash_len // 2 :].hex()]:
             raise GitError(["index-pack"], 1, f"unexpected index-pack output: {out!r}")
         return [Oid(packfile.object_id(blob, algo)) for blob in contents]
@@ -191,7 +191,7 @@ class Store:
             args += ["-p", parent]
         if sign:
             args.append("-S")
-        proc = git.run(self.cwd, *args, input=message.encode(), env=ident)
+        proc = gateway.run(self.cwd, *args, input=message.encode(), env=ident)
         return Oid(proc.stdout.decode().strip())
 
     def update_ref_if(self, ref: str, new: str, *, expected: str | None, reason: str) -> None:
@@ -202,7 +202,7 @@ class Store:
         old = expected or "0" * self.hash_len
         deadline = time.monotonic() + LOCK_TIMEOUT_S
         while True:
-            proc = git.run(
+            proc = gateway.run(
                 self.cwd, "update-ref", "--create-reflog", "-m", reason, ref, new, old,
                 check=False,
             )
@@ -218,7 +218,7 @@ class Store:
             raise GitError(["update-ref", ref], proc.returncode, stderr)
 
     def delete_ref_if(self, ref: str, *, expected: str) -> None:
-        git.run(self.cwd, "update-ref", "-d", ref, expected)
+        gateway.run(self.cwd, "update-ref", "-d", ref, expected)
 
     def clear_stale_ref_lock(self, ref: str) -> None:
         """Remove git's ``<ref>.lock`` if a killed process left it (older than a few seconds)."""
@@ -233,7 +233,7 @@ class Store:
     @property
     def hash_len(self) -> int:
         if self._hash_len is None:
-            fmt = git.out(self.cwd, "rev-parse", "--show-object-format", check=False)
+            fmt = gateway.out(self.cwd, "rev-parse", "--show-object-format", check=False)
             self._hash_len = 64 if fmt.strip() == "sha256" else 40
         return self._hash_len
 

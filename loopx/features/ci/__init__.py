@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from loopx.storage import gateway as git
+from loopx.storage import gateway
 
 STATES = ("success", "failure", "pending", "unknown")
 PROVIDERS = {"github": "loopx.features.ci.github", "command": "loopx.features.ci.command", "ledger": "loopx.features.ci.recorded"}
@@ -44,7 +44,7 @@ class CiStatus:
 class Context:
     """What a provider may use: the repository, loopx git config, the ledger snapshot."""
 
-    repo: git.Repo
+    repo: gateway.Repo
     config: dict[str, str]
     snapshot: dict[str, Any]
     timeout: float
@@ -60,7 +60,7 @@ def overall(states: list[str]) -> str:
     return "success"
 
 
-def check(sha: str, *, provider: str, repo: git.Repo, config: dict[str, str],
+def check(sha: str, *, provider: str, repo: gateway.Repo, config: dict[str, str],
           snapshot: dict[str, Any], offline: bool = False) -> CiStatus:
     """CI status of ``sha``; cached, and ``unknown`` rather than an error when anything fails."""
     module_name = PROVIDERS.get(provider)
@@ -87,7 +87,7 @@ def _timeout(config: dict[str, str]) -> float:
         return DEFAULT_TIMEOUT_S
 
 
-def _cache_path(repo: git.Repo, provider: str, sha: str) -> Any:
+def _cache_path(repo: gateway.Repo, provider: str, sha: str) -> Any:
     key = hashlib.sha1(f"{provider}:{sha}".encode()).hexdigest()[:20]
     return repo.loopx_dir / "ci-cache" / f"{key}.json"
 

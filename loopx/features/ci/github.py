@@ -17,7 +17,7 @@ import urllib.error
 import urllib.request
 from typing import Any, Optional
 
-from loopx.storage import gateway as git
+from loopx.storage import gateway
 from loopx.features.ci import CiStatus, Context, overall
 
 DEFAULT_API = "https://api.github.com"
@@ -58,7 +58,7 @@ def repository(ctx: Context) -> Optional[str]:
     if configured:
         return configured.strip("/")
     remote = ctx.config.get("loopx.remote", "origin")
-    url = git.out(ctx.repo.cwd, "config", "--get", f"remote.{remote}.url", check=False)
+    url = gateway.out(ctx.repo.cwd, "config", "--get", f"remote.{remote}.url", check=False)
     match = _REMOTE_RE.search(url.strip()) if url else None
     return f"{match.group(1)}/{match.group(2)}" if match else None
 

@@ -1,0 +1,160 @@
+"""Replay: the events of a state commit, read and folded. The one read path every reader uses
+(status through the cache, diff and validate through :meth:`Reader.fold_at`).
+
+:class:`Reader` keeps one parse per ``(path, blob)`` for its life: files are immutable and
+events frozen, so commands that fold several commits (diff, validate) parse each file once.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable, Optional
+
+from loopx.errors import CodecError, SchemaError
+from loopx.ledger import layout, signatures
+from loopx.model import ids
+from loopx.model.events import Event
+from loopx.model.paths import event_dir
+from loopx.state import entities, folding
+from loopx.storage.store import Entry, Store
+
+PROGRESS_MIN_EVENTS = 2000  # rebuilds smaller than this finish before a bar would help
+PARSE_CHUNK = 1000
+_CLOCK_LINE = re.compile(rb"^clock: ([0-9]{1,18})$", re.M)  # as codec.dump writes it
+
+Progress = Callable[[int, int], None]
+_Raw = tuple[int, str, int, str, Optional[bytes]]  # clock, event id, index, path, bytes
+
+
+class Reader:
+    """Reads and folds the event files of one repository's state commits."""
+
+    def __init__(self, store: Store, progress: Optional[Progress] = None) -> None:
+        self.store = store
+        self.progress = progress
+        self._parsed: dict[tuple[str, str], Event] = {}
+
+    def rebuild(self, tip: str) -> entities.Fold:
+        """Replay every event file of ``tip`` (the same fold as :meth:`fold_at`).
+
+        Holds the raw files, sorted by ``(clock, id)``, and parses and applies them a chunk at
+        a time, so the parsed events of a long ledger are never all in memory at once. The
+        clock is read from the canonical ``clock: N`` line and checked after parsing; a file
+        where that does not hold sends us down the plain path.
+        """
+        entries = [e for e in self.store.list_files(tip) if e.path.startswith("events/")]
+        raw: list[_Raw] = []
+        for start in range(0, len(entries), PARSE_CHUNK):
+            chunk = entries[start : start + PARSE_CHUNK]
+            blobs = self.store.read_blobs([e.oid for e in chunk])
+            for n, (entry, data) in enumerate(zip(chunk, blobs)):
+                match = _CLOCK_LINE.search(data) if data is not None else None
+                clock_ = int(match.group(1)) if match else -1  # -1: parse it first, below
+                raw.append((clock_, entry.path.rsplit("/", 1)[-1].split(".", 1)[0], start + n,
+                            entry.path, data))
+        # Signed answers are judged during replay, so their verdicts must be known first; the
+        # config events that switch signing on are few and named by their file names.
+        configs = [e for e in entries if e.path.endswith(".config.set.yaml")]
+        signed = signatures.verify(self.store, tip, self._parse_entries(configs, []))
+        del entries
+        raw.sort(key=lambda item: item[:3])
+        fold = self._apply_sorted(raw, signed)
+        if fold is None:  # a clock line that lied: replay the plain way
+            fold = self.fold_at(tip)
+        return fold
+
+    def _apply_sorted(self, raw: list[_Raw],
+                      signed: signatures.Verdicts) -> Optional[entities.Fold]:
+        fold = entities.Fold()
+        if signed:
+            fold.extra["signed"] = signed
+        problems: list[tuple[int, entities.Problem]] = []
+        pending: list[Event] = []  # files without a canonical clock line, applied by replay
+        for done, (clock_, event_id, index, path, data) in enumerate(raw, 1):
+            try:
+                event = layout.read_event(path, data)
+            except (CodecError, SchemaError) as exc:
+                problems.append((index, entities.Problem(path, "file", "", 0, str(exc))))
+                continue
+            if clock_ < 0:
+                pending.append(event)
+            elif event.sort_key() != (clock_, event_id):
+                return None
+            else:
+                folding.apply(fold, event)
+            if self.progress is not None and len(raw) >= PROGRESS_MIN_EVENTS and (
+                    done % PARSE_CHUNK == 0 or done == len(raw)):
+                self.progress(done, len(raw))
+        if pending:  # hand-written files: fine when they sort after the rest, else start over
+            if any(e.sort_key() <= fold.last_key for e in pending):
+                return None
+            folding.replay(pending, fold)
+        fold.problems[:0] = [p for _, p in sorted(problems, key=lambda item: item[0])]
+        return fold
+
+    def advance(self, old: str, fold: entities.Fold, tip: str) -> Optional[entities.Fold]:
+        """Apply only the files added since ``old``; None when a full rebuild is needed."""
+        if self.store.resolve(old) is None or not self.store.is_ancestor(old, tip):
+            return None
+        changes = self.store.added_files(old, tip)
+        if any(status != "A" for status, _, _ in changes):
+            return None
+        problems: list[entities.Problem] = []
+        events = self._parse_entries(
+            [entry for _, _, entry in changes if entry.path.startswith("events/")], problems)
+        if problems or any(e.sort_key() <= fold.last_key for e in events):
+            return None  # merged events that sort earlier: replay everything
+        if signatures.signer_texts(events) or (fold.config.get("allowed_signers") and any(
+                e.type in signatures.SIGNED_TYPES for e in events)):
+            return None  # answers to verify against the signers in force: replay everything
+        return folding.replay(events, fold)
+
+    def fold_at(self, commit: str) -> entities.Fold:
+        """The projection of any commit of a state branch, read afresh (no cache): the one
+        fold that status, diff and validate all use."""
+        return self.fold_merged([commit])
+
+    def fold_merged(self, tips: list[str]) -> entities.Fold:
+        """The projection of the union of several commits' events: what merging them gives."""
+        file_problems: list[entities.Problem] = []
+        found = {tip: self.read_events(tip, file_problems) for tip in tips}
+        events = list({e.id: e for tip_events in found.values() for e in tip_events}.values())
+        fold = entities.Fold()
+        for tip in tips:  # a signature is found in the history of the tip that has the file
+            for event_id, verdicts in signatures.verify(self.store, tip, events).items():
+                fold.extra.setdefault("signed", {}).setdefault(event_id, {}).update(verdicts)
+        folding.replay(events, fold)
+        fold.problems[:0] = list({p.event: p for p in file_problems}.values())
+        return fold
+
+    def read_events(self, commit: str, problems: list[entities.Problem]) -> list[Event]:
+        """Every event file in ``commit``, parsed; files that fail land in ``problems``."""
+        entries = [e for e in self.store.list_files(commit) if e.path.startswith("events/")]
+        return self._parse_entries(entries, problems)
+
+    def find_event(self, base: Optional[str], event_id: str) -> Optional[Event]:
+        """The event with this id on ``base``, if any (its date directory holds it)."""
+        if base is None or not ids.ULID_RE.match(event_id):
+            return None
+        directory = event_dir(event_id)
+        for name, (_, oid) in self.store.read_tree(f"{base}:{directory}").items():
+            if name.startswith(event_id + "."):
+                return layout.read_event(f"{directory}/{name}", self.store.read_blobs([oid])[0])
+        return None
+
+    def _parse_entries(self, entries: list[Entry],
+                       problems: list[entities.Problem]) -> list[Event]:
+        report = self.progress if len(entries) >= PROGRESS_MIN_EVENTS else None
+        for start in range(0, len(entries), PARSE_CHUNK):
+            self._parse_chunk(entries[start : start + PARSE_CHUNK], problems)
+            if report is not None:
+                report(min(start + PARSE_CHUNK, len(entries)), len(entries))
+        return [self._parsed[(e.path, e.oid)] for e in entries if (e.path, e.oid) in self._parsed]
+
+    def _parse_chunk(self, entries: list[Entry], problems: list[entities.Problem]) -> None:
+        todo = [e for e in entries if (e.path, e.oid) not in self._parsed]
+        for entry, data in zip(todo, self.store.read_blobs([e.oid for e in todo])):
+            try:
+                self._parsed[(entry.path, entry.oid)] = layout.read_event(entry.path, data)
+            except (CodecError, SchemaError) as exc:
+                problems.append(entities.Problem(entry.path, "file", "", 0, str(exc)))

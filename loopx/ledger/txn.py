@@ -1,0 +1,121 @@
+"""One commit being built: :class:`Draft` events are validated against the fold as they are
+added to a :class:`Txn`, and :class:`loopx.ledger.book.Ledger` commits what it staged.
+
+Imports the event models (pydantic): only the write path loads this module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Optional
+
+from loopx.errors import ConflictError, SchemaError, TransitionError
+from loopx.ledger import layout
+from loopx.model import clock, ids
+from loopx.model.events import RETRY_VOLATILE, Event, make_event
+from loopx.state import authority, checks, entities, folding
+from loopx.storage.gateway import Oid
+from loopx.storage.store import BLOB_MODE
+
+if TYPE_CHECKING:
+    from loopx.ledger.book import Ledger
+
+
+@dataclass
+class Draft:
+    """An event to append, before the ledger gives it a clock and a time."""
+
+    type: str
+    data: dict[str, Any]
+    goal: Optional[str] = None
+    event_id: Optional[str] = None
+
+
+@dataclass
+class Txn:
+    """One commit being built: events are validated against the fold as they are added."""
+
+    ledger: Ledger
+    fold: entities.Fold
+    base: Optional[str]
+    actor: str
+    now: datetime
+    events: list[Event] = field(default_factory=list)
+    duplicates: list[Event] = field(default_factory=list)
+    sign: bool = False  # set when an event needs a signed commit (see _claim_signature)
+    # The ref's own tip: None for a proposal ref that does not exist yet, whose first commit
+    # forks from loopx/state (``base``) and creates the ref.
+    expected: Optional[str] = None
+    files: dict[str, Oid] = field(default_factory=dict)  # non-event path -> blob oid
+
+    def attach(self, files: dict[str, bytes]) -> dict[str, Oid]:
+        """Stage non-event files (session transcripts) for this commit; returns their blob oids.
+
+        Only session transcript chunks are allowed, by the same rules sync and validate apply
+        (:mod:`loopx.ledger.layout`): everything else on the state branch is an event. The
+        blobs are written now (one process); they become reachable only if the commit is made.
+        """
+        for path, data in files.items():
+            broken = layout.path_rule(path, BLOB_MODE) or layout.size_rule(path, len(data))
+            if broken is not None or layout.is_event(path):
+                why = broken.message if broken else "is an event path"
+                raise SchemaError(f"{path}: not a path loopx stores beside events ({why})")
+        oids = self.ledger.store.write_blobs(list(files.values()))
+        staged = dict(zip(files, oids))
+        self.files.update(staged)
+        return staged
+
+    def add(self, draft: Draft) -> Event:
+        """Validate ``draft`` against the state so far and stage it; raises TransitionError."""
+        event_id = draft.event_id or ids.new_event_id()
+        event = make_event(
+            type=draft.type, data=draft.data, event_id=event_id, at=clock.format_ts(self.now),
+            clock=self.fold.max_clock + 1, actor=self.actor, goal=draft.goal,
+        )
+        if draft.event_id is not None:
+            earlier = self._earlier(event_id)
+            if earlier is not None:
+                return self._duplicate(earlier, event)
+        self._claim_signature(event)
+        reason = checks.check(self.fold, event)
+        if reason is not None:
+            raise TransitionError(reason)
+        folding.apply_checked(self.fold, event)
+        self.events.append(event)
+        return event
+
+    def _earlier(self, event_id: str) -> Optional[Event]:
+        """The event with this id staged here or already on the base, if any (a retry)."""
+        for event in self.events:
+            if event.id == event_id:
+                return event
+        return self.ledger.find_event(self.base, event_id)
+
+    def _claim_signature(self, event: Event) -> None:
+        """An event that must be signed (authority.needs_signature): sign this commit and,
+        until git has verified the signature (before the ref moves, in
+        :func:`loopx.ledger.signatures.verify_own`), take the writer's word."""
+        allowed = self.fold.config.get("allowed_signers")
+        if not event.known or not allowed or not authority.needs_signature(self.fold, event):
+            return
+        self.sign = True
+        signed = self.fold.extra.setdefault("signed", {})
+        signed[event.id] = {authority.signers_digest(allowed): event.env.actor}
+
+    def _duplicate(self, earlier: Event, event: Event) -> Event:
+        if _meaning(earlier) != _meaning(event):
+            raise ConflictError(
+                f"event {event.id} already exists with different content; "
+                "use a new id (or none) for a different event"
+            )
+        self.duplicates.append(earlier)
+        return earlier
+
+
+def _meaning(event: Event) -> tuple[Any, ...]:
+    """What a retry must repeat: type, actor, goal and data, less the clock-derived fields."""
+    doc = event.to_dict()
+    volatile = RETRY_VOLATILE.get(event.type, frozenset())
+    data = {k: v for k, v in doc["data"].items() if k not in volatile}
+    return (doc["type"], doc["actor"], doc.get("goal"), data)

@@ -1,0 +1,38 @@
+"""Opening and creating a ledger: what every interface does before anything else."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional
+
+from loopx.features import sync
+from loopx.ledger.book import Ledger
+from loopx.storage.store import STATE_REF
+
+if TYPE_CHECKING:
+    from loopx.model.events import Event
+
+
+def state_ref(name: Optional[str]) -> str:
+    """The full ref of a state branch name (``loopx/state`` -> ``refs/heads/loopx/state``)."""
+    ref = name or STATE_REF
+    return ref if ref.startswith("refs/") else f"refs/heads/{ref}"
+
+
+def open_ledger(path: Path | str = ".", *, ref: Optional[str] = None,
+                adopt: bool = True) -> Ledger:
+    """The ledger of the repository at ``path``; in a fresh clone it adopts ``origin``'s state
+    branch (after the incoming check), so handing work over is a ``git clone``."""
+    ledger = Ledger.open(path, ref=state_ref(ref))
+    if adopt and ledger.tip() is None:  # (a proposal's tip falls back to loopx/state's)
+        sync.adopt(ledger=ledger)
+    return ledger
+
+
+def init(ledger: Ledger, *, actor: str, name: Optional[str] = None) -> Optional[Event]:
+    """Create the ledger if it does not exist yet (idempotent); returns the new event.
+
+    A clone whose origin already has state adopts it instead of starting a second ledger.
+    """
+    sync.adopt(ledger=ledger)
+    return ledger.init(actor=actor, name=name)
