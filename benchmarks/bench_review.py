@@ -20,7 +20,7 @@ from loopx import Ledger
 from loopx.features import changes as review
 from loopx.features import validate
 from loopx.ledger import layout
-from loopx.ledger.txn import Draft
+from loopx.ledger.draft import Draft
 
 
 def build(where: Path, commits: int, per: int) -> Ledger:

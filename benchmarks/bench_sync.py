@@ -79,7 +79,7 @@ def setup(base: Path, name: str, clones: int) -> tuple[Path, list[Path]]:
 def append_events(path: Path, count: int, per_commit: int = 10) -> None:
     from loopx import Ledger
     from loopx.model.ids import new_short_id
-    from loopx.ledger.txn import Draft
+    from loopx.ledger.draft import Draft
 
     with Ledger.open(path) as led:
         for start in range(0, count, per_commit):

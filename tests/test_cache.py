@@ -17,7 +17,7 @@ from loopx.ledger.txn import Txn
 from loopx.model import clock
 from loopx.state import entities, folding, views
 from loopx.ledger.book import Ledger
-from loopx.ledger.txn import Draft
+from loopx.ledger.draft import Draft
 
 ACTOR = "agent:a"
 

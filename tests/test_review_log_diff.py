@@ -15,7 +15,7 @@ from statekit import run
 
 from loopx import Ledger
 from loopx.model import ids
-from loopx.ledger.txn import Draft
+from loopx.ledger.draft import Draft
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 UPDATE = bool(

@@ -362,7 +362,7 @@ def test_a_retried_checkpoint_is_recorded_once(repo_with_goal: Path, tmp_path: P
 
 def test_a_transcript_over_the_size_cap_is_refused(repo_with_goal: Path, tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    from loopx.features import transcripts as sessions
+    from loopx.ops import sessions
 
     monkeypatch.setattr(sessions, "TRANSCRIPT_MAX_BYTES", 1024)
     repo = repo_with_goal

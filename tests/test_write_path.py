@@ -10,7 +10,8 @@ from conftest import git, run_loopx
 from loopx.storage import gateway as gitgw
 from loopx.errors import NotFound
 from loopx.ledger.book import Ledger
-from loopx.ledger.txn import Draft, Txn
+from loopx.ledger.draft import Draft
+from loopx.ledger.txn import Txn
 from loopx.storage.store import PACK_MIN_BLOBS
 
 

@@ -1,4 +1,4 @@
-"""`git loopx`: the only module that knows about argv, exit codes and colours.
+"""`git loopx`: the root command group and the entry point that maps errors to exit codes.
 
 Exit codes: 0 ok, 1 a user error (one clear line), 2 usage, 3 unexpected (rerun with --debug).
 Each command group lives in its own module and is registered in ``_GROUPS`` below.
@@ -15,7 +15,8 @@ from typing import Any, Callable, Optional
 import click
 
 from loopx import __version__
-from loopx.errors import GitError, LoopxError, UsageError
+from loopx.cli.app import App
+from loopx.errors import GitError, LoopxError
 
 # (module, attribute) of each command or group, imported when the CLI starts.
 _GROUPS = [
@@ -44,116 +45,6 @@ _GROUPS = [
 ]
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
-
-
-class App:
-    """What every command needs: the ledger (opened lazily), identity, output format."""
-
-    def __init__(self, *, cwd: str, actor: Optional[str], state_ref: Optional[str], debug: bool) -> None:
-        self.cwd = cwd
-        self._actor = actor
-        self.state_ref = state_ref
-        self.debug = debug
-        self.format = "text"
-        self._ledger: Any = None
-        self.batch_txn: Any = None  # set by `batch`: writes go into one shared transaction
-        self.now: Optional[datetime] = None
-
-    @property
-    def ledger(self) -> Any:
-        if self._ledger is None:
-            from loopx.ops import ledgers
-
-            self._ledger = ledgers.open_ledger(self.cwd, ref=self.state_ref)
-            if sys.stderr.isatty():
-                self._ledger.progress = _progress
-        return self._ledger
-
-    @property
-    def actor(self) -> str:
-        if self._actor:
-            return self._actor
-        from loopx.storage import gateway
-
-        email = gateway.out(self.cwd, "config", "user.email", check=False).strip()
-        if not email:
-            raise LoopxError(
-                "who is acting? pass --actor KIND:NAME, set LOOPX_ACTOR, or `git config user.email`"
-            )
-        self._actor = f"human:{email}"
-        return self._actor
-
-    @property
-    def json(self) -> bool:
-        return self.format == "json"
-
-    def write(self, build: Callable[[Any], Any], *, require: bool = True,
-              sign: bool = False) -> Any:
-        """Run ``build(txn)`` as one commit (or inside the running batch)."""
-        if self.batch_txn is not None:
-            self.batch_txn.sign = self.batch_txn.sign or sign
-            return build(self.batch_txn)
-        if require:
-            self.ledger.require()
-        result, _ = self.ledger.write(build, actor=self.actor, now=self.now, sign=sign)
-        return result
-
-    def use_state_ref(self, ref: str) -> None:
-        """A command's own --state-ref (a proposal branch); same meaning as the global one."""
-        if self._ledger is not None and ref not in (self.state_ref, self._ledger.ref):
-            raise UsageError("--state-ref cannot change inside a batch; give it to `batch`")
-        self.state_ref = ref
-
-    def emit(self, data: Any, text: Optional[str | Callable[[], str]] = None) -> None:
-        """Print ``data`` as JSON, or its text rendering."""
-        if self.batch_txn is not None:
-            self.batch_results.append(data)
-            return
-        import json  # lazily: most commands print text
-
-        if self.json:
-            click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
-        else:
-            rendered = text() if callable(text) else text
-            if rendered is None:
-                rendered = json.dumps(data, indent=2, ensure_ascii=False, default=str)
-            if rendered:
-                click.echo(rendered)
-
-    batch_results: list[Any] = []
-
-
-def _progress(done: int, total: int) -> None:
-    """A one-line counter on stderr while a long replay rebuilds the projection cache."""
-    end = "\n" if done >= total else ""
-    click.echo(f"\rloopx: replaying the ledger: {done}/{total} events", err=True, nl=False)
-    if end:
-        click.echo(err=True)
-
-
-def pass_app(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Decorator: adds --format/--json/--state-ref to a command and passes the App first."""
-
-    def set_format(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
-        app = ctx.find_object(App)
-        if app is not None and value:
-            app.format = "json" if (value is True or value == "json") else app.format
-        return value
-
-    def set_state_ref(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
-        app = ctx.find_object(App)
-        if app is not None and value:
-            app.use_state_ref(value)
-        return value
-
-    fn = click.option("--state-ref", "state_ref_", metavar="REF", expose_value=False,
-                      callback=set_state_ref,
-                      help="A proposal branch to use instead of loopx/state (forks from it).")(fn)
-    fn = click.option("--json", "as_json", is_flag=True, expose_value=False, callback=set_format,
-                      help="Alias for --format json.")(fn)
-    fn = click.option("--format", "fmt", type=click.Choice(["text", "json"]), expose_value=False,
-                      callback=set_format, help="Output format (default text).")(fn)
-    return click.pass_obj(fn)
 
 
 class LoopxGroup(click.Group):
@@ -200,7 +91,7 @@ def cli(ctx: click.Context, cwd: str, actor: Optional[str], state_ref: Optional[
     Start with `git loopx init`, or try `git loopx demo`.
     """
     if debug:
-        from loopx.storage import gateway
+        from loopx.storage import gateway  # only under --debug
 
         gateway.DEBUG = True
     if ctx.obj is None:  # `batch` re-enters with its own App already set
@@ -209,7 +100,7 @@ def cli(ctx: click.Context, cwd: str, actor: Optional[str], state_ref: Optional[
 
 
 def _parse_now(text: str) -> datetime:
-    from loopx.model import clock
+    from loopx.model import clock  # only under --now
 
     try:
         return clock.parse_ts(text)
@@ -268,44 +159,3 @@ def _json_error(code: int, message: str, kind: str) -> None:
     import json
 
     click.echo(json.dumps({"error": {"message": message, "kind": kind, "exit_code": code}}))
-
-
-def emit_event(app: App, event: Any, text: str) -> None:
-    """What a write command prints: one line of text, or the event document as JSON."""
-    app.emit(event.to_dict(), f"{text}  [{event.id}]")
-
-
-def lookup(table: dict[str, Any], prefix: str, kind: str) -> str:
-    """Resolve a unique id prefix (like git's short hashes)."""
-    from loopx.state.views import resolve_id
-
-    return resolve_id(table, prefix, kind)
-
-
-def write_about(app: App, table: str, prefix: str, kind: str, event_type: str,
-                data: dict[str, Any], event_id: Optional[str]) -> Any:
-    """Append one ``event_type`` about an existing entity (resolved from its id prefix in the
-    fold's ``table``), under that entity's goal."""
-    from loopx.ledger.txn import Draft
-
-    def build(txn: Any) -> Any:
-        entities = getattr(txn.fold, table)
-        found = lookup(entities, prefix, kind)
-        return txn.add(Draft(event_type, {"id": found, **data}, entities[found].goal, event_id))
-
-    return app.write(build)
-
-
-def event_id_option(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """--event-id: makes a retried write idempotent (same id and content: recorded once)."""
-    return click.option("--event-id", metavar="ULID",
-                        help="Event id to use; retrying with the same id records nothing new.")(fn)
-
-
-def duration(text: str) -> int:
-    from loopx.model import clock
-
-    try:
-        return int(clock.parse_duration(text).total_seconds())
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None

@@ -1,4 +1,4 @@
-"""`git loopx init|config|status|batch|schema|help`."""
+"""`git loopx init|config|batch|schema|demo|help`."""
 
 from __future__ import annotations
 
@@ -9,8 +9,11 @@ from typing import Any, Optional
 
 import click
 
-from loopx.cli import App, duration, emit_event, pass_app
+from loopx.cli import render
+from loopx.cli.app import App, optional_duration, pass_app
 from loopx.errors import LoopxError, UsageError
+from loopx.ops import ledgers, settings, upkeep
+from loopx.storage import gateway
 
 
 @click.command()
@@ -21,8 +24,6 @@ def init(app: App, name: Optional[str]) -> None:
 
     In a fresh clone, adopts origin's state branch instead of starting a new one.
     """
-    from loopx.ops import ledgers
-
     event = ledgers.init(app.ledger, actor=app.actor, name=name)
     ref = app.ledger.ref
     if event is None:
@@ -54,50 +55,27 @@ def config_set(app: App, roles: tuple[str, ...], lease_ttl: Optional[str],
                session_slots: Optional[int], session_idle: Optional[str],
                signed_answers: Optional[str], signers_file: Optional[str]) -> None:
     """Change ledger settings."""
-    from loopx.ledger.txn import Draft
-
-    def build(txn: Any) -> Any:
-        data: dict[str, Any] = {}
-        if roles:
-            merged = dict(txn.fold.config.get("roles") or {})
-            for spec in roles:
-                role, sep, who = spec.partition("=")
-                if not sep or not role:
-                    raise click.BadParameter(f"{spec!r}: use NAME=ACTOR[,ACTOR]", param_hint="--role")
-                merged[role] = [w.strip() for w in who.split(",") if w.strip()]
-            data["roles"] = merged
-        if lease_ttl:
-            data["lease_ttl_seconds"] = duration(lease_ttl)
-        if session_slots:
-            data["session_slots"] = session_slots
-        if session_idle:
-            data["session_idle_seconds"] = duration(session_idle)
-        if signed_answers:
-            data["signed_answers"] = (signed_answers if signed_answers in ("all", "off")
-                                      else [g.strip() for g in signed_answers.split(",")])
-        if signers_file:
-            data["allowed_signers"] = Path(signers_file).read_text("utf-8")
-        if not data:
-            raise click.UsageError("nothing to set (see --help)")
-        return txn.add(Draft("config.set", data))
-
-    event = app.write(build)
-    emit_event(app, event, "updated ledger config")
+    try:
+        role_map = settings.parse_roles(roles)
+    except UsageError as exc:
+        raise click.BadParameter(str(exc), param_hint="--role") from None
+    signers = Path(signers_file).read_text("utf-8") if signers_file else None
+    event = app.write(lambda txn: settings.set_(
+        txn, roles=role_map, lease_ttl=optional_duration(lease_ttl), session_slots=session_slots,
+        session_idle=optional_duration(session_idle),
+        signed_answers=settings.parse_signed_answers(signed_answers) if signed_answers else None,
+        allowed_signers=signers))
+    app.emit_event(event, "updated ledger config")
 
 
 @config.command("show")
 @pass_app
 def config_show(app: App) -> None:
     """Show ledger settings."""
-    from loopx.cli import render
-    from loopx.state.entities import DEFAULT_LEASE_TTL_S, DEFAULT_SESSION_SLOTS
-
-    conf = app.ledger.fold().config
-    effective = {"roles": {}, "lease_ttl_seconds": DEFAULT_LEASE_TTL_S,
-                 "session_slots": DEFAULT_SESSION_SLOTS, "signed_answers": "off", **conf}
+    effective = settings.effective(app.ledger)
     shown = {k: v for k, v in effective.items() if k != "allowed_signers"}
-    if conf.get("allowed_signers"):
-        shown["allowed_signers"] = f"{len(conf['allowed_signers'].splitlines())} line(s)"
+    if effective.get("allowed_signers"):
+        shown["allowed_signers"] = f"{len(effective['allowed_signers'].splitlines())} line(s)"
     app.emit(effective, lambda: render.fields_text(shown))
 
 
@@ -110,7 +88,7 @@ def batch(app: App, message: Optional[str]) -> None:
     Each line is a JSON array of arguments, e.g. ["todo", "add", "g-1", "Write tests"].
     Later lines see what earlier lines created.
     """
-    from loopx.cli import cli
+    from loopx.cli import cli  # the root group imports this module: a cycle at import time
 
     lines = [(n, line) for n, line in enumerate(sys.stdin.read().splitlines(), 1) if line.strip()]
     commands = [_batch_argv(n, line) for n, line in lines]
@@ -184,8 +162,6 @@ def schema() -> None:
 def _project_root(root: Optional[str]) -> Path:
     if root:
         return Path(root)
-    from loopx.storage import gateway
-
     return gateway.discover(".").work_tree or Path(".")
 
 
@@ -194,9 +170,7 @@ def _project_root(root: Optional[str]) -> Path:
 @pass_app
 def schema_export(app: App, root: Optional[str]) -> None:
     """Write the schema files."""
-    from loopx.features import schema as schemas
-
-    written = schemas.export(_project_root(root))
+    written = upkeep.export_schemas(_project_root(root))
     app.emit(written, lambda: "\n".join(f"wrote {p}" for p in written) or "schemas up to date")
 
 
@@ -205,9 +179,7 @@ def schema_export(app: App, root: Optional[str]) -> None:
 @pass_app
 def schema_check(app: App, root: Optional[str]) -> None:
     """Fail when the checked-in schema files differ from the model."""
-    from loopx.features import schema as schemas
-
-    problems = schemas.stale(_project_root(root))
+    problems = upkeep.stale_schemas(_project_root(root))
     app.emit({"ok": not problems, "problems": problems},
              lambda: "\n".join(problems) if problems else "schemas up to date")
     if problems:
@@ -220,7 +192,7 @@ def schema_check(app: App, root: Optional[str]) -> None:
 @pass_app
 def demo(app: App, keep: bool, where: Optional[str]) -> None:
     """Walk the classic story in a throwaway repository, printing status after each step."""
-    from loopx.cli import demo as story
+    from loopx.cli import demo as story  # the demo's story and its files: only for `demo`
 
     story.run(keep=keep, where=where, as_json=app.json)
 

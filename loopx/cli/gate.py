@@ -6,8 +6,9 @@ from typing import Any, Optional
 
 import click
 
-from loopx.cli import App, emit_event, event_id_option, lookup, pass_app, write_about
-from loopx.model.ids import new_short_id
+from loopx.cli import render
+from loopx.cli.app import App, event_id_option, pass_app
+from loopx.ops import gates
 
 
 @click.group()
@@ -27,17 +28,9 @@ def gate() -> None:
 def gate_open(app: App, goal_id: str, question: str, gate_id: Optional[str],
               authority: tuple[str, ...], blocks: tuple[str, ...], event_id: Optional[str]) -> None:
     """Ask QUESTION of an authority; the todos it blocks wait for approval."""
-    from loopx.ledger.txn import Draft
-
-    def build(txn: Any) -> Any:
-        gid = lookup(txn.fold.goals, goal_id, "goal")
-        data = {"id": gate_id or new_short_id("q", event_id), "goal": gid, "question": question,
-                "authority": list(authority),
-                "blocks": [lookup(txn.fold.todos, t, "todo") for t in blocks]}
-        return txn.add(Draft("gate.opened", data, gid, event_id))
-
-    event = app.write(build)
-    emit_event(app, event, f"opened gate {event.data.id}, waiting on {', '.join(authority)}")
+    event = app.write(lambda txn: gates.open_(txn, goal_id, question, authority=authority,
+                                              blocks=blocks, id=gate_id, event_id=event_id))
+    app.emit_event(event, f"opened gate {event.data.id}, waiting on {', '.join(authority)}")
 
 
 @gate.command("answer")
@@ -53,21 +46,13 @@ def gate_open(app: App, goal_id: str, question: str, gate_id: Optional[str],
 def gate_answer(app: App, gate_id: str, approve: bool, reject: bool, answer: Optional[str],
                 comment: Optional[str], sign: bool, event_id: Optional[str]) -> None:
     """Answer a gate (only its authority may): --approve, --reject or --answer TEXT."""
-    from loopx.ledger.txn import Draft
-
     chosen = [name for name, given in (("approve", approve), ("reject", reject),
                                        ("answer", answer is not None)) if given]
     if len(chosen) != 1:
         raise click.UsageError("say exactly one of --approve, --reject or --answer TEXT")
-    decision = chosen[0]
-
-    def build(txn: Any) -> Any:
-        gid = lookup(txn.fold.gates, gate_id, "gate")
-        data = {"id": gid, "decision": decision, "answer": answer, "comment": comment}
-        return txn.add(Draft("gate.answered", data, txn.fold.gates[gid].goal, event_id))
-
-    event = app.write(build, sign=sign)
-    emit_event(app, event, f"answered gate {event.data.id}: {decision}")
+    event = app.write(lambda txn: gates.answer(txn, gate_id, decision=chosen[0], answer=answer,
+                                               comment=comment, event_id=event_id), sign=sign)
+    app.emit_event(event, f"answered gate {event.data.id}: {chosen[0]}")
 
 
 @gate.command("withdraw")
@@ -77,9 +62,8 @@ def gate_answer(app: App, gate_id: str, approve: bool, reject: bool, answer: Opt
 @pass_app
 def gate_withdraw(app: App, gate_id: str, reason: Optional[str], event_id: Optional[str]) -> None:
     """Withdraw a question that no longer needs an answer."""
-    event = write_about(app, "gates", gate_id, "gate", "gate.withdrawn", {"reason": reason},
-                        event_id)
-    emit_event(app, event, f"withdrew gate {event.data.id}")
+    event = app.write(lambda txn: gates.withdraw(txn, gate_id, reason=reason, event_id=event_id))
+    app.emit_event(event, f"withdrew gate {event.data.id}")
 
 
 @gate.command("list")
@@ -87,19 +71,19 @@ def gate_withdraw(app: App, gate_id: str, reason: Optional[str], event_id: Optio
 @pass_app
 def gate_list(app: App, show_all: bool) -> None:
     """List gates."""
-    gates = [g for g in app.ledger.snapshot(app.now)["gates"] if show_all or g["state"] == "open"]
+    found = gates.listing(app.ledger, include_closed=show_all, now=app.now)
+    app.emit(found, lambda: _list_text(found))
 
-    def text() -> str:
-        if not gates:
-            return "no open gates"
-        return "\n".join(
-            f"{g['id']:<12} {g['state']:<9} {g['question']}  "
-            + (f"(asks {', '.join(g['authority'])})" if g["state"] == "open"
-               else f"({g['decision']} by {g['answered_by']})" if g["decision"] else "")
-            for g in gates
-        )
 
-    app.emit(gates, text)
+def _list_text(found: list[dict[str, Any]]) -> str:
+    if not found:
+        return "no open gates"
+    return "\n".join(
+        f"{g['id']:<12} {g['state']:<9} {g['question']}  "
+        + (f"(asks {', '.join(g['authority'])})" if g["state"] == "open"
+           else f"({g['decision']} by {g['answered_by']})" if g["decision"] else "")
+        for g in found
+    )
 
 
 @gate.command("show")
@@ -107,8 +91,5 @@ def gate_list(app: App, show_all: bool) -> None:
 @pass_app
 def gate_show(app: App, gate_id: str) -> None:
     """Show one gate."""
-    gates = {g["id"]: g for g in app.ledger.snapshot(app.now)["gates"]}
-    found = gates[lookup(gates, gate_id, "gate")]
-    from loopx.cli import render
-
+    found = gates.show(app.ledger, gate_id, now=app.now)
     app.emit(found, lambda: render.fields_text(found))

@@ -6,8 +6,8 @@ from typing import Any, Optional
 
 import click
 
-from loopx.cli import App, emit_event, event_id_option, lookup, pass_app
-from loopx.model.ids import new_short_id
+from loopx.cli.app import App, event_id_option, pass_app
+from loopx.ops import goals
 
 
 @click.group()
@@ -26,13 +26,9 @@ def goal() -> None:
 def goal_add(app: App, title: str, goal_id: Optional[str], accept: tuple[str, ...],
              description: Optional[str], event_id: Optional[str]) -> None:
     """Create a goal with acceptance criteria."""
-    from loopx.ledger.txn import Draft
-
-    gid = goal_id or new_short_id("g", event_id)
-    data: dict[str, Any] = {"id": gid, "title": title, "description": description,
-                            "acceptance": [{"id": f"a{i}", "text": t} for i, t in enumerate(accept, 1)]}
-    event = app.write(lambda txn: txn.add(Draft("goal.created", data, gid, event_id)))
-    emit_event(app, event, f"created goal {gid}: {title}")
+    event = app.write(lambda txn: goals.add(txn, title, id=goal_id, accept=accept,
+                                            description=description, event_id=event_id))
+    app.emit_event(event, f"created goal {event.data.id}: {title}")
 
 
 @goal.command("update")
@@ -47,17 +43,9 @@ def goal_add(app: App, title: str, goal_id: Optional[str], accept: tuple[str, ..
 def goal_update(app: App, goal_id: str, title: Optional[str], description: Optional[str],
                 accept: tuple[str, ...], state: Optional[str], event_id: Optional[str]) -> None:
     """Change a goal's title, description or state, or add criteria."""
-    from loopx.ledger.txn import Draft
-
-    def build(txn: Any) -> Any:
-        gid = lookup(txn.fold.goals, goal_id, "goal")
-        start = len(txn.fold.goals[gid].acceptance) + 1
-        data = {"id": gid, "title": title, "description": description, "state": state,
-                "add_acceptance": [{"id": f"a{i}", "text": t} for i, t in enumerate(accept, start)]}
-        return txn.add(Draft("goal.updated", data, gid, event_id))
-
-    event = app.write(build)
-    emit_event(app, event, f"updated goal {event.data.id}")
+    event = app.write(lambda txn: goals.update(txn, goal_id, title=title, description=description,
+                                               accept=accept, state=state, event_id=event_id))
+    app.emit_event(event, f"updated goal {event.data.id}")
 
 
 @goal.command("close")
@@ -72,18 +60,11 @@ def goal_update(app: App, goal_id: str, title: Optional[str], description: Optio
 def goal_close(app: App, goal_id: str, outcome: Optional[str], reason: Optional[str],
                override: bool, event_id: Optional[str]) -> None:
     """Close a goal as achieved or abandoned."""
-    from loopx.ledger.txn import Draft
-
     if outcome is None:
         raise click.UsageError("say --achieved or --abandoned")
-
-    def build(txn: Any) -> Any:
-        gid = lookup(txn.fold.goals, goal_id, "goal")
-        data = {"id": gid, "outcome": outcome, "reason": reason, "override": override}
-        return txn.add(Draft("goal.closed", data, gid, event_id))
-
-    event = app.write(build)
-    emit_event(app, event, f"closed goal {event.data.id} as {outcome}")
+    event = app.write(lambda txn: goals.close(txn, goal_id, outcome=outcome, reason=reason,
+                                              override=override, event_id=event_id))
+    app.emit_event(event, f"closed goal {event.data.id} as {outcome}")
 
 
 @goal.command("list")
@@ -91,19 +72,18 @@ def goal_close(app: App, goal_id: str, outcome: Optional[str], reason: Optional[
 @pass_app
 def goal_list(app: App, show_all: bool) -> None:
     """List goals."""
-    goals = [g for g in app.ledger.snapshot(app.now)["goals"]
-             if show_all or g["state"] in ("active", "paused")]
+    found = goals.listing(app.ledger, include_closed=show_all, now=app.now)
+    app.emit(found, lambda: _list_text(found))
 
-    def text() -> str:
-        if not goals:
-            return "no goals (add one with `git loopx goal add TITLE --accept TEXT`)"
-        lines = []
-        for g in goals:
-            met = sum(c["met"] for c in g["acceptance"])
-            lines.append(f"{g['id']:<12} {g['state']:<9} {met}/{len(g['acceptance'])} met  {g['title']}")
-        return "\n".join(lines)
 
-    app.emit(goals, text)
+def _list_text(found: list[dict[str, Any]]) -> str:
+    if not found:
+        return "no goals (add one with `git loopx goal add TITLE --accept TEXT`)"
+    lines = []
+    for g in found:
+        met = sum(c["met"] for c in g["acceptance"])
+        lines.append(f"{g['id']:<12} {g['state']:<9} {met}/{len(g['acceptance'])} met  {g['title']}")
+    return "\n".join(lines)
 
 
 @goal.command("show")
@@ -111,22 +91,18 @@ def goal_list(app: App, show_all: bool) -> None:
 @pass_app
 def goal_show(app: App, goal_id: str) -> None:
     """Show one goal: criteria with evidence, its todos and gates."""
-    snap = app.ledger.snapshot(app.now)
-    gid = lookup({g["id"]: g for g in snap["goals"]}, goal_id, "goal")
-    found = next(g for g in snap["goals"] if g["id"] == gid)
-    found = dict(found, todos=[t for t in snap["todos"] if t["goal"] == gid],
-                 gates=[g for g in snap["gates"] if g["goal"] == gid])
+    found = goals.show(app.ledger, goal_id, now=app.now)
+    app.emit(found, lambda: _show_text(found))
 
-    def text() -> str:
-        lines = [f"goal {gid}: {found['title']} ({found['state']})"]
-        for c in found["acceptance"]:
-            mark = "x" if c["met"] else " "
-            ev = f"  <- {', '.join(c['evidence'])}" if c["evidence"] else ""
-            lines.append(f"  [{mark}] {c['id']}: {c['text']}{ev}")
-        for t in found["todos"]:
-            lines.append(f"  todo {t['id']:<10} {t['state']:<9} {t['title']}")
-        for g in found["gates"]:
-            lines.append(f"  gate {g['id']:<10} {g['state']:<9} {g['question']}")
-        return "\n".join(lines)
 
-    app.emit(found, text)
+def _show_text(found: dict[str, Any]) -> str:
+    lines = [f"goal {found['id']}: {found['title']} ({found['state']})"]
+    for c in found["acceptance"]:
+        mark = "x" if c["met"] else " "
+        ev = f"  <- {', '.join(c['evidence'])}" if c["evidence"] else ""
+        lines.append(f"  [{mark}] {c['id']}: {c['text']}{ev}")
+    for t in found["todos"]:
+        lines.append(f"  todo {t['id']:<10} {t['state']:<9} {t['title']}")
+    for g in found["gates"]:
+        lines.append(f"  gate {g['id']:<10} {g['state']:<9} {g['question']}")
+    return "\n".join(lines)

@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
             path.write_text(text, encoding="utf-8")
             print(f"wrote {path}")
     for path in stale:
-        print(f"{path} is stale: run `python -m loopx.manpage` and commit the result",
+        print(f"{path} is stale: run `python -m loopx.cli.manpage` and commit the result",
               file=sys.stderr)
     return 1 if stale else 0
 

@@ -6,12 +6,15 @@ Exit codes of `next` (besides 1/2/3 for errors, as everywhere): 0 there is somet
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Any, Optional
 
 import click
 
-from loopx.cli import App, lookup, pass_app
+from loopx.cli import render
+from loopx.cli.app import App, optional_duration, pass_app
+from loopx.ops import status as recovery
 
 EXIT_WAIT = 10
 EXIT_NOTHING = 20
@@ -24,59 +27,13 @@ def _inspect_options(fn: Any) -> Any:
     return fn
 
 
-def recover(app: App, *, goal_id: Optional[str] = None, ci: bool = True,
-            offline: bool = False, history: bool = False) -> dict[str, Any]:
-    """The status document: snapshot + environment + actions + next_wake.
-
-    Without ``history`` only goals in play (and what they reference) are listed, which keeps
-    a warm `status` as fast on a long ledger as on a new one.
-    """
-    from loopx.model import clock
-    from loopx.state import decide
-    from loopx.state import views
-    from loopx.features import readback
-
-    ledger = app.ledger
-    fold = ledger.fold() if (history or goal_id) else ledger.live_fold()
-    if not fold.events:
-        ledger.require()
-    now = app.now or clock.now()
-    snap = views.snapshot(fold, now)
-    snap["ref"] = ledger.ref
-    if goal_id:
-        from loopx.cli import render
-
-        snap = render.only_goal(snap, goal_id)
-    env = readback.inspect(ledger.repo, state_ref=ledger.ref, snapshot=snap, remaps=fold.remaps,
-                           ci=ci, offline=offline, reader=ledger.store.reader).as_dict()
-    decide.annotate(snap, env)
-    actor = _actor_or_none(app)
-    snap["environment"] = env
-    snap["actions"] = decide.decide(snap, env, now, actor or "",
-                                    roles=fold.config.get("roles") or {})
-    snap["next_wake"] = decide.next_wake(snap, now)
-    return snap
-
-
 def _emit(app: App, data: Any, text: Any) -> None:
     """Like ``app.emit``, but JSON for a program (not a terminal) is compact: the indenting
     encoder is pure Python and was the largest cost of a warm `status` for a busy ledger."""
     if app.json and app.batch_txn is None and not sys.stdout.isatty():
-        import json
-
         click.echo(json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str))
     else:
         app.emit(data, text)
-
-
-def _actor_or_none(app: App) -> Optional[str]:
-    """Status works for anyone; actor-specific actions need an identity."""
-    from loopx.errors import LoopxError
-
-    try:
-        return app.actor
-    except LoopxError:
-        return None
 
 
 @click.command()
@@ -87,9 +44,8 @@ def _actor_or_none(app: App) -> Optional[str]:
 @pass_app
 def status(app: App, goal_id: Optional[str], show_all: bool, no_ci: bool, offline: bool) -> None:
     """Goals, acceptance, frontier, gates, leases, the work tree and what to do next."""
-    from loopx.cli import render
-
-    snap = recover(app, goal_id=goal_id, ci=not no_ci, offline=offline, history=show_all)
+    snap = recovery.status(app.ledger, actor=app.actor_or_none(), goal=goal_id, ci=not no_ci,
+                           offline=offline, include_closed=show_all, now=app.now)
     color = sys.stdout.isatty()
     _emit(app, snap, lambda: status_text(snap, render.status_text(snap, color=color), color=color))
 
@@ -101,55 +57,16 @@ def status(app: App, goal_id: Optional[str], show_all: bool, no_ci: bool, offlin
 @pass_app
 def next_(app: App, claim: bool, ttl: Optional[str], no_ci: bool, offline: bool) -> None:
     """The single best action for you (exit 0 do it, 10 wait, 20 nothing left)."""
-    from loopx.state import decide
-
-    snap = recover(app, ci=not no_ci, offline=offline)
-    actions = snap["actions"]
-    best = actions[0] if actions else None
-    result: dict[str, Any] = {"action": best, "next_wake": snap["next_wake"],
-                              "actions": len(actions), "claimed": None}
-    if claim and best is not None and best["kind"] == "work":
-        result["claimed"], best = _claim_first(app, actions, ttl)
-        result["action"] = best
-    app.emit(result, lambda: _next_text(result))
-    if best is None:
+    actor = app.actor if claim else (app.actor_or_none() or "")
+    result = recovery.next_action(app.ledger, actor=actor, claim=claim,
+                                  ttl=optional_duration(ttl), ci=not no_ci, offline=offline,
+                                  now=app.now)
+    data = result.to_dict()
+    app.emit(data, lambda: _next_text(data))
+    if result.action is None:
         raise click.exceptions.Exit(EXIT_NOTHING)
-    if decide.is_waiting(best):
+    if result.waiting:
         raise click.exceptions.Exit(EXIT_WAIT)
-
-
-def _claim_first(app: App, actions: list[dict[str, Any]],
-                 ttl: Optional[str]) -> tuple[Optional[dict[str, Any]], dict[str, Any]]:
-    """Claim the first work item still claimable (another agent may have raced us)."""
-    from loopx.state import decide
-    from loopx.errors import TransitionError
-
-    work = [a for a in actions if a["kind"] == "work"]
-    for action in work:
-        try:
-            event = _claim(app, action["todo"], ttl)
-        except TransitionError:
-            continue
-        return event.to_dict(), dict(action, kind="continue", priority=decide.PRIORITY["continue"], command=f"git loopx todo show {action['todo']}",
-                                     reason=f"you claimed {action['todo']}: {action['reason']}")
-    return None, work[0]
-
-
-def _claim(app: App, todo_id: str, ttl: Optional[str]) -> Any:
-    from datetime import timedelta
-
-    from loopx.model import clock
-    from loopx.cli import duration
-    from loopx.ledger.txn import Draft
-    from loopx.state.entities import DEFAULT_LEASE_TTL_S
-
-    def build(txn: Any) -> Any:
-        seconds = duration(ttl) if ttl else txn.fold.config.get("lease_ttl_seconds", DEFAULT_LEASE_TTL_S)
-        until = clock.format_ts(txn.now + timedelta(seconds=seconds))
-        return txn.add(Draft("todo.claimed", {"id": todo_id, "until": until},
-                             txn.fold.todos[todo_id].goal))
-
-    return app.write(build)
 
 
 def _next_text(result: dict[str, Any]) -> str:
@@ -169,12 +86,8 @@ def _next_text(result: dict[str, Any]) -> str:
 @pass_app
 def brief(app: App, goal_id: Optional[str], no_ci: bool, offline: bool) -> None:
     """A Markdown handoff packet a new agent can start from with nothing else."""
-    from loopx.cli import briefing
-
-    snap = recover(app, goal_id=goal_id, ci=not no_ci, offline=offline)
-    if goal_id:
-        goal_id = lookup({g["id"]: g for g in snap["goals"]}, goal_id, "goal")
-    text = briefing.markdown(snap, goal_id=goal_id)
+    text, snap = recovery.brief(app.ledger, actor=app.actor_or_none(), goal=goal_id,
+                                ci=not no_ci, offline=offline, now=app.now)
     _emit(app, {"markdown": text, "status": snap}, text)
 
 

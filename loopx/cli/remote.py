@@ -1,19 +1,20 @@
-"""`git loopx sync|fetch|push|doctor` and the `--sync` of `todo claim`."""
+"""`git loopx sync|fetch|push|doctor`: the state branch and its remote, and its health."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import click
 
-from loopx.cli import App, pass_app
+from loopx.cli.app import App, pass_app
+from loopx.ops import exchange, upkeep
 
 
 def _short(oid: Optional[str]) -> str:
     return oid[:12] if oid else "none"
 
 
-def _report_text(report: Any) -> str:
+def _report_text(report: exchange.Report) -> str:
     lines = [f"{report.remote}: local {_short(report.local_before)} -> {_short(report.local_after)}"
              f" ({report.merge}), remote {_short(report.remote_before)} -> {_short(report.remote_after)}",
              f"received {report.received} events, sent {report.sent}"
@@ -24,8 +25,7 @@ def _report_text(report: Any) -> str:
     return "\n".join(lines)
 
 
-def _run(app: App, action: Callable[..., Any], **kwargs: Any) -> None:
-    report = action(ledger=app.ledger, **kwargs)
+def _emit_report(app: App, report: exchange.Report) -> None:
     app.emit(report.to_dict(), lambda: _report_text(report))
 
 
@@ -40,9 +40,7 @@ def sync(app: App, remote: Optional[str], retries: int) -> None:
     REMOTE defaults to the current branch's upstream remote, else origin. A remote state that
     fails the incoming check is quarantined (see `git loopx doctor`); local state is untouched.
     """
-    from loopx.features import sync as sync_
-
-    _run(app, sync_.sync, remote=remote, retries=retries)
+    _emit_report(app, exchange.sync_(app.ledger, remote=remote, retries=retries))
 
 
 @click.command("fetch")
@@ -50,9 +48,7 @@ def sync(app: App, remote: Optional[str], retries: int) -> None:
 @pass_app
 def fetch(app: App, remote: Optional[str]) -> None:
     """Fetch, check and merge REMOTE's loopx/state (no push)."""
-    from loopx.features import sync as sync_
-
-    _run(app, sync_.fetch, remote=remote)
+    _emit_report(app, exchange.fetch(app.ledger, remote=remote))
 
 
 @click.command("push")
@@ -60,38 +56,7 @@ def fetch(app: App, remote: Optional[str]) -> None:
 @pass_app
 def push(app: App, remote: Optional[str]) -> None:
     """Push loopx/state to REMOTE, fast-forward only (run `sync` if the remote moved)."""
-    from loopx.features import sync as sync_
-
-    _run(app, sync_.push, remote=remote)
-
-
-def write_synced(app: App, build: Callable[[Any], Any], todo_id: str) -> Any:
-    """Run a claim so that it counts only once the remote has it (`todo claim --sync`).
-
-    When someone else's claim reached the remote first, says who holds the todo and fails.
-    """
-    from loopx.features import sync as sync_
-    from loopx.errors import ClaimLost, TransitionError
-
-    try:
-        event, _ = sync_.publish(ledger=app.ledger, build=build, actor=app.actor, now=app.now)
-    except TransitionError as exc:
-        holder = _holder(app, todo_id)
-        if holder is None or holder == app.actor:
-            raise
-        raise ClaimLost(f"todo {todo_id} went to {holder}: their claim reached the remote first; "
-                        f"nothing was recorded for you ({exc})") from None
-    return event
-
-
-def _holder(app: App, todo_id: str) -> Optional[str]:
-    from loopx.cli import lookup
-
-    fold = app.ledger.fold()
-    try:
-        return fold.todos[lookup(fold.todos, todo_id, "todo")].holder  # type: ignore[no-any-return]
-    except Exception:
-        return None
+    _emit_report(app, exchange.push(app.ledger, remote=remote))
 
 
 @click.command("doctor")
@@ -100,19 +65,7 @@ def _holder(app: App, todo_id: str) -> Optional[str]:
 @pass_app
 def doctor(app: App, rollback: bool) -> None:
     """Check the state branch: objects, files, reflog, locks, quarantines."""
-    from loopx.features import doctor as doctor_
-    from loopx.ledger.book import Ledger
-
-    # Opened without adopting: doctor must work even when origin's state is refused.
-    from loopx.storage.store import STATE_REF
-
-    ref = app.state_ref or STATE_REF
-    ref = ref if ref.startswith("refs/") else f"refs/heads/{ref}"
-    with Ledger.open(app.cwd, ref=ref) as ledger:
-        result: dict[str, Any] = {"health": doctor_.examine(ledger=ledger)}
-        if rollback:
-            result["rollback"] = doctor_.rollback(ledger=ledger)
-            result["after"] = doctor_.examine(ledger=ledger)
+    result = upkeep.examine(app.cwd, ref=app.state_ref, rollback=rollback)
     app.emit(result, lambda: _doctor_text(result))
     final = result.get("after", result["health"])
     if not final["ok"]:

@@ -7,7 +7,8 @@ from typing import Any, Optional
 
 import click
 
-from loopx.cli import lookup
+from loopx.features.readback import local_host
+from loopx.model import clock
 
 
 def _style(color: bool):  # type: ignore[no-untyped-def]
@@ -15,16 +16,6 @@ def _style(color: bool):  # type: ignore[no-untyped-def]
         return click.style(text, **kw) if color else text
 
     return paint
-
-
-def only_goal(snap: dict[str, Any], goal_prefix: str) -> dict[str, Any]:
-    gid = lookup({g["id"]: g for g in snap["goals"]}, goal_prefix, "goal")
-    todos = [t for t in snap["todos"] if t["goal"] == gid]
-    ids = {t["id"] for t in todos}
-    return dict(snap, goals=[g for g in snap["goals"] if g["id"] == gid], todos=todos,
-                frontier=[t for t in snap["frontier"] if t in ids],
-                gates=[g for g in snap["gates"] if g["goal"] == gid],
-                evidence=[e for e in snap["evidence"] if e["goal"] == gid])
 
 
 def status_text(snap: dict[str, Any], *, color: bool = False) -> str:
@@ -97,8 +88,6 @@ def _history(snap: dict[str, Any]) -> list[str]:
 
 def _sessions(sessions: list[dict[str, Any]], paint: Any) -> list[str]:
     """Sessions awaiting input are waiting for an instruction, not progress: listed first."""
-    from loopx.features.transcripts import local_host
-
     here, out = local_host(), []
     for state, title, color in (("awaiting_input", "Waiting for your instruction", "cyan"),
                                 ("running", "Sessions running", None)):
@@ -117,8 +106,6 @@ def _sessions(sessions: list[dict[str, Any]], paint: Any) -> list[str]:
 
 def ago(seconds: Optional[int]) -> str:
     """``3h12m`` for a number of seconds; empty for None."""
-    from loopx.model import clock
-
     return "" if seconds is None else clock.format_duration(timedelta(seconds=seconds))
 
 

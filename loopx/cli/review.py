@@ -6,7 +6,9 @@ from typing import Optional
 
 import click
 
-from loopx.cli import App, pass_app
+from loopx.cli.app import App, pass_app
+from loopx.features import changes, validate as checks
+from loopx.ops import timeline
 
 
 @click.command()
@@ -19,11 +21,8 @@ def log(app: App, spec: Optional[str], max_count: Optional[int], oneline: bool) 
 
     RANGE is a revision (default: the state ref) or A..B, as for `git log`.
     """
-    from loopx.features import changes as review
-
-    app.ledger.require()
-    rows = review.log(app.ledger, spec, max_count=max_count)
-    app.emit(rows, lambda: review.log_text(rows, oneline=oneline))
+    rows = timeline.log(app.ledger, spec, max_count=max_count)
+    app.emit(rows, lambda: changes.log_text(rows, oneline=oneline))
 
 
 @click.command()
@@ -36,14 +35,8 @@ def diff(app: App, spec: Optional[str]) -> None:
     after. A alone compares A with the state ref's tip. With no argument: what is not pushed
     yet (origin's state branch..here), else the last state commit.
     """
-    from loopx.model import clock
-    from loopx.features import changes as review
-
-    app.ledger.require()
-    if spec is None:
-        spec = review.default_diff(app.ledger)
-    result = review.diff(app.ledger, spec, now=app.now or clock.now())
-    app.emit(result, lambda: review.diff_text(result))
+    result = timeline.diff(app.ledger, spec, now=app.now)
+    app.emit(result, lambda: changes.diff_text(result))
 
 
 @click.command()
@@ -62,14 +55,7 @@ def validate(app: App, span: Optional[str]) -> None:
     never go back; every event is legal when replayed; gate answers come from the gate's
     authority (signed when the config says so). Exit 1 on any failure.
     """
-    from loopx.features import validate as checks
-
-    if span is None:
-        base, head = checks.default_range(app.ledger)
-    else:
-        start, sep, end = span.partition("..")
-        base, head = (start or None, end or app.ledger.ref) if sep else (None, span)
-    report = checks.validate(app.ledger, base=base, head=head)
+    report = timeline.check_range(app.ledger, span)
     app.emit(report.to_dict(), lambda: checks.render(report))
     if not report.ok:
         raise click.exceptions.Exit(1)

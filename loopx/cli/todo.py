@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any, Optional
 
 import click
 
-from loopx.cli import App, duration, emit_event, event_id_option, lookup, pass_app
-from loopx.model.ids import new_short_id
+from loopx.cli.app import App, event_id_option, optional_duration, pass_app
+from loopx.ops import todos
 
 
 @click.group()
@@ -30,19 +29,10 @@ def todo_add(app: App, goal_id: str, title: str, todo_id: Optional[str], after: 
              gate: tuple[str, ...], criterion: tuple[str, ...], description: Optional[str],
              event_id: Optional[str]) -> None:
     """Add a todo to GOAL_ID."""
-    from loopx.ledger.txn import Draft
-
-    def build(txn: Any) -> Any:
-        fold = txn.fold
-        gid = lookup(fold.goals, goal_id, "goal")
-        data = {"id": todo_id or new_short_id("t", event_id), "goal": gid, "title": title,
-                "description": description, "criteria": list(criterion),
-                "depends_on": [lookup(fold.todos, t, "todo") for t in after],
-                "gates": [lookup(fold.gates, g, "gate") for g in gate]}
-        return txn.add(Draft("todo.added", data, gid, event_id))
-
-    event = app.write(build)
-    emit_event(app, event, f"added todo {event.data.id} to {event.data.goal}: {title}")
+    event = app.write(lambda txn: todos.add(txn, goal_id, title, id=todo_id, after=after,
+                                            gates=gate, criteria=criterion,
+                                            description=description, event_id=event_id))
+    app.emit_event(event, f"added todo {event.data.id} to {event.data.goal}: {title}")
 
 
 @todo.command("update")
@@ -58,9 +48,9 @@ def todo_update(app: App, todo_id: str, title: Optional[str], description: Optio
     """Change a todo's title or description, or add dependencies and gates."""
     if not (title or description or after or gate):
         raise click.UsageError("nothing to change: give --title, --description, --after or --gate")
-    event = app.write(lambda txn: _update(txn, todo_id, event_id, title=title,
-                                          description=description, after=after, gate=gate))
-    emit_event(app, event, f"updated todo {event.data.id}")
+    event = app.write(lambda txn: todos.update(txn, todo_id, title=title, description=description,
+                                               after=after, gates=gate, event_id=event_id))
+    app.emit_event(event, f"updated todo {event.data.id}")
 
 
 @todo.command("depend")
@@ -70,94 +60,102 @@ def todo_update(app: App, todo_id: str, title: Optional[str], description: Optio
 @pass_app
 def todo_depend(app: App, todo_id: str, on: tuple[str, ...], event_id: Optional[str]) -> None:
     """Make a todo wait for other todos (refuses cycles); same as `todo update --after`."""
-    event = app.write(lambda txn: _update(txn, todo_id, event_id, after=on))
-    emit_event(app, event, f"todo {event.data.id} now waits for {', '.join(event.data.add_depends_on)}")
+    event = app.write(lambda txn: todos.update(txn, todo_id, after=on, event_id=event_id))
+    app.emit_event(event, f"todo {event.data.id} now waits for "
+                   f"{', '.join(event.data.add_depends_on)}")
 
 
-def _update(txn: Any, todo_id: str, event_id: Optional[str], *, title: Optional[str] = None,
-            description: Optional[str] = None, after: tuple[str, ...] = (),
-            gate: tuple[str, ...] = ()) -> Any:
-    from loopx.ledger.txn import Draft
-
-    tid = lookup(txn.fold.todos, todo_id, "todo")
-    data = {"id": tid, "title": title, "description": description,
-            "add_depends_on": [lookup(txn.fold.todos, t, "todo") for t in after],
-            "add_gates": [lookup(txn.fold.gates, g, "gate") for g in gate]}
-    return txn.add(Draft("todo.updated", data, txn.fold.todos[tid].goal, event_id))
-
-
-def _simple(event_type: str, verb: str, **options: Any) -> Any:
-    """A todo command that takes the id and optional fields, and appends one event."""
-
-    def command(app: App, todo_id: str, event_id: Optional[str], **fields: Any) -> None:
-        from loopx.ledger.txn import Draft
-
-        def build(txn: Any) -> Any:
-            tid = lookup(txn.fold.todos, todo_id, "todo")
-            data = {"id": tid, **{k: v for k, v in fields.items() if v not in (None, ())}}
-            if "evidence" in data:
-                data["evidence"] = [lookup(txn.fold.evidence, e, "evidence") for e in data["evidence"]]
-            return txn.add(Draft(event_type, data, txn.fold.todos[tid].goal, event_id))
-
-        event = app.write(build)
-        emit_event(app, event, f"{verb} todo {event.data.id}")
-
-    return command
+@todo.command("release")
+@click.argument("todo_id")
+@click.option("--reason")
+@event_id_option
+@pass_app
+def todo_release(app: App, todo_id: str, reason: Optional[str], event_id: Optional[str]) -> None:
+    """Give up your claim on a todo."""
+    event = app.write(lambda txn: todos.release(txn, todo_id, reason=reason, event_id=event_id))
+    app.emit_event(event, f"released todo {event.data.id}")
 
 
-def _register(name: str, event_type: str, verb: str, doc: str, *extra: Any) -> None:
-    fn = _simple(event_type, verb)
-    fn.__doc__ = doc
-    for decorator in reversed((click.argument("todo_id"), *extra, event_id_option, pass_app)):
-        fn = decorator(fn)
-    todo.command(name)(fn)
+@todo.command("done")
+@click.argument("todo_id")
+@click.option("--evidence", multiple=True, metavar="ID", help="Evidence id (repeatable).")
+@click.option("--summary")
+@event_id_option
+@pass_app
+def todo_done(app: App, todo_id: str, evidence: tuple[str, ...], summary: Optional[str],
+              event_id: Optional[str]) -> None:
+    """Mark a todo done, citing evidence."""
+    event = app.write(lambda txn: todos.done(txn, todo_id, evidence=evidence, summary=summary,
+                                             event_id=event_id))
+    app.emit_event(event, f"finished todo {event.data.id}")
 
 
-_register("release", "todo.released", "released", "Give up your claim on a todo.",
-          click.option("--reason"))
-_register("done", "todo.done", "finished", "Mark a todo done, citing evidence.",
-          click.option("--evidence", multiple=True, metavar="ID", help="Evidence id (repeatable)."),
-          click.option("--summary"))
-_register("block", "todo.blocked", "blocked", "Mark a todo blocked, with the reason.",
-          click.option("--reason", required=True))
-_register("reopen", "todo.reopened", "reopened", "Reopen a done, blocked or cancelled todo.",
-          click.option("--reason"))
-_register("cancel", "todo.cancelled", "cancelled", "Cancel a todo.", click.option("--reason"))
+@todo.command("block")
+@click.argument("todo_id")
+@click.option("--reason", required=True)
+@event_id_option
+@pass_app
+def todo_block(app: App, todo_id: str, reason: str, event_id: Optional[str]) -> None:
+    """Mark a todo blocked, with the reason."""
+    event = app.write(lambda txn: todos.block(txn, todo_id, reason=reason, event_id=event_id))
+    app.emit_event(event, f"blocked todo {event.data.id}")
 
 
-def _lease_command(event_type: str, verb: str) -> Any:
-    @click.argument("todo_id")
-    @click.option("--ttl", default=None, metavar="DURATION",
-                  help="Lease length, e.g. 45m (default: ledger config, else 45m).")
-    @click.option("--sync", "synced", is_flag=True,
-                  help="Count only once the remote has it; fails if someone else's claim got there first.")
-    @event_id_option
-    @pass_app
-    def command(app: App, todo_id: str, ttl: Optional[str], synced: bool, event_id: Optional[str]) -> None:
-        from loopx.model import clock
-        from loopx.ledger.txn import Draft
-        from loopx.state.entities import DEFAULT_LEASE_TTL_S
-
-        def build(txn: Any) -> Any:
-            tid = lookup(txn.fold.todos, todo_id, "todo")
-            seconds = duration(ttl) if ttl else txn.fold.config.get("lease_ttl_seconds", DEFAULT_LEASE_TTL_S)
-            until = clock.format_ts(txn.now + timedelta(seconds=seconds))
-            return txn.add(Draft(event_type, {"id": tid, "until": until}, txn.fold.todos[tid].goal, event_id))
-
-        if synced:
-            from loopx.cli.remote import write_synced
-
-            event = write_synced(app, build, todo_id)
-        else:
-            event = app.write(build)
-        emit_event(app, event, f"{verb} todo {event.data.id} until {event.data.until}")
-
-    return command
+@todo.command("reopen")
+@click.argument("todo_id")
+@click.option("--reason")
+@event_id_option
+@pass_app
+def todo_reopen(app: App, todo_id: str, reason: Optional[str], event_id: Optional[str]) -> None:
+    """Reopen a done, blocked or cancelled todo."""
+    event = app.write(lambda txn: todos.reopen(txn, todo_id, reason=reason, event_id=event_id))
+    app.emit_event(event, f"reopened todo {event.data.id}")
 
 
-todo.command("claim", help="Claim a todo: a lease that expires unless renewed.")(
-    _lease_command("todo.claimed", "claimed"))
-todo.command("renew", help="Extend your lease on a todo.")(_lease_command("todo.renewed", "renewed"))
+@todo.command("cancel")
+@click.argument("todo_id")
+@click.option("--reason")
+@event_id_option
+@pass_app
+def todo_cancel(app: App, todo_id: str, reason: Optional[str], event_id: Optional[str]) -> None:
+    """Cancel a todo."""
+    event = app.write(lambda txn: todos.cancel(txn, todo_id, reason=reason, event_id=event_id))
+    app.emit_event(event, f"cancelled todo {event.data.id}")
+
+
+_TTL = click.option("--ttl", default=None, metavar="DURATION",
+                    help="Lease length, e.g. 45m (default: ledger config, else 45m).")
+
+
+@todo.command("claim")
+@click.argument("todo_id")
+@_TTL
+@click.option("--sync", "synced", is_flag=True,
+              help="Count only once the remote has it; fails if someone else's claim got there first.")
+@event_id_option
+@pass_app
+def todo_claim(app: App, todo_id: str, ttl: Optional[str], synced: bool,
+               event_id: Optional[str]) -> None:
+    """Claim a todo: a lease that expires unless renewed."""
+    seconds = optional_duration(ttl)
+    if synced:
+        event, _ = todos.claim_synced(app.ledger, todo_id, actor=app.actor, ttl=seconds,
+                                      now=app.now, event_id=event_id)
+    else:
+        event = app.write(lambda txn: todos.claim(txn, todo_id, ttl=seconds, event_id=event_id))
+    app.emit_event(event, f"claimed todo {event.data.id} until {event.data.until}")
+
+
+@todo.command("renew")
+@click.argument("todo_id")
+@_TTL
+@event_id_option
+@pass_app
+def todo_renew(app: App, todo_id: str, ttl: Optional[str], event_id: Optional[str]) -> None:
+    """Extend your lease on a todo."""
+    seconds = optional_duration(ttl)
+    event = app.write(lambda txn: todos.renew(txn, todo_id, ttl=seconds, event_id=event_id))
+    app.emit_event(event, f"renewed todo {event.data.id} until {event.data.until}")
 
 
 @todo.command("list")
@@ -167,26 +165,19 @@ todo.command("renew", help="Extend your lease on a todo.")(_lease_command("todo.
 @pass_app
 def todo_list(app: App, goal_id: Optional[str], ready: bool, show_all: bool) -> None:
     """List todos with their state and why they are not ready."""
-    snap = app.ledger.snapshot(app.now)
-    todos = snap["todos"]
-    if goal_id:
-        gid = lookup({g["id"]: g for g in snap["goals"]}, goal_id, "goal")
-        todos = [t for t in todos if t["goal"] == gid]
-    if ready:
-        todos = [t for t in todos if t["ready"]]
-    elif not show_all:
-        todos = [t for t in todos if t["state"] not in ("done", "cancelled")]
+    found = todos.listing(app.ledger, goal=goal_id, ready=ready, include_closed=show_all,
+                          now=app.now)
+    app.emit(found, lambda: _list_text(found))
 
-    def text() -> str:
-        if not todos:
-            return "no todos"
-        return "\n".join(
-            f"{t['id']:<12} {t['state']:<9} {t['title']}"
-            + (f"  ({t['why_not_ready']})" if t["why_not_ready"] and t["state"] != "done" else "")
-            for t in todos
-        )
 
-    app.emit(todos, text)
+def _list_text(found: list[dict[str, Any]]) -> str:
+    if not found:
+        return "no todos"
+    return "\n".join(
+        f"{t['id']:<12} {t['state']:<9} {t['title']}"
+        + (f"  ({t['why_not_ready']})" if t["why_not_ready"] and t["state"] != "done" else "")
+        for t in found
+    )
 
 
 @todo.command("show")
@@ -194,23 +185,21 @@ def todo_list(app: App, goal_id: Optional[str], ready: bool, show_all: bool) -> 
 @pass_app
 def todo_show(app: App, todo_id: str) -> None:
     """Show one todo."""
-    snap = app.ledger.snapshot(app.now)
-    tid = lookup({t["id"]: t for t in snap["todos"]}, todo_id, "todo")
-    found = next(t for t in snap["todos"] if t["id"] == tid)
+    found = todos.show(app.ledger, todo_id, now=app.now)
+    app.emit(found, lambda: _show_text(found))
 
-    def text() -> str:
-        lines = [f"todo {tid}: {found['title']}", f"  goal:    {found['goal']}",
-                 f"  state:   {found['state']}"]
-        if found["depends_on"]:
-            lines.append(f"  after:   {', '.join(found['depends_on'])}")
-        if found["gates"]:
-            lines.append(f"  gates:   {', '.join(found['gates'])}")
-        if found["claimed_by"]:
-            lines.append(f"  claimed: {found['claimed_by']} until {found['lease_expires']}")
-        if found["why_not_ready"]:
-            lines.append(f"  not ready: {found['why_not_ready']}")
-        if found["evidence"]:
-            lines.append(f"  evidence: {', '.join(found['evidence'])}")
-        return "\n".join(lines)
 
-    app.emit(found, text)
+def _show_text(found: dict[str, Any]) -> str:
+    lines = [f"todo {found['id']}: {found['title']}", f"  goal:    {found['goal']}",
+             f"  state:   {found['state']}"]
+    if found["depends_on"]:
+        lines.append(f"  after:   {', '.join(found['depends_on'])}")
+    if found["gates"]:
+        lines.append(f"  gates:   {', '.join(found['gates'])}")
+    if found["claimed_by"]:
+        lines.append(f"  claimed: {found['claimed_by']} until {found['lease_expires']}")
+    if found["why_not_ready"]:
+        lines.append(f"  not ready: {found['why_not_ready']}")
+    if found["evidence"]:
+        lines.append(f"  evidence: {', '.join(found['evidence'])}")
+    return "\n".join(lines)

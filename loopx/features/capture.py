@@ -73,7 +73,7 @@ def _ids(text: str) -> list[str]:
 class Recorded:
     """The outcome of a capture: events written and lines worth telling the user."""
 
-    events: list["Event"] = field(default_factory=list)
+    events: list["Event[Any]"] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
@@ -150,7 +150,7 @@ def _already_recorded(txn: "Txn", sha: str, todo: Optional[str], goal: Optional[
 
 
 def _commit_draft(info: CommitInfo, todo: Optional[str], goal: Optional[str]) -> Any:
-    from loopx.ledger.txn import Draft
+    from loopx.ledger.draft import Draft
 
     data = {"id": new_short_id("e"), "kind": "commit", "commit": info.sha, "tree": info.tree,
             "author": info.author[:500], "summary": info.subject[:20_000] or None, "todo": todo}
@@ -170,7 +170,7 @@ def parse_rewrites(lines: Iterable[str]) -> list[dict[str, str]]:
 def record_rewrite(*, ledger: "Ledger", actor: str, pairs: list[dict[str, str]],
                    now: Optional[datetime] = None) -> Recorded:
     """One ``evidence.remapped`` for the rewritten commits that evidence (or a remap) names."""
-    from loopx.ledger.txn import Draft
+    from loopx.ledger.draft import Draft
 
     result = Recorded()
 

@@ -69,7 +69,7 @@ def inspect(
 ) -> Environment:
     """Look at the working tree, the state branch, CI and evidence freshness, right now."""
     config = read_config(repo) if config is None else config
-    env = Environment(host=os.uname().nodename,  # = socket.gethostname(), without the import
+    env = Environment(host=local_host(),
                       worktree=str(repo.work_tree) if repo.work_tree else None)
     if repo.work_tree is not None:
         _read_worktree(repo, env)
@@ -81,6 +81,12 @@ def inspect(
     env.evidence = freshness(repo, _evidence_in_play(snapshot), env, remaps, reader=reader)
     env.ci = _ci(repo, env, snapshot, config, enabled=ci, offline=offline)
     return env
+
+
+def local_host() -> str:
+    """This machine's name, as sessions record it and status compares it
+    (``$LOOPX_HOST`` overrides, for tests)."""
+    return os.environ.get("LOOPX_HOST") or os.uname().nodename or "localhost"
 
 
 def read_config(repo: gateway.Repo) -> dict[str, str]:

@@ -6,24 +6,21 @@ already there is *chained*: moved aside to ``<name>.loopx-chained`` and run by t
 with the same arguments and stdin, its exit status kept. ``uninstall`` renames it back, so
 the original bytes, mode (and symlink, if it was one) come back exactly.
 
-The handlers the shims call live in :mod:`loopx.capture` (evidence) and here (pre-push).
+What the shims run is :mod:`loopx.ops.hooking`.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Optional
 
 from loopx.storage import gateway
-from loopx.errors import GitError, UsageError
+from loopx.errors import UsageError
 
-if TYPE_CHECKING:
-    from loopx.ledger.book import Ledger
 
 HOOK_NAMES = ("post-commit", "post-rewrite", "pre-push")
 MARKER = "# loopx-hook-shim v1"
@@ -171,49 +168,3 @@ def _uninstall_one(folder: Path, name: str) -> str:
 def render_repo_hooks(root: Path) -> dict[Path, str]:
     """The top-level ``hooks/`` shims of the source tree (no interpreter fallback)."""
     return {root / "hooks" / name: shim_text(name) for name in HOOK_NAMES}
-
-
-# --- pre-push: the state branch goes along ---------------------------------------------------
-
-ZERO = "0" * 40
-
-
-def pushes_code(updates: list[str], state_ref: str) -> bool:
-    """Whether pre-push's stdin lines update some ref other than the state branch."""
-    for line in updates:
-        parts = line.split()
-        if len(parts) != 4:
-            continue
-        _, local_sha, remote_ref, _ = parts
-        if remote_ref == state_ref:
-            return False  # the state branch itself is being pushed: nothing to add
-        if local_sha.strip("0"):
-            return True
-    return False
-
-
-def push_state_enabled(cwd: Path | str) -> bool:
-    """`git config loopx.pushState` (default true)."""
-    value = gateway.out(cwd, "config", "--bool", "loopx.pushState", check=False)
-    return value != "false"
-
-
-def push_state(*, ledger: "Ledger", remote: str) -> str:
-    """Fast-forward ``remote``'s state branch to ours; if refused, sync once. Returns a line."""
-    ref = ledger.ref
-    proc = gateway.run(ledger.repo.cwd, "push", "--porcelain", "--no-verify", remote, f"{ref}:{ref}",
-                   check=False)
-    if proc.returncode == 0:
-        return "" if b"[up to date]" in proc.stdout else f"pushed {ref} to {remote}"
-    if b"[rejected]" not in proc.stdout:  # not a lost race: unreachable remote, no permission...
-        stderr = proc.stderr.decode("utf-8", "replace")
-        raise GitError(["push", remote, ref], proc.returncode, stderr)
-    try:  # loopx.sync may not be there (an older loopx): then the user syncs by hand
-        sync: Any = importlib.import_module("loopx.features.sync")
-    except ImportError:
-        return f"state not pushed ({remote} has other state changes): run `git loopx sync`"
-    report = sync.sync(ledger=ledger, remote=remote)
-    if not getattr(report, "pushed", True):
-        return f"state not pushed to {remote} after a sync: run `git loopx sync`"
-    return (f"{remote} had other state changes: synced ({getattr(report, 'merge', '?')}, "
-            f"received {getattr(report, 'received', 0)}, sent {getattr(report, 'sent', 0)} events)")

@@ -125,6 +125,25 @@ def adopt(*, ledger: Ledger, remote: str = "origin") -> bool:
     return True
 
 
+def push_along(*, ledger: Ledger, remote: str) -> str:
+    """Fast-forward ``remote``'s state branch to ours as code is pushed (pre-push); when the
+    remote has other state changes, sync once. Returns a line for the user ("" if nothing
+    moved)."""
+    ref = ledger.ref
+    proc = gateway.run(ledger.repo.cwd, "push", "--porcelain", "--no-verify", remote,
+                       f"{ref}:{ref}", check=False)
+    if proc.returncode == 0:
+        return "" if b"[up to date]" in proc.stdout else f"pushed {ref} to {remote}"
+    if b"[rejected]" not in proc.stdout:  # not a lost race: unreachable remote, no permission...
+        stderr = proc.stderr.decode("utf-8", "replace")
+        raise GitError(["push", remote, ref], proc.returncode, stderr)
+    report = sync(ledger=ledger, remote=remote)
+    if not report.pushed:
+        return f"state not pushed to {remote} after a sync: run `git loopx sync`"
+    return (f"{remote} had other state changes: synced ({report.merge}, received "
+            f"{report.received}, sent {report.sent} events)")
+
+
 def fetch(*, ledger: Ledger, remote: Optional[str] = None) -> Report:
     """Fetch the remote's state, check it and merge it into local state (no push)."""
     report = _start(ledger, remote)

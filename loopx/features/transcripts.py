@@ -1,26 +1,21 @@
-"""Persistent sessions: tasks that outlive their first result (see docs/sessions.md).
-
-The rules live in the projection (``loopx.state.checks``); this module holds what the commands
-need beyond one event: building the interjection and checkpoint writes, reading transcripts
-back, choosing what the reaper closes, and the stats that tune the keep-open judgement.
-Functions take the transaction, ledger or fold they work on; time is a parameter.
+"""Persistent sessions beyond one event (see docs/sessions.md): transcripts cut into chunks
+and read back byte-exact, what the reaper closes, slots in use, and the stats that tune the
+keep-open judgement. The rules live in :mod:`loopx.state.checks`; the writes are operations
+(:mod:`loopx.ops.sessions`). Functions take the ledger or fold they work on; time is a
+parameter.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
-import socket
 from datetime import datetime, timedelta
 from typing import Any, Optional
 
-from loopx.model import clock as clk
-from loopx.state import entities, views
 from loopx.errors import LoopxError, NotFound
 from loopx.ledger.book import Ledger
-from loopx.ledger.txn import Draft, Txn
-from loopx.model.events import Event
-from loopx.model.paths import TRANSCRIPT_CHUNK_BYTES, TRANSCRIPT_MAX_BYTES, transcript_chunk_path
+from loopx.model import clock as clk
+from loopx.model.paths import TRANSCRIPT_CHUNK_BYTES
+from loopx.state import entities, views
 
 DEFAULT_IDLE_SECONDS = 24 * 3600
 DEFAULT_STATS_WINDOW_SECONDS = 3600
@@ -30,63 +25,9 @@ class TranscriptError(LoopxError):
     """A transcript that is too large, or whose stored chunks do not match its checkpoint."""
 
 
-def local_host() -> str:
-    """This machine's name as sessions record it (``$LOOPX_HOST`` overrides, for tests)."""
-    return os.environ.get("LOOPX_HOST") or socket.gethostname() or "localhost"
-
-
 def get(fold: entities.Fold, session_id: str) -> entities.Session:
     """The session with this id or unique id prefix."""
-    from loopx.state.views import resolve_id
-
-    return fold.sessions[resolve_id(fold.sessions, session_id, "session")]
-
-
-# --- writes ------------------------------------------------------------------------------------
-
-
-def send(txn: Txn, session_id: str, message: str, *, event_id: Optional[str] = None) -> Event:
-    """Interject ``message``: a correction if the session runs, a follow-up if it waits."""
-    session = get(txn.fold, session_id)
-    data = {"id": session.id, "message": message, "kind": views.interjection_kind(session)}
-    return txn.add(Draft("session.interjected", data, session.goal, event_id))
-
-
-def respond(txn: Txn, session_id: str, response: str, *, event_id: Optional[str] = None) -> Event:
-    """Finish a turn. A kept-open session now awaits input; a one-shot session has given its
-    one result and is closed as done in the same commit."""
-    session = get(txn.fold, session_id)
-    event = txn.add(Draft("session.responded", {"id": session.id, "response": response},
-                          session.goal, event_id))
-    if not session.keep_open and session.state != "closed":
-        txn.add(Draft("session.closed", {"id": session.id, "reason": "done",
-                                         "note": "one-shot: closed after its result"}, session.goal))
-    return event
-
-
-def ack(txn: Txn, session_id: str, *, through: Optional[str] = None,
-        event_id: Optional[str] = None) -> Optional[Event]:
-    """Mark the inbox consumed up to and including interjection ``through`` (default: all).
-
-    Returns None when there is nothing to acknowledge.
-    """
-    pending = inbox(get(txn.fold, session_id))
-    ids = [m["event"] for m in pending]
-    if through is not None:
-        if through not in ids:
-            raise NotFound(f"{through} is not an unconsumed message of session {session_id}")
-        ids = ids[: ids.index(through) + 1]
-    if not ids:
-        return None
-    session = get(txn.fold, session_id)
-    return txn.add(Draft("session.acked", {"id": session.id, "interjections": ids},
-                         session.goal, event_id))
-
-
-def inbox(session: entities.Session) -> list[dict[str, Any]]:
-    """Interjections the session's owner has not acknowledged yet, oldest first."""
-    acked = set(session.acked)
-    return [m for m in session.messages if m["event"] not in acked]
+    return fold.sessions[views.resolve_id(fold.sessions, session_id, "session")]
 
 
 def chunks(data: bytes) -> list[bytes]:
@@ -95,36 +36,10 @@ def chunks(data: bytes) -> list[bytes]:
     return [data[i : i + size] for i in range(0, len(data), size)] or [b""]
 
 
-def checkpoint(txn: Txn, session_id: str, transcript: bytes, *, summary: str,
-               omitted: Optional[str] = None, event_id: Optional[str] = None) -> Event:
-    """Store ``transcript`` as chunk files and record the checkpoint, in this one commit."""
-    if len(transcript) > TRANSCRIPT_MAX_BYTES:
-        raise TranscriptError(
-            f"transcript is {len(transcript)} bytes, over the {TRANSCRIPT_MAX_BYTES // 2**20} MiB "
-            "limit; checkpoint more often, or store the oldest part elsewhere and say so in "
-            "--omitted")
-    session = get(txn.fold, session_id)
-    # A retry of an event id that is already recorded must rebuild the same event (a no-op).
-    retried = [c["number"] for c in session.checkpoints if event_id and c["event"] == event_id]
-    number = retried[0] if retried else len(session.checkpoints) + 1
-    parts = chunks(transcript)
-    paths = [transcript_chunk_path(session.id, number, i) for i in range(len(parts))]
-    oids = txn.attach(dict(zip(paths, parts)))
-    data = {"id": session.id, "number": number, "summary": summary, "omitted": omitted,
-            "transcript": {
-                "chunks": [{"path": p, "oid": oids[p], "bytes": len(c)} for p, c in zip(paths, parts)],
-                "bytes": len(transcript), "sha256": hashlib.sha256(transcript).hexdigest()}}
-    return txn.add(Draft("session.checkpointed", data, session.goal, event_id))
-
-
-def reap(txn: Txn, now: datetime, idle: int) -> list[str]:
-    """Close every session awaiting input for ``idle`` seconds as expired; returns their ids."""
-    note = f"awaiting input for over {clk.format_duration(timedelta(seconds=idle))}"
-    found = reapable(txn.fold, now, idle)
-    for session in found:
-        txn.add(Draft("session.closed", {"id": session.id, "reason": "expired", "note": note},
-                      session.goal))
-    return [s.id for s in found]
+def inbox(session: entities.Session) -> list[dict[str, Any]]:
+    """Interjections the session's owner has not acknowledged yet, oldest first."""
+    acked = set(session.acked)
+    return [m for m in session.messages if m["event"] not in acked]
 
 
 # --- reads -------------------------------------------------------------------------------------

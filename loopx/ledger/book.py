@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 from loopx import __version__
 from loopx.errors import GitError, NotFound, RefRaceError, UsageError
 from loopx.ledger import cache
+from loopx.ledger.draft import Draft
 from loopx.model import clock
 from loopx.state import entities, views
 from loopx.storage import gateway
@@ -199,8 +200,6 @@ class Ledger:
     def append(self, type: str, data: dict[str, Any], *, actor: str, goal: Optional[str] = None,
                event_id: Optional[str] = None, now: Optional[datetime] = None) -> Event:
         """Validate and append one raw event; returns it (or the earlier copy of a retried id)."""
-        from loopx.ledger.txn import Draft  # the write path (pydantic), as in `write`
-
         event, _ = self.write(lambda txn: txn.add(Draft(type, data, goal, event_id)),
                               actor=actor, now=now)
         return event
@@ -235,8 +234,6 @@ class Ledger:
 
     def init(self, *, actor: str, name: Optional[str] = None) -> Optional[Event]:
         """Create the ledger if it does not exist yet (idempotent); returns the new event."""
-        from loopx.ledger.txn import Draft  # the write path (pydantic), as in `write`
-
         if self.exists():
             return None
 

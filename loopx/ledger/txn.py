@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from loopx.errors import ConflictError, SchemaError, TransitionError
 from loopx.ledger import layout
+from loopx.ledger.draft import Draft
 from loopx.model import clock, ids
 from loopx.model.events import RETRY_VOLATILE, Event, make_event
 from loopx.state import authority, checks, entities, folding
@@ -20,16 +21,6 @@ from loopx.storage.store import BLOB_MODE
 
 if TYPE_CHECKING:
     from loopx.ledger.book import Ledger
-
-
-@dataclass
-class Draft:
-    """An event to append, before the ledger gives it a clock and a time."""
-
-    type: str
-    data: dict[str, Any]
-    goal: Optional[str] = None
-    event_id: Optional[str] = None
 
 
 @dataclass
@@ -66,7 +57,7 @@ class Txn:
         self.files.update(staged)
         return staged
 
-    def add(self, draft: Draft) -> Event:
+    def add(self, draft: Draft) -> Event[Any]:
         """Validate ``draft`` against the state so far and stage it; raises TransitionError."""
         event_id = draft.event_id or ids.new_event_id()
         event = make_event(

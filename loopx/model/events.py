@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import re
 
-from typing import Annotated, Any, Literal, Optional
+from typing import Annotated, Any, Generic, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from typing_extensions import TypeVar
 
 from loopx import SCHEMA_VERSION  # noqa: F401 - defined there so the cache needs no pydantic
 from loopx.errors import SchemaError
@@ -419,12 +420,17 @@ class Envelope(Model):
     data: dict[str, Any]
 
 
-class Event:
+# The payload type of an Event: ``Event[TodoClaimed]`` is what `todos.claim` returns; a bare
+# ``Event`` is any event, its payload None when the type is unknown.
+P = TypeVar("P", bound=Optional["Model"], covariant=True, default=Optional["Model"])
+
+
+class Event(Generic[P]):
     """A validated event: the envelope plus its typed payload (``None`` when unknown)."""
 
     __slots__ = ("env", "data")
 
-    def __init__(self, env: Envelope, data: Optional[Model]) -> None:
+    def __init__(self, env: Envelope, data: P) -> None:
         self.env = env
         self.data = data
 

@@ -1,0 +1,163 @@
+"""What every command needs: the ledger (opened lazily), the actor, the output format, and
+the few helpers that turn an operation's result into output."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
+
+import click
+
+from loopx.errors import LoopxError, UsageError
+from loopx.model import clock
+
+if TYPE_CHECKING:
+    from loopx.ledger.book import Ledger
+    from loopx.ledger.txn import Txn
+    from loopx.model.events import Event
+
+T = TypeVar("T")
+
+
+class App:
+    """The state of one `git loopx` invocation (or of one `batch`)."""
+
+    def __init__(self, *, cwd: str, actor: Optional[str], state_ref: Optional[str],
+                 debug: bool) -> None:
+        self.cwd = cwd
+        self._actor = actor
+        self.state_ref = state_ref
+        self.debug = debug
+        self.format = "text"
+        self._ledger: Optional[Ledger] = None
+        self.batch_txn: Optional[Txn] = None  # set by `batch`: writes join one transaction
+        self.batch_results: list[Any] = []
+        self.now: Optional[datetime] = None
+
+    @property
+    def ledger(self) -> Ledger:
+        if self._ledger is None:
+            # Imported on first use: `--version`, `-h` and `hook` on a repository without a
+            # ledger never open one (start-up time, measured in benchmarks/).
+            from loopx.ops import ledgers
+
+            self._ledger = ledgers.open_ledger(self.cwd, ref=self.state_ref)
+            if sys.stderr.isatty():
+                self._ledger.progress = _progress
+        return self._ledger
+
+    @property
+    def actor(self) -> str:
+        """Who is acting: --actor, else $LOOPX_ACTOR, else human:<git user.email>."""
+        if self._actor:
+            return self._actor
+        from loopx.storage import gateway  # only when no actor was given
+
+        email = gateway.out(self.cwd, "config", "user.email", check=False).strip()
+        if not email:
+            raise LoopxError(
+                "who is acting? pass --actor KIND:NAME, set LOOPX_ACTOR, or `git config user.email`"
+            )
+        self._actor = f"human:{email}"
+        return self._actor
+
+    def actor_or_none(self) -> Optional[str]:
+        """The actor when one can be told (status works for anyone)."""
+        try:
+            return self.actor
+        except LoopxError:
+            return None
+
+    @property
+    def json(self) -> bool:
+        return self.format == "json"
+
+    def clock(self) -> datetime:
+        """Now, or the time pinned by --now."""
+        return self.now or clock.now()
+
+    def write(self, build: Callable[[Txn], T], *, require: bool = True, sign: bool = False) -> T:
+        """Run ``build(txn)`` as one commit (or inside the running batch)."""
+        if self.batch_txn is not None:
+            self.batch_txn.sign = self.batch_txn.sign or sign
+            return build(self.batch_txn)
+        if require:
+            self.ledger.require()
+        result, _ = self.ledger.write(build, actor=self.actor, now=self.now, sign=sign)
+        return result
+
+    def use_state_ref(self, ref: str) -> None:
+        """A command's own --state-ref (a proposal branch); same meaning as the global one."""
+        if self._ledger is not None and ref not in (self.state_ref, self._ledger.ref):
+            raise UsageError("--state-ref cannot change inside a batch; give it to `batch`")
+        self.state_ref = ref
+
+    def emit(self, data: Any, text: Optional[str | Callable[[], str]] = None) -> None:
+        """Print ``data`` as JSON, or its text rendering."""
+        if self.batch_txn is not None:
+            self.batch_results.append(data)
+            return
+        if self.json:
+            click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+        else:
+            rendered = text() if callable(text) else text
+            if rendered is None:
+                rendered = json.dumps(data, indent=2, ensure_ascii=False, default=str)
+            if rendered:
+                click.echo(rendered)
+
+    def emit_event(self, event: Event, text: str) -> None:
+        """What a write command prints: one line of text, or the event document as JSON."""
+        self.emit(event.to_dict(), f"{text}  [{event.id}]")
+
+
+def _progress(done: int, total: int) -> None:
+    """A one-line counter on stderr while a long replay rebuilds the projection cache."""
+    click.echo(f"\rloopx: replaying the ledger: {done}/{total} events", err=True, nl=False)
+    if done >= total:
+        click.echo(err=True)
+
+
+def pass_app(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorator: adds --format/--json/--state-ref to a command and passes the App first."""
+
+    def set_format(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        app = ctx.find_object(App)
+        if app is not None and value:
+            app.format = "json" if (value is True or value == "json") else app.format
+        return value
+
+    def set_state_ref(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        app = ctx.find_object(App)
+        if app is not None and value:
+            app.use_state_ref(value)
+        return value
+
+    fn = click.option("--state-ref", "state_ref_", metavar="REF", expose_value=False,
+                      callback=set_state_ref,
+                      help="A proposal branch to use instead of loopx/state (forks from it).")(fn)
+    fn = click.option("--json", "as_json", is_flag=True, expose_value=False, callback=set_format,
+                      help="Alias for --format json.")(fn)
+    fn = click.option("--format", "fmt", type=click.Choice(["text", "json"]), expose_value=False,
+                      callback=set_format, help="Output format (default text).")(fn)
+    return click.pass_obj(fn)
+
+
+def event_id_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """--event-id: makes a retried write idempotent (same id and content: recorded once)."""
+    return click.option("--event-id", metavar="ULID",
+                        help="Event id to use; retrying with the same id records nothing new.")(fn)
+
+
+def duration(text: str) -> int:
+    """Seconds in a duration like 45m (a click parameter error otherwise)."""
+    try:
+        return int(clock.parse_duration(text).total_seconds())
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def optional_duration(text: Optional[str]) -> Optional[int]:
+    return duration(text) if text else None

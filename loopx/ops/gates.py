@@ -1,0 +1,66 @@
+"""Gates: questions that wait on a named human authority."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Optional
+
+from loopx.errors import UsageError
+from loopx.ledger.book import Ledger
+from loopx.ledger.draft import Draft
+from loopx.model import clock
+from loopx.model.ids import new_short_id
+from loopx.ops import lookup
+from loopx.state import views
+
+if TYPE_CHECKING:
+    from loopx.ledger.txn import Txn
+    from loopx.model.events import (
+        Event, GateAnswered, GateOpened, GateWithdrawn,
+    )
+
+DECISIONS = ("approve", "reject", "answer")
+
+
+def open_(txn: Txn, goal: str, question: str, *, authority: Sequence[str],
+          blocks: Sequence[str] = (), id: Optional[str] = None,
+          event_id: Optional[str] = None) -> Event[GateOpened]:
+    """Ask ``question`` of ``authority`` (identities or ``role:NAME``); the todos it
+    ``blocks`` wait for its approval."""
+    fold = txn.fold
+    gid = lookup.goal(fold, goal)
+    data = {"id": id or new_short_id("q", event_id), "goal": gid, "question": question,
+            "authority": list(authority), "blocks": [lookup.todo(fold, t) for t in blocks]}
+    return txn.add(Draft("gate.opened", data, gid, event_id))
+
+
+def answer(txn: Txn, gate: str, *, decision: str, answer: Optional[str] = None,
+           comment: Optional[str] = None, event_id: Optional[str] = None) -> Event[GateAnswered]:
+    """Answer a gate (its authority only): ``approve``, ``reject``, or ``answer`` with text."""
+    if decision not in DECISIONS:
+        raise UsageError(f"a decision is one of {', '.join(DECISIONS)}, not {decision!r}")
+    gid = lookup.gate(txn.fold, gate)
+    data = {"id": gid, "decision": decision, "answer": answer, "comment": comment}
+    return txn.add(Draft("gate.answered", data, txn.fold.gates[gid].goal, event_id))
+
+
+def withdraw(txn: Txn, gate: str, *, reason: Optional[str] = None,
+             event_id: Optional[str] = None) -> Event[GateWithdrawn]:
+    """Withdraw a question that no longer needs an answer."""
+    return lookup.about(txn, "gates", gate, "gate", "gate.withdrawn", {"reason": reason},
+                        event_id)
+
+
+def listing(ledger: Ledger, *, include_closed: bool = False,
+            now: Optional[datetime] = None) -> list[dict[str, Any]]:
+    """Open gates (all of them with ``include_closed``)."""
+    gates = views.snapshot(ledger.fold(), now or clock.now())["gates"]
+    return [g for g in gates if include_closed or g["state"] == "open"]
+
+
+def show(ledger: Ledger, gate: str, *, now: Optional[datetime] = None) -> dict[str, Any]:
+    """One gate as ``status`` shows it."""
+    gid = lookup.gate(ledger.fold(), gate)
+    gates = views.snapshot(ledger.fold(), now or clock.now())["gates"]
+    return next(g for g in gates if g["id"] == gid)

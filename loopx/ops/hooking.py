@@ -1,0 +1,215 @@
+"""The git hooks: installing the shims, and what each shim's ``git loopx hook NAME`` does.
+
+post-commit records commit evidence, post-rewrite remaps it after an amend or rebase, and
+pre-push sends the state branch along. A hook fails open: a loopx problem is one line on
+stderr and git goes on, unless ``loopx.hooks.strict=true`` (see docs/hooks.md).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, NamedTuple, Optional
+
+from loopx.errors import LoopxError
+from loopx.features import capture, shims, sync
+from loopx.ledger.book import Ledger
+from loopx.ops import ledgers
+from loopx.storage import gateway
+
+HOOKS = shims.HOOK_NAMES
+# Tests set this to a hook name (or "all") to make that hook's handler fail on purpose, to
+# check that a loopx failure never blocks the git command (see docs/hooks.md).
+FAIL_ENV = "LOOPX_HOOK_TEST_FAIL"
+# Set by post-commit for the detached process it starts under loopx.hooks.background=true:
+# the commit to record (HEAD may have moved on by the time it runs).
+COMMIT_ENV = "LOOPX_HOOK_COMMIT"
+
+
+@dataclass(frozen=True)
+class Hook:
+    """One call of a hook: where, who, which state branch, git's arguments and stdin."""
+
+    name: str
+    cwd: str
+    actor: Optional[str]
+    state_ref: Optional[str] = None
+    args: tuple[str, ...] = ()
+    stdin: str = ""
+    environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+
+    @property
+    def ref(self) -> str:
+        return ledgers.state_ref(self.state_ref)
+
+    def who(self) -> str:
+        """The actor, needed once there is something to record."""
+        if not self.actor:
+            raise LoopxError("who is acting? set LOOPX_ACTOR or `git config user.email`")
+        return self.actor
+
+
+@dataclass
+class HookResult:
+    """What a hook says (one line each) and, when it failed, why and whether git must stop."""
+
+    lines: list[str] = field(default_factory=list)
+    failed: Optional[str] = None
+    strict: bool = False
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.failed and self.strict else 0
+
+
+def run(hook: Hook) -> HookResult:
+    """Run loopx's part of ``hook``; never raises (fails open unless strict)."""
+    try:
+        if hook.environ.get(FAIL_ENV) in (hook.name, "all"):
+            raise RuntimeError(f"forced failure ({FAIL_ENV}={hook.environ[FAIL_ENV]})")
+        return HookResult(_HANDLERS[hook.name](hook))
+    except Exception as exc:  # noqa: BLE001 - fail open is the point
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return HookResult(failed=message, strict=_config_true(hook.cwd, "loopx.hooks.strict"))
+
+
+def _post_commit(hook: Hook) -> list[str]:
+    found = _ledger_tip(hook)
+    if found is None or _rebasing(found.git_dir):
+        return []
+    background_child = COMMIT_ENV in hook.environ
+    info = capture.read_commit(hook.cwd, hook.environ.get(COMMIT_ENV, "HEAD"))
+    if not info.todos and not info.goals and capture.cached_leases(
+        loopx_dir=found.loopx_dir, ref=hook.ref, tip=found.tip, actor=hook.actor or "",
+    ) == []:
+        return []  # nothing to record, known without loading the event model
+    if not background_child and _config_true(hook.cwd, "loopx.hooks.background"):
+        _record_in_background(hook, found.loopx_dir, info.sha)
+        return []
+    with Ledger(gateway.discover(hook.cwd), ref=hook.ref) as ledger:
+        result = capture.record_commit(ledger=ledger, actor=hook.who(), info=info)
+    return result.notes + [_recorded_line(e) for e in result.events]
+
+
+def _recorded_line(event: Any) -> str:
+    data = event.data
+    target = f"todo {data.todo}" if data.todo else f"goal {event.env.goal}"
+    return f"recorded commit evidence {data.id} for {target}"
+
+
+def _config_true(cwd: str, key: str) -> bool:
+    return gateway.out(cwd, "config", "--bool", key, check=False) == "true"
+
+
+def _config_false(cwd: str, key: str) -> bool:
+    return gateway.out(cwd, "config", "--bool", key, check=False) == "false"
+
+
+def _record_in_background(hook: Hook, loopx_dir: Path, sha: str) -> None:
+    """Hand the recording of ``sha`` to a detached loopx so that `git commit` returns now;
+    its messages go to <git common dir>/loopx/hooks.log."""
+    log_path = loopx_dir / "hooks.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    env = dict(hook.environ, **{COMMIT_ENV: sha, "LOOPX_ACTOR": hook.who()})
+    with open(log_path, "ab") as log:
+        subprocess.Popen([sys.executable, "-m", "loopx", "hook", "post-commit"], cwd=hook.cwd,
+                         env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                         start_new_session=True)
+
+
+def _rebasing(git_dir: str) -> bool:
+    # The sequencer runs post-commit for every commit a rebase picks (git >= 2.24); post-rewrite
+    # remaps their evidence once it is done, so per-pick records would repeat it (and cost time).
+    return any(os.path.isdir(os.path.join(git_dir, d)) for d in ("rebase-merge", "rebase-apply"))
+
+
+class _Found(NamedTuple):
+    git_dir: str  # this worktree's
+    loopx_dir: Path  # loopx's files in the common git dir (as gateway.Repo.loopx_dir)
+    tip: str
+
+
+def _ledger_tip(hook: Hook) -> Optional[_Found]:
+    """Where the repository is and its state tip, if it has a ledger (one git call)."""
+    proc = gateway.run(hook.cwd, "rev-parse", "--absolute-git-dir", "--git-common-dir",
+                       "--verify", "-q", f"{hook.ref}^{{commit}}", check=False)
+    lines = proc.stdout.decode().splitlines()
+    if proc.returncode != 0 or len(lines) != 3:
+        return None
+    common = Path(hook.cwd) / lines[1]  # relative to the cwd, like gateway.discover reads it
+    return _Found(lines[0], common.resolve() / "loopx", lines[2])
+
+
+def _post_rewrite(hook: Hook) -> list[str]:
+    pairs = capture.parse_rewrites(hook.stdin.splitlines())
+    if not hook.stdin and hook.environ.get("PRE_COMMIT_REWRITE_COMMAND") == "amend":
+        pairs = _amend_from_reflog(hook.cwd)  # pre-commit passes no stdin: HEAD@{1} -> HEAD
+    if not pairs or _ledger_tip(hook) is None:
+        return []
+    with ledgers.open_ledger(hook.cwd, ref=hook.state_ref) as ledger:
+        result = capture.record_rewrite(ledger=ledger, actor=hook.who(), pairs=pairs)
+    count = sum(len(e.data.mappings) for e in result.events)
+    return [f"evidence follows {count} rewritten commit(s)"] if count else []
+
+
+def _amend_from_reflog(cwd: str) -> list[dict[str, str]]:
+    proc = gateway.run(cwd, "rev-parse", "HEAD@{1}", "HEAD", check=False)
+    old_new = proc.stdout.decode().split()
+    if proc.returncode != 0 or len(old_new) != 2:
+        return []
+    return [{"old": old_new[0], "new": old_new[1]}]
+
+
+def _pre_push(hook: Hook) -> list[str]:
+    stdin, env = hook.stdin, hook.environ
+    if not stdin and "PRE_COMMIT_REMOTE_BRANCH" in env:  # pre-commit ate stdin
+        stdin = " ".join(env.get(k, "") or "-" for k in (
+            "PRE_COMMIT_LOCAL_BRANCH", "PRE_COMMIT_TO_REF", "PRE_COMMIT_REMOTE_BRANCH",
+            "PRE_COMMIT_FROM_REF"))
+    remote = hook.args[0] if hook.args else env.get("PRE_COMMIT_REMOTE_NAME", "")
+    if not remote or not pushes_code(stdin.splitlines(), hook.ref):
+        return []
+    if _config_false(hook.cwd, "loopx.pushState") or _ledger_tip(hook) is None:
+        return []
+    with ledgers.open_ledger(hook.cwd, ref=hook.state_ref) as ledger:
+        line = sync.push_along(ledger=ledger, remote=remote)
+    return [line] if line else []
+
+
+def pushes_code(updates: list[str], state_ref: str) -> bool:
+    """Whether pre-push's stdin lines update some ref other than the state branch."""
+    for line in updates:
+        parts = line.split()
+        if len(parts) != 4:
+            continue
+        _, local_sha, remote_ref, _ = parts
+        if remote_ref == state_ref:
+            return False  # the state branch itself is being pushed: nothing to add
+        if local_sha.strip("0"):
+            return True
+    return False
+
+
+_HANDLERS: dict[str, Callable[[Hook], list[str]]] = {
+    "post-commit": _post_commit, "post-rewrite": _post_rewrite, "pre-push": _pre_push,
+}
+
+
+def install(cwd: str, *, force: bool = False) -> tuple[Path, list[str]]:
+    """Install the shims (chaining hooks already there); the hooks folder and one line per
+    hook saying what happened."""
+    return shims.hooks_dir(cwd), shims.install(cwd=cwd, force=force)
+
+
+def uninstall(cwd: str) -> list[str]:
+    """Remove the shims and put back exactly what was there before."""
+    return shims.uninstall(cwd=cwd)
+
+
+def installed(cwd: str) -> list[shims.HookState]:
+    """Which loopx hooks are installed, chained or missing."""
+    return shims.status(cwd=cwd)

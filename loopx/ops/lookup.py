@@ -1,0 +1,50 @@
+"""Resolving what a user typed (id prefixes, a goal implied by a todo) against the state."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Optional
+
+from loopx.ledger.draft import Draft
+from loopx.state import entities
+from loopx.state.views import resolve_id
+
+if TYPE_CHECKING:
+    from loopx.ledger.txn import Txn
+    from loopx.model.events import Event
+
+
+def goal(fold: entities.Fold, prefix: str) -> str:
+    """The goal id a unique prefix names."""
+    return resolve_id(fold.goals, prefix, "goal")
+
+
+def todo(fold: entities.Fold, prefix: str) -> str:
+    """The todo id a unique prefix names."""
+    return resolve_id(fold.todos, prefix, "todo")
+
+
+def gate(fold: entities.Fold, prefix: str) -> str:
+    """The gate id a unique prefix names."""
+    return resolve_id(fold.gates, prefix, "gate")
+
+
+def optional(table: dict[str, Any], prefix: Optional[str], kind: str) -> Optional[str]:
+    """The id ``prefix`` names in ``table``, or None when no prefix was given."""
+    return resolve_id(table, prefix, kind) if prefix else None
+
+
+def goal_of(fold: entities.Fold, goal_prefix: Optional[str],
+            todo_id: Optional[str]) -> Optional[str]:
+    """The goal an event belongs to: the todo's goal, else the goal named, else none."""
+    if todo_id:
+        return fold.todos[todo_id].goal
+    return goal(fold, goal_prefix) if goal_prefix else None
+
+
+def about(txn: Txn, table: str, prefix: str, kind: str, event_type: str,
+          data: dict[str, Any], event_id: Optional[str] = None) -> Event[Any]:
+    """Stage one ``event_type`` about an existing entity (its id resolved from ``prefix`` in
+    the fold's ``table``), under that entity's goal."""
+    entities_ = getattr(txn.fold, table)
+    found = resolve_id(entities_, prefix, kind)
+    return txn.add(Draft(event_type, {"id": found, **data}, entities_[found].goal, event_id))

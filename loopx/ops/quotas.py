@@ -1,0 +1,43 @@
+"""Quota: budgets of turns, tokens and cost, ledger-wide or per goal; spending recorded after
+the work."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Optional
+
+from loopx.errors import UsageError
+from loopx.ledger.book import Ledger
+from loopx.ledger.draft import Draft
+from loopx.model import clock
+from loopx.ops import lookup
+from loopx.state import views
+
+if TYPE_CHECKING:
+    from loopx.ledger.txn import Txn
+    from loopx.model.events import (
+        Event, QuotaSet, QuotaSpent,
+    )
+
+
+def set_(txn: Txn, *, goal: Optional[str] = None, turns: Optional[int] = None,
+         tokens: Optional[int] = None, cost: Optional[float] = None,
+         event_id: Optional[str] = None) -> Event[QuotaSet]:
+    """Set a budget (each limit given replaces the previous one)."""
+    if turns is None and tokens is None and cost is None:
+        raise UsageError("give at least one of turns, tokens or cost")
+    data = {"turns": turns, "tokens": tokens, "cost": cost}
+    return txn.add(Draft("quota.set", data, lookup.goal_of(txn.fold, goal, None), event_id))
+
+
+def spend(txn: Txn, *, goal: Optional[str] = None, todo: Optional[str] = None, turns: int = 0,
+          tokens: int = 0, cost: float = 0.0, event_id: Optional[str] = None) -> Event[QuotaSpent]:
+    """Record what was spent, after the work."""
+    tid = lookup.optional(txn.fold.todos, todo, "todo")
+    data = {"turns": turns, "tokens": tokens, "cost": cost, "todo": tid}
+    return txn.add(Draft("quota.spent", data, lookup.goal_of(txn.fold, goal, tid), event_id))
+
+
+def show(ledger: Ledger, *, now: Optional[datetime] = None) -> dict[str, Any]:
+    """Budgets, spending and what is left, by scope (``*`` is ledger-wide)."""
+    return dict(views.snapshot(ledger.fold(), now or clock.now())["quota"])

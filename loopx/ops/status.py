@@ -1,0 +1,123 @@
+"""Recovery after any interruption: the status document, the single best next action, and
+the Markdown brief for a new agent.
+
+    next decision = replay(durable project facts) + inspect(fresh environment)
+
+The status document is ``git loopx status --format json`` (documented in docs/status.md, its
+JSON Schema in .loopx-schema/status.schema.json).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Optional
+
+from loopx.errors import TransitionError
+from loopx.features import briefing, readback
+from loopx.ledger.book import Ledger
+from loopx.model import clock
+from loopx.ops import lookup, todos
+from loopx.state import decide, views
+
+if TYPE_CHECKING:
+    from loopx.model.events import Event, TodoClaimed
+
+StatusDoc = dict[str, Any]  # the shape of docs/status.md
+Action = dict[str, Any]  # one of StatusDoc["actions"]: {kind, priority, reason, command, ...}
+
+
+def status(ledger: Ledger, *, actor: Optional[str], goal: Optional[str] = None,
+           ci: bool = True, offline: bool = False, include_closed: bool = False,
+           now: Optional[datetime] = None) -> StatusDoc:
+    """The status document: the ledger's snapshot, the environment as inspected now, the
+    legal next actions for ``actor`` (None: actions for nobody in particular) and when to
+    look again.
+
+    Without ``include_closed`` only goals in play (and what they reference) are listed,
+    which keeps a warm status as fast on a long ledger as on a new one.
+    """
+    fold = ledger.fold() if (include_closed or goal) else ledger.live_fold()
+    if not fold.events:
+        ledger.require()
+    now = now or clock.now()
+    snap = views.snapshot(fold, now)
+    snap["ref"] = ledger.ref
+    if goal:
+        snap = only_goal(snap, lookup.goal(fold, goal))
+    env = readback.inspect(ledger.repo, state_ref=ledger.ref, snapshot=snap, remaps=fold.remaps,
+                           ci=ci, offline=offline, reader=ledger.store.reader).as_dict()
+    decide.annotate(snap, env)
+    snap["environment"] = env
+    snap["actions"] = decide.decide(snap, env, now, actor or "",
+                                    roles=fold.config.get("roles") or {})
+    snap["next_wake"] = decide.next_wake(snap, now)
+    return snap
+
+
+def only_goal(snap: StatusDoc, goal_id: str) -> StatusDoc:
+    """The snapshot narrowed to one goal: its todos, frontier, gates and evidence."""
+    todos_ = [t for t in snap["todos"] if t["goal"] == goal_id]
+    ids = {t["id"] for t in todos_}
+    return dict(snap, goals=[g for g in snap["goals"] if g["id"] == goal_id], todos=todos_,
+                frontier=[t for t in snap["frontier"] if t in ids],
+                gates=[g for g in snap["gates"] if g["goal"] == goal_id],
+                evidence=[e for e in snap["evidence"] if e["goal"] == goal_id])
+
+
+@dataclass
+class Next:
+    """The single best action (None: nothing left), what was claimed for it, the number of
+    legal actions and when looking again could change things."""
+
+    action: Optional[Action]
+    claimed: Optional[Event[TodoClaimed]]
+    actions: int
+    next_wake: Optional[str]
+
+    @property
+    def waiting(self) -> bool:
+        """Whether the best thing to do is to wait (exit code 10 of `git loopx next`)."""
+        return self.action is not None and decide.is_waiting(self.action)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"action": self.action, "next_wake": self.next_wake, "actions": self.actions,
+                "claimed": self.claimed.to_dict() if self.claimed else None}
+
+
+def next_action(ledger: Ledger, *, actor: str, claim: bool = False, ttl: Optional[int] = None,
+                ci: bool = True, offline: bool = False, now: Optional[datetime] = None) -> Next:
+    """The single best action for ``actor``. With ``claim``, when working on a frontier todo
+    is the best action, claim it in the same call (the first one still claimable: another
+    agent may have raced us)."""
+    snap = status(ledger, actor=actor, ci=ci, offline=offline, now=now)
+    actions = snap["actions"]
+    best = actions[0] if actions else None
+    result = Next(best, None, len(actions), snap["next_wake"])
+    if claim and best is not None and best["kind"] == "work":
+        result.claimed, result.action = _claim_first(ledger, actions, actor, ttl, now)
+    return result
+
+
+def _claim_first(ledger: Ledger, actions: list[Action], actor: str, ttl: Optional[int],
+                 now: Optional[datetime]) -> tuple[Optional[Event[TodoClaimed]], Action]:
+    work = [a for a in actions if a["kind"] == "work"]
+    for action in work:
+        try:
+            event = ledger.run(todos.claim, action["todo"], ttl=ttl, actor=actor, now=now)
+        except TransitionError:
+            continue
+        return event, dict(action, kind="continue", priority=decide.PRIORITY["continue"],
+                           command=f"git loopx todo show {action['todo']}",
+                           reason=f"you claimed {action['todo']}: {action['reason']}")
+    return None, work[0]
+
+
+def brief(ledger: Ledger, *, actor: Optional[str], goal: Optional[str] = None,
+          ci: bool = True, offline: bool = False,
+          now: Optional[datetime] = None) -> tuple[str, StatusDoc]:
+    """A Markdown handoff packet a new agent can start from with nothing else, and the status
+    document it was made from."""
+    snap = status(ledger, actor=actor, goal=goal, ci=ci, offline=offline, now=now)
+    goal_id = snap["goals"][0]["id"] if goal and snap["goals"] else None
+    return briefing.markdown(snap, goal_id=goal_id), snap

@@ -1,0 +1,159 @@
+"""Todos: dependencies, gates, claims (leases) and completion."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Optional
+
+from loopx.errors import ClaimLost, TransitionError, UsageError
+from loopx.features import sync
+from loopx.ledger.book import Ledger
+from loopx.ledger.draft import Draft
+from loopx.model import clock
+from loopx.model.ids import new_short_id
+from loopx.ops import lookup
+from loopx.state import entities, views
+
+if TYPE_CHECKING:
+    from loopx.ledger.txn import Txn
+    from loopx.model.events import (
+        Event, TodoAdded, TodoBlocked, TodoCancelled, TodoClaimed, TodoDone, TodoReleased, TodoRenewed, TodoReopened, TodoUpdated,
+    )
+
+
+def add(txn: Txn, goal: str, title: str, *, id: Optional[str] = None,
+        after: Sequence[str] = (), gates: Sequence[str] = (), criteria: Sequence[str] = (),
+        description: Optional[str] = None, event_id: Optional[str] = None) -> Event[TodoAdded]:
+    """Add a todo to ``goal``; it waits for the todos ``after`` and the approval of ``gates``."""
+    fold = txn.fold
+    gid = lookup.goal(fold, goal)
+    data = {"id": id or new_short_id("t", event_id), "goal": gid, "title": title,
+            "description": description, "criteria": list(criteria),
+            "depends_on": [lookup.todo(fold, t) for t in after],
+            "gates": [lookup.gate(fold, g) for g in gates]}
+    return txn.add(Draft("todo.added", data, gid, event_id))
+
+
+def update(txn: Txn, todo: str, *, title: Optional[str] = None,
+           description: Optional[str] = None, after: Sequence[str] = (),
+           gates: Sequence[str] = (), event_id: Optional[str] = None) -> Event[TodoUpdated]:
+    """Change a todo's title or description, or make it wait for more todos and gates
+    (a dependency that would make a cycle is refused)."""
+    if not (title or description is not None or after or gates):
+        raise UsageError("nothing to change: give a title, description, todo or gate")
+    fold = txn.fold
+    tid = lookup.todo(fold, todo)
+    data = {"id": tid, "title": title, "description": description,
+            "add_depends_on": [lookup.todo(fold, t) for t in after],
+            "add_gates": [lookup.gate(fold, g) for g in gates]}
+    return txn.add(Draft("todo.updated", data, fold.todos[tid].goal, event_id))
+
+
+def lease_seconds(fold: entities.Fold, ttl: Optional[int]) -> int:
+    """The length of a new lease: ``ttl`` seconds, else the ledger's default (45 minutes)."""
+    if ttl is not None and ttl <= 0:
+        raise UsageError(f"a lease must last a positive time, not {ttl}s (e.g. --ttl 45m)")
+    return ttl or int(fold.config.get("lease_ttl_seconds") or entities.DEFAULT_LEASE_TTL_S)
+
+
+def claim(txn: Txn, todo: str, *, ttl: Optional[int] = None,
+          event_id: Optional[str] = None) -> Event[TodoClaimed]:
+    """Claim a todo: a lease of ``ttl`` seconds that expires unless renewed."""
+    return _lease(txn, "todo.claimed", todo, ttl, event_id)
+
+
+def renew(txn: Txn, todo: str, *, ttl: Optional[int] = None,
+          event_id: Optional[str] = None) -> Event[TodoRenewed]:
+    """Extend your lease on a todo to ``ttl`` seconds from now."""
+    return _lease(txn, "todo.renewed", todo, ttl, event_id)
+
+
+def _lease(txn: Txn, event_type: str, todo: str, ttl: Optional[int],
+           event_id: Optional[str]) -> Event[Any]:
+    tid = lookup.todo(txn.fold, todo)
+    until = clock.format_ts(txn.now + timedelta(seconds=lease_seconds(txn.fold, ttl)))
+    return txn.add(Draft(event_type, {"id": tid, "until": until}, txn.fold.todos[tid].goal,
+                         event_id))
+
+
+def claim_synced(ledger: Ledger, todo: str, *, actor: str, ttl: Optional[int] = None,
+                 remote: Optional[str] = None, now: Optional[datetime] = None,
+                 event_id: Optional[str] = None) -> tuple[Event[TodoClaimed], sync.Report]:
+    """Claim so that the claim counts only once the remote has it.
+
+    Raises :class:`~loopx.errors.ClaimLost` naming the holder when someone else's claim
+    reached the remote first; then nothing was recorded for ``actor`` anywhere.
+    """
+    def build(txn: Txn) -> Event[TodoClaimed]:
+        return claim(txn, todo, ttl=ttl, event_id=event_id)
+
+    try:
+        return sync.publish(ledger=ledger, build=build, actor=actor, remote=remote, now=now)
+    except TransitionError as exc:
+        fold = ledger.fold()
+        tid = lookup.optional(fold.todos, todo, "todo")
+        holder = fold.todos[tid].holder if tid else None
+        if holder is None or holder == actor:
+            raise
+        raise ClaimLost(f"todo {tid} went to {holder}: their claim reached the remote first; "
+                        f"nothing was recorded for you ({exc})") from None
+
+
+def release(txn: Txn, todo: str, *, reason: Optional[str] = None,
+            event_id: Optional[str] = None) -> Event[TodoReleased]:
+    """Give up your claim on a todo (a human may release anyone's)."""
+    return lookup.about(txn, "todos", todo, "todo", "todo.released", _given(reason=reason),
+                        event_id)
+
+
+def done(txn: Txn, todo: str, *, evidence: Sequence[str] = (), summary: Optional[str] = None,
+         event_id: Optional[str] = None) -> Event[TodoDone]:
+    """Mark a todo done, citing the evidence that shows it."""
+    cited = [views.resolve_id(txn.fold.evidence, e, "evidence") for e in evidence]
+    return lookup.about(txn, "todos", todo, "todo", "todo.done",
+                        _given(evidence=cited, summary=summary), event_id)
+
+
+def block(txn: Txn, todo: str, *, reason: str, event_id: Optional[str] = None) -> Event[TodoBlocked]:
+    """Mark a todo blocked, saying why."""
+    return lookup.about(txn, "todos", todo, "todo", "todo.blocked", {"reason": reason}, event_id)
+
+
+def reopen(txn: Txn, todo: str, *, reason: Optional[str] = None,
+           event_id: Optional[str] = None) -> Event[TodoReopened]:
+    """Reopen a done, blocked or cancelled todo."""
+    return lookup.about(txn, "todos", todo, "todo", "todo.reopened", _given(reason=reason),
+                        event_id)
+
+
+def cancel(txn: Txn, todo: str, *, reason: Optional[str] = None,
+           event_id: Optional[str] = None) -> Event[TodoCancelled]:
+    """Cancel a todo."""
+    return lookup.about(txn, "todos", todo, "todo", "todo.cancelled", _given(reason=reason),
+                        event_id)
+
+
+def _given(**fields: Any) -> dict[str, Any]:
+    return {k: v for k, v in fields.items() if v not in (None, [], ())}
+
+
+def listing(ledger: Ledger, *, goal: Optional[str] = None, ready: bool = False,
+            include_closed: bool = False, now: Optional[datetime] = None) -> list[dict[str, Any]]:
+    """Todos with their state and why each is not ready: open ones by default, the frontier
+    with ``ready``, done and cancelled ones too with ``include_closed``."""
+    fold = ledger.fold()
+    todos = views.snapshot(fold, now or clock.now())["todos"]
+    if goal:
+        gid = lookup.goal(fold, goal)
+        todos = [t for t in todos if t["goal"] == gid]
+    if ready:
+        return [t for t in todos if t["ready"]]
+    return [t for t in todos if include_closed or t["state"] not in ("done", "cancelled")]
+
+
+def show(ledger: Ledger, todo: str, *, now: Optional[datetime] = None) -> dict[str, Any]:
+    """One todo as ``status`` shows it."""
+    fold = ledger.fold()
+    tid = lookup.todo(fold, todo)
+    return views.todo_view(fold, fold.todos[tid], now or clock.now())
