@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
-SCHEMA_VERSION = 1  # bump when any event payload's meaning changes; keys the projection cache
+from loopx.version import SCHEMA_VERSION, __version__
+
 __all__ = ["Ledger", "LoopxError", "__version__"]
 
 if TYPE_CHECKING:

@@ -7,6 +7,7 @@ Each command group lives in its own module and is registered in ``_GROUPS`` belo
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import sys
 from datetime import datetime
@@ -14,7 +15,7 @@ from typing import Any, Callable, Optional
 
 import click
 
-from loopx import __version__
+from loopx.version import __version__
 from loopx.cli.app import App
 from loopx.errors import GitError, LoopxError
 
@@ -138,7 +139,7 @@ def main(argv: Optional[list[str]] = None) -> None:
         sys.exit(0)
     except Exception as exc:  # the safety net: never a bare traceback for users
         if debug:
-            import traceback
+            import traceback  # only under --debug
 
             traceback.print_exc()
         _fail(3, f"error: unexpected {type(exc).__name__}: {exc}", "unexpected", as_json,
@@ -156,6 +157,4 @@ def _fail(code: int, message: str, kind: str, as_json: bool, hint: Optional[str]
 
 
 def _json_error(code: int, message: str, kind: str) -> None:
-    import json
-
     click.echo(json.dumps({"error": {"message": message, "kind": kind, "exit_code": code}}))

@@ -12,6 +12,7 @@ import os
 import shlex
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections import deque
@@ -21,14 +22,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Optional
 
-from loopx.model import clock
-from loopx.storage import gateway
-from loopx.features import redact
 from loopx.errors import Ambiguous, NotFound
+from loopx.features import redact
+from loopx.ledger import cache
+from loopx.ledger.book import Ledger
+from loopx.ledger.draft import Draft
+from loopx.model import clock
 from loopx.model.ids import new_short_id
+from loopx.state.views import resolve_id
+from loopx.storage import gateway
 
 if TYPE_CHECKING:
-    from loopx.ledger.book import Ledger
     from loopx.ledger.txn import Txn
     from loopx.model.events import Event
 
@@ -77,7 +81,7 @@ class Recorded:
     notes: list[str] = field(default_factory=list)
 
 
-def record_commit(*, ledger: "Ledger", actor: str, rev: str = "HEAD",
+def record_commit(*, ledger: Ledger, actor: str, rev: str = "HEAD",
                   info: Optional[CommitInfo] = None, now: Optional[datetime] = None) -> Recorded:
     """Commit evidence for ``rev``: one per todo named in its trailers, else per todo
     ``actor`` holds a live lease on; a Loopx-Goal trailer alone gives goal-level evidence."""
@@ -98,11 +102,9 @@ def record_commit(*, ledger: "Ledger", actor: str, rev: str = "HEAD",
 def _targets(txn: "Txn", info: CommitInfo, actor: str, now: datetime,
              notes: list[str]) -> list[tuple[Optional[str], Optional[str]]]:
     """(todo, goal) pairs the commit works on."""
-    from loopx.state.views import resolve_id
-
     fold = txn.fold
-    todos = [t for i in info.todos if (t := _resolve(resolve_id, fold.todos, i, "todo", notes))]
-    goals = [g for i in info.goals if (g := _resolve(resolve_id, fold.goals, i, "goal", notes))]
+    todos = [t for i in info.todos if (t := _resolve(fold.todos, i, "todo", notes))]
+    goals = [g for i in info.goals if (g := _resolve(fold.goals, i, "goal", notes))]
     if not info.todos and not info.goals:
         todos = _leased_by(fold, actor, now)
     pairs: list[tuple[Optional[str], Optional[str]]] = [(t, None) for t in todos]
@@ -111,10 +113,9 @@ def _targets(txn: "Txn", info: CommitInfo, actor: str, now: datetime,
     return pairs
 
 
-def _resolve(resolve_id: Any, table: dict[str, Any], prefix: str, kind: str,
-             notes: list[str]) -> Optional[str]:
+def _resolve(table: dict[str, Any], prefix: str, kind: str, notes: list[str]) -> Optional[str]:
     try:
-        return str(resolve_id(table, prefix, kind))
+        return resolve_id(table, prefix, kind)
     except (NotFound, Ambiguous) as exc:
         notes.append(f"trailer ignored: {exc}")
         return None
@@ -125,8 +126,6 @@ def cached_leases(*, loopx_dir: Path, ref: str, tip: str, actor: str,
     """The todos ``actor`` holds a live lease on, from the projection cache of ``tip``; None
     when the cache is not of that tip. Imports no pydantic: post-commit's common case (no
     trailer, no lease) stays cheap."""
-    from loopx.ledger import cache
-
     cached = cache.load(cache.path_for(loopx_dir / "cache", ref))
     if cached is None or cached[0] != tip:
         return None
@@ -149,9 +148,7 @@ def _already_recorded(txn: "Txn", sha: str, todo: Optional[str], goal: Optional[
     )
 
 
-def _commit_draft(info: CommitInfo, todo: Optional[str], goal: Optional[str]) -> Any:
-    from loopx.ledger.draft import Draft
-
+def _commit_draft(info: CommitInfo, todo: Optional[str], goal: Optional[str]) -> Draft:
     data = {"id": new_short_id("e"), "kind": "commit", "commit": info.sha, "tree": info.tree,
             "author": info.author[:500], "summary": info.subject[:20_000] or None, "todo": todo}
     return Draft("evidence.recorded", data, goal)
@@ -167,11 +164,9 @@ def parse_rewrites(lines: Iterable[str]) -> list[dict[str, str]]:
     return pairs
 
 
-def record_rewrite(*, ledger: "Ledger", actor: str, pairs: list[dict[str, str]],
+def record_rewrite(*, ledger: Ledger, actor: str, pairs: list[dict[str, str]],
                    now: Optional[datetime] = None) -> Recorded:
     """One ``evidence.remapped`` for the rewritten commits that evidence (or a remap) names."""
-    from loopx.ledger.draft import Draft
-
     result = Recorded()
 
     def build(txn: "Txn") -> None:
@@ -273,8 +268,6 @@ class _Spool:
     """Interleaved output of both streams, kept in a temporary file (outputs can be large)."""
 
     def __init__(self) -> None:
-        import tempfile
-
         self._file = tempfile.TemporaryFile()
         self._lock = threading.Lock()
 

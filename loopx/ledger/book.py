@@ -14,11 +14,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
-from loopx import __version__
+from loopx.version import __version__
 from loopx.errors import GitError, NotFound, RefRaceError, UsageError
 from loopx.ledger import cache
 from loopx.ledger.draft import Draft
-from loopx.model import clock
+from loopx.model import clock, codec
+from loopx.model.paths import file_path
 from loopx.state import entities, views
 from loopx.storage import gateway
 from loopx.storage.store import STATE_REF, Store
@@ -205,12 +206,8 @@ class Ledger:
         return event
 
     def _commit(self, base: Optional[str], txn: Txn, message: Optional[str]) -> str:
-        from loopx.ledger import signatures  # only a write that signs needs it
-        from loopx.model import codec
-        from loopx.model.events import event_path
-
         blobs = self.store.write_blobs([codec.dump(e.to_dict()) for e in txn.events])
-        paths = {event_path(e): oid for e, oid in zip(txn.events, blobs)}
+        paths = {file_path(e.id, e.type): oid for e, oid in zip(txn.events, blobs)}
         paths.update(txn.files)
         tree = self.store.write_tree(base, paths)
         subject = message or _summary(txn.events)
@@ -227,6 +224,8 @@ class Ledger:
                 "answers and for changes to roles or signing rules: "
                 "set `git config gpg.format ssh` and `git config user.signingkey <key>`") from None
         if txn.sign:
+            from loopx.ledger import signatures  # only a write that signs needs it (tempfile)
+
             signatures.verify_own(self.store, commit, txn)
         self.store.update_ref_if(self.ref, commit, expected=txn.expected,
                                  reason=f"loopx: {subject}")

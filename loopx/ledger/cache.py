@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from loopx import SCHEMA_VERSION, __version__
+from loopx.version import SCHEMA_VERSION, __version__
 from loopx.state import entities
 _MAGIC = b"LOOPXC2\n"
 _KEY = f"{SCHEMA_VERSION}:{__version__}:{sys.version_info[:2]}".encode()

@@ -14,7 +14,6 @@ from typing import Annotated, Any, Generic, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from typing_extensions import TypeVar
 
-from loopx import SCHEMA_VERSION  # noqa: F401 - defined there so the cache needs no pydantic
 from loopx.errors import SchemaError
 from loopx.model.ids import ENTITY_ID_RE, ULID_RE, EventId
 from loopx.model.paths import (  # noqa: F401 - re-exported: where events live

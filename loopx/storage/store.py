@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import hashlib
 import os
 import random
@@ -290,8 +291,6 @@ class Store:
 
 
 def _flock(fd: int, *, blocking: bool) -> None:
-    import fcntl
-
     fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
 
 

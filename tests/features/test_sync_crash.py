@@ -21,7 +21,7 @@ from syncutil import (
     assert_fsck_clean, assert_only_fast_forwarded, do_sync, event_ids, note, seeded,
 )
 
-TESTS = str(Path(__file__).parent)
+TESTS = str(Path(__file__).parents[1])
 WORKER = """
 import sys
 from pathlib import Path
@@ -47,6 +47,7 @@ def _acks(output: str) -> list[str]:
     return [line.split()[1] for line in output.splitlines() if line.startswith("ACK ")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kills", [15, pytest.param(500, marks=pytest.mark.stress)])
 def test_sigkill_during_append_and_sync_loses_no_acknowledged_event(tmp_path: Path, kills: int) -> None:
     from loopx.model.ids import new_event_id

@@ -17,7 +17,7 @@ from loopx import Ledger
 from loopx.model import ids
 from loopx.ledger.draft import Draft
 
-SNAPSHOTS = Path(__file__).parent / "snapshots"
+SNAPSHOTS = Path(__file__).parents[1] / "snapshots"
 UPDATE = bool(
     os.environ.get("LOOPX_UPDATE_SNAPSHOTS")
 )  # read before the hermetic fixture clears it

@@ -68,7 +68,7 @@ def test_write_tree_refuses_to_change_an_existing_file(ledger: Ledger) -> None:
 def test_a_lock_left_by_a_killed_writer_is_free_at_once(repo: Path, ledger: Ledger) -> None:
     holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import sys, time
-        sys.path.insert(0, {str(Path(__file__).parents[1])!r})
+        sys.path.insert(0, {str(Path(__file__).parents[2])!r})
         from loopx.storage import gateway
         from loopx.storage.store import Store
         with Store(gateway.discover({str(repo)!r})).lock():
@@ -118,7 +118,7 @@ def test_the_cache_is_used_and_a_corrupt_cache_is_ignored(ledger: Ledger) -> Non
 def _writers(repo: Path, writers: int, appends: int) -> None:
     script = textwrap.dedent(f"""
         import sys
-        sys.path.insert(0, {str(Path(__file__).parents[1])!r})
+        sys.path.insert(0, {str(Path(__file__).parents[2])!r})
         from loopx import Ledger
         with Ledger.open({str(repo)!r}) as ledger:
             for i in range({appends}):

@@ -53,6 +53,7 @@ def test_interleaved_appends_and_syncs_converge_with_fast_forward_pushes_only(
     assert_fsck_clean(remote)
 
 
+@pytest.mark.slow
 def test_concurrent_writers_in_four_clones_converge(tmp_path: Path) -> None:
     remote, clones = seeded(tmp_path, 4)
     script = (
@@ -62,7 +63,7 @@ def test_concurrent_writers_in_four_clones_converge(tmp_path: Path) -> None:
         "    note(Path(sys.argv[1]), 'agent:w', f'{sys.argv[1]} {i}')\n"
         "    do_sync(Path(sys.argv[1]), retries=20)\n"
     )
-    tests_dir = str(Path(__file__).parent)
+    tests_dir = str(Path(__file__).parents[1])
     procs = [subprocess.Popen([sys.executable, "-c", script, str(p), tests_dir],
                               stderr=subprocess.PIPE, text=True) for p in clones]
     for proc in procs:
@@ -187,6 +188,7 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@pytest.mark.slow
 def test_sync_over_git_daemon(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GIT_ALLOW_PROTOCOL", "file:git")
     served = tmp_path / "served"

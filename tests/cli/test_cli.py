@@ -34,7 +34,7 @@ def test_status_json_is_the_documented_contract(project: Path) -> None:
     result = run_loopx(project, "status", "--format", "json")
     assert result.code == 0, result.err
     status = result.json()
-    schema = json.loads((Path(__file__).parents[1] / ".loopx-schema/status.schema.json").read_text())
+    schema = json.loads((Path(__file__).parents[2] / ".loopx-schema/status.schema.json").read_text())
     jsonschema.validate(status, schema)
     assert status["frontier"] == ["output"]
     tests = next(t for t in status["todos"] if t["id"] == "tests")
@@ -157,7 +157,7 @@ def test_a_retried_write_with_the_same_event_id_records_nothing_new(project: Pat
 
 
 def test_schema_check_passes_on_the_checked_in_files() -> None:
-    root = Path(__file__).parents[1]
+    root = Path(__file__).parents[2]
     result = run_loopx(root, "schema", "check", "--root", str(root))
     assert result.code == 0, result.out + result.err
 
