@@ -173,12 +173,20 @@ class Store:
         """The tree of ``base_commit`` plus ``additions`` (path -> existing blob oid).
 
         Adding a path that exists with the same blob is a no-op; with another blob it is a
-        ConflictError: event files are never modified.
+        ConflictError: event files are never modified. No additions give the base's own tree
+        (a merge of a remote tip that brings nothing new still needs a commit).
         """
+        if not additions:
+            return self._tree_of(base_commit)
         dirs = _TreeBuilder(self, base_commit)
         for path, oid in additions.items():
             dirs.add(path, oid)
         return dirs.write()
+
+    def _tree_of(self, commit: str | None) -> Oid:
+        if commit is None:
+            return self.hash_tree(b"")  # git knows the empty tree without it being written
+        return Oid(gateway.out(self.cwd, "rev-parse", "--verify", f"{commit}^{{tree}}"))
 
     def commit_tree(
         self, tree: str, parents: list[str], message: str, *, author: tuple[str, str],
