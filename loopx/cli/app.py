@@ -147,8 +147,16 @@ def pass_app(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def event_id_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     """--event-id: makes a retried write idempotent (same id and content: recorded once)."""
-    return click.option("--event-id", metavar="ULID",
+    return click.option("--event-id", metavar="ULID", callback=_event_id,
                         help="Event id to use; retrying with the same id records nothing new.")(fn)
+
+
+def _event_id(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> Optional[str]:
+    from loopx.model import ids  # only when an id is given (ids is small and pure)
+
+    if value is not None and not ids.is_event_id(value):
+        raise click.BadParameter(f"{value!r} is not {ids.EVENT_ID_RULE}")
+    return value
 
 
 def duration(text: str) -> int:

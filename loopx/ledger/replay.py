@@ -134,7 +134,7 @@ class Reader:
 
     def find_event(self, base: Optional[str], event_id: str) -> Optional[Event]:
         """The event with this id on ``base``, if any (its date directory holds it)."""
-        if base is None or not ids.ULID_RE.match(event_id):
+        if base is None or not ids.is_event_id(event_id):
             return None
         directory = event_dir(event_id)
         for name, (_, oid) in self.store.read_tree(f"{base}:{directory}").items():

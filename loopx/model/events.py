@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from typing_extensions import TypeVar
 
 from loopx.errors import SchemaError
-from loopx.model.ids import ENTITY_ID_RE, ULID_RE, EventId
+from loopx.model.ids import ENTITY_ID_RE, EVENT_ID_RULE, ULID_RE, EventId, is_event_id
 from loopx.model.paths import (  # noqa: F401 - re-exported: where events live
     PATH_RE, SESSION_FILE_RE, file_path, TRANSCRIPT_CHUNK_BYTES, TRANSCRIPT_MAX_BYTES, event_dir,
     transcript_chunk_path,
@@ -417,6 +417,13 @@ class Envelope(Model):
     actor: str = Field(pattern=ACTOR_PATTERN)
     goal: Optional[str] = Field(default=None, pattern=ID_PATTERN)
     data: dict[str, Any]
+
+    @field_validator("id")
+    @classmethod
+    def _dated(cls, value: str) -> str:
+        if not is_event_id(value):
+            raise ValueError(f"{value!r} is not {EVENT_ID_RULE}")
+        return value
 
 
 # The payload type of an Event: ``Event[TodoClaimed]`` is what `todos.claim` returns; a bare
