@@ -29,6 +29,7 @@ from loopx.storage import gateway
 from loopx.ledger import layout as rules
 from loopx.storage.gateway import Oid
 from loopx.ledger.layout import AREAS, Broken  # noqa: F401  (AREAS: re-exported, the layout's areas)
+from loopx.state import folding
 from loopx.storage.store import QUARANTINE_PREFIX, Entry, Store
 
 
@@ -36,7 +37,7 @@ from loopx.storage.store import QUARANTINE_PREFIX, Entry, Store
 class Finding:
     """One reason a tip is refused: the file (or ``<history>``), why, and the rule broken
     (a name from :mod:`loopx.rules`, or ``history``, ``not-a-commit``, ``differs``,
-    ``missing`` for what only sync checks)."""
+    ``missing``, ``clock`` for what only sync checks)."""
 
     path: str
     reason: str
@@ -75,11 +76,13 @@ class Verdict:
         return "\n".join(lines)
 
 
-def check(store: Store, *, theirs: str, ours: Optional[str], previous: Optional[str] = None) -> Verdict:
+def check(store: Store, *, theirs: str, ours: Optional[str], previous: Optional[str] = None,
+          known_events: int = 0) -> Verdict:
     """Judge the tip ``theirs`` before merging it into ``ours`` (None: we have no state yet).
 
     ``previous`` is the remote tip we accepted last time; a ``theirs`` that no longer contains
-    it means the remote's history was rewritten.
+    it means the remote's history was rewritten. ``known_events`` is how many events ``ours``
+    holds: no event that arrives may have a clock far ahead of all the events together.
     """
     tip = store.resolve(theirs)
     if tip is None:
@@ -99,7 +102,8 @@ def check(store: Store, *, theirs: str, ours: Optional[str], previous: Optional[
     for entry in added:
         _check_entry(entry, ours_dirs, verdict)
     _check_case(ours_dirs, added, verdict)
-    _check_contents(store, [e for e in added if e.path in verdict.new_files], verdict)
+    _check_contents(store, [e for e in added if e.path in verdict.new_files], verdict,
+                    known_events)
     return verdict
 
 
@@ -176,8 +180,10 @@ def names_along(tree: TreeDirs, paths: list[str]) -> dict[str, set[str]]:
     return names
 
 
-def _check_contents(store: Store, entries: list[Entry], verdict: Verdict) -> None:
-    """Size caps first (from object headers), then parse and validate every event file."""
+def _check_contents(store: Store, entries: list[Entry], verdict: Verdict,
+                    known_events: int) -> None:
+    """Size caps first (from object headers), then parse and validate every event file, and
+    refuse clocks far ahead of every event there will be (:func:`folding.clock_ahead`)."""
     sizes = blob_sizes(store, [e.oid for e in entries])
     readable = []
     for entry in entries:
@@ -192,8 +198,12 @@ def _check_contents(store: Store, entries: list[Entry], verdict: Verdict) -> Non
             readable.append(entry)
     for entry, data in zip(readable, store.read_blobs([e.oid for e in readable])):
         event, broken = rules.event_rule(entry.path, data)
+        ahead = None if event is None else folding.clock_ahead(
+            known_events + verdict.new_events, event.env.clock)
         if broken is not None:
             verdict.findings.append(Finding.of(entry.path, broken))
+        elif ahead:
+            verdict.findings.append(Finding(entry.path, ahead, "clock"))
         elif event is not None and not event.known:
             verdict.unknown.append(entry.path)
 

@@ -293,7 +293,9 @@ def _merge(ledger: Ledger, report: Report, theirs: Oid, *, previous: Optional[st
     for _ in range(DEFAULT_RETRIES):
         with store.lock():
             ours = ledger.tip()
-            verdict = incoming.check(store, theirs=theirs, ours=ours, previous=previous)
+            known = ledger.live_fold().events if ours else 0
+            verdict = incoming.check(store, theirs=theirs, ours=ours, previous=previous,
+                                     known_events=known)
             report.unknown_events += [p for p in verdict.unknown if p not in report.unknown_events]
             if not verdict.ok:
                 _refuse(store, report, verdict)

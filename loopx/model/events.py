@@ -32,9 +32,18 @@ EntityId = Field(pattern=ID_PATTERN)
 Text = Field(min_length=1, max_length=20_000)
 
 
+# Bounds of the numbers events carry. Every numeric field has both ends, and floats must be
+# finite: a value from another clone is data, and no data may stop a clone from writing.
+MAX_CLOCK = 2**53 - 1  # exact in JSON readers that hold numbers as doubles
+MAX_COUNT = 10**15  # turns and tokens
+MAX_COST = 1e12
+MAX_SECONDS = 10 * 366 * 86400  # ten years
+MIN_EXIT, MAX_EXIT = -(2**31), 2**32 - 1  # signed POSIX statuses, unsigned Windows ones
+
+
 class Model(BaseModel):
     # defer_build: only the payload models a command touches pay their schema build cost.
-    model_config = ConfigDict(extra="forbid", defer_build=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", defer_build=True, frozen=True, allow_inf_nan=False)
 
 
 class Criterion(Model):
@@ -62,7 +71,7 @@ class ConfigSet(Model):
     )
     lease_ttl_seconds: Optional[int] = Field(default=None, ge=10, le=30 * 86400)
     session_slots: Optional[int] = Field(default=None, ge=1, le=10_000)
-    session_idle_seconds: Optional[int] = Field(default=None, ge=60)
+    session_idle_seconds: Optional[int] = Field(default=None, ge=60, le=MAX_SECONDS)
     signed_answers: Optional[Literal["off", "all"] | list[str]] = Field(
         default=None, description="'all', 'off', or the gate ids whose answers must be signed"
     )
@@ -191,8 +200,8 @@ class EvidenceRecorded(Model):
     tree: Optional[str] = Field(default=None, pattern=OID_PATTERN)
     dirty: bool = False
     command: Optional[str] = Field(default=None, max_length=10_000)
-    exit_code: Optional[int] = None
-    duration_s: Optional[float] = Field(default=None, ge=0)
+    exit_code: Optional[int] = Field(default=None, ge=MIN_EXIT, le=MAX_EXIT)
+    duration_s: Optional[float] = Field(default=None, ge=0, le=MAX_SECONDS)
     summary: Optional[str] = Field(default=None, max_length=20_000)
     digest: Optional[str] = Field(default=None, max_length=200)
     url: Optional[str] = Field(default=None, max_length=2_000)
@@ -235,15 +244,15 @@ class WakeCleared(Model):
 
 
 class QuotaSet(Model):
-    turns: Optional[int] = Field(default=None, ge=0)
-    tokens: Optional[int] = Field(default=None, ge=0)
-    cost: Optional[float] = Field(default=None, ge=0)
+    turns: Optional[int] = Field(default=None, ge=0, le=MAX_COUNT)
+    tokens: Optional[int] = Field(default=None, ge=0, le=MAX_COUNT)
+    cost: Optional[float] = Field(default=None, ge=0, le=MAX_COST)
 
 
 class QuotaSpent(Model):
-    turns: int = Field(default=0, ge=0)
-    tokens: int = Field(default=0, ge=0)
-    cost: float = Field(default=0.0, ge=0)
+    turns: int = Field(default=0, ge=0, le=MAX_COUNT)
+    tokens: int = Field(default=0, ge=0, le=MAX_COUNT)
+    cost: float = Field(default=0.0, ge=0, le=MAX_COST)
     todo: Optional[str] = Field(default=None, pattern=ID_PATTERN)
 
 
@@ -411,9 +420,10 @@ class Envelope(Model):
 
     id: EventId = Field(pattern=ULID_RE.pattern, description="ULID; also the idempotency key")
     type: str = Field(pattern=TYPE_RE.pattern)
-    v: int = Field(ge=1, description="schema version of this event type's payload")
+    v: int = Field(ge=1, le=10_000, description="schema version of this event type's payload")
     at: str = Field(pattern=TS_PATTERN, description="UTC wall clock, for display only")
-    clock: int = Field(ge=1, description="Lamport clock: 1 + the highest clock the writer saw")
+    clock: int = Field(ge=1, le=MAX_CLOCK,
+                       description="Lamport clock: 1 + the highest clock the writer saw")
     actor: str = Field(pattern=ACTOR_PATTERN)
     goal: Optional[str] = Field(default=None, pattern=ID_PATTERN)
     data: dict[str, Any]

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 DEFAULT_LEASE_TTL_S = 45 * 60
+MAX_LEASE_TTL_S = 30 * 86400  # as ConfigSet.lease_ttl_seconds allows
 DEFAULT_SESSION_SLOTS = 20
 
 

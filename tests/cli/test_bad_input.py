@@ -1,5 +1,5 @@
-"""Event ids from outside (``--event-id``, the library, a hand-made file): a bad one is an
-error that says what an id is, never a crash."""
+"""Input from outside (``--event-id``, durations, the library, a hand-made file): a bad value
+is an error that says what would pass, never a crash (exit 3)."""
 
 from __future__ import annotations
 
@@ -58,3 +58,28 @@ def test_a_hand_made_file_with_an_out_of_range_id_is_a_problem_not_a_crash(
     problems = status.json()["problems"]  # type: ignore[index]
     assert any("is not a ULID" in p["reason"] for p in problems)
     assert invoke(repo, "validate", "--json").code == 1
+
+
+@pytest.mark.parametrize("args", [
+    ("todo", "claim", "t1", "--ttl", "99999999999d"),
+    ("todo", "claim", "t1", "--ttl", "999999999d"),
+    ("todo", "claim", "t1", "--ttl", "9" * 40),
+    ("wake", "set", "--in", "99999999999d"),
+    ("session", "reap", "--idle", "99999999999d"),
+    ("config", "set", "--lease-ttl", "99999999999d"),
+])
+def test_a_duration_beyond_a_century_is_a_usage_error(ledger: object, repo: Path,
+                                                      args: tuple[str, ...]) -> None:
+    invoke(repo, "goal", "add", "G", "--id", "g1")
+    invoke(repo, "todo", "add", "g1", "T", "--id", "t1")
+    result = invoke(repo, *args)
+    assert result.code == 2, result.err
+    assert "longer than a century" in result.err
+
+
+def test_a_lease_longer_than_thirty_days_is_refused(ledger: object, repo: Path) -> None:
+    invoke(repo, "goal", "add", "G", "--id", "g1")
+    invoke(repo, "todo", "add", "g1", "T", "--id", "t1")
+    result = invoke(repo, "todo", "claim", "t1", "--ttl", "31d")
+    assert result.code == 1 and "at most 30 days" in result.err
+    assert invoke(repo, "todo", "claim", "t1", "--ttl", "30d").code == 0
