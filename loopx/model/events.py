@@ -178,16 +178,25 @@ class GateOpened(Model):
     blocks: list[str] = Field(default_factory=list, max_length=200)
 
 
+# A decision on a gate (an answer or a withdrawal) that saw earlier decisions on it names
+# them: it replaces them. Two decisions that did not see each other conflict (docs/gates).
+Supersedes = Field(
+    default=None, min_length=1, max_length=50,
+    description="event ids of the decisions on this gate that this one replaces")
+
+
 class GateAnswered(Model):
     id: str = EntityId
     decision: Literal["approve", "reject", "answer"]
     answer: Optional[str] = Field(default=None, max_length=20_000)
     comment: Optional[str] = Field(default=None, max_length=20_000)
+    supersedes: Optional[list[Annotated[str, Field(pattern=ULID_RE.pattern)]]] = Supersedes
 
 
 class GateWithdrawn(Model):
     id: str = EntityId
     reason: Optional[str] = Field(default=None, max_length=20_000)
+    supersedes: Optional[list[Annotated[str, Field(pattern=ULID_RE.pattern)]]] = Supersedes
 
 
 # --- evidence --------------------------------------------------------------------------------

@@ -55,7 +55,7 @@ class Gate:
     question: str
     authority: list[str]
     blocks: list[str]
-    state: str = "open"  # open | answered | withdrawn
+    state: str = "open"  # open | answered | withdrawn | conflicted
     decision: Optional[str] = None
     answer: Optional[str] = None
     comment: Optional[str] = None
@@ -63,6 +63,9 @@ class Gate:
     answered_event: Optional[str] = None
     answered_clock: int = 0
     opened_by: str = ""
+    # The decisions in force: one when answered or withdrawn, the competing ones (each
+    # {event, kind, actor, clock, decision, answer, comment}) when conflicted.
+    decisions: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
