@@ -7,7 +7,7 @@ Each command group lives in its own module and is registered in ``_GROUPS`` belo
 from __future__ import annotations
 
 import importlib
-import json
+import io
 import os
 import sys
 from datetime import datetime
@@ -16,6 +16,7 @@ from typing import Any, Callable, Optional
 import click
 
 from loopx.version import __version__
+from loopx.cli import terminal
 from loopx.cli.app import App
 from loopx.errors import GitError, LoopxError
 
@@ -124,7 +125,9 @@ def main(argv: Optional[list[str]] = None) -> None:
     except click.ClickException as exc:
         if as_json:
             _json_error(exc.exit_code, exc.format_message(), type(exc).__name__)
-        exc.show()
+        shown = io.StringIO()  # click repeats the offending input: made safe like all output
+        exc.show(file=shown)
+        terminal.echo(shown.getvalue(), err=True, nl=False)
         sys.exit(exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
@@ -148,13 +151,14 @@ def main(argv: Optional[list[str]] = None) -> None:
 
 def _fail(code: int, message: str, kind: str, as_json: bool, hint: Optional[str] = None) -> None:
     """One clear line on stderr (plus a hint); with --json also a JSON error on stdout."""
-    click.echo(message, err=True)
+    terminal.echo(message, err=True)
     if hint:
-        click.echo(hint, err=True)
+        terminal.echo(hint, err=True)
     if as_json:
         _json_error(code, message.removeprefix("error: "), kind)
     sys.exit(code)
 
 
 def _json_error(code: int, message: str, kind: str) -> None:
-    click.echo(json.dumps({"error": {"message": message, "kind": kind, "exit_code": code}}))
+    click.echo(terminal.json_text({"error": {"message": message, "kind": kind,
+                                             "exit_code": code}}))

@@ -3,13 +3,13 @@ the few helpers that turn an operation's result into output."""
 
 from __future__ import annotations
 
-import json
 import sys
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
 import click
 
+from loopx.cli import terminal
 from loopx.errors import LoopxError, UsageError
 from loopx.model import clock
 
@@ -100,13 +100,13 @@ class App:
             self.batch_results.append(data)
             return
         if self.json:
-            click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+            click.echo(terminal.json_text(data, indent=2))
         else:
             rendered = text() if callable(text) else text
             if rendered is None:
-                rendered = json.dumps(data, indent=2, ensure_ascii=False, default=str)
+                rendered = terminal.json_text(data, indent=2)
             if rendered:
-                click.echo(rendered)
+                terminal.echo(rendered)
 
     def emit_event(self, event: Event, text: str) -> None:
         """What a write command prints: one line of text, or the event document as JSON."""

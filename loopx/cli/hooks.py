@@ -9,6 +9,7 @@ from typing import Any, Optional
 
 import click
 
+from loopx.cli import terminal
 from loopx.cli.app import App, event_id_option, pass_app
 from loopx.ops import evidence, hooking
 
@@ -73,10 +74,10 @@ def hook(app: App, name: str, args: tuple[str, ...]) -> None:
     result = hooking.run(hooking.Hook(name, app.cwd, app.actor_or_none(), app.state_ref,
                                       args, stdin))
     for line in result.lines:
-        click.echo(f"loopx: {line}", err=True)
+        terminal.echo(f"loopx: {line}", err=True)
     if result.failed:
         hint = "" if result.strict else " (git goes on; set loopx.hooks.strict=true to stop instead)"
-        click.echo(f"loopx: {name} hook failed: {result.failed}{hint}", err=True)
+        terminal.echo(f"loopx: {name} hook failed: {result.failed}{hint}", err=True)
     sys.exit(result.exit_code)
 
 
@@ -108,10 +109,10 @@ def run(app: App, todo_id: Optional[str], goal_id: Optional[str], criterion: tup
                           event_id=event_id, now=app.now, environ=os.environ)
     if result.event is None:
         # The command's own failure is the more important exit code to pass on.
-        click.echo(f"error: evidence not recorded: {result.error}", err=True)
+        terminal.echo(f"error: evidence not recorded: {result.error}", err=True)
     elif app.json:
         app.emit_event(result.event, "")
     else:  # stderr: the command's stdout stays exactly its own
-        click.echo(f"loopx: recorded {kind} evidence {result.event.data.id}: "
+        terminal.echo(f"loopx: recorded {kind} evidence {result.event.data.id}: "
                    f"{result.event.data.summary}", err=True)
     sys.exit(result.outcome.exit_code)
