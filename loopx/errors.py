@@ -64,5 +64,9 @@ class Quarantined(SyncError):
     """A remote's state failed the incoming check; it was quarantined, local state untouched."""
 
 
+class UnrelatedLedger(SyncError):
+    """A remote's state shares no history with ours: another ledger, merged only on request."""
+
+
 class ClaimLost(LoopxError):
     """Another actor's claim on the todo reached the shared state first."""

@@ -33,22 +33,28 @@ def _emit_report(app: App, report: exchange.Report) -> None:
 @click.argument("remote", required=False)
 @click.option("--retries", default=5, show_default=True, type=click.IntRange(0, 100),
               help="How often to fetch, merge and push again when someone pushed first.")
+@click.option("--allow-unrelated", is_flag=True,
+              help="Merge REMOTE's ledger although it shares no history with ours.")
 @pass_app
-def sync(app: App, remote: Optional[str], retries: int) -> None:
+def sync(app: App, remote: Optional[str], retries: int, allow_unrelated: bool) -> None:
     """Fetch, check and merge REMOTE's loopx/state, then push ours (never forced).
 
     REMOTE defaults to the current branch's upstream remote, else origin. A remote state that
     fails the incoming check is quarantined (see `git loopx doctor`); local state is untouched.
+    A remote ledger that shares no history with ours is refused unless --allow-unrelated.
     """
-    _emit_report(app, exchange.sync_(app.ledger, remote=remote, retries=retries))
+    _emit_report(app, exchange.sync_(app.ledger, remote=remote, retries=retries,
+                                     allow_unrelated=allow_unrelated))
 
 
 @click.command("fetch")
 @click.argument("remote", required=False)
+@click.option("--allow-unrelated", is_flag=True,
+              help="Merge REMOTE's ledger although it shares no history with ours.")
 @pass_app
-def fetch(app: App, remote: Optional[str]) -> None:
+def fetch(app: App, remote: Optional[str], allow_unrelated: bool) -> None:
     """Fetch, check and merge REMOTE's loopx/state (no push)."""
-    _emit_report(app, exchange.fetch(app.ledger, remote=remote))
+    _emit_report(app, exchange.fetch(app.ledger, remote=remote, allow_unrelated=allow_unrelated))
 
 
 @click.command("push")

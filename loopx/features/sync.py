@@ -5,7 +5,9 @@ The protocol (docs/sync.md):
 1. ``git fetch <remote> +<state ref>:refs/remotes/<remote>/<branch>``. The ``+`` only lets the
    remote-tracking ref follow a rewritten remote; the incoming check then refuses it.
 2. :func:`loopx.incoming.check` judges what arrived; a refused tip is quarantined and local
-   state is left as it was (:class:`~loopx.errors.Quarantined`).
+   state is left as it was (:class:`~loopx.errors.Quarantined`). A tip with no history in
+   common with ours is another ledger: it is merged only when the caller says so
+   (``allow_unrelated``), unless one side holds nothing but its ``ledger.initialised``.
 3. Under the clone lock: adopt, fast-forward, or write a two-parent commit whose tree is the
    union of both sides; the local ref moves only by compare-and-swap.
 4. ``git push <remote> <tip>:<state ref>``, never forced. A rejection (someone pushed first)
@@ -30,7 +32,8 @@ from loopx.ledger import cache
 from loopx.storage import gateway
 from loopx.model import ids
 from loopx.features import incoming
-from loopx.errors import GitError, LoopxError, Quarantined, RefRaceError, SyncError
+from loopx.errors import (GitError, LoopxError, Quarantined, RefRaceError, SyncError,
+                          UnrelatedLedger)
 from loopx.storage.gateway import Oid
 from loopx.ledger.book import Ledger
 from loopx.storage.store import STATE_REF, Store
@@ -144,10 +147,11 @@ def push_along(*, ledger: Ledger, remote: str) -> str:
             f"{report.received}, sent {report.sent} events)")
 
 
-def fetch(*, ledger: Ledger, remote: Optional[str] = None) -> Report:
+def fetch(*, ledger: Ledger, remote: Optional[str] = None,
+          allow_unrelated: bool = False) -> Report:
     """Fetch the remote's state, check it and merge it into local state (no push)."""
     report = _start(ledger, remote)
-    _fetch_merge(ledger, report)
+    _fetch_merge(ledger, report, allow_unrelated)
     report.local_after = ledger.tip()
     return report
 
@@ -167,13 +171,18 @@ def push(*, ledger: Ledger, remote: Optional[str] = None) -> Report:
     return report
 
 
-def sync(*, ledger: Ledger, remote: Optional[str] = None, retries: int = DEFAULT_RETRIES) -> Report:
-    """Fetch, check, merge and push until the remote accepts our tip (or ``retries`` run out)."""
+def sync(*, ledger: Ledger, remote: Optional[str] = None, retries: int = DEFAULT_RETRIES,
+         allow_unrelated: bool = False) -> Report:
+    """Fetch, check, merge and push until the remote accepts our tip (or ``retries`` run out).
+
+    A remote ledger with no history in common with ours is refused (:class:`UnrelatedLedger`)
+    unless ``allow_unrelated``: merging two ledgers is a choice, never a side effect.
+    """
     report = _start(ledger, remote)
     if _push_ahead(ledger, report):
         return report
     for attempt in range(retries + 1):
-        theirs = _fetch_merge(ledger, report)
+        theirs = _fetch_merge(ledger, report, allow_unrelated)
         ours = ledger.tip()
         report.local_after = ours
         if ours is None or ours == theirs:
@@ -251,7 +260,7 @@ def _start(ledger: Ledger, remote: Optional[str]) -> Report:
     return Report(remote=remote, ref=ledger.ref, local_before=ledger.tip())
 
 
-def _fetch_merge(ledger: Ledger, report: Report) -> Optional[Oid]:
+def _fetch_merge(ledger: Ledger, report: Report, allow_unrelated: bool = False) -> Optional[Oid]:
     """Fetch, check and merge; returns the remote's tip (None when it has no state yet)."""
     store = ledger.store
     tracking = tracking_ref(ledger.ref, report.remote)
@@ -263,7 +272,8 @@ def _fetch_merge(ledger: Ledger, report: Report) -> Optional[Oid]:
         report.remote_before = theirs
     report.remote_after = theirs
     if theirs is not None:
-        _merge(ledger, report, theirs, previous=previous, label=f"{report.remote}/loopx/state")
+        _merge(ledger, report, theirs, previous=previous, label=f"{report.remote}/loopx/state",
+               allow_unrelated=allow_unrelated)
     return theirs
 
 
@@ -287,7 +297,7 @@ def _fetch(store: Store, report: Report, tracking: str) -> Optional[Oid]:
 
 
 def _merge(ledger: Ledger, report: Report, theirs: Oid, *, previous: Optional[str],
-           label: str) -> None:
+           label: str, allow_unrelated: bool = False) -> None:
     """Check ``theirs`` and fold it into local state under the clone lock (CAS)."""
     store = ledger.store
     for _ in range(DEFAULT_RETRIES):
@@ -299,6 +309,8 @@ def _merge(ledger: Ledger, report: Report, theirs: Oid, *, previous: Optional[st
             report.unknown_events += [p for p in verdict.unknown if p not in report.unknown_events]
             if not verdict.ok:
                 _refuse(store, report, verdict)
+            if not allow_unrelated:
+                _refuse_unrelated(store, report, verdict)
             try:
                 new, how = _merged(store, verdict, label)
                 if new != ours:
@@ -326,6 +338,32 @@ def _merged(store: Store, verdict: incoming.Verdict, label: str) -> tuple[Oid, s
     tree = store.write_tree(ours, verdict.new_files)
     commit = store.commit_tree(tree, [ours, theirs], f"loopx: merge {label}\n", author=MERGE_AUTHOR)
     return commit, "union"
+
+
+def _refuse_unrelated(store: Store, report: Report, verdict: incoming.Verdict) -> None:
+    """Two ledgers that share no history are two projects (or one started twice): their ids
+    may collide (goal g-1 of one is not g-1 of the other), so they merge only on request.
+    A side that holds nothing but its initialisation has nothing to collide with."""
+    if verdict.ours is None or verdict.base is not None:
+        return
+    ours, theirs = (_first_events(store, tip) for tip in (verdict.ours, verdict.theirs))
+    if not ours[1] or not theirs[1]:
+        return
+    raise UnrelatedLedger(
+        f"{report.remote}'s loopx/state ({verdict.theirs[:12]}) shares no history with local "
+        f"loopx/state ({verdict.ours[:12]}): it is another ledger (it began with "
+        f"{theirs[0]}; ours with {ours[0]}). Nothing was merged or pushed. If they are one "
+        f"project, merge them once with `git loopx sync {report.remote} --allow-unrelated`; "
+        "otherwise use another remote")
+
+
+def _first_events(store: Store, tip: str) -> tuple[str, bool]:
+    """The oldest event file of ``tip`` (its name) and whether it holds any event other
+    than ``ledger.initialised``."""
+    out = gateway.out(store.cwd, "ls-tree", "-r", "--name-only", "-z", tip, "--", "events/")
+    names = sorted(p.rsplit("/", 1)[-1] for p in out.split("\0") if p)
+    first = names[0].removesuffix(".yaml") if names else "no events"
+    return first, any(not n.endswith(".ledger.initialised.yaml") for n in names)
 
 
 def _refuse(store: Store, report: Report, verdict: incoming.Verdict) -> None:
