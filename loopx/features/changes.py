@@ -1,7 +1,7 @@
 """Reviewing state like code: ``git loopx log`` and ``git loopx diff``.
 
 Both read through the ledger: :func:`log` maps every event file to the commit that added it
-(one ``git log``) and reads the files through the one ``cat-file --batch``; :func:`diff`
+(one ``git log``) and reads the files through the one ``cat-file --batch-command``; :func:`diff`
 folds two commits with the same projection every reader uses and compares them.
 """
 
@@ -12,6 +12,7 @@ from typing import Any, Optional
 
 from loopx.ledger import layout
 from loopx.storage import commits
+from loopx.storage.gateway import Oversize
 from loopx.state import history
 from loopx.state import views
 from loopx.errors import NotFound, UsageError
@@ -54,7 +55,7 @@ def _revs(ledger: Ledger, spec: Optional[str]) -> tuple[list[str], str]:
 
 
 def _event_row(
-    path: str, data: Optional[bytes], refused: dict[str, str], signed: dict[str, Any]
+    path: str, data: Optional[bytes | Oversize], refused: dict[str, str], signed: dict[str, Any]
 ) -> dict[str, Any]:
     try:
         event = layout.read_event(path, data)

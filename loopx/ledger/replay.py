@@ -16,6 +16,7 @@ from loopx.model import ids
 from loopx.model.events import Event
 from loopx.model.paths import event_dir
 from loopx.state import entities, folding
+from loopx.storage.gateway import Oversize
 from loopx.storage.store import Entry, Store
 
 PROGRESS_MIN_EVENTS = 2000  # rebuilds smaller than this finish before a bar would help
@@ -23,7 +24,7 @@ PARSE_CHUNK = 1000
 _CLOCK_LINE = re.compile(rb"^clock: ([0-9]{1,18})$", re.M)  # as codec.dump writes it
 
 Progress = Callable[[int, int], None]
-_Raw = tuple[int, str, int, str, Optional[bytes]]  # clock, event id, index, path, bytes
+_Raw = tuple[int, str, int, str, Optional[bytes | Oversize]]  # clock, id, index, path, bytes
 
 
 class Reader:
@@ -48,7 +49,7 @@ class Reader:
             chunk = entries[start : start + PARSE_CHUNK]
             blobs = self.store.read_blobs([e.oid for e in chunk])
             for n, (entry, data) in enumerate(zip(chunk, blobs)):
-                match = _CLOCK_LINE.search(data) if data is not None else None
+                match = _CLOCK_LINE.search(data) if isinstance(data, bytes) else None
                 clock_ = int(match.group(1)) if match else -1  # -1: parse it first, below
                 raw.append((clock_, entry.path.rsplit("/", 1)[-1].split(".", 1)[0], start + n,
                             entry.path, data))

@@ -3,7 +3,8 @@
 Plumbing only: blobs (``hash-object``), trees (``mktree``), commits (``commit-tree``) and
 compare-and-swap ref updates (``update-ref <ref> <new> <old>``). The user's index, working
 tree, HEAD and current branch are never touched. Reads are batched: one ``ls-tree -r`` per
-tree listing and one long-lived ``cat-file --batch`` for contents.
+tree listing and one long-lived ``cat-file --batch-command`` for contents (an object's size
+from its header first: nothing over :data:`MAX_FILE_BYTES` is read).
 
 One clone's writers are serialised by :meth:`Store.lock`, an ``flock`` on a file in the common
 git dir: the kernel drops it when its holder dies, so a killed writer never leaves a lock that
@@ -25,8 +26,8 @@ from pathlib import Path
 
 from loopx.storage import gateway
 from loopx.storage import packfile
-from loopx.errors import ConflictError, GitError, LockTimeout, RefRaceError
-from loopx.storage.gateway import Oid, RefName
+from loopx.errors import ConflictError, GitError, LockTimeout, LoopxError, RefRaceError
+from loopx.storage.gateway import Oid, Oversize, RefName
 
 STATE_REF = RefName("refs/heads/loopx/state")
 QUARANTINE_PREFIX = "refs/loopx/quarantine/"
@@ -34,6 +35,12 @@ LOCK_TIMEOUT_S = 60.0
 # git's own ref lock (<ref>.lock) is held for milliseconds; one older than this was left by a
 # killed process and is removed while we hold our clone lock.
 STALE_REF_LOCK_S = 2.0
+
+# The largest file the state branch may hold (ledger.layout.AREAS: an event is at most
+# 256 KiB, a transcript chunk 192 KiB). A bigger blob is refused from its object header and
+# never read into memory; trees are capped far above any real day's directory.
+MAX_FILE_BYTES = 256 * 1024
+MAX_TREE_BYTES = 64 * 1024 * 1024
 
 # A batch at least this big is written as one pack rather than as loose objects.
 PACK_MIN_BLOBS = 16
@@ -106,14 +113,20 @@ class Store:
             changes.append((status, src_oid, entry))
         return changes
 
-    def read_blobs(self, oids: list[str]) -> list[bytes | None]:
-        """Contents of many blobs through the one cat-file process (None if missing)."""
-        return [item[1] if item else None for item in self.reader.read_many(oids)]
+    def read_blobs(self, oids: list[str], *,
+                   max_size: int = MAX_FILE_BYTES) -> list[bytes | Oversize | None]:
+        """Contents of many blobs through the one cat-file process: None where one is
+        missing, :class:`Oversize` (size only, never read) where it is over ``max_size``."""
+        return [item if isinstance(item, Oversize) else item[1] if item else None
+                for item in self.reader.read_capped(oids, max_size)]
 
     def read_tree(self, rev: str) -> dict[str, tuple[str, str]]:
         """name -> (mode, oid) of the tree ``rev`` names (empty when it is not a tree)."""
-        found = self.reader.read(rev)
-        if found is None or found[0] != "tree":
+        found = self.reader.read_capped([rev], MAX_TREE_BYTES)[0]
+        if isinstance(found, Oversize) and found.kind == "tree":
+            raise LoopxError(f"tree {rev} is {found.size} bytes, over the "
+                             f"{MAX_TREE_BYTES // 2**20} MiB loopx reads; it was not read")
+        if found is None or isinstance(found, Oversize) or found[0] != "tree":
             return {}
         return _parse_tree(found[1], self.hash_len // 2)
 
