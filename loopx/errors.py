@@ -48,6 +48,14 @@ class RefRaceError(LoopxError):
     retryable = True
 
 
+class CheckedOut(UsageError):
+    """The state branch is checked out in a work tree: writing under it could lose events."""
+
+
+class DamagedLedger(LoopxError):
+    """Objects the state branch needs are missing (pruned by `git gc`?): see `git loopx doctor`."""
+
+
 class LockTimeout(LoopxError):
     """Another loopx writer held this clone's lock for longer than we were willing to wait."""
 

@@ -66,19 +66,40 @@ def push(app: App, remote: Optional[str]) -> None:
 
 
 @click.command("doctor")
+@click.option("--repair", is_flag=True,
+              help="Make loopx/state whole again, keeping every event still at hand (fetched "
+              "back from the remotes, else a new commit of every readable event file).")
 @click.option("--rollback", is_flag=True,
               help="Move loopx/state back to its newest healthy reflog entry (lists what it drops).")
 @pass_app
-def doctor(app: App, rollback: bool) -> None:
-    """Check the state branch: objects, files, reflog, locks, quarantines."""
-    result = upkeep.examine(app.cwd, ref=app.state_ref, rollback=rollback)
+def doctor(app: App, repair: bool, rollback: bool) -> None:
+    """Check the state branch: objects (naming every event lost or deleted), files, reflog,
+    locks, quarantines."""
+    if repair and rollback:
+        raise click.UsageError("--repair and --rollback are two ways on: choose one")
+    result = upkeep.examine(app.cwd, ref=app.state_ref, rollback=rollback, repair=repair)
     app.emit(result, lambda: _doctor_text(result))
     final = result.get("after", result["health"])
     if not final["ok"]:
         # The report above is the answer (a JSON reader has it whole); exit 1 says "unhealthy".
+        hint = "" if rollback or repair else " (`git loopx doctor --repair` keeps every event it can)"
         click.echo(f"error: {final['ref']} has {len(final['problems'])} problem(s); see above"
-                   + ("" if rollback else " (`git loopx doctor --rollback` may help)"), err=True)
+                   + hint, err=True)
         raise click.exceptions.Exit(1)
+
+
+def _repair_text(done: dict[str, Any]) -> list[str]:
+    if not done["repaired"]:
+        return [done["reason"]]
+    if done["how"] == "restored":
+        return [f"restored the missing objects from {', '.join(done['from'])}: nothing is lost"]
+    lines = [f"repaired {_short(done['from'])} -> {_short(done['to'])} on "
+             f"{_short(done['base'])}: {len(done['put_back'])} file(s) put back"]
+    lines += [f"  lost: event {e['id']} ({e['type']}), {e['path']}" for e in done["lost"]]
+    lines += [f"  lost: {what} (not listed anywhere at hand)" for what in done["unknown"]]
+    if not done["lost"] and not done["unknown"]:
+        lines.append("  nothing is lost")
+    return lines
 
 
 def _doctor_text(result: dict[str, Any]) -> str:
@@ -94,6 +115,8 @@ def _doctor_text(result: dict[str, Any]) -> str:
     for q in health["quarantines"]:
         lines.append(f"  quarantined: {q['ref']} -> {_short(q['tip'])} (report {q['report']})")
     lines += [f"  leftover proposal: {ref}" for ref in health["proposals"]]
+    if "repair" in result:
+        lines += _repair_text(result["repair"])
     if "rollback" in result:
         rb = result["rollback"]
         if not rb["rolled_back"]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import random
+import re
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
@@ -35,6 +36,8 @@ from loopx.features import incoming
 from loopx.errors import (GitError, LoopxError, Quarantined, RefRaceError, SyncError,
                           UnrelatedLedger)
 from loopx.storage.gateway import Oid
+from loopx.ledger import book
+from loopx.ledger import layout as rules
 from loopx.ledger.book import Ledger
 from loopx.storage.store import STATE_REF, Store
 
@@ -48,6 +51,9 @@ FETCH_LOCK_WAIT_S = 10.0
 BACKOFF_BASE_S = 0.1
 BACKOFF_CAP_S = 3.0
 PROPOSAL_PREFIX = "refs/loopx/proposals/"
+# A push that failed because git could not pack what our tip reaches.
+_UNSENDABLE = re.compile(r"unpacker error|pack-objects died|bad object|unable to read|"
+                         r"did not receive expected object|missing")
 
 
 @dataclass
@@ -133,6 +139,8 @@ def push_along(*, ledger: Ledger, remote: str) -> str:
     remote has other state changes, sync once. Returns a line for the user ("" if nothing
     moved)."""
     ref = ledger.ref
+    seen = ledger.store.tip(accepted_ref(ref, remote)) or ledger.store.tip(tracking_ref(ref, remote))
+    _refuse_unsendable(ledger.store, remote, seen, ledger.tip())
     proc = gateway.run(ledger.repo.cwd, "push", "--porcelain", "--no-verify", remote,
                        f"{ref}:{ref}", check=False)
     if proc.returncode == 0:
@@ -312,9 +320,12 @@ def _merge(ledger: Ledger, report: Report, theirs: Oid, *, previous: Optional[st
             if not allow_unrelated:
                 _refuse_unrelated(store, report, verdict)
             try:
+                store.journal()  # a union commit's objects: settled once the ref reaches them
                 new, how = _merged(store, verdict, label)
                 if new != ours:
+                    book.refuse_checked_out(store, ledger.ref)
                     store.update_ref_if(ledger.ref, new, expected=ours, reason=f"loopx: sync {how} {label}")
+                store.settle()
             except (RefRaceError, GitError):
                 # Something outside loopx moved the ref, or a concurrent `git gc` briefly
                 # failed an object write: nothing is published yet, so check and merge again.
@@ -379,12 +390,45 @@ def _refuse(store: Store, report: Report, verdict: incoming.Verdict) -> None:
     )
 
 
+def _refuse_unsendable(store: Store, remote: str, theirs: Optional[str],
+                       ours: Optional[str]) -> None:
+    """No local commit we are about to push may leave an event file deleted or changed, or
+    a file outside the state layout, at our tip (an ordinary commit on a checked-out
+    loopx/state does both; `doctor --repair` puts events back). ``theirs`` is the remote
+    state as we last saw it; one ``git log`` of what we would send, newest change first."""
+    if not ours or theirs == ours:
+        return
+    raw = gateway.run(store.cwd, "log", "-m", "--raw", "--no-renames", "--no-abbrev", "-z",
+                      "--format=", *([f"{theirs}..{ours}"] if theirs else [ours])).stdout
+    newest: dict[str, tuple[str, str]] = {}  # path -> (status, mode) of its latest change
+    items = iter(raw.split(b"\0"))
+    for item in items:  # ":<mode> <mode> <oid> <oid> <status>" then the path
+        fields = item.decode("utf-8", "replace").strip().lstrip(":").split(" ")
+        if len(fields) == 5:
+            path = next(items, b"").decode("utf-8", "surrogateescape")
+            newest.setdefault(path, (fields[4], fields[1]))
+    wrong = sorted(
+        f"{path} ({'deleted' if status == 'D' else 'changed'})" if status != "A"
+        else f"{path} (outside the state layout)"
+        for path, (status, mode) in newest.items()
+        if (status != "A" and path.split("/")[0] in rules.AREAS)
+        or (status == "A" and rules.path_rule(path, mode) is not None))
+    if wrong:
+        shown = ", ".join(wrong[:5]) + (f" and {len(wrong) - 5} more" if len(wrong) > 5 else "")
+        raise SyncError(
+            f"local loopx/state has commits {remote} must not get: {shown}; nothing was "
+            "pushed. `git loopx doctor` names them, `git loopx doctor --repair` puts deleted "
+            "events back")
+
+
 def _remote_tip(store: Store, report: Report) -> Optional[str]:
     return store.tip(tracking_ref(report.ref, report.remote))
 
 
 def _push(store: Store, report: Report, tip: Oid) -> _Pushed:
-    """Push ``tip`` to the remote's state ref, never forced."""
+    """Push ``tip`` to the remote's state ref, never forced; never one that deleted or
+    changed event files the remote holds."""
+    _refuse_unsendable(store, report.remote, report.remote_after, tip)
     proc = gateway.run(store.cwd, "push", "--porcelain", "--no-verify", report.remote,
                    f"{tip}:{report.ref}", check=False)
     for line in proc.stdout.decode("utf-8", "replace").splitlines():
@@ -440,7 +484,9 @@ def _clear_remote_lock(store: Store, report: Report) -> None:
 
 def _retry_or_fail(report: Report, outcome: _Pushed, attempt: int, retries: int) -> None:
     if not outcome.retryable:
-        raise SyncError(f"{report.remote} refused loopx/state: {outcome.detail}")
+        hint = ("; objects it needs may be missing here: `git loopx doctor` names them"
+                if _UNSENDABLE.search(outcome.detail) else "")
+        raise SyncError(f"{report.remote} refused loopx/state: {outcome.detail}{hint}")
     if attempt >= retries:
         raise SyncError(
             f"gave up after {retries} retries: {report.remote}'s loopx/state kept moving "

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
 from loopx.version import __version__
-from loopx.errors import GitError, NotFound, RefRaceError, UsageError
+from loopx.errors import CheckedOut, DamagedLedger, GitError, NotFound, RefRaceError, UsageError
 from loopx.ledger import cache
 from loopx.ledger.draft import Draft
 from loopx.model import clock, codec
@@ -68,11 +68,28 @@ class Ledger:
     # --- reading ----------------------------------------------------------------------------
 
     def tip(self) -> Optional[str]:
-        """The ref's commit; a proposal ref that does not exist yet starts at loopx/state's."""
-        tip = self.store.tip(self.ref) or (
-            self.store.tip(STATE_REF) if self.ref != STATE_REF else None)
+        """The ref's commit; a proposal ref that does not exist yet starts at loopx/state's.
+
+        Raises DamagedLedger when the ref exists but its commit is missing (pruned): that is
+        not "no ledger", and nothing may be written on it.
+        """
+        tip = self.store.tip(self.ref)
+        if tip is None:
+            self._refuse_dangling(self.ref)
+            if self.ref != STATE_REF:
+                tip = self.store.tip(STATE_REF)
+                if tip is None:
+                    self._refuse_dangling(STATE_REF)
         self._seen = self._seen or tip is not None
         return tip
+
+    def _refuse_dangling(self, ref: str) -> None:
+        target = self.store.ref_target(ref)
+        if target is not None:
+            raise DamagedLedger(
+                f"{ref} points at {target[:12]}, which is not a commit in this repository (pruned "
+                "by `git gc`?); nothing was changed. `git loopx doctor` says which events are "
+                "lost, `git loopx doctor --repair` goes on with every other event")
 
     def exists(self) -> bool:
         # A ledger is never deleted: once seen, it exists (saves a git process per write).
@@ -175,9 +192,11 @@ class Ledger:
                 fold = cache.copy(self._load_fold(base)) if base else entities.Fold()
                 txn = Txn(self, fold, base, actor, now or clock.now(), sign=sign,
                           expected=expected)
+                self.store.journal()  # every object this attempt writes, for _settle
                 result = build(txn)
                 if not txn.events:
                     return result, txn
+                refuse_checked_out(self.store, self.ref)
                 try:
                     new = self._commit(base, txn, message)
                 except (RefRaceError, GitError):
@@ -229,7 +248,14 @@ class Ledger:
             signatures.verify_own(self.store, commit, txn)
         self.store.update_ref_if(self.ref, commit, expected=txn.expected,
                                  reason=f"loopx: {subject}")
+        self._settle()
         return commit
+
+    def _settle(self) -> None:
+        """An append is acknowledged only once its objects are known to be on disk: a
+        `git gc --prune=now` beside us may have deleted them before the CAS made them
+        reachable; the store rewrites those from the bytes it still holds."""
+        self.store.settle()
 
     def init(self, *, actor: str, name: Optional[str] = None) -> Optional[Event]:
         """Create the ledger if it does not exist yet (idempotent); returns the new event."""
@@ -243,6 +269,17 @@ class Ledger:
 
         event, _ = self.write(build, actor=actor)
         return event
+
+
+def refuse_checked_out(store: Store, ref: str) -> None:
+    """Raise CheckedOut when a work tree has ``ref`` checked out (see Store.checked_out)."""
+    where = store.checked_out(ref)
+    if where:
+        raise CheckedOut(
+            f"{ref} is checked out in the work tree {where[0]}: moving it there would let an "
+            "ordinary commit in that work tree delete events. Nothing was written. Detach it "
+            f"(`git -C {where[0]} switch --detach`) or remove it (`git worktree remove "
+            f"{where[0]}`), then run this again")
 
 
 def _summary(events: list[Event]) -> str:

@@ -10,13 +10,18 @@ from loopx.ledger.book import Ledger
 from loopx.ops import ledgers
 
 
-def examine(cwd: str, *, ref: Optional[str] = None, rollback: bool = False) -> dict[str, Any]:
-    """A health report of the state branch; with ``rollback`` also move it back to its newest
-    healthy reflog entry and report again. Opened without adopting: doctor must work even when
+def examine(cwd: str, *, ref: Optional[str] = None, rollback: bool = False,
+            repair: bool = False) -> dict[str, Any]:
+    """A health report of the state branch; with ``repair`` also make it whole again keeping
+    every event still at hand, with ``rollback`` move it back to its newest healthy reflog
+    entry instead; then report again. Opened without adopting: doctor must work even when
     origin's state is refused."""
     with Ledger.open(cwd, ref=ledgers.state_ref(ref)) as ledger:
         result: dict[str, Any] = {"health": doctor.examine(ledger=ledger)}
-        if rollback:
+        if repair:
+            result["repair"] = doctor.repair(ledger=ledger)
+            result["after"] = doctor.examine(ledger=ledger)
+        elif rollback:
             result["rollback"] = doctor.rollback(ledger=ledger)
             result["after"] = doctor.examine(ledger=ledger)
     return result

@@ -9,6 +9,7 @@ reads an object's size from its header before its contents.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -125,6 +126,10 @@ class Oversize:
     size: int
 
 
+class _Died(Exception):
+    """The cat-file process ended in the middle of a request."""
+
+
 class ObjectReader:
     """One long-lived ``git cat-file --batch-command`` process for all object reads of a
     command (git >= 2.36).
@@ -160,34 +165,53 @@ class ObjectReader:
                     max_size: int | None) -> list[tuple[str, bytes] | Oversize | None]:
         """(type, content) for each name; None where the object is missing; an
         :class:`Oversize` where it is bigger than ``max_size`` bytes (not read)."""
-        proc = self._start()
-        assert proc.stdin is not None and proc.stdout is not None
         result: list[tuple[str, bytes] | Oversize | None] = []
         for start in range(0, len(names), self._CHUNK):
             chunk = names[start : start + self._CHUNK]
-            proc.stdin.write(b"".join(b"info " + n.encode() + b"\n" for n in chunk))
-            proc.stdin.flush()
-            headers = [self._header(proc.stdout) for _ in chunk]
-            wanted = [h for h in headers if h is not None and (max_size is None or h[2] <= max_size)]
-            proc.stdin.write(b"".join(b"contents " + h[0] + b"\n" for h in wanted))
-            proc.stdin.flush()
-            contents = {h[0]: self._contents(proc.stdout) for h in wanted}
-            for header in headers:
-                if header is None:
-                    result.append(None)
-                elif header[0] in contents:
-                    result.append(contents[header[0]])
-                else:
-                    result.append(Oversize(header[1], header[2]))
+            for attempt in range(3):
+                try:
+                    result += self._read_chunk(chunk, max_size)
+                    break
+                except (_Died, OSError):
+                    # cat-file dies when a `git gc` deletes a pack it was about to open
+                    # ("packfile ... cannot be accessed"); reads are safe to ask again.
+                    self._abandon()
+                    if attempt == 2:
+                        raise GitError(["cat-file", "--batch-command"], 1,
+                                       "cat-file exited unexpectedly (git >= 2.36 is needed)"
+                                       ) from None
         return result
+
+    def _read_chunk(self, chunk: list[str],
+                    max_size: int | None) -> list[tuple[str, bytes] | Oversize | None]:
+        proc = self._start()
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(b"".join(b"info " + n.encode() + b"\n" for n in chunk))
+        proc.stdin.flush()
+        headers = [self._header(proc.stdout) for _ in chunk]
+        wanted = [h for h in headers if h is not None and (max_size is None or h[2] <= max_size)]
+        proc.stdin.write(b"".join(b"contents " + h[0] + b"\n" for h in wanted))
+        proc.stdin.flush()
+        contents = {h[0]: self._contents(proc.stdout) for h in wanted}
+        return [None if header is None else contents[header[0]] if header[0] in contents
+                else Oversize(header[1], header[2]) for header in headers]
+
+    def _abandon(self) -> None:
+        if self._proc is not None:
+            self._proc.kill()
+            self._proc.wait()
+            for stream in (self._proc.stdin, self._proc.stdout):
+                if stream:
+                    with contextlib.suppress(OSError):
+                        stream.close()
+            self._proc = None
 
     @staticmethod
     def _header(stdout: IO[bytes]) -> tuple[bytes, str, int] | None:
         """(oid, type, size) from an ``info`` line; None for a missing or ambiguous name."""
         line = stdout.readline()
         if not line:
-            raise GitError(["cat-file", "--batch-command"], 1,
-                           "cat-file exited unexpectedly (git >= 2.36 is needed)")
+            raise _Died()
         parts = line.split()
         if len(parts) != 3:  # "<name> missing" or "<name> ambiguous"
             return None
@@ -197,7 +221,7 @@ class ObjectReader:
     def _contents(stdout: IO[bytes]) -> tuple[str, bytes] | None:
         header = stdout.readline()
         if not header:
-            raise GitError(["cat-file", "--batch-command"], 1, "cat-file exited unexpectedly")
+            raise _Died()
         parts = header.split()
         if len(parts) != 3:  # pruned between our two requests
             return None
