@@ -15,7 +15,7 @@ import time
 from typing import Any, Optional
 
 from loopx.storage import gateway
-from loopx.features import incoming, salvage
+from loopx.features import incoming, salvage, spool
 from loopx.errors import GitError, LoopxError
 from loopx.ledger import book
 from loopx.ledger.book import Ledger
@@ -38,6 +38,11 @@ def examine(*, ledger: Ledger) -> dict[str, Any]:
             problems += tip_problems(store, tip)
     reflog = store.reflog(ledger.ref)
     warnings = [] if reflog or tip is None else [f"{ledger.ref} has no reflog: rollback is impossible"]
+    queued = spool.pending(store.repo.loopx_dir)
+    warnings += [f"{len(queued)} hook entries are queued (the next loopx command records "
+                 "them)"] if queued else []
+    warnings += [f"queued hook entry {path} was set aside: {spool.reason(path)}"
+                 for path in spool.failed(store.repo.loopx_dir)]
     locks = _locks(store, ledger.ref)
     problems += [lock["problem"] for lock in locks if lock.get("problem")]
     return {

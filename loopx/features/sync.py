@@ -286,7 +286,7 @@ def _fetch_merge(ledger: Ledger, report: Report, allow_unrelated: bool = False) 
 
 
 def _fetch(store: Store, report: Report, tracking: str) -> Optional[Oid]:
-    deadline = time.monotonic() + FETCH_LOCK_WAIT_S
+    deadline = time.monotonic() + store.max_wait(FETCH_LOCK_WAIT_S)
     while True:
         proc = gateway.run(store.cwd, "fetch", "--no-tags", "--no-write-fetch-head",
                        "--no-recurse-submodules", "--quiet", report.remote,

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
-from loopx.features import sync
+from loopx.errors import CheckedOut, LockTimeout, RefRaceError
+from loopx.features import spool, sync
 from loopx.ledger.book import Ledger
 from loopx.storage.store import STATE_REF
 
@@ -26,7 +27,31 @@ def open_ledger(path: Path | str = ".", *, ref: Optional[str] = None,
     ledger = Ledger.open(path, ref=state_ref(ref))
     if adopt and ledger.tip() is None:  # (a proposal's tip falls back to loopx/state's)
         sync.adopt(ledger=ledger)
+    apply_spool(ledger)
     return ledger
+
+
+def apply_spool(ledger: Ledger) -> spool.Drained:
+    """Apply the work git hooks queued while the state branch was busy (docs/hooks.md): the
+    next loopx command does it. Waits no longer than a hook would; what cannot be applied
+    now stays queued, what can never be is set aside for `doctor`."""
+    if not spool.has_pending(ledger.repo.loopx_dir) or ledger.tip() is None:
+        return spool.Drained()
+    # Imported here: only a clone with queued hook work pays for loading capture.
+    from loopx.features import capture
+
+    def apply(entry: spool.Entry) -> None:
+        try:
+            capture.SPOOLED[entry.hook](ledger, entry)
+        except (LockTimeout, RefRaceError, CheckedOut) as exc:
+            raise spool.Later(str(exc)) from exc
+
+    limit, ledger.store.wait_limit = ledger.store.wait_limit, spool.WAIT_S
+    try:
+        return spool.drain(ledger.repo.loopx_dir, dict.fromkeys(capture.SPOOLED, apply),
+                           state_ref=ledger.ref)
+    finally:
+        ledger.store.wait_limit = limit
 
 
 def init(ledger: Ledger, *, actor: str, name: Optional[str] = None) -> Optional[Event]:
