@@ -503,7 +503,7 @@ def _proposal(ledger: Ledger) -> Any:
     store, base = ledger.store, ledger.tip()
     ref = PROPOSAL_PREFIX + ids.new_event_id()
     store.update_ref_if(ref, base or "", expected=None, reason="loopx: propose")
-    proposal = Ledger(ledger.repo, ref=ref)
+    proposal = Ledger(ledger.repo, ref=ref, scrub=ledger.scrub)
     cache_dir = ledger.repo.loopx_dir / "cache"
     seeded = cache.load(cache.path_for(cache_dir, ledger.ref))  # not a full replay
     if seeded is not None:

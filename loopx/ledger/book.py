@@ -36,9 +36,14 @@ MAX_RACE_RETRIES = 5
 class Ledger:
     """A repository's ledger on ``refs/heads/loopx/state`` (or another state ref)."""
 
-    def __init__(self, repo: gateway.Repo, *, ref: str = STATE_REF) -> None:
+    def __init__(self, repo: gateway.Repo, *, ref: str = STATE_REF,
+                 scrub: Optional[Callable[[str], str]] = None) -> None:
         self.repo = repo
         self.ref = ref
+        # Applied to every free text of every event before anything is written (Txn.add):
+        # secret redaction, loopx.features.redact.scrub, for every ledger opened through
+        # loopx.ops.ledgers.open_ledger. A bare Ledger writes text as given.
+        self.scrub = scrub
         self.store = Store(repo)
         self._fold: Optional[tuple[str, entities.Fold]] = None
         self._reader: Optional[Reader] = None
@@ -48,13 +53,15 @@ class Ledger:
         self._seen = False  # whether tip() has found a commit (a ledger is never deleted)
 
     @classmethod
-    def open(cls, path: Path | str = ".", *, ref: str = STATE_REF) -> Ledger:
+    def open(cls, path: Path | str = ".", *, ref: str = STATE_REF,
+             scrub: Optional[Callable[[str], str]] = None) -> Ledger:
         """Open the ledger of the repository at ``path`` (it need not exist yet).
 
-        In a fresh clone, :func:`loopx.ops.ledgers.open_ledger` also adopts ``origin``'s state
-        branch after checking it; this constructor only opens.
+        :func:`loopx.ops.ledgers.open_ledger` also redacts secrets in every text written
+        (``scrub``) and, in a fresh clone, adopts ``origin``'s state branch after checking it;
+        this constructor only opens.
         """
-        return cls(gateway.discover(path), ref=ref)
+        return cls(gateway.discover(path), ref=ref, scrub=scrub)
 
     def close(self) -> None:
         self.store.close()

@@ -7,8 +7,10 @@ version of that payload's schema. A type (or version) this loopx does not know i
 
 from __future__ import annotations
 
+import functools
 import re
-
+import types
+import typing
 from typing import Annotated, Any, Generic, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -420,6 +422,50 @@ RETRY_VOLATILE: dict[str, frozenset[str]] = {
     "todo.renewed": frozenset({"until"}),
     "wake.set": frozenset({"at"}),
 }
+
+# Text fields that hold no free text: public keys that must stay byte-exact to verify
+# signatures, a version string, a digest loopx computes itself.
+VERBATIM_TEXT: frozenset[tuple[str, str]] = frozenset({
+    ("config.set", "allowed_signers"), ("ledger.initialised", "loopx_version"),
+    ("evidence.recorded", "digest"),
+})
+
+
+@functools.lru_cache(maxsize=None)
+def free_text(type: str) -> tuple[tuple[str, ...], ...]:
+    """Where an event of ``type`` holds free text: every string field without a pattern (or
+    choices) in its payload and the models nested in it, as key paths (``*`` for each item of
+    a list), less VERBATIM_TEXT. Derived from the models, so a new field is covered as soon as
+    it exists; secrets in these are redacted before anything is written."""
+    known = EVENT_TYPES.get(type)
+    if known is None:
+        return ()
+    return tuple(path for path in _text_paths(known[0], ())
+                 if (type, ".".join(path)) not in VERBATIM_TEXT)
+
+
+def _text_paths(model: type[Model], prefix: tuple[str, ...]) -> list[tuple[str, ...]]:
+    paths: list[tuple[str, ...]] = []
+    for name, info in model.model_fields.items():
+        kind = _unwrap(info.annotation)
+        args = typing.get_args(kind)
+        if kind is str and not any(getattr(m, "pattern", None) for m in info.metadata):
+            paths.append((*prefix, name))
+        elif isinstance(kind, type) and issubclass(kind, Model):
+            paths += _text_paths(kind, (*prefix, name))
+        elif typing.get_origin(kind) is list and args and isinstance(args[0], type) \
+                and issubclass(args[0], Model):
+            paths += _text_paths(args[0], (*prefix, name, "*"))
+    return paths
+
+
+def _unwrap(annotation: Any) -> Any:
+    """``X`` for ``Optional[X]``; anything else as is."""
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType) and len(args) == 1:
+        return args[0]
+    return annotation
+
 
 TYPE_RE = re.compile(r"^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$")
 

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 from loopx.errors import CheckedOut, LockTimeout, RefRaceError
-from loopx.features import spool, sync
+from loopx.features import redact, spool, sync
 from loopx.ledger.book import Ledger
 from loopx.storage.store import STATE_REF
 
@@ -22,9 +22,10 @@ def state_ref(name: Optional[str]) -> str:
 
 def open_ledger(path: Path | str = ".", *, ref: Optional[str] = None,
                 adopt: bool = True) -> Ledger:
-    """The ledger of the repository at ``path``; in a fresh clone it adopts ``origin``'s state
+    """The ledger of the repository at ``path``, redacting secrets in every text it writes
+    (:func:`loopx.features.redact.scrub`); in a fresh clone it adopts ``origin``'s state
     branch (after the incoming check), so handing work over is a ``git clone``."""
-    ledger = Ledger.open(path, ref=state_ref(ref))
+    ledger = Ledger.open(path, ref=state_ref(ref), scrub=redact.scrub)
     if adopt and ledger.tip() is None:  # (a proposal's tip falls back to loopx/state's)
         sync.adopt(ledger=ledger)
     apply_spool(ledger)
