@@ -83,6 +83,10 @@ def _post_commit(hook: Hook) -> list[str]:
     found = _ledger_tip(hook)
     if found is None or _rebasing(found.git_dir):
         return []
+    if _on_state_branch(found.git_dir, hook.ref):
+        return [f"this commit is on {hook.ref.removeprefix('refs/heads/')} itself, which loopx "
+                "writes: a commit there from a stale index deletes events. `git loopx doctor` "
+                "checks; keep the state branch out of work trees (git switch --detach)"]
     background_child = COMMIT_ENV in hook.environ
     notes = _apply_spooled(hook, found)
     info = capture.read_commit(hook.cwd, hook.environ.get(COMMIT_ENV, "HEAD"))
@@ -152,6 +156,14 @@ def _record_in_background(hook: Hook, loopx_dir: Path, sha: str) -> None:
         subprocess.Popen([sys.executable, "-m", "loopx", "hook", "post-commit"], cwd=hook.cwd,
                          env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                          start_new_session=True)
+
+
+def _on_state_branch(git_dir: str, ref: str) -> bool:
+    try:
+        with open(os.path.join(git_dir, "HEAD"), encoding="utf-8") as head:
+            return head.readline().strip() == f"ref: {ref}"
+    except OSError:
+        return False
 
 
 def _rebasing(git_dir: str) -> bool:

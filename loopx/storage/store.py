@@ -345,9 +345,19 @@ class Store:
             if self.missing(list(written)):
                 raise GitError(["cat-file"], 1, "objects of this write stay missing after "
                                "rewriting them; run `git loopx doctor`")
-        for keep in keeps:
+        for keep in keeps + self._orphan_keeps():
             keep.unlink(missing_ok=True)
         return rewritten
+
+    def _orphan_keeps(self) -> list[Path]:
+        """.keep files a loopx writer killed before settle() left (its packs' objects are
+        reachable or garbage by now; the .keep would only stop gc from repacking them)."""
+        found = []
+        for keep in (self._objects_dir() / "pack").glob("pack-*.keep"):
+            word, _, pid = _first_line(keep).partition(" ")
+            if word == "loopx" and pid.isdigit() and not _alive(int(pid)):
+                found.append(keep)
+        return found
 
     def _retrying(self, call: Callable[[], subprocess.CompletedProcess[bytes]],
                   ) -> subprocess.CompletedProcess[bytes]:
@@ -565,6 +575,16 @@ def _acquire(fd: int, path: Path, timeout: float, *, patient: bool = True) -> No
             )
         time.sleep(delay * (0.5 + random.random()))
         delay = min(delay * 2, 0.01)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _first_line(path: Path) -> str:

@@ -118,3 +118,18 @@ def test_the_pre_push_hook_does_not_carry_a_deletion_along(
                           capture_output=True, text=True)
     assert push.returncode == 0, push.stderr
     assert set(deleted) <= set(event_ids(remote))
+
+
+def test_a_commit_made_on_the_state_branch_itself_is_flagged_by_the_hook(
+        checked_out: tuple[Path, Path, Path]) -> None:
+    _, clone, where = checked_out
+    assert invoke(clone, "hooks", "install").code == 0
+    (where / "stray.txt").write_text("oops\n")
+    git(where, "add", "stray.txt")
+    import subprocess
+
+    proc = subprocess.run(["git", "commit", "-q", "-m", "by hand"], cwd=where,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0
+    assert "this commit is on loopx/state itself" in proc.stderr
+    assert "git loopx doctor" in proc.stderr

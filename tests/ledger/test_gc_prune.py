@@ -227,3 +227,18 @@ def test_sync_names_doctor_when_the_tip_cannot_be_sent(tmp_path: Path) -> None:
     (ours / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
     result = invoke(ours, "sync")
     assert result.code == 1 and "git loopx doctor" in result.err
+
+
+def test_a_pack_kept_by_a_killed_writer_is_released_by_the_next_write(ledger: object,
+                                                                     repo: Path) -> None:
+    from loopx.ops import notes
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True).stdout.strip()
+    packs = repo / ".git" / "objects" / "pack"
+    packs.mkdir(parents=True, exist_ok=True)
+    orphan, other = packs / "pack-0000.keep", packs / "pack-1111.keep"
+    orphan.write_text(f"loopx {dead}\n")
+    other.write_text("kept by hand\n")  # not loopx's: left alone
+    ledger.run(notes.add, "next write", actor="agent:w")  # type: ignore[attr-defined]
+    assert not orphan.exists() and other.exists()
