@@ -97,6 +97,7 @@ def check(store: Store, *, theirs: str, ours: Optional[str], previous: Optional[
             "which we fetched and merged before (someone force-pushed loopx/state)", "history"))
     if base == tip:
         return verdict  # nothing new on their side
+    _check_commits(store, base, tip, verdict)
     added = _changes(store, base, tip, verdict)
     ours_dirs = TreeDirs(store, mine)
     for entry in added:
@@ -105,6 +106,27 @@ def check(store: Store, *, theirs: str, ours: Optional[str], previous: Optional[
     _check_contents(store, [e for e in added if e.path in verdict.new_files], verdict,
                     known_events)
     return verdict
+
+
+# A state commit is a few hundred bytes (a signed one about a kilobyte); a far bigger one
+# carries a message or identity that `log` and `validate` would have to read.
+MAX_COMMIT_BYTES = 64 * 1024
+
+
+def _check_commits(store: Store, base: Optional[str], tip: str, verdict: Verdict) -> None:
+    """Every commit ``tip`` brings is of a sane size (from its object header)."""
+    listed = gateway.out(store.cwd, "rev-list", *([tip, "--not", base] if base else [tip]))
+    commits = [line for line in listed.splitlines() if line]
+    if not commits:
+        return
+    raw = gateway.run(store.cwd, "cat-file", "--batch-check=%(objectname) %(objectsize)",
+                      input="".join(f"{c}\n" for c in commits).encode()).stdout.decode()
+    for line in raw.splitlines():
+        oid, _, size = line.partition(" ")
+        if size.isdigit() and int(size) > MAX_COMMIT_BYTES:
+            verdict.findings.append(Finding(
+                "<history>", f"commit {oid[:12]} is {size} bytes, over the "
+                f"{MAX_COMMIT_BYTES // 1024} KiB a state commit may be", "too-big"))
 
 
 def _changes(store: Store, base: Optional[str], tip: str, verdict: Verdict) -> list[Entry]:

@@ -237,6 +237,8 @@ class Ledger:
         paths.update(txn.files)
         tree = self.store.write_tree(base, paths)
         subject = message or _summary(txn.events)
+        if message and self.scrub is not None:  # a caller's message is free text too
+            subject = self.scrub(message)
         try:
             commit = self.store.commit_tree(
                 tree, [base] if base else [], subject + "\n", author=_identity(txn.actor),

@@ -183,6 +183,10 @@ def _ledger_tip(hook: Hook) -> Optional[_Found]:
     proc = gateway.run(hook.cwd, "rev-parse", "--absolute-git-dir", "--git-common-dir",
                        "--verify", "-q", f"{hook.ref}^{{commit}}", check=False)
     lines = proc.stdout.decode().splitlines()
+    if proc.returncode != 0 and len(lines) == 2 and (Path(hook.cwd) / lines[1] / hook.ref).is_file():
+        # The ref is there but its commit is not (pruned): say so, never act as if no ledger.
+        with Ledger(gateway.discover(hook.cwd), ref=hook.ref) as ledger:
+            ledger.tip()  # raises DamagedLedger, naming `git loopx doctor`
     if proc.returncode != 0 or len(lines) != 3:
         return None
     common = Path(hook.cwd) / lines[1]  # relative to the cwd, like gateway.discover reads it

@@ -130,8 +130,12 @@ class Store:
         if not ref.startswith("refs/heads/"):
             return []
         common = self.repo.common_dir
-        heads = [common / "HEAD", *sorted((common / "worktrees").glob("*/HEAD"))]
-        if not any(_first_line(path) == f"ref: {ref}" for path in heads):
+        admin = [common, *sorted(p.parent for p in (common / "worktrees").glob("*/HEAD"))]
+        rebasing = [d for d in admin if any(_first_line(d / r / "head-name") == ref
+                                            for r in ("rebase-merge", "rebase-apply"))]
+        if rebasing:  # git counts a branch being rebased as checked out, and so do we
+            return [_work_tree_of(d, self.repo) for d in rebasing]
+        if not any(_first_line(d / "HEAD") == f"ref: {ref}" for d in admin):
             return []
         found, path, branch, bare = [], "", "", False
         listing = gateway.out(self.cwd, "worktree", "list", "--porcelain")
@@ -575,6 +579,14 @@ def _acquire(fd: int, path: Path, timeout: float, *, patient: bool = True) -> No
             )
         time.sleep(delay * (0.5 + random.random()))
         delay = min(delay * 2, 0.01)
+
+
+def _work_tree_of(admin: Path, repo: gateway.Repo) -> str:
+    """The work tree whose git dir is ``admin`` (a linked one names it in its gitdir file)."""
+    gitdir = _first_line(admin / "gitdir")
+    if gitdir:
+        return str(Path(gitdir).parent)
+    return str(repo.work_tree if repo.git_dir == admin else admin.parent)
 
 
 def _alive(pid: int) -> bool:

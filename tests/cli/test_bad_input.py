@@ -83,3 +83,13 @@ def test_a_lease_longer_than_thirty_days_is_refused(ledger: object, repo: Path) 
     result = invoke(repo, "todo", "claim", "t1", "--ttl", "31d")
     assert result.code == 1 and "at most 30 days" in result.err
     assert invoke(repo, "todo", "claim", "t1", "--ttl", "30d").code == 0
+
+
+def test_a_batch_message_is_free_text_and_is_redacted(ledger: object, repo: Path) -> None:
+    from conftest import git
+
+    token = "ghp_" + "aB3dE5fG7hJ9kL1mN2pQ4rS6tU8vW0xY2zA4"
+    result = invoke(repo, "batch", "-m", f"deploy with {token}", input='["note", "add", "x"]\n')
+    assert result.code == 0, result.err
+    message = git(repo, "log", "-1", "--format=%B", "refs/heads/loopx/state")
+    assert token[:12] not in message and "[REDACTED]" in message

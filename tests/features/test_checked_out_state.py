@@ -133,3 +133,19 @@ def test_a_commit_made_on_the_state_branch_itself_is_flagged_by_the_hook(
     assert proc.returncode == 0
     assert "this commit is on loopx/state itself" in proc.stderr
     assert "git loopx doctor" in proc.stderr
+
+
+def test_a_state_branch_being_rebased_in_a_work_tree_counts_as_checked_out(
+        checked_out: tuple[Path, Path, Path]) -> None:
+    _, clone, where = checked_out
+    git(where, "switch", "-q", "--detach")
+    assert invoke(clone, "note", "add", "second").code == 0
+    git(where, "switch", "-q", "loopx/state")
+    import subprocess
+
+    stopped = subprocess.run(["git", "rebase", "--exec", "false", "HEAD~1"], cwd=where,
+                             capture_output=True, text=True)
+    assert stopped.returncode != 0 and (Path(git(where, "rev-parse", "--git-dir"))
+                                        / "rebase-merge").is_dir()
+    result = invoke(clone, "note", "add", "while it is being rebased")
+    assert result.code == 1 and f"checked out in the work tree {where}" in result.err

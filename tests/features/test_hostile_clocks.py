@@ -79,3 +79,19 @@ def test_an_event_within_the_clock_lead_is_applied(tmp_path: Path) -> None:
     assert not snap["problems"]  # type: ignore[index]
     assert snap["ledger"]["clock"] == MAX_CLOCK_LEAD  # type: ignore[index]
     assert git(ours, "cat-file", "-t", STATE) == "commit"
+
+
+def test_a_remote_commit_with_a_huge_message_is_quarantined(tmp_path: Path) -> None:
+    from loopx.errors import Quarantined
+    from statekit import commit_files
+
+    remote, (ours,) = seeded(tmp_path, 1)
+    path, data = _note_bytes("9")
+    small = commit_files(remote, STATE, {path: data})
+    tree = git(remote, "rev-parse", f"{small}^{{tree}}")
+    huge = git(remote, "commit-tree", tree, "-p", f"{small}^", input="x" * 200_000)
+    git(remote, "update-ref", STATE, huge)
+    before = tip(ours)
+    with pytest.raises(Quarantined, match="bytes, over the 64 KiB a state commit may be"):
+        do_sync(ours)
+    assert tip(ours) == before

@@ -231,3 +231,11 @@ def test_a_claim_left_by_a_killed_drain_is_taken_back(tmp_path: Path) -> None:
     entry.path.rename(entry.path.with_name(f"{entry.path.name}.claimed-{dead}"))
     assert spool.has_pending(tmp_path)
     assert [e.id for e in spool.pending(tmp_path)] == [entry.id]
+
+
+def test_a_commit_beside_a_dangling_state_ref_says_so_and_goes_on(work: Path) -> None:
+    commit = git(work, "rev-parse", "refs/heads/loopx/state")
+    (work / ".git" / "objects" / commit[:2] / commit[2:]).unlink()
+    proc, _ = _commit(work, "v\n\nLoopx-Todo: t1")
+    assert proc.returncode == 0
+    assert "post-commit hook failed" in proc.stderr and "git loopx doctor" in proc.stderr
