@@ -15,7 +15,8 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional
+from collections.abc import Iterable, Mapping
+from typing import Any, Optional
 
 from loopx.storage import gateway
 
@@ -63,7 +64,7 @@ class Environment:
 
 
 def inspect(
-    repo: gateway.Repo, *, state_ref: str, snapshot: dict[str, Any], remaps: dict[str, str],
+    repo: gateway.Repo, *, state_ref: str, snapshot: dict[str, Any], remaps: Mapping[str, str],
     config: Optional[dict[str, str]] = None, ci: bool = True, offline: bool = False,
     reader: Optional[gateway.ObjectReader] = None,
 ) -> Environment:
@@ -199,7 +200,7 @@ def _evidence_in_play(snapshot: dict[str, Any]) -> list[dict[str, Any]]:
     return [e for e in snapshot.get("evidence", []) if e.get("goal") in live or e.get("goal") is None]
 
 
-def follow(remaps: dict[str, str], commit: str) -> str:
+def follow(remaps: Mapping[str, str], commit: str) -> str:
     """The commit that ``commit`` became after amends and rebases (chains followed)."""
     seen = {commit}
     while commit in remaps and remaps[commit] not in seen:
@@ -209,7 +210,7 @@ def follow(remaps: dict[str, str], commit: str) -> str:
 
 
 def freshness(
-    repo: gateway.Repo, evidence: Iterable[dict[str, Any]], env: Environment, remaps: dict[str, str],
+    repo: gateway.Repo, evidence: Iterable[dict[str, Any]], env: Environment, remaps: Mapping[str, str],
     *, reader: Optional[gateway.ObjectReader] = None,
 ) -> dict[str, Freshness]:
     """Compare each evidence's commit and tree with HEAD (one diff per distinct tree)."""
@@ -243,7 +244,7 @@ def _judge(ev: dict[str, Any], tree: Optional[str], commit: Optional[str], env: 
 
 
 def _evidence_trees(
-    repo: gateway.Repo, bound: list[dict[str, Any]], remaps: dict[str, str],
+    repo: gateway.Repo, bound: list[dict[str, Any]], remaps: Mapping[str, str],
     reader: Optional[gateway.ObjectReader],
 ) -> dict[str, tuple[Optional[str], Optional[str]]]:
     """evidence id -> (tree it vouches for if present here, commit after remaps)."""

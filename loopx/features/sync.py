@@ -417,11 +417,7 @@ def _proposal(ledger: Ledger) -> Any:
     store, base = ledger.store, ledger.tip()
     ref = PROPOSAL_PREFIX + ids.new_event_id()
     store.update_ref_if(ref, base or "", expected=None, reason="loopx: propose")
-    proposal = Ledger(ledger.repo, ref=ref)
-    cache_dir = ledger.repo.loopx_dir / "cache"
-    seeded = cache.load(cache.path_for(cache_dir, ledger.ref))  # not a full replay
-    if seeded is not None:
-        cache.save(cache.path_for(cache_dir, ref), *seeded)
+    proposal = Ledger(ledger.repo, ref=ref, cache_of=ledger.ref)  # not a replay of its own
     try:
         yield proposal
     finally:
@@ -429,7 +425,6 @@ def _proposal(ledger: Ledger) -> Any:
         tip = store.tip(ref)
         if tip is not None:
             store.delete_ref_if(ref, expected=tip)
-        cache.path_for(cache_dir, ref).unlink(missing_ok=True)
 
 
 def _last_line(text: str) -> str:

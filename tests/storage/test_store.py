@@ -108,10 +108,11 @@ def test_same_event_id_twice_is_one_event_and_different_content_is_refused(ledge
 
 def test_the_cache_is_used_and_a_corrupt_cache_is_ignored(ledger: Ledger) -> None:
     ledger.append("note.added", {"id": "n-1", "text": "hi"}, actor="agent:x")
-    cache_file = ledger._cache_path()
-    assert cache_file.exists()
+    cache_file = ledger._live_path
+    assert cache_file.exists() and ledger.projection.path.exists()
     cache_file.write_bytes(cache_file.read_bytes()[:-10] + b"corrupted!")
     with Ledger.open(ledger.repo.cwd) as fresh:
+        assert fresh.live_fold().notes == 1
         assert fresh.fold().notes == 1
 
 
