@@ -224,6 +224,7 @@ class Ledger:
                     self.projection.end()
                     raise
                 self._keep(new, txn.fold, base)
+                self.store.maintain()
                 return result, txn
         raise AssertionError("unreachable")
 
