@@ -119,6 +119,18 @@ class Ledger:
             cache.save_live(self._live_path, tip, live)
         return live
 
+    def prepare(self, tip: str) -> list[entities.Problem]:
+        """Bring the cache up to ``tip`` before the ref points there (adopting a clone's
+        origin); returns the problems of the fold of ``tip``, so that the caller can refuse it.
+        """
+        self.projection.end()
+        self._bring_up_to(tip)
+        self.projection.begin(write=False)
+        try:
+            return list(self.projection.fold().problems)
+        finally:
+            self.projection.end()
+
     def _bring_up_to(self, tip: str) -> None:
         """Make the cache's rows the fold of ``tip``: apply what was added since the tip they
         are of, or replay everything when that is not an append."""

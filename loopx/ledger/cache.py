@@ -339,11 +339,11 @@ class Projection:
         conn.execute("BEGIN IMMEDIATE")
         try:
             conn.execute("DELETE FROM rows")
-            for kind in _TABLES:
+            for kind in _TABLES:  # generators: the rows are never all in memory as text
                 table = getattr(fold, kind)
-                conn.executemany("INSERT INTO rows VALUES (?, ?, ?, ?, ?)", [
+                conn.executemany("INSERT INTO rows VALUES (?, ?, ?, ?, ?)", (
                     (kind, key, n, _goal_of(kind, key, value), _encode_row(value))
-                    for n, (key, value) in enumerate(table.items())])
+                    for n, (key, value) in enumerate(table.items())))
             simple = {"remaps": fold.remaps, "signed": fold.extra.get("signed") or {}}
             for kind, mapping in simple.items():
                 conn.executemany("INSERT INTO rows VALUES (?, ?, ?, NULL, ?)", [

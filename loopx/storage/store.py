@@ -45,7 +45,7 @@ BLOB_MODE = "100644"
 TREE_MODE = "40000"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: a tree listing of a long ledger holds many
 class Entry:
     """One file of a tree listing."""
 
