@@ -41,7 +41,7 @@ _GROUPS = [
     ("loopx.cli.core", "schema"),
     ("loopx.cli.core", "demo"),
     ("loopx.cli.remote", "sync"), ("loopx.cli.remote", "fetch"), ("loopx.cli.remote", "push"),
-    ("loopx.cli.remote", "doctor"),
+    ("loopx.cli.remote", "doctor"), ("loopx.cli.remote", "checkpoint"),
     ("loopx.cli.core", "help_"),
 ]
 

@@ -26,7 +26,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
-from loopx.ledger import cache
+from loopx.ledger import checkpoints
 from loopx.storage import gateway
 from loopx.model import ids
 from loopx.features import incoming
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 DEFAULT_RETRIES = 5
 MERGE_AUTHOR = ("loopx sync", "sync@loopx.invalid")
+CHECKPOINT_ACTOR = "agent:loopx-sync"  # the author of the checkpoint commits sync makes
 FETCH_LOCK_WAIT_S = 10.0
 BACKOFF_BASE_S = 0.1
 BACKOFF_CAP_S = 3.0
@@ -177,10 +178,12 @@ def push(*, ledger: Ledger, remote: Optional[str] = None) -> Report:
 def sync(*, ledger: Ledger, remote: Optional[str] = None, retries: int = DEFAULT_RETRIES) -> Report:
     """Fetch, check, merge and push until the remote accepts our tip (or ``retries`` run out)."""
     report = _start(ledger, remote)
+    _checkpoint_if_due(ledger)
     if _push_ahead(ledger, report):
         return report
     for attempt in range(retries + 1):
         theirs = _fetch_merge(ledger, report)
+        _checkpoint_if_due(ledger)
         ours = ledger.tip()
         report.local_after = ours
         if ours is None or ours == theirs:
@@ -193,6 +196,17 @@ def sync(*, ledger: Ledger, remote: Optional[str] = None, retries: int = DEFAULT
             _clear_remote_lock(ledger.store, report)
         _retry_or_fail(report, outcome, attempt, retries)
     raise AssertionError("unreachable")
+
+
+def _checkpoint_if_due(ledger: Ledger) -> None:
+    """Commit a checkpoint when the ledger has grown by checkpoints.EVERY events since the
+    newest one, so that a fresh clone of the remote starts from it."""
+    tip = ledger.tip()
+    if tip is None:
+        return
+    newest = next(iter(checkpoints.listed(ledger.store, tip)), None)
+    if ledger.fold().events - (newest.events if newest else 0) >= checkpoints.EVERY:
+        ledger.checkpoint(actor=CHECKPOINT_ACTOR)
 
 
 def _push_ahead(ledger: Ledger, report: Report) -> bool:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
 from loopx.version import __version__
 from loopx.errors import GitError, NotFound, RefRaceError, UsageError
-from loopx.ledger import cache
+from loopx.ledger import cache, checkpoints
 from loopx.ledger.draft import Draft
 from loopx.model import clock, codec
 from loopx.model.paths import file_path
@@ -100,6 +100,9 @@ class Ledger:
         self._bring_up_to(tip)
         self.projection.begin(write=False)  # a snapshot: later writers do not change it
         fold = self.projection.fold()
+        source = self.projection.source()
+        if source:  # the rows came from a checkpoint not yet verified here
+            fold.extra["source"] = source
         self._fold = (tip, fold)
         return fold
 
@@ -133,29 +136,68 @@ class Ledger:
 
     def _bring_up_to(self, tip: str) -> None:
         """Make the cache's rows the fold of ``tip``: apply what was added since the tip they
-        are of, or replay everything when that is not an append."""
+        are of; in an empty cache, start from the newest usable checkpoint; replay everything
+        when neither works."""
         projection = self.projection
         if projection.tip() == tip:
             return
+        if projection.tip() is None and self._from_checkpoint(tip):
+            return
+        if self._advance_to(tip):
+            return
+        projection.replace(tip, self.reader.rebuild(tip))
+        self._save_live(tip)
+
+    def _advance_to(self, tip: str) -> bool:
+        """Apply the event files added since the cache's tip, if that is all that changed."""
+        projection = self.projection
         projection.begin(write=True)
         try:
             old = projection.tip()  # again, now that we are the one writer of the cache
-            advanced = None
             if old == tip:
                 projection.end()
-                return
-            if old is not None:
-                advanced = self.reader.advance(old, projection.fold(), tip)
-            if advanced is not None:
-                projection.commit(tip, advanced)
-                self._save_live(tip)
-                return
+                return True
+            advanced = self.reader.advance(old, projection.fold(), tip) if old else None
+            if advanced is None:
+                projection.end()
+                return False
+            projection.commit(tip, advanced)
         except BaseException:
             projection.end()
             raise
-        projection.end()
-        projection.replace(tip, self.reader.rebuild(tip))
         self._save_live(tip)
+        return True
+
+    def _from_checkpoint(self, tip: str) -> bool:
+        """Fill an empty cache from the newest checkpoint in ``tip``'s tree that the events
+        added since it extend (see :mod:`loopx.ledger.checkpoints`)."""
+        for manifest in checkpoints.listed(self.store, tip):
+            if checkpoints.load(self.projection, self.store, tip, manifest) and (
+                    self._advance_to(tip)):
+                return True
+            self.projection.clear()
+        return False
+
+    def recache(self, fold: entities.Fold) -> None:
+        """Replace the cache with ``fold``, the fold of the tip replayed from its events."""
+        tip = self.tip()
+        if tip is not None:
+            self._fold = None
+            self.projection.replace(tip, fold)
+            self._save_live(tip)
+
+    def checkpoint(self, *, actor: str) -> Optional[str]:
+        """Commit a checkpoint of the tip's fold on the state branch (None when the tip has
+        one already); returns the commit it is a checkpoint of."""
+        tip = self.tip()
+        if tip is None or any(m.commit == tip for m in checkpoints.listed(self.store, tip)):
+            return None
+        self.fold()  # the cache at the tip, in a read transaction
+        files = checkpoints.files(tip, self.projection.scalars(), self.projection.dump_rows())
+        events = self.projection.scalars().get("events", 0)
+        self.write(lambda txn: txn.attach(files), actor=actor,
+                   message=f"loopx: checkpoint of {tip[:12]} ({events} events)")
+        return tip
 
     def _save_live(self, tip: str) -> None:
         if not self._cache_owner:
@@ -220,7 +262,7 @@ class Ledger:
                           expected=expected)
                 try:
                     result = build(txn)
-                    if not txn.events:
+                    if not txn.events and not txn.files:
                         self.projection.end()
                         return result, txn
                     new = self._commit(base, txn, message)

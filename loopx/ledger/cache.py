@@ -32,9 +32,9 @@ from typing import Any, Callable, Optional, overload
 from loopx.state import entities
 from loopx.version import SCHEMA_VERSION, __version__
 
-_KEY = f"{SCHEMA_VERSION}:{__version__}:rows-1"
+ROWS_KEY = f"{SCHEMA_VERSION}:{__version__}:rows-1"  # what a row means; checkpoints carry it too
 _LIVE_MAGIC = b"LOOPXL1\n"
-_LIVE_KEY = f"{_KEY}:{sys.version_info[:2]}".encode()
+_LIVE_KEY = f"{ROWS_KEY}:{sys.version_info[:2]}".encode()
 
 # Entity tables of the fold: kind -> dataclass. Their rows carry the goal they belong to, so
 # the rows in play can be selected without reading the others.
@@ -224,7 +224,7 @@ class Projection:
             conn.execute("PRAGMA synchronous=NORMAL")  # derived data: a lost tail is replayed
             conn.executescript(_SCHEMA)
             self._conn = conn
-            if self._meta("key") != _KEY:
+            if self._meta("key") != ROWS_KEY:
                 self.clear()
         return self._conn
 
@@ -244,7 +244,7 @@ class Projection:
         conn.execute("BEGIN IMMEDIATE")
         conn.execute("DELETE FROM rows")
         conn.execute("DELETE FROM meta")
-        conn.execute("INSERT INTO meta VALUES ('key', ?)", (_KEY,))
+        conn.execute("INSERT INTO meta VALUES ('key', ?)", (ROWS_KEY,))
         conn.execute("COMMIT")
 
     def tip(self) -> Optional[str]:
@@ -353,10 +353,54 @@ class Projection:
                     (kind, f"{n:012d}", n, _encode(value))
                     for n, value in enumerate(getattr(fold, kind))])
             self._write_scalars(tip, fold)
+            conn.execute("DELETE FROM meta WHERE k='source'")  # replayed here
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+
+    # --- checkpoints: the rows as text, the same for the same events --------------------
+
+    def dump_rows(self) -> Iterator[str]:
+        """Every row as one line ``kind TAB id TAB rank TAB goal TAB data``, in (kind, order)
+        order; ``rank`` is the row's place in its table, so two caches that reached the same
+        fold by different paths (a replay, a run of writes) give the same lines."""
+        kind_now, rank = None, 0
+        for kind, key, goal, data in self.conn.execute(
+                "SELECT kind, id, goal, data FROM rows ORDER BY kind, seq"):
+            rank = rank + 1 if kind == kind_now else 0
+            kind_now = kind
+            yield f"{kind}\t{key}\t{rank}\t{goal or ''}\t{data}\n"
+
+    def scalars(self) -> dict[str, Any]:
+        """The fold's values outside its tables (name, config, counters, last key)."""
+        return {k: json.loads(v) for k, v in self.conn.execute(
+            f"SELECT k, v FROM meta WHERE k IN ({','.join('?' * len(_SCALARS))})", _SCALARS)}
+
+    def load_rows(self, tip: str, lines: Iterator[str], scalars: dict[str, Any],
+                  source: str) -> None:
+        """Replace everything with rows from :meth:`dump_rows` lines, as the fold of ``tip``;
+        ``source`` says where they came from (a checkpoint not yet verified here)."""
+        conn = self.conn
+        self.end()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute("DELETE FROM rows")
+            conn.executemany("INSERT INTO rows VALUES (?, ?, ?, ?, ?)", (
+                (kind, key, int(rank), goal or None, data)
+                for kind, key, rank, goal, data in (line.rstrip("\n").split("\t", 4)
+                                                    for line in lines)))
+            conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                             [("tip", tip), ("source", source)]
+                             + [(k, _json(scalars[k])) for k in _SCALARS if k in scalars])
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def source(self) -> Optional[str]:
+        """Where the rows came from when not from replaying events here: a checkpoint's name."""
+        return self._meta("source")
 
     def live(self) -> entities.Fold:
         """An in-memory fold of the rows in play (see :func:`split`), read in the open
@@ -370,6 +414,9 @@ class Projection:
         part = entities.Fold(**{name: getattr(fold, name) for name in _SCALARS},
                              remaps=dict(fold.remaps.items()), problems=list(fold.problems),
                              unknown=list(fold.unknown), extra={"signed": {}})
+        source = self.source()
+        if source:  # status says when the rows came from a checkpoint not verified here
+            part.extra["source"] = source
         for kind in ("wakes", "effects", "sessions"):
             setattr(part, kind, dict(getattr(fold, kind).items()))
         marks = ",".join("?" * len(live_goals))
@@ -463,6 +510,14 @@ def _fold_from_data(data: dict[str, Any]) -> entities.Fold:
             value = tuple(value)
         setattr(fold, f.name, value)
     return fold
+
+
+def content(fold: entities.Fold) -> dict[str, Any]:
+    """What ``fold`` says, as plain values, without where the cache got it from: two folds of
+    the same events have the same content however they were computed."""
+    data = _fold_to_data(fold)
+    data["extra"] = {k: v for k, v in data["extra"].items() if k != "source"}
+    return data
 
 
 def materialize(fold: entities.Fold) -> entities.Fold:

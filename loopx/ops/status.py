@@ -43,6 +43,8 @@ def status(ledger: Ledger, *, actor: Optional[str], goal: Optional[str] = None,
     now = now or clock.now()
     snap = views.snapshot(fold, now)
     snap["ref"] = ledger.ref
+    source = fold.extra.get("source")
+    snap["ledger"]["unverified_checkpoint"] = source.removeprefix("checkpoint ") if source else None
     if goal:
         snap = only_goal(snap, lookup.goal(fold, goal))
     env = readback.inspect(ledger.repo, state_ref=ledger.ref, snapshot=snap, remaps=fold.remaps,

@@ -125,6 +125,11 @@ def _problems(ctx: _Ctx) -> Iterable[Action]:
             yield _action("notice", f"your {problem['type']} event was not applied: "
                           f"{problem['reason']}", "git loopx status --format json  # see .problems",
                           event=problem["event"])
+    checkpoint = (ctx.snap.get("ledger") or {}).get("unverified_checkpoint")
+    if checkpoint:
+        yield _action("notice", f"this clone's cache started from checkpoint {checkpoint[:12]}, "
+                      "not yet verified against a replay of the events here",
+                      "git loopx doctor --verify")
     unknown = ctx.snap.get("unknown_events", [])
     if unknown:
         yield _action("repair", f"{len(unknown)} events are of types this loopx does not know; "

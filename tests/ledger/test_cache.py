@@ -93,7 +93,7 @@ def _rewind(led: Ledger, tip: str) -> None:
 
 
 def _data(fold: entities.Fold) -> object:
-    return cache._fold_to_data(cache.materialize(fold))
+    return cache.content(fold)
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -211,7 +211,7 @@ def test_a_cache_from_another_schema_version_is_ignored(ledger: Ledger,
     ledger.append("note.added", {"id": "n-1", "text": "one"}, actor=ACTOR)
     ledger.close()
     assert cache.load_live(ledger._live_path) is not None
-    monkeypatch.setattr(cache, "_KEY", "999:0.0:rows-0")
+    monkeypatch.setattr(cache, "ROWS_KEY", "999:0.0:rows-0")
     monkeypatch.setattr(cache, "_LIVE_KEY", b"999")
     assert cache.load_live(ledger._live_path) is None
     with Ledger.open(ledger.repo.cwd) as reader:
