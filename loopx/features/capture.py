@@ -198,7 +198,8 @@ class RunOutcome:
 
 
 def run_command(argv: list[str], *, environ: Mapping[str, str],
-                stdout: IO[bytes], stderr: IO[bytes]) -> RunOutcome:
+                stdout: IO[bytes], stderr: IO[bytes],
+                cwd: Optional[Path] = None) -> RunOutcome:
     """Run ``argv``, streaming its output to ``stdout``/``stderr`` while capturing it.
 
     The digest and tail are of the *redacted* output: the digest is stored in git forever,
@@ -210,16 +211,16 @@ def run_command(argv: list[str], *, environ: Mapping[str, str],
     command = shlex.join(redact.redact_argv(argv, environ))[:10_000]
     started = time.monotonic()
     spool = _Spool()
-    code = _tee(argv, environ, spool, stdout, stderr)
+    code = _tee(argv, environ, spool, stdout, stderr, cwd)
     digest, tail = spool.summarise(redactor)
     return RunOutcome(command, code, round(time.monotonic() - started, 3), digest, tail)
 
 
 def _tee(argv: list[str], environ: Mapping[str, str], spool: "_Spool",
-         stdout: IO[bytes], stderr: IO[bytes]) -> int:
+         stdout: IO[bytes], stderr: IO[bytes], cwd: Optional[Path]) -> int:
     try:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                env=dict(environ))
+                                env=dict(environ), cwd=cwd)
     except OSError as exc:  # not found, not executable: the shell's 127/126
         message = f"loopx run: {argv[0]}: {exc.strerror}\n".encode()
         stderr.write(message)

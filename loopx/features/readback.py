@@ -81,6 +81,23 @@ def inspect(
     return env
 
 
+def look(repo: gateway.Repo, reader: Optional[gateway.ObjectReader] = None) -> Environment:
+    """Only the work tree: HEAD, its tree, the branch and the changed files (what judging
+    evidence needs; no state branch, no CI)."""
+    env = Environment(host=local_host(),
+                      worktree=str(repo.work_tree) if repo.work_tree else None)
+    env.head, env.tree = _read_head(repo, env, reader)
+    return env
+
+
+def current_branch(repo: gateway.Repo) -> Optional[str]:
+    """The branch checked out (``refs/heads/...``), None when HEAD is detached or there is no
+    work tree."""
+    if repo.work_tree is None:
+        return None
+    return gateway.out(repo.cwd, "symbolic-ref", "-q", "HEAD", check=False) or None
+
+
 def _read_head(repo: gateway.Repo, env: Environment, reader: Optional[gateway.ObjectReader]
                ) -> tuple[Optional[str], Optional[str]]:
     if repo.work_tree is not None:
@@ -481,9 +498,15 @@ def _ci(repo: gateway.Repo, env: Environment, snapshot: dict[str, Any], config: 
         detail = None if provider else "no CI provider configured (git config loopx.ci.provider)"
         return {"provider": provider, "state": "unknown", "checks": [],
                 "detail": detail if enabled else "CI not checked (--no-ci)"}
-    from loopx.features import ci
+    return ci_status(repo, env.head, config=config, snapshot=snapshot, offline=offline)
 
-    status = ci.check(env.head, provider=provider, repo=repo, config=config,
-                      snapshot=snapshot, offline=offline)
+
+def ci_status(repo: gateway.Repo, commit: str, *, config: dict[str, str],
+              snapshot: dict[str, Any], offline: bool = False) -> dict[str, Any]:
+    """CI for ``commit`` through the configured provider: {provider, state, checks, detail}."""
+    from loopx.features import ci  # a provider is loaded only when one is configured
+
+    status = ci.check(commit, provider=config.get("loopx.ci.provider") or "", repo=repo,
+                      config=config, snapshot=snapshot, offline=offline)
     return status.as_dict()
 

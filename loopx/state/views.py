@@ -122,13 +122,20 @@ def done_evidence(fold: Fold, todo: Todo, cited: list[str]) -> tuple[list[str], 
         return found, None if found else (
             f"none of the evidence cited for todo {todo.id} is a passing result "
             "(notes and commits are not)")
-    verdicts = [e for e in todo.evidence if e in fold.evidence
-                and verdict(fold.evidence[e]) is not None]
-    if not verdicts:
+    latest = latest_verdict(fold, todo)
+    if not latest:
         return [], f"todo {todo.id} has no passing evidence"
-    if not verdict(fold.evidence[verdicts[-1]]):
-        return [], f"the latest evidence for todo {todo.id} ({verdicts[-1]}) failed"
-    return [verdicts[-1]], None
+    if not verdict(fold.evidence[latest[0]]):
+        return [], f"the latest evidence for todo {todo.id} ({latest[0]}) failed"
+    return latest, None
+
+
+def latest_verdict(fold: Fold, todo: Todo) -> list[str]:
+    """The newest evidence recorded for ``todo`` that passed or failed ([] when none has)."""
+    for ev_id in reversed(todo.evidence):
+        if ev_id in fold.evidence and verdict(fold.evidence[ev_id]) is not None:
+            return [ev_id]
+    return []
 
 
 def dependants(fold: Fold, seeds: list[str]) -> list[str]:
@@ -215,7 +222,7 @@ def snapshot(fold: Fold, now: datetime) -> dict[str, Any]:
         "todos": todos,
         "frontier": [t["id"] for t in todos if t["ready"]],
         "gates": [_gate_view(g) for g in fold.gates.values()],
-        "evidence": [_evidence_view(e) for e in fold.evidence.values()],
+        "evidence": [evidence_view(e) for e in fold.evidence.values()],
         "wakes": [dataclasses.asdict(w) for w in fold.wakes.values()],
         "quota": {scope or "*": _quota_view(q) for scope, q in sorted(fold.quotas.items())},
         "effects": [dataclasses.asdict(e) for e in fold.effects.values()],
@@ -275,7 +282,7 @@ def _gate_view(gate: Gate) -> dict[str, Any]:
     }
 
 
-def _evidence_view(ev: Evidence) -> dict[str, Any]:
+def evidence_view(ev: Evidence) -> dict[str, Any]:
     return {
         "id": ev.id, "kind": ev.kind, "goal": ev.goal, "todo": ev.todo, "criteria": list(ev.criteria),
         "commit": ev.commit, "tree": ev.tree, "dirty": ev.dirty, "exit_code": ev.exit_code,
