@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Any, Optional
 
 import click
@@ -110,7 +111,8 @@ def run(app: App, todo_id: Optional[str], goal_id: Optional[str], criterion: tup
     """
     result = evidence.run(app.ledger, argv, actor=app.actor, kind=kind, todo=todo_id,
                           goal=goal_id, criteria=criterion, paths=paths, summary=summary,
-                          id=ev_id, event_id=event_id, now=app.now, environ=os.environ)
+                          id=ev_id, event_id=event_id, now=app.now, environ=os.environ,
+                          cwd=Path(app.cwd))  # -C PATH: run as if started there, like git
     if result.event is None:
         # The command's own failure is the more important exit code to pass on.
         click.echo(f"error: evidence not recorded: {result.error}", err=True)
