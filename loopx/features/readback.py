@@ -19,7 +19,7 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional
 
-from loopx.errors import LoopxError
+from loopx.errors import GitError, LoopxError
 from loopx.model import globs
 from loopx.storage import gateway
 
@@ -249,8 +249,13 @@ def work_tree_tree(repo: gateway.Repo) -> Optional[str]:
         except FileNotFoundError:
             pass  # no index yet: everything is added
         env = {"GIT_INDEX_FILE": index}
-        # A split index would write a new shared index into the user's git dir.
-        gateway.run(repo.work_tree, "-c", "core.splitIndex=false", "add", "-A", env=env)
+        # A split index would write a new shared index into the user's git dir. A file that
+        # cannot be read keeps its indexed content (--ignore-errors) rather than failing a run.
+        added = gateway.run(repo.work_tree, "-c", "core.splitIndex=false", "add", "-A",
+                            "--ignore-errors", env=env, check=False)
+        if added.returncode not in (0, 1):  # 1: some files could not be read; 128: fatal
+            raise GitError(["add", "-A"], added.returncode,
+                           added.stderr.decode("utf-8", "replace"))
         return gateway.out(repo.work_tree, "write-tree", env=env)
 
 

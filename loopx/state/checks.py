@@ -169,9 +169,9 @@ def _check_todo_claimed(fold: Fold, event: Event) -> Optional[str]:
         return None
     spent = views.quota_exhausted(fold, todo.goal)
     if spent:
-        scope = f" --goal {todo.goal}" if spent.startswith("goal") else ""
-        return (f"{spent}: no new claims until it is raised "
-                f"(git loopx quota set{scope} --turns N)")
+        scope, name, said = spent
+        return (f"{said}: no new claims until it is raised "
+                f"(git loopx quota set{f' --goal {scope}' if scope else ''} --{name} N)")
     return _positive_lease(todo.id, event.env.at, data.until)
 
 

@@ -146,7 +146,7 @@ def dependants(fold: Fold, seeds: list[str]) -> list[str]:
         todo_id = stack.pop()
         if todo_id not in seen:
             seen.append(todo_id)
-            stack.extend(reversed(fold.todos[todo_id].dependants))
+            stack.extend(t for t in reversed(fold.todos[todo_id].dependants) if t in fold.todos)
     return seen
 
 
@@ -160,12 +160,12 @@ def _budget(scope: str) -> str:
     return "the ledger-wide budget" if not scope else f"goal {scope}'s budget"
 
 
-def quota_exhausted(fold: Fold, goal: Optional[str]) -> Optional[str]:
-    """Which budget covering ``goal`` is spent, and how, or None."""
+def quota_exhausted(fold: Fold, goal: Optional[str]) -> Optional[tuple[str, str, str]]:
+    """(scope, limit name, what to say) of a spent budget covering ``goal``, or None."""
     for scope, quota in quota_scopes(fold, goal):
         for name, limit, spent in _limits(quota):
             if limit is not None and spent >= limit:
-                return f"{_budget(scope)} is spent ({name} {spent:g}/{limit:g})"
+                return scope, name, f"{_budget(scope)} is spent ({name} {spent:g}/{limit:g})"
     return None
 
 
