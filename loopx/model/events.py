@@ -578,7 +578,7 @@ def parse_event(doc: Any, name: str = "<event>") -> Event:
         data = known[0].model_validate(env.data)
     except ValidationError as exc:
         raise SchemaError(f"{name}: {env.type}: {_describe(exc, ('data',))}") from None
-    newer = _newer_fields(env.type, env.v, data)
+    newer = _newer_fields(env.type, env.v, data) if env.v < known[1] else []
     if newer:
         raise SchemaError(f"{name}: {env.type} v{env.v} cannot carry data.{newer[0]} "
                           f"(added in v{ADDED_IN[env.type][newer[0]]})")
@@ -588,10 +588,11 @@ def parse_event(doc: Any, name: str = "<event>") -> Event:
 def _newer_fields(type_name: str, version: int, data: Model) -> list[str]:
     """Fields of ``data`` that its event's version does not have yet."""
     found = []
+    given = data.model_fields_set  # the common case: none of the added fields was given
     for name, since in ADDED_IN.get(type_name, {}).items():
-        if since <= version:
-            continue
         field, _, item_field = name.partition("[].")
+        if since <= version or field not in given:
+            continue
         value = getattr(data, field)
         if (any(getattr(item, item_field) is not None for item in value) if item_field
                 else value is not None):

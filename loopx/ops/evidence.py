@@ -363,11 +363,15 @@ def record_ci(ledger: Ledger, *, actor: str, offline: bool = False, dry_run: boo
     if head is None:
         raise NotFound("no commit to record CI for (HEAD does not exist yet)")
     config = readback.read_config(ledger.repo)
-    provider = config.get("loopx.ci.provider")
-    if not provider or provider == "ledger":
-        raise UsageError("set a CI provider to ask (git config loopx.ci.provider github|command); "
-                         "the ledger provider only reads what is recorded")
-    status = readback.ci_status(ledger.repo, head, config=config, snapshot={}, offline=offline)
+    if not config.get("loopx.ci.provider"):
+        raise UsageError("no CI provider to ask: git config loopx.ci.provider github|command|ledger")
+    # The ledger provider reads CI evidence recorded for HEAD (say, by the CI job, for no
+    # criterion): only that is looked at, not the whole history.
+    recorded = [views.evidence_view(e) for e in fold.evidence.values()
+                if e.kind == "ci" and e.commit == head] if (
+        config.get("loopx.ci.provider") == "ledger") else []
+    status = readback.ci_status(ledger.repo, head, config=config,
+                                snapshot={"evidence": recorded}, offline=offline)
     found = CiRecord(head, status, _ci_plan(fold, head, status, mapping))
     found.pending = [c["name"] for c in status.get("checks", [])
                      if c.get("name") in mapping and c.get("state") not in ("success", "failure")]

@@ -285,3 +285,19 @@ def test_a_mapping_must_name_a_criterion_in_force(repo: Path) -> None:
     assert bad.code == 2 and "CHECK=GOAL:CRITERION" in bad.err
     assert invoke(repo, "config", "set", "--ci-criterion", "tests (3.12)=").code == 0
     assert invoke(repo, "config", "show", "--json").json()["ci_criteria"] == {}  # type: ignore[index]
+
+
+def test_the_ledger_provider_results_are_tied_to_criteria_by_ci_record(repo: Path) -> None:
+    from conftest import invoke
+
+    _ci_project(repo)
+    git(repo, "config", "loopx.ci.provider", "ledger")
+    assert invoke(repo, "evidence", "add", "--kind", "ci", "--check", "tests (3.12)",
+                  "--exit-code", "0", "--url", "https://ci.example/job/7").code == 0
+    doc = invoke(repo, "status", "--json").json()
+    assert _a2(doc)["ci"]["verdict"] == "pass"  # type: ignore[arg-type]
+    assert invoke(repo, "ci", "record").code == 0
+    after = invoke(repo, "status", "--json").json()
+    assert (_a2(after)["met"], _a2(after)["ci"]) == (True, None)  # type: ignore[arg-type]
+    tied = [e for e in after["evidence"] if e["criteria"]]  # type: ignore[index]
+    assert [(e["check"], e["url"]) for e in tied] == [("tests (3.12)", "https://ci.example/job/7")]

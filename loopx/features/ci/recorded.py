@@ -17,7 +17,8 @@ def check(sha: str, *, ctx: Context) -> CiStatus:
         if ev.get("kind") == "ci" and ev.get("commit") == sha:
             latest[ev.get("check") or ev.get("summary") or ev["id"]] = ev
     checks = [{"name": name, "state": "success" if ev.get("exit_code") in (None, 0) else "failure",
-               "evidence": ev["id"]} for name, ev in sorted(latest.items())]
+               "evidence": ev["id"], **({"url": ev["url"]} if ev.get("url") else {})}
+              for name, ev in sorted(latest.items())]
     if not checks:
         return CiStatus("ledger", "pending", detail=f"no ci evidence recorded for {sha[:12]} yet")
     return CiStatus("ledger", overall([c["state"] for c in checks]), checks)
