@@ -131,7 +131,7 @@ def _open_goal(fold: Any, goal_id: str, what: str, notes: list[str]) -> bool:
     return True
 
 
-def _resolve(table: dict[str, Any], prefix: str, kind: str, notes: list[str]) -> Optional[str]:
+def _resolve(table: Mapping[str, Any], prefix: str, kind: str, notes: list[str]) -> Optional[str]:
     try:
         return resolve_id(table, prefix, kind)
     except (NotFound, Ambiguous) as exc:
@@ -145,7 +145,7 @@ def cached_leases(*, loopx_dir: Path, ref: str, tip: str, actor: str,
     """The todos ``actor`` holds a live lease on, taken on ``branch``, from the projection
     cache of ``tip``; None when the cache is not of that tip. Imports no pydantic:
     post-commit's common case (no trailer, no lease) stays cheap."""
-    cached = cache.load(cache.path_for(loopx_dir / "cache", ref), live_only=True)
+    cached = cache.load_live(cache.paths_for(loopx_dir / "cache", ref)[1])
     if cached is None or cached[0] != tip:
         return None
     return _leased_by(cached[1], actor, now or clock.now(), branch)

@@ -17,7 +17,8 @@ import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional
+from collections.abc import Iterable, Mapping
+from typing import Any, Optional
 
 from loopx.errors import GitError, LoopxError
 from loopx.model import globs
@@ -59,7 +60,7 @@ class Environment:
 
 
 def inspect(
-    repo: gateway.Repo, *, state_ref: str, snapshot: dict[str, Any], remaps: dict[str, str],
+    repo: gateway.Repo, *, state_ref: str, snapshot: dict[str, Any], remaps: Mapping[str, str],
     config: Optional[dict[str, str]] = None, ci: bool = True, offline: bool = False,
     reader: Optional[gateway.ObjectReader] = None, ignore: Optional[list[str]] = None,
     ci_criteria: Optional[dict[str, list[str]]] = None,
@@ -226,7 +227,7 @@ def _evidence_in_play(snapshot: dict[str, Any]) -> list[dict[str, Any]]:
     return [e for e in snapshot.get("evidence", []) if e.get("goal") in live or e.get("goal") is None]
 
 
-def follow(remaps: dict[str, str], commit: str) -> str:
+def follow(remaps: Mapping[str, str], commit: str) -> str:
     """The commit that ``commit`` became after amends and rebases (chains followed)."""
     seen = {commit}
     while commit in remaps and remaps[commit] not in seen:
@@ -293,7 +294,7 @@ class Judge:
     """Judges evidence against one tree; reads each object once and runs one ``diff-tree``
     per distinct pair of trees, however many pieces of evidence and criteria share them."""
 
-    def __init__(self, repo: gateway.Repo, env: Environment, remaps: dict[str, str], *,
+    def __init__(self, repo: gateway.Repo, env: Environment, remaps: Mapping[str, str], *,
                  reader: Optional[gateway.ObjectReader] = None,
                  ignore: Optional[list[str]] = None) -> None:
         self.repo, self.env, self.remaps, self.reader = repo, env, remaps, reader
@@ -370,7 +371,7 @@ class Judge:
 
 
 def freshness(
-    repo: gateway.Repo, evidence: Iterable[dict[str, Any]], env: Environment, remaps: dict[str, str],
+    repo: gateway.Repo, evidence: Iterable[dict[str, Any]], env: Environment, remaps: Mapping[str, str],
     *, reader: Optional[gateway.ObjectReader] = None, ignore: Optional[list[str]] = None,
     judge: Optional[Judge] = None,
 ) -> dict[str, Freshness]:

@@ -102,8 +102,11 @@ def accepted_ref(ref: str, remote: str) -> str:
 def adopt(*, ledger: Ledger, remote: str = "origin") -> bool:
     """Point the local loopx/state at ``<remote>``'s when we have none (handoff by clone).
 
-    A hostile remote must not be adopted blindly: its state passes the incoming check first,
-    else it is quarantined and :class:`~loopx.errors.Quarantined` says how to go on.
+    A hostile remote must not be adopted blindly: its files pass the incoming check and every
+    event file must parse and validate as its state is replayed into the cache (one reading
+    of each file, not two); else it is quarantined, the cache cleared, and
+    :class:`~loopx.errors.Quarantined` says how to go on. The first command after a clone
+    therefore finds the cache ready.
     """
     store = ledger.store
     if store.tip(STATE_REF) is not None:
@@ -111,8 +114,12 @@ def adopt(*, ledger: Ledger, remote: str = "origin") -> bool:
     theirs = store.tip(tracking_ref(STATE_REF, remote))
     if theirs is None:
         return False
-    verdict = incoming.check(store, theirs=theirs, ours=None)
+    verdict = incoming.check(store, theirs=theirs, ours=None, parse=False)
+    if verdict.ok:
+        verdict.findings += [incoming.Finding(p.event, p.reason, "schema")
+                             for p in ledger.prepare(theirs) if p.type == "file"]
     if not verdict.ok:
+        ledger.projection.clear()
         ref = incoming.quarantine(store, remote=remote, verdict=verdict)
         shown = "\n".join(f"  {f}" for f in verdict.findings[:20])
         raise Quarantined(
@@ -417,11 +424,7 @@ def _proposal(ledger: Ledger) -> Any:
     store, base = ledger.store, ledger.tip()
     ref = PROPOSAL_PREFIX + ids.new_event_id()
     store.update_ref_if(ref, base or "", expected=None, reason="loopx: propose")
-    proposal = Ledger(ledger.repo, ref=ref)
-    cache_dir = ledger.repo.loopx_dir / "cache"
-    seeded = cache.load(cache.path_for(cache_dir, ledger.ref))  # not a full replay
-    if seeded is not None:
-        cache.save(cache.path_for(cache_dir, ref), *seeded)
+    proposal = Ledger(ledger.repo, ref=ref, cache_of=ledger.ref)  # not a replay of its own
     try:
         yield proposal
     finally:
@@ -429,7 +432,6 @@ def _proposal(ledger: Ledger) -> Any:
         tip = store.tip(ref)
         if tip is not None:
             store.delete_ref_if(ref, expected=tip)
-        cache.path_for(cache_dir, ref).unlink(missing_ok=True)
 
 
 def _last_line(text: str) -> str:

@@ -6,6 +6,7 @@ need not load the event models.
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import datetime, timezone
 
@@ -15,8 +16,15 @@ from loopx.model.ids import ulid_ms
 def event_dir(event_id: str) -> str:
     """``events/YYYY/MM/DD``, dated by the ULID's own timestamp so an id always maps to one
     directory (a retried append finds its earlier copy there)."""
-    day = datetime.fromtimestamp(ulid_ms(event_id) / 1000, tz=timezone.utc)
-    return f"events/{day:%Y/%m/%d}"
+    return _day_dir(ulid_ms(event_id) // _DAY_MS)
+
+
+_DAY_MS = 86_400_000
+
+
+@functools.lru_cache(maxsize=4096)  # a replay meets each day's directory thousands of times
+def _day_dir(day: int) -> str:
+    return f"events/{datetime.fromtimestamp(day * 86_400, tz=timezone.utc):%Y/%m/%d}"
 
 
 def file_path(event_id: str, event_type: str) -> str:

@@ -190,7 +190,7 @@ def _apply_evidence(fold: Fold, event: Event) -> None:
     )
     if d.todo and d.id not in fold.todos[d.todo].evidence:
         fold.todos[d.todo].evidence.append(d.id)  # shown on the todo before it is done, too
-    if goal in fold.goals and views.verdict(ev) is not None:
+    if goal is not None and goal in fold.goals and views.verdict(ev) is not None:
         _count_verdict(fold.goals[goal], ev)
 
 

@@ -3,6 +3,7 @@ write the CLI refuses is exactly an event the projection would list under ``prob
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union, cast
 
 from loopx.model import clock as clk
@@ -124,7 +125,7 @@ def _check_todo_added(fold: Fold, event: Event) -> Optional[str]:
     )
 
 
-def _unknown(table: dict[str, Any], ids: list[str], kind: str) -> Optional[str]:
+def _unknown(table: Mapping[str, Any], ids: list[str], kind: str) -> Optional[str]:
     missing = [i for i in ids if i not in table]
     return f"unknown {kind} {', '.join(missing)}" if missing else None
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import datetime
+from collections.abc import Mapping
 from typing import Any, Optional
 
 from loopx.errors import Ambiguous, NotFound
 from loopx.model import clock as clk
+from loopx.state import entities
 from loopx.state.entities import (DEFAULT_SESSION_SLOTS, Evidence, Fold, Gate, Goal, Quota,
                                   Session, Todo)
 
@@ -308,11 +310,14 @@ def _quota_view(q: Quota) -> dict[str, Any]:
 
 
 
-def resolve_id(table: dict[str, Any], prefix: str, kind: str) -> str:
+def resolve_id(table: Mapping[str, Any], prefix: str, kind: str) -> str:
     """An entity id from its unique prefix, like git's short hashes."""
     if prefix in table:
         return prefix
-    matches = [key for key in table if key.startswith(prefix)]
+    if isinstance(table, entities.PrefixSearch):
+        matches = table.with_prefix(prefix, limit=9)
+    else:
+        matches = [key for key in table if key.startswith(prefix)]
     if len(matches) == 1:
         return matches[0]
     if not matches:
