@@ -206,3 +206,37 @@ def test_a_revised_criterion_needs_new_evidence_and_a_retired_one_none(project: 
     assert [c["id"] for c in status(project)["goals"][0]["acceptance"]] == ["a1", "a3"]
     log = run_loopx(project, "log", actor=AGENT).out
     assert "revised criterion a1 to 'the tests pass on 3.12'" in log and "retired criterion a2" in log
+
+
+def test_rerun_by_todo_and_what_it_cannot_run_again(project: Path) -> None:
+    ok(project, "todo", "claim", "t1")
+    ok(project, "run", "--", "sh", "check.sh")  # goes to t1, the todo held
+    secret = {"DEPLOY_TOKEN": "s3cr3t-value-42"}
+    assert run_loopx(project, "run", "--goal", "g1", "--criterion", "a2", "--", "sh", "-c",
+                     "echo $0", "s3cr3t-value-42", env=secret, actor=AGENT).code == 0
+    ok(project, "evidence", "add", "--kind", "review", "--goal", "g1", "--criterion", "a1",
+       "--summary", "looked fine")
+    write(project, "src/app.py", "changed\n")
+    plan = json.loads(run_loopx(project, "rerun", "--dry-run", "--json", actor=AGENT).out)
+    by_evidence = {tuple(p["evidence"]): p for p in plan}
+    skipped = {p["skipped"].split(";")[0] for p in plan if p["skipped"]}
+    assert skipped == {"no command was recorded",
+                       "its command held secrets that were redacted"}
+    assert [p["todo"] for p in plan if not p["skipped"]] == ["t1"]
+    assert all(p["exit_code"] is None for p in by_evidence.values())  # a dry run runs nothing
+    only = run_loopx(project, "rerun", "--todo", "t1", actor=AGENT)
+    assert only.code == 0 and "1 passed" in only.out
+    with_secret = run_loopx(project, "rerun", "--criterion", "g1:a2", env=secret, actor=AGENT)
+    assert with_secret.code == 0 and "s3cr3t-value-42" in with_secret.out
+    everything = invoke(project, "evidence", "list", "--json").out
+    assert "s3cr3t-value-42" not in everything and "[REDACTED:DEPLOY_TOKEN]" in everything
+
+
+def test_a_criterion_scope_is_given_when_the_goal_is_added(project: Path) -> None:
+    ok(project, "goal", "add", "Docs", "--id", "g2", "--accept", "docs build",
+       "--scope", "a1", "docs/**", actor=HUMAN)
+    doc = status(project)
+    (docs,) = [g for g in doc["goals"] if g["id"] == "g2"]
+    assert docs["acceptance"][0]["paths"] == ["docs/**"]
+    bad = invoke(project, "goal", "add", "X", "--accept", "x", "--scope", "a7", "src")
+    assert bad.code == 1 and "no criterion a7 to scope" in bad.err
