@@ -46,7 +46,7 @@ def goal_add(app: App, title: str, goal_id: Optional[str], accept: tuple[str, ..
               help="A criterion that no longer needs evidence.")
 @click.option("--scope", "scope", multiple=True, type=(str, str), metavar="CRITERION GLOB",
               help="The paths a criterion's evidence is judged on (repeatable; replaces them; "
-              "'**' is the whole tree).")
+              "'' clears them: the whole tree less the ledger's evidence_ignore).")
 @click.option("--pause", "state", flag_value="paused", help="Pause the goal.")
 @click.option("--resume", "state", flag_value="active", help="Resume a paused goal.")
 @event_id_option
@@ -68,7 +68,7 @@ def goal_update(app: App, goal_id: str, title: Optional[str], description: Optio
 def _scopes(pairs: tuple[tuple[str, str], ...]) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     for crit, glob in pairs:
-        found.setdefault(crit, []).append(glob)
+        found.setdefault(crit, []).extend([glob] if glob else [])  # '' clears the scope
     return found
 
 

@@ -240,3 +240,9 @@ def test_a_criterion_scope_is_given_when_the_goal_is_added(project: Path) -> Non
     assert docs["acceptance"][0]["paths"] == ["docs/**"]
     bad = invoke(project, "goal", "add", "X", "--accept", "x", "--scope", "a7", "src")
     assert bad.code == 1 and "no criterion a7 to scope" in bad.err
+
+
+def test_an_empty_scope_clears_a_criterions_paths(project: Path) -> None:
+    ok(project, "goal", "update", "g1", "--scope", "a1", "src/**", actor=HUMAN)
+    ok(project, "goal", "update", "g1", "--scope", "a1", "", actor=HUMAN)
+    assert criterion(project)["paths"] == []
