@@ -20,12 +20,17 @@ class Goal:
     id: str
     title: str
     description: Optional[str]
-    acceptance: list[dict[str, str]]
+    acceptance: list[dict[str, Any]]  # {id, text, paths, revision}
     state: str = "active"
     reason: Optional[str] = None
     override: bool = False
     created_by: str = ""
     clock: int = 0
+    retired: list[dict[str, Any]] = field(default_factory=list)  # criteria no longer in force
+    # criterion id -> {"latest": evidence id or None, "evidence": [ids]}: the verdicts (passed or
+    # failed, not notes or commits) recorded for it since its last revision, in ledger order.
+    verdicts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    todos: list[str] = field(default_factory=list)  # its todos, in ledger order
 
 
 @dataclass
@@ -46,6 +51,9 @@ class Todo:
     contested_by: list[str] = field(default_factory=list)
     decisions_since_claim: list[str] = field(default_factory=list)
     clock: int = 0
+    branch: Optional[str] = None  # where the lease was taken (refs/heads/...), if on a branch
+    no_evidence_reason: Optional[str] = None  # done without evidence: why
+    dependants: list[str] = field(default_factory=list)  # todos that wait for this one
 
 
 @dataclass
@@ -81,6 +89,9 @@ class Evidence:
     url: Optional[str]
     actor: str
     at: str
+    paths: list[str] = field(default_factory=list)  # its scope; empty: see views.scope
+    check: Optional[str] = None
+    cwd: Optional[str] = None
 
 
 @dataclass
