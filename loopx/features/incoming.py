@@ -60,6 +60,7 @@ class Verdict:
     new_files: dict[str, Oid] = field(default_factory=dict)  # not yet in ours
     findings: list[Finding] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)  # accepted events of unknown types
+    counted: int = 0  # new event files when the whole tip was judged (we had no state)
 
     @property
     def ok(self) -> bool:
@@ -67,7 +68,7 @@ class Verdict:
 
     @property
     def new_events(self) -> int:
-        return sum(1 for path in self.new_files if path.startswith("events/"))
+        return self.counted + sum(1 for path in self.new_files if path.startswith("events/"))
 
     def report(self) -> str:
         lines = [f"tip {self.theirs} refused (base {self.base or 'none'}, ours {self.ours or 'none'}):"]
@@ -90,7 +91,9 @@ def check(store: Store, *, theirs: str, ours: Optional[str], previous: Optional[
         return Verdict(Oid(theirs), None, None,
                        findings=[Finding("<tip>", "is not a commit", "not-a-commit")])
     mine = store.resolve(ours) if ours else None
-    base = store.merge_base(mine, tip) if mine else None
+    if mine is None:
+        return _check_whole(store, tip, parse)
+    base = store.merge_base(mine, tip)
     verdict = Verdict(tip, mine, base)
     if previous and store.resolve(previous) and not store.is_ancestor(previous, tip):
         verdict.findings.append(Finding(
@@ -105,6 +108,63 @@ def check(store: Store, *, theirs: str, ours: Optional[str], previous: Optional[
     _check_case(ours_dirs, added, verdict)
     _check_contents(store, [e for e in added if e.path in verdict.new_files], verdict, parse)
     return verdict
+
+
+def _check_whole(store: Store, tip: Oid, parse: bool) -> Verdict:
+    """Judge every file of ``tip`` (we have no state of our own to compare with): one
+    ``ls-tree -l`` gives path, mode and size of each file, judged as they come, so that a
+    long ledger's check holds one directory's names at a time, not every path."""
+    verdict = Verdict(tip, None, None)
+    listing = gateway.run(store.cwd, "ls-tree", "-r", "-z", "-l", "--full-tree", tip).stdout
+    chunk: list[Entry] = []
+    names: dict[str, dict[str, str]] = {}  # directory on the current path -> casefold -> name
+    for item in listing.split(b"\0"):
+        if not item:
+            continue
+        meta, _, raw_path = item.partition(b"\t")
+        mode, kind, oid, size = meta.decode().split()
+        path = raw_path.decode("utf-8", "surrogateescape")
+        _check_names(names, path, verdict)
+        broken = rules.path_rule(path, mode) or (
+            rules.size_rule(path, int(size)) if size.isdigit() else None)
+        if broken is not None:
+            verdict.findings.append(Finding.of(path, broken))
+        elif kind != "blob":
+            verdict.findings.append(Finding(path, "blob is missing or not a blob", "missing"))
+        elif rules.is_event(path):
+            verdict.counted += 1
+            if parse:
+                chunk.append(Entry(path, mode, kind, Oid(oid)))
+        if len(chunk) >= 1000:
+            _parse_events(store, chunk, verdict)
+            chunk = []
+    _parse_events(store, chunk, verdict)
+    return verdict
+
+
+def _check_names(names: dict[str, dict[str, str]], path: str, verdict: Verdict) -> None:
+    """Names equal under casefold in one directory (they collide on macOS and Windows
+    checkouts). A recursive tree listing visits each directory's files together, so only the
+    directories on the way to ``path`` need their names kept."""
+    parts = path.split("/")
+    dirs = ["/".join(parts[:depth]) for depth in range(len(parts))]
+    for left in [d for d in names if d not in dirs]:  # never visited again
+        del names[left]
+    for directory, name in zip(dirs, parts):
+        other = names.setdefault(directory, {}).setdefault(name.casefold(), name)
+        if other != name:
+            where = f"{directory}/" if directory else ""
+            verdict.findings.append(Finding.of(f"{where}{name}", Broken(
+                "bad-path", f"collides with {where}{other} on case-insensitive disks")))
+
+
+def _parse_events(store: Store, entries: list[Entry], verdict: Verdict) -> None:
+    for entry, data in zip(entries, store.read_blobs([e.oid for e in entries])):
+        event, broken = rules.event_rule(entry.path, data)
+        if broken is not None:
+            verdict.findings.append(Finding.of(entry.path, broken))
+        elif event is not None and not event.known:
+            verdict.unknown.append(entry.path)
 
 
 def _changes(store: Store, base: Optional[str], tip: str, verdict: Verdict) -> list[Entry]:
