@@ -104,7 +104,7 @@ def batch(app: App, message: Optional[str]) -> None:
     Each line is a JSON array of arguments, e.g. ["todo", "add", "g-1", "Write tests"].
     Later lines see what earlier lines created.
     """
-    from loopx.cli import cli  # the root group imports this module: a cycle at import time
+    from loopx.cli.root import cli  # the root group imports this module: a cycle at import time
 
     lines = [(n, line) for n, line in enumerate(sys.stdin.read().splitlines(), 1) if line.strip()]
     commands = [_batch_argv(n, line) for n, line in lines]

@@ -1,8 +1,10 @@
 """The man page (``git-loopx.1``) and the CLI reference (``docs/cli.md``), generated from the
 click command tree so that they can never drift from the CLI.
 
-    python -m loopx.manpage           # rewrite both files
-    python -m loopx.manpage --check   # exit 1 if either is stale (CI)
+    python -m loopx.cli.manpage           # rewrite them
+    python -m loopx.cli.manpage --check   # exit 1 if one is stale (CI)
+
+It also writes ``loopx/data/help.txt``, the text of ``git loopx -h``.
 
 ``git loopx --help`` is turned into ``man git-loopx`` by git itself; the page is installed to
 ``share/man/man1`` next to the ``bin`` folder holding ``git-loopx``, where ``man`` looks.
@@ -23,6 +25,7 @@ from loopx.version import __version__
 
 MAN_PATH = Path("loopx/man/git-loopx.1")
 CLI_DOC_PATH = Path("docs/cli.md")
+HELP_PATH = Path("loopx/data/help.txt")
 
 
 @dataclass(frozen=True)
@@ -57,7 +60,7 @@ def _entry(command: click.Command, ctx: click.Context) -> Entry:
 
 def entries() -> list[Entry]:
     """The whole tree of `git loopx`."""
-    from loopx.cli import cli
+    from loopx.cli.root import cli
 
     # With the root's context settings (-h/--help): click caches each command's help option
     # on first use, so a context without them would break `git loopx -h` in this process.
@@ -172,11 +175,20 @@ def _md_options(options: list[tuple[str, str]]) -> list[str]:
 def outputs(root: Path) -> dict[Path, str]:
     """Generated file -> expected content, under the source tree ``root``."""
     items = entries()
-    return {root / MAN_PATH: render_man(items), root / CLI_DOC_PATH: render_markdown(items)}
+    return {root / MAN_PATH: render_man(items), root / CLI_DOC_PATH: render_markdown(items),
+            root / HELP_PATH: render_help()}
+
+
+def render_help() -> str:
+    """What `git loopx -h` prints (from a file, so that it needs no click: loopx.cli.launch)."""
+    from loopx.cli.root import cli
+
+    ctx = click.Context(cli, info_name="git loopx", **cli.context_settings)
+    return cli.get_help(ctx) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m loopx.manpage",
+    parser = argparse.ArgumentParser(prog="python -m loopx.cli.manpage",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="fail if a generated file is stale")
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="source tree (default: cwd)")

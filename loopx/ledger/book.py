@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
 from loopx.version import __version__
 from loopx.errors import GitError, NotFound, RefRaceError, UsageError
-from loopx.ledger import cache, checkpoints
+from loopx.ledger import cache
 from loopx.ledger.draft import Draft
 from loopx.model import clock, codec
 from loopx.model.paths import file_path
@@ -26,6 +26,7 @@ from loopx.storage.store import STATE_REF, Store
 
 if TYPE_CHECKING:
     from loopx.ledger.replay import Progress, Reader
+    from loopx.ledger.rows import Projection
     from loopx.ledger.txn import Txn
     from loopx.model.events import Event
 
@@ -44,8 +45,8 @@ class Ledger:
         # A scratch proposal reads the cache of the ref it forks from (``cache_of``) and never
         # writes it: its commits reach that ref, if at all, through a merge.
         self._cache_owner = cache_of is None or cache_of == ref
-        db, self._live_path = cache.paths_for(repo.loopx_dir / "cache", cache_of or ref)
-        self.projection = cache.Projection(db)
+        self._db_path, self._live_path = cache.paths_for(repo.loopx_dir / "cache", cache_of or ref)
+        self._projection: Optional[Projection] = None
         self._fold: Optional[tuple[str, entities.Fold]] = None
         self._reader: Optional[Reader] = None
         # Called as progress(done, total) while a long rebuild parses event files; the CLI
@@ -64,7 +65,19 @@ class Ledger:
 
     def close(self) -> None:
         self.store.close()
-        self.projection.close()
+        if self._projection is not None:
+            self._projection.close()
+
+    @property
+    def projection(self) -> Projection:
+        """The cache's database (the rows of the fold at the tip it names)."""
+        if self._projection is None:
+            # Imported here: a warm read is answered by the live file and must not load SQLite
+            # (start-up time; see loopx.ledger.cache).
+            from loopx.ledger.rows import Projection
+
+            self._projection = Projection(self._db_path)
+        return self._projection
 
     def __enter__(self) -> Ledger:
         return self
@@ -171,6 +184,8 @@ class Ledger:
     def _from_checkpoint(self, tip: str) -> bool:
         """Fill an empty cache from the newest checkpoint in ``tip``'s tree that the events
         added since it extend (see :mod:`loopx.ledger.checkpoints`)."""
+        from loopx.ledger import checkpoints  # only an empty cache looks for them
+
         for manifest in checkpoints.listed(self.store, tip):
             if checkpoints.load(self.projection, self.store, tip, manifest) and (
                     self._advance_to(tip)):
@@ -189,6 +204,8 @@ class Ledger:
     def checkpoint(self, *, actor: str) -> Optional[str]:
         """Commit a checkpoint of the tip's fold on the state branch (None when the tip has
         one already); returns the commit it is a checkpoint of."""
+        from loopx.ledger import checkpoints  # only this command makes them
+
         tip = self.tip()
         if tip is None or any(m.commit == tip for m in checkpoints.listed(self.store, tip)):
             return None

@@ -2,7 +2,7 @@
 a fresh clone of a long ledger is ready in seconds instead of replaying every event.
 
 A checkpoint of commit C is ``checkpoints/<C>/manifest.json`` plus ``rows-NNNN.tsv`` chunks:
-the rows of the cache's database (:meth:`loopx.ledger.cache.Projection.dump_rows`) for the
+the rows of the cache's database (:meth:`loopx.ledger.rows.Projection.dump_rows`) for the
 fold of exactly the events in C's tree, and the fold's other values. The same events give the
 same bytes on every clone with the same loopx (the manifest names the cache's schema key, and
 a checkpoint of another version is not used).
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from loopx.ledger import cache
+from loopx.ledger import rows
 from loopx.model.paths import CHECKPOINT_CHUNK_BYTES, checkpoint_path
 from loopx.storage.store import Store
 
@@ -46,7 +46,7 @@ class Manifest:
     chunks: list[tuple[str, str, int]]  # file name, sha256, lines
 
     def to_json(self) -> bytes:
-        return (json.dumps({"format": FORMAT, "key": cache.ROWS_KEY, "commit": self.commit,
+        return (json.dumps({"format": FORMAT, "key": rows.ROWS_KEY, "commit": self.commit,
                             "events": self.events, "last_key": list(self.last_key),
                             "scalars": self.scalars,
                             "chunks": [{"file": f, "sha256": h, "rows": n}
@@ -57,7 +57,7 @@ class Manifest:
 def _parse_manifest(data: bytes) -> Optional[Manifest]:
     try:
         doc = json.loads(data)
-        if doc.get("format") != FORMAT or doc.get("key") != cache.ROWS_KEY:
+        if doc.get("format") != FORMAT or doc.get("key") != rows.ROWS_KEY:
             return None  # another loopx wrote it: its rows may mean something else
         return Manifest(str(doc["commit"]), int(doc["events"]),
                         (int(doc["last_key"][0]), str(doc["last_key"][1])), dict(doc["scalars"]),
@@ -86,8 +86,8 @@ def files(commit: str, scalars: dict[str, Any], lines: Iterator[str]) -> dict[st
     names = [f"rows-{n:04d}.tsv" for n in range(len(chunks))]
     last = scalars.get("last_key") or (0, "")
     manifest = Manifest(commit, int(scalars.get("events", 0)), (int(last[0]), str(last[1])),
-                        scalars, [(name, hashlib.sha256(data).hexdigest(), rows)
-                                  for name, data, rows in zip(names, chunks, counts)])
+                        scalars, [(name, hashlib.sha256(data).hexdigest(), count)
+                                  for name, data, count in zip(names, chunks, counts)])
     out = {checkpoint_path(commit, name): data for name, data in zip(names, chunks)}
     out[checkpoint_path(commit, "manifest.json")] = manifest.to_json()
     return out
@@ -107,7 +107,7 @@ def listed(store: Store, tip: str) -> list[Manifest]:
     return sorted(found, key=lambda m: (-m.events, m.commit))
 
 
-def rows(store: Store, tip: str, manifest: Manifest) -> Optional[list[str]]:
+def lines_of(store: Store, tip: str, manifest: Manifest) -> Optional[list[str]]:
     """The lines of a checkpoint's chunks, or None when one is missing or fails its sha256."""
     names = [f"{tip}:{checkpoint_path(manifest.commit, name)}" for name, _, _ in manifest.chunks]
     lines: list[str] = []
@@ -121,10 +121,10 @@ def rows(store: Store, tip: str, manifest: Manifest) -> Optional[list[str]]:
     return lines
 
 
-def load(projection: cache.Projection, store: Store, tip: str, manifest: Manifest) -> bool:
+def load(projection: rows.Projection, store: Store, tip: str, manifest: Manifest) -> bool:
     """Fill the cache from a checkpoint (as the fold of its commit); False when it does not
     read back whole."""
-    lines = rows(store, tip, manifest)
+    lines = lines_of(store, tip, manifest)
     if lines is None:
         return False
     projection.load_rows(manifest.commit, iter(lines), manifest.scalars,
@@ -138,10 +138,10 @@ def verify(reader_fold: Any, store: Store, tip: str, manifest: Manifest) -> list
     ``reader_fold`` is the fold of ``manifest.commit`` replayed from its events; the check
     writes it into a scratch database and compares the rows, line by line.
     """
-    lines = rows(store, tip, manifest)
+    lines = lines_of(store, tip, manifest)
     if lines is None:
         return [f"checkpoint {manifest.commit[:12]}: a chunk is missing or fails its sha256"]
-    scratch = cache.Projection(Path(":memory:"))
+    scratch = rows.Projection(Path(":memory:"))
     try:
         scratch.replace(manifest.commit, reader_fold)
         expected = list(scratch.dump_rows())

@@ -17,7 +17,7 @@ from loopx.errors import TransitionError
 from loopx.features import briefing, readback
 from loopx.ledger.book import Ledger
 from loopx.model import clock
-from loopx.ops import lookup, todos
+from loopx.ops import lookup
 from loopx.state import decide, views
 
 if TYPE_CHECKING:
@@ -110,6 +110,8 @@ def next_action(ledger: Ledger, *, actor: str, claim: bool = False, ttl: Optiona
 
 def _claim_first(ledger: Ledger, actions: list[Action], actor: str, ttl: Optional[int],
                  now: Optional[datetime]) -> tuple[Optional[Event[TodoClaimed]], Action]:
+    from loopx.ops import todos  # only `next --claim` writes: `status` starts without it
+
     work = [a for a in actions if a["kind"] == "work"]
     for action in work:
         try:

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import git
-from loopx.ledger import cache, replay
+from loopx.ledger import cache, replay, rows
 from loopx.errors import TransitionError
 from loopx.ledger.txn import Txn
 from loopx.model import clock
@@ -211,7 +211,7 @@ def test_a_cache_from_another_schema_version_is_ignored(ledger: Ledger,
     ledger.append("note.added", {"id": "n-1", "text": "one"}, actor=ACTOR)
     ledger.close()
     assert cache.load_live(ledger._live_path) is not None
-    monkeypatch.setattr(cache, "ROWS_KEY", "999:0.0:rows-0")
+    monkeypatch.setattr(rows, "ROWS_KEY", "999:0.0:rows-0")
     monkeypatch.setattr(cache, "_LIVE_KEY", b"999")
     assert cache.load_live(ledger._live_path) is None
     with Ledger.open(ledger.repo.cwd) as reader:

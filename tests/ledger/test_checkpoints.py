@@ -15,7 +15,7 @@ import pytest
 
 from conftest import git, invoke
 from statekit import commit_files
-from loopx.ledger import cache, checkpoints
+from loopx.ledger import cache, checkpoints, rows
 from loopx.ledger.book import Ledger
 from loopx.model.paths import checkpoint_path
 from loopx.ops import exchange, ledgers
@@ -69,7 +69,7 @@ def test_the_same_events_give_the_same_checkpoint_bytes(tmp_path: Path) -> None:
     with Ledger.open(origin) as led:
         tip = led.tip()
         first = checkpoints.listed(led.store, tip)[0]
-        lines = checkpoints.rows(led.store, tip, first)
+        lines = checkpoints.lines_of(led.store, tip, first)
         led.projection.clear()  # rebuilt by replay instead of by the writes that made it
         led.fold_at(first.commit)
         led.projection.replace(first.commit, led.fold_at(first.commit))
@@ -88,7 +88,7 @@ def _tamper(origin: Path) -> None:
         tip = led.tip()
         assert tip is not None
         manifest = checkpoints.listed(led.store, tip)[0]
-        lines = checkpoints.rows(led.store, tip, manifest)
+        lines = checkpoints.lines_of(led.store, tip, manifest)
     assert lines is not None and any('"The goal"' in line for line in lines)
     text = "".join(lines).replace('"The goal"', '"Another goal"').encode()
     doc = json.loads(manifest.to_json())
@@ -112,13 +112,13 @@ def test_a_checkpoint_of_another_loopx_version_is_not_used(tmp_path: Path) -> No
     remote, _ = _bare_with(tmp_path, 5)
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", str(remote), str(clone))
-    original = cache.ROWS_KEY
+    original = rows.ROWS_KEY
     try:
-        cache.ROWS_KEY = "999:9.9:rows-9"
+        rows.ROWS_KEY = "999:9.9:rows-9"
         with ledgers.open_ledger(clone) as led:
             assert led.fold().notes == 5 and led.projection.source() is None  # replayed
     finally:
-        cache.ROWS_KEY = original
+        rows.ROWS_KEY = original
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -187,8 +187,8 @@ def test_validate_refuses_a_pull_request_that_adds_a_forged_checkpoint(tmp_path:
     for name, files in (("honest", honest), ("forged", forged)):
         commit_files(origin, f"refs/heads/loopx/pr-{name}", dict(files), parent=tip)
         result = invoke(origin, "validate", "--range", f"{STATE_REF}..loopx/pr-{name}", "--json")
-        rules = [f["rule"] for f in result.json()["findings"]]
-        assert rules == ([] if name == "honest" else ["checkpoint"]), result.out
+        found = [f["rule"] for f in result.json()["findings"]]
+        assert found == ([] if name == "honest" else ["checkpoint"]), result.out
 
 
 def test_sync_commits_a_checkpoint_every_so_many_events(tmp_path: Path,
