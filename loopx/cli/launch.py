@@ -11,22 +11,22 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
-from typing import Optional
 
 from loopx.version import __version__
 
 HELP_FILE = "help.txt"  # in loopx/data/, written by loopx.cli.manpage
 
 
-def main(argv: Optional[list[str]] = None) -> None:
+def main(argv: list[str] | None = None) -> None:
     """Console entry point (``git-loopx``, ``loopx``, ``python -m loopx``)."""
     args = sys.argv[1:] if argv is None else argv
     if args == ["--version"]:
         print(f"git-loopx, version {__version__}")
         return
     if args == ["-h"]:
-        print((Path(__file__).parents[1] / "data" / HELP_FILE).read_text("utf-8"), end="")
+        path = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", HELP_FILE)
+        with open(path, encoding="utf-8") as text:  # os.path, not pathlib: start-up time
+            sys.stdout.write(text.read())
         return
     # pydantic looks for plugins in every installed package's metadata on first use (tens of
     # milliseconds); loopx uses none. A user's own setting is kept.

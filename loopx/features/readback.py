@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from collections.abc import Iterable, Mapping
 from typing import Any, Optional
@@ -243,6 +241,11 @@ def work_tree_tree(repo: gateway.Repo) -> Optional[str]:
     work tree."""
     if repo.work_tree is None:
         return None
+    # Imported here: only a dirty work tree needs a scratch index (a clean `status` starts
+    # without them).
+    import shutil
+    import tempfile
+
     with tempfile.TemporaryDirectory(prefix="loopx-index-") as tmp:
         index = os.path.join(tmp, "index")
         try:  # a copy keeps git's stat cache: only changed files are hashed again

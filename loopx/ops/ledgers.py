@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
-from loopx.features import sync
 from loopx.ledger.book import Ledger
 from loopx.storage.store import STATE_REF
 
@@ -25,6 +24,8 @@ def open_ledger(path: Path | str = ".", *, ref: Optional[str] = None,
     branch (after the incoming check), so handing work over is a ``git clone``."""
     ledger = Ledger.open(path, ref=state_ref(ref))
     if adopt and ledger.tip() is None:  # (a proposal's tip falls back to loopx/state's)
+        from loopx.features import sync  # only a clone without state adopts: start-up time
+
         sync.adopt(ledger=ledger)
     return ledger
 
@@ -34,5 +35,7 @@ def init(ledger: Ledger, *, actor: str, name: Optional[str] = None) -> Optional[
 
     A clone whose origin already has state adopts it instead of starting a second ledger.
     """
+    from loopx.features import sync  # as in open_ledger
+
     sync.adopt(ledger=ledger)
     return ledger.init(actor=actor, name=name)
