@@ -238,12 +238,33 @@ def render() -> dict[str, str]:
     return files
 
 
+PAYLOADS = "loopx/data/payloads.json"  # for reading events without the models (loopx.model.plain)
+
+
+def payloads() -> str:
+    """Each event type's version and the defaults of its payload's optional fields, for
+    :mod:`loopx.model.plain`, which reads events for display without loading pydantic."""
+    table = {}
+    for type_name, (model, version) in sorted(EVENT_TYPES.items()):
+        defaults = {name: field.get_default(call_default_factory=True)
+                    for name, field in model.model_fields.items() if not field.is_required()}
+        table[type_name] = {"v": version, "defaults": defaults}
+    return json.dumps(table, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _outputs() -> dict[str, str]:
+    """Every generated file, relative to the project root."""
+    files = {f"{SCHEMA_DIR}/{rel}": text for rel, text in render().items()}
+    files[PAYLOADS] = payloads()
+    return files
+
+
 def export(root: Path) -> list[str]:
-    """Write the schema files under ``root/.loopx-schema``; returns the paths written."""
-    target = root / SCHEMA_DIR
+    """Write the schema files under ``root/.loopx-schema`` (and the payload table the package
+    reads); returns the paths written."""
     written = []
-    for rel, text in render().items():
-        path = target / rel
+    for rel, text in _outputs().items():
+        path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         if not path.exists() or path.read_text("utf-8") != text:
             path.write_text(text, "utf-8")
@@ -252,19 +273,19 @@ def export(root: Path) -> list[str]:
 
 
 def stale(root: Path) -> list[str]:
-    """Schema files that are missing, different or no longer generated."""
+    """Generated files that are missing, different or no longer generated."""
     target = root / SCHEMA_DIR
-    expected = render()
+    expected = _outputs()
     problems = []
     for rel, text in expected.items():
-        path = target / rel
+        path = root / rel
         if not path.exists():
-            problems.append(f"missing {SCHEMA_DIR}/{rel}")
+            problems.append(f"missing {rel}")
         elif path.read_text("utf-8") != text:
-            problems.append(f"stale {SCHEMA_DIR}/{rel}")
+            problems.append(f"stale {rel}")
     if target.exists():
         for path in sorted(target.rglob("*.json")):
-            rel = path.relative_to(target).as_posix()
+            rel = path.relative_to(root).as_posix()
             if rel not in expected:
-                problems.append(f"extra {SCHEMA_DIR}/{rel}")
+                problems.append(f"extra {rel}")
     return problems

@@ -36,7 +36,7 @@ are not failures on their own.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from loopx.storage import commits
 from loopx.state import history
@@ -46,8 +46,10 @@ from loopx.ledger import layout as rules
 from loopx.errors import NotFound
 from loopx.ledger import checkpoints
 from loopx.ledger.book import Ledger
-from loopx.model.events import Event
 from loopx.storage.store import STATE_REF
+
+if TYPE_CHECKING:
+    from loopx.model.events import Event
 
 
 @dataclass
@@ -250,7 +252,7 @@ def _check_replay(
             )
     report.events = [
         _event_row(ours[e.id], e)
-        for e in sorted((i.event for i in ours.values() if i.event is not None), key=Event.sort_key)
+        for e in sorted((i.event for i in ours.values() if i.event is not None), key=lambda event: event.sort_key())
     ]
     report.config = history.config_changes(before.config, after.config)
 

@@ -8,9 +8,11 @@ approve — 'error_code is stable'"); :func:`diff` compares two snapshots of the
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
-from loopx.model.events import Event
+if TYPE_CHECKING:  # describe() reads validated events and plain ones alike
+    from loopx.model.events import Event
+    from loopx.model.plain import PlainEvent
 
 _QUOTE_MAX = 80
 
@@ -211,7 +213,7 @@ _DESCRIBE: dict[str, Callable[[Any], str]] = {
 }
 
 
-def describe(event: Event) -> str:
+def describe(event: Union[Event, PlainEvent]) -> str:
     """One line saying what ``event`` does, in the ledger's terms."""
     if not event.known:
         return f"{event.type} (v{event.env.v}, a type this loopx does not know; kept)"
