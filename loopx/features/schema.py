@@ -183,6 +183,9 @@ _criterion["properties"].update(freshness={"enum": ["fresh", "stale", "unknown",
                                 needs_rerun={"type": "boolean"})
 STATUS_SCHEMA["properties"]["evidence"]["items"]["properties"]["freshness"] = {
     "enum": [*_FRESHNESS["enum"], None]}
+STATUS_SCHEMA["properties"]["todos"]["items"]["properties"].update(
+    priority={"type": "integer", "minimum": 0, "maximum": 4},
+    discovered_from=_nullable("string"))
 
 
 def render() -> dict[str, str]:

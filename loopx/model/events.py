@@ -109,6 +109,10 @@ class TodoAdded(Model):
     depends_on: list[str] = Field(default_factory=list, max_length=200)
     gates: list[str] = Field(default_factory=list, max_length=200)
     criteria: list[str] = Field(default_factory=list, max_length=200)
+    priority: Optional[int] = Field(
+        default=None, ge=0, le=4, description="0 most urgent .. 4 least; none given is 2")
+    discovered_from: Optional[str] = Field(
+        default=None, pattern=ID_PATTERN, description="the todo whose work turned this one up")
 
 
 class TodoUpdated(Model):
@@ -117,6 +121,7 @@ class TodoUpdated(Model):
     description: Optional[str] = Field(default=None, max_length=20_000)
     add_depends_on: list[str] = Field(default_factory=list, max_length=200)
     add_gates: list[str] = Field(default_factory=list, max_length=200)
+    priority: Optional[int] = Field(default=None, ge=0, le=4, description="a new priority")
 
 
 class TodoClaimed(Model):

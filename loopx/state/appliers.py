@@ -57,6 +57,9 @@ def _apply_todo_added(fold: Fold, event: Event) -> None:
     d = cast("TodoAdded", event.data)
     fold.todos[d.id] = Todo(d.id, d.goal, d.title, d.description, list(d.depends_on),
                             list(d.gates), list(d.criteria), clock=event.env.clock)
+    if d.priority is not None:
+        fold.todos[d.id].priority = d.priority
+    fold.todos[d.id].discovered_from = d.discovered_from
 
 
 def _apply_todo_updated(fold: Fold, event: Event) -> None:
@@ -66,6 +69,7 @@ def _apply_todo_updated(fold: Fold, event: Event) -> None:
     todo.description = d.description if d.description is not None else todo.description
     todo.depends_on += [t for t in d.add_depends_on if t not in todo.depends_on]
     todo.gates += [g for g in d.add_gates if g not in todo.gates]
+    todo.priority = d.priority if d.priority is not None else todo.priority
 
 
 def _apply_todo_claimed(fold: Fold, event: Event) -> None:

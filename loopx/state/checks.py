@@ -94,6 +94,7 @@ def _check_todo_added(fold: Fold, event: Event) -> Optional[str]:
         or _unknown(fold.todos, data.depends_on, "todo")
         or _unknown(fold.gates, data.gates, "gate")
         or _unknown_criteria(fold, data.goal, data.criteria)
+        or _unknown(fold.todos, [data.discovered_from] if data.discovered_from else [], "todo")
     )
 
 

@@ -12,6 +12,7 @@ from typing import Any, Optional
 
 DEFAULT_LEASE_TTL_S = 45 * 60
 DEFAULT_SESSION_SLOTS = 20
+DEFAULT_PRIORITY = 2  # todo priorities run from 0 (most urgent) to 4
 
 
 @dataclass
@@ -45,6 +46,8 @@ class Todo:
     contested_by: list[str] = field(default_factory=list)
     decisions_since_claim: list[str] = field(default_factory=list)
     clock: int = 0
+    priority: int = DEFAULT_PRIORITY
+    discovered_from: Optional[str] = None
 
 
 @dataclass

@@ -85,6 +85,8 @@ def _todo_added(d: Any) -> str:
     extra = [f"after {', '.join(d.depends_on)}"] if d.depends_on else []
     extra += [f"gates {', '.join(d.gates)}"] if d.gates else []
     extra += [f"for {', '.join(d.criteria)}"] if d.criteria else []
+    extra += [f"priority {d.priority}"] if d.priority is not None else []
+    extra += [f"found while doing {d.discovered_from}"] if d.discovered_from else []
     tail = f" ({'; '.join(extra)})" if extra else ""
     return f"added todo {d.id} to {d.goal}: {_quote(d.title)}{tail}"
 
@@ -93,6 +95,7 @@ def _todo_updated(d: Any) -> str:
     parts = [f"title {_quote(d.title)}"] if d.title else []
     parts += [f"now waits for {', '.join(d.add_depends_on)}"] if d.add_depends_on else []
     parts += [f"now needs gates {', '.join(d.add_gates)}"] if d.add_gates else []
+    parts += [f"priority {d.priority}"] if d.priority is not None else []
     parts += ["description"] if d.description is not None else []
     return f"updated todo {d.id}: " + ", ".join(parts)
 
@@ -278,6 +281,8 @@ def _todo(old: Optional[dict[str, Any]], new: dict[str, Any]) -> str:
         parts.append(f"{old['state']} -> {new['state']}")
     if old["claimed_by"] != new["claimed_by"] or old["lease_expires"] != new["lease_expires"]:
         parts.append(f"lease {_lease(old)} -> {_lease(new)}")
+    if old.get("priority") != new.get("priority"):
+        parts.append(f"priority {old.get('priority')} -> {new.get('priority')}")
     for field in ("depends_on", "gates", "evidence"):
         added = [x for x in new[field] if x not in old[field]]
         if added:
