@@ -233,10 +233,21 @@ class WakeSet(Model):
     on_ci: Optional[str] = Field(default=None, max_length=200, description="a commit sha or 'HEAD'")
     on_todo: Optional[str] = Field(default=None, pattern=ID_PATTERN)
     reason: Optional[str] = Field(default=None, max_length=2_000)
+    every: Optional[int] = Field(
+        default=None, ge=60, le=366 * 86400,
+        description="seconds: a recurring time wake, next due this long after it last fired")
 
 
 class WakeCleared(Model):
     id: str = EntityId
+
+
+class WakeFired(Model):
+    """A recurring wake was acted on; it is due again at ``next``."""
+
+    id: str = EntityId
+    at: str = Field(pattern=TS_PATTERN, description="when it was acted on (UTC)")
+    next: str = Field(pattern=TS_PATTERN, description="when it is due again: at + every")
 
 
 class QuotaSet(Model):
@@ -385,6 +396,7 @@ EVENT_TYPES: dict[str, tuple[type[Model], int]] = {
     "evidence.remapped": (EvidenceRemapped, 1),
     "wake.set": (WakeSet, 1),
     "wake.cleared": (WakeCleared, 1),
+    "wake.fired": (WakeFired, 1),
     "quota.set": (QuotaSet, 1),
     "quota.spent": (QuotaSpent, 1),
     "effect.intended": (EffectIntended, 1),
@@ -406,6 +418,7 @@ RETRY_VOLATILE: dict[str, frozenset[str]] = {
     "todo.claimed": frozenset({"until"}),
     "todo.renewed": frozenset({"until"}),
     "wake.set": frozenset({"at"}),
+    "wake.fired": frozenset({"at", "next"}),
 }
 
 TYPE_RE = re.compile(r"^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$")

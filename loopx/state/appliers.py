@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # annotations only: the state layer runs without pydantic on 
         GoalUpdated, LedgerInitialised, QuotaSpent, SessionAcked, SessionCheckpointed,
         SessionClosed, SessionInterjected, SessionOpened, SessionProgress, SessionResponded,
         TodoAdded, TodoBlocked, TodoCancelled, TodoClaimed, TodoDone, TodoReleased,
-        TodoRenewed, TodoReopened, TodoUpdated, WakeCleared, WakeSet,
+        TodoRenewed, TodoReopened, TodoUpdated, WakeCleared, WakeFired, WakeSet,
     )
 
 
@@ -161,12 +161,18 @@ def _apply_remapped(fold: Fold, event: Event) -> None:
 def _apply_wake_set(fold: Fold, event: Event) -> None:
     d = cast("WakeSet", event.data)
     fold.wakes[d.id] = Wake(d.id, event.env.goal, d.at, d.on_gate, d.on_ci, d.on_todo, d.reason,
-                            event.env.actor)
+                            event.env.actor, d.every)
 
 
 def _apply_wake_cleared(fold: Fold, event: Event) -> None:
     d = cast("WakeCleared", event.data)
     del fold.wakes[d.id]
+
+
+def _apply_wake_fired(fold: Fold, event: Event) -> None:
+    d = cast("WakeFired", event.data)
+    wake = fold.wakes[d.id]
+    wake.at, wake.fired_at = d.next, d.at
 
 
 def _apply_quota_set(fold: Fold, event: Event) -> None:
@@ -288,6 +294,7 @@ _APPLY: dict[str, Callable[[Fold, Event], None]] = {
     "evidence.remapped": _apply_remapped,
     "wake.set": _apply_wake_set,
     "wake.cleared": _apply_wake_cleared,
+    "wake.fired": _apply_wake_fired,
     "quota.set": _apply_quota_set,
     "quota.spent": _apply_quota_spent,
     "effect.intended": _apply_effect_intended,

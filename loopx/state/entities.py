@@ -95,6 +95,8 @@ class Wake:
     on_todo: Optional[str]
     reason: Optional[str]
     actor: str
+    every: Optional[int] = None  # seconds; a recurring wake's `at` moves on when it fires
+    fired_at: Optional[str] = None  # when a recurring wake was last acted on
 
 
 @dataclass

@@ -8,8 +8,10 @@ approve — 'error_code is stable'"); :func:`diff` compares two snapshots of the
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any, Callable, Optional
 
+from loopx.model import clock
 from loopx.model.events import Event
 
 _QUOTE_MAX = 80
@@ -136,7 +138,12 @@ def _wake_set(d: Any) -> str:
     when += [f"on gate {d.on_gate}"] if d.on_gate else []
     when += [f"on CI for {d.on_ci}"] if d.on_ci else []
     when += [f"on todo {d.on_todo}"] if d.on_todo else []
-    return _with(f"set wake {d.id} {' or '.join(when)}", d.reason)
+    every = f" and every {_seconds(d.every)}" if d.every else ""
+    return _with(f"set wake {d.id} {' or '.join(when)}{every}", d.reason)
+
+
+def _seconds(seconds: int) -> str:
+    return clock.format_duration(timedelta(seconds=seconds))
 
 
 def _quota(verb: str) -> Callable[[Any], str]:
@@ -173,6 +180,7 @@ _DESCRIBE: dict[str, Callable[[Any], str]] = {
     ),
     "wake.set": _wake_set,
     "wake.cleared": lambda d: f"cleared wake {d.id}",
+    "wake.fired": lambda d: f"acted on wake {d.id}; due again at {_hhmm(d.next)}",
     "quota.set": _quota("set"),
     "quota.spent": _quota("spent"),
     "effect.intended": lambda d: f"intends effect {d.id}: {d.action} on {d.target}",
