@@ -36,6 +36,7 @@ _GROUPS = [
     ("loopx.cli.recovery", "status"),
     ("loopx.cli.recovery", "next_"),
     ("loopx.cli.recovery", "brief"),
+    ("loopx.cli.recovery", "prime"),
     ("loopx.cli.review", "log"), ("loopx.cli.review", "diff"), ("loopx.cli.review", "validate"),
     ("loopx.cli.core", "batch"),
     ("loopx.cli.core", "schema"),
