@@ -37,6 +37,7 @@ _GROUPS = [
     ("loopx.cli.recovery", "next_"),
     ("loopx.cli.recovery", "brief"),
     ("loopx.cli.recovery", "prime"),
+    ("loopx.cli.waiting", "wait"), ("loopx.cli.waiting", "watch"),
     ("loopx.cli.review", "log"), ("loopx.cli.review", "diff"), ("loopx.cli.review", "validate"),
     ("loopx.cli.core", "batch"),
     ("loopx.cli.core", "schema"),

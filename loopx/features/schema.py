@@ -173,7 +173,7 @@ STATUS_SCHEMA["$defs"] = {
             "command": _nullable("string"),
             "todo": {"type": "string"}, "gate": {"type": "string"}, "goal": {"type": "string"},
             "effect": {"type": "string"}, "session": {"type": "string"},
-            "evidence": {"type": "string"},
+            "evidence": {"type": "string"}, "wake": {"type": "string"},
         },
     },
 }

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Optional
 
-from loopx.errors import NotFound, UsageError
+from loopx.errors import LoopxError, NotFound, TransitionError, UsageError
+from loopx.features import ci, readback, waker
 from loopx.ledger.book import Ledger
 from loopx.ledger.draft import Draft
 from loopx.model import clock
 from loopx.model.ids import new_short_id
-from loopx.ops import lookup
+from loopx.ops import exchange, lookup, status
 from loopx.state import views
 
 if TYPE_CHECKING:
@@ -89,3 +94,101 @@ def ack(txn: Txn, wake: str, *,
 def listing(ledger: Ledger, *, now: Optional[datetime] = None) -> list[dict[str, Any]]:
     """Every wake condition set."""
     return list(views.snapshot(ledger.fold(), now or clock.now())["wakes"])
+
+
+# --- acting on wakes: wait and watch (docs/agents.md) ------------------------------------------
+
+Wakeup = waker.Wakeup
+WatchReport = waker.WatchReport
+Pace = waker.Pace
+
+
+class _Probe:
+    """What a waiter looks at, for one ledger and actor (see :class:`waker.Probe`)."""
+
+    def __init__(self, ledger: Ledger, actor: Optional[str], remote: Optional[str]) -> None:
+        self.ledger, self.actor, self.remote = ledger, actor, remote
+        self.config = readback.read_config(ledger.repo)
+
+    def tip(self) -> Optional[str]:
+        return self.ledger.tip()
+
+    def look(self, now: datetime) -> dict[str, Any]:
+        # CI is asked separately (ci below), only about the commits a waiter waits for.
+        return status.status(self.ledger, actor=self.actor, ci=False, now=now)
+
+    def fetch(self) -> None:
+        exchange.fetch(self.ledger, remote=self.remote)
+
+    def ci(self, sha: str, snapshot: dict[str, Any]) -> str:
+        provider = self.config.get("loopx.ci.provider")
+        if not provider:
+            return "unknown"
+        return ci.check(sha, provider=provider, repo=self.ledger.repo, config=self.config,
+                        snapshot=snapshot, fresh=True).state
+
+
+def wait(ledger: Ledger, *, actor: Optional[str], timeout: Optional[float] = None,
+         fetch: bool = False, remote: Optional[str] = None, pace: waker.Pace = waker.Pace(),
+         clock_fn: waker.Clock = clock.now, sleep: waker.Sleep = lambda s: None) -> Wakeup:
+    """Block until a wake is due, a gate ``actor`` waits on is answered, the state changes
+    (with ``fetch``: at the remote too, polled with backoff), CI for HEAD finishes, or
+    ``timeout`` seconds pass (0: look once). Changes nothing. ``clock_fn`` and ``sleep`` are
+    the time to use (tests pass a fake clock whose sleep only moves it on)."""
+    ledger.require()
+    return waker.wait(_Probe(ledger, actor, remote), timeout=timeout, fetch=fetch, pace=pace,
+                      clock=clock_fn, sleep=sleep)
+
+
+def ack_due(ledger: Ledger, ids: Sequence[str], *, actor: str,
+            now: Optional[datetime] = None) -> list[str]:
+    """Acknowledge (:func:`ack`) those of the wakes ``ids`` that are still due now, each in its
+    own commit; a wake someone cleared or acked meanwhile is skipped. Returns those acked."""
+    doc = status.status(ledger, actor=actor, ci=False, now=now)
+    due = {a["wake"] for a in doc["actions"] if a["kind"] == "wake_due"}
+    done = []
+    for wake in ids:
+        if wake in due:
+            try:
+                ledger.run(ack, wake, actor=actor, now=now)
+            except (NotFound, TransitionError):
+                continue
+            done.append(wake)
+    return done
+
+
+def runner(argv: Sequence[str], *, cwd: str, environ: Optional[Mapping[str, str]] = None,
+           ) -> Callable[[Wakeup], int]:
+    """Runs ``argv`` for one wakeup (in ``cwd``, output passed through), with the wakeup in
+    its environment: ``LOOPX_WAKE_CAUSE``, ``LOOPX_WAKE_IDS`` (comma-separated),
+    ``LOOPX_WAKE_REASON`` and ``LOOPX_WAKE_JSON``; returns its exit code."""
+    def run(wakeup: Wakeup) -> int:
+        env = dict(os.environ if environ is None else environ)
+        env.update(LOOPX_WAKE_CAUSE=wakeup.cause, LOOPX_WAKE_IDS=",".join(wakeup.wakes),
+                   LOOPX_WAKE_REASON=wakeup.reason, LOOPX_WAKE_JSON=json.dumps(wakeup.to_dict()))
+        try:
+            return subprocess.run(list(argv), cwd=cwd, env=env).returncode
+        except OSError as exc:
+            raise LoopxError(f"cannot run {argv[0]!r}: {exc.strerror}") from None
+    return run
+
+
+def watch(ledger: Ledger, argv: Sequence[str], *, actor: str, max_runs: Optional[int] = None,
+          timeout: Optional[float] = None, fetch: bool = False, remote: Optional[str] = None,
+          backoff: float = 10.0, pace: waker.Pace = waker.Pace(),
+          clock_fn: waker.Clock = clock.now, sleep: waker.Sleep = lambda s: None,
+          run: Optional[Callable[[Wakeup], int]] = None) -> WatchReport:
+    """Run ``argv`` each time a wake is due, one watch per repository (a lock); when it exits
+    0 the wakes it ran for are acknowledged (one-shot cleared, recurring re-armed), when it
+    fails they stay due and the next run waits ``backoff`` seconds, doubling."""
+    ledger.require()
+    if not argv:
+        raise UsageError("give the command to run: git loopx watch -- CMD [ARG...]")
+    cwd = str(ledger.repo.work_tree or ledger.repo.cwd)
+    with waker.runner_lock(ledger.repo.loopx_dir / "watch.lock"):
+        return waker.watch(
+            _Probe(ledger, actor, remote), run=run or runner(argv, cwd=cwd),
+            ack=lambda ids: ack_due(ledger, ids, actor=actor, now=clock_fn()),
+            max_runs=max_runs, timeout=timeout, fetch=fetch, backoff=backoff, pace=pace,
+            clock=clock_fn, sleep=sleep)
+

@@ -321,7 +321,7 @@ def _wakes(ctx: _Ctx) -> Iterable[Action]:
                           + (f": {wake['reason']}" if wake.get("reason") else ""),
                           # a recurring wake is re-armed (`ack`), a one-shot one cleared
                           f"git loopx wake {'ack' if wake.get('every') else 'clear'} {wake['id']}",
-                          goal=wake.get("goal"))
+                          goal=wake.get("goal"), wake=wake["id"])
 
 
 def _wake_due(ctx: _Ctx, wake: dict[str, Any], ci_state: Optional[str]) -> Optional[str]:
