@@ -17,7 +17,7 @@ from loopx.cli.app import App, pass_app
 from loopx.errors import LoopxError
 
 # The same sentence as loopx.mcp.HINT (not imported: the two interfaces are independent).
-HINT = "the MCP server needs the MCP SDK: pip install 'loopx[mcp]' (or pip install mcp)"
+HINT = "the MCP server needs the MCP SDK: pip install 'mcp>=2.3,<3' (loopx's [mcp] extra)"
 
 
 @click.command()
@@ -28,7 +28,7 @@ def mcp(app: App) -> None:
     Tools for a turn of work (status, next, todo_*, evidence_*, gate_*, note_add, session_*,
     wake_*, quota_spend, prime) and resources (loopx://brief, loopx://prime, loopx://goal/ID);
     the actor is --actor / $LOOPX_ACTOR / human:<git user.email>, or an `actor` argument per
-    call. Needs the MCP SDK: pip install 'loopx[mcp]'.
+    call. Needs the MCP SDK (loopx's [mcp] extra): pip install 'mcp>=2.3,<3'.
     """
     if importlib.util.find_spec("mcp") is None:
         raise LoopxError(HINT)

@@ -8,6 +8,7 @@ wait on was answered, 12 the state changed, 13 CI for HEAD finished, 124 the tim
 from __future__ import annotations
 
 import shlex
+import sys
 import time
 from datetime import datetime, timedelta
 from typing import Callable, Optional
@@ -95,7 +96,9 @@ def watch(app: App, max_runs: Optional[int], timeout: Optional[str], backoff: st
     """Run CMD each time a wake is due; one watch per repository. When CMD exits 0 the wakes
     are acknowledged (a one-shot wake cleared, a recurring one re-armed); when it fails they
     stay due and the next try backs off. Exits with the last run's exit code."""
-    run = wakes.runner(argv, cwd=str(app.ledger.repo.work_tree or app.cwd))
+    # With --json, stdout is for the report: the command's own output goes to stderr.
+    run = wakes.runner(argv, cwd=str(app.ledger.repo.work_tree or app.cwd),
+                       stdout=sys.stderr if app.json else None)
     command = shlex.join(argv)
 
     def logged(wakeup: wakes.Wakeup) -> int:

@@ -8,7 +8,7 @@ import re
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Optional
+from typing import IO, TYPE_CHECKING, Any, Optional
 
 from loopx.errors import LoopxError, NotFound, TransitionError, UsageError
 from loopx.features import ci, readback, waker
@@ -158,16 +158,17 @@ def ack_due(ledger: Ledger, ids: Sequence[str], *, actor: str,
 
 
 def runner(argv: Sequence[str], *, cwd: str, environ: Optional[Mapping[str, str]] = None,
-           ) -> Callable[[Wakeup], int]:
-    """Runs ``argv`` for one wakeup (in ``cwd``, output passed through), with the wakeup in
-    its environment: ``LOOPX_WAKE_CAUSE``, ``LOOPX_WAKE_IDS`` (comma-separated),
-    ``LOOPX_WAKE_REASON`` and ``LOOPX_WAKE_JSON``; returns its exit code."""
+           stdout: Optional[IO[str]] = None) -> Callable[[Wakeup], int]:
+    """Runs ``argv`` for one wakeup (in ``cwd``; its output passed through, stdout to
+    ``stdout`` when given), with the wakeup in its environment: ``LOOPX_WAKE_CAUSE``,
+    ``LOOPX_WAKE_IDS`` (comma-separated), ``LOOPX_WAKE_REASON`` and ``LOOPX_WAKE_JSON``;
+    returns its exit code."""
     def run(wakeup: Wakeup) -> int:
         env = dict(os.environ if environ is None else environ)
         env.update(LOOPX_WAKE_CAUSE=wakeup.cause, LOOPX_WAKE_IDS=",".join(wakeup.wakes),
                    LOOPX_WAKE_REASON=wakeup.reason, LOOPX_WAKE_JSON=json.dumps(wakeup.to_dict()))
         try:
-            return subprocess.run(list(argv), cwd=cwd, env=env).returncode
+            return subprocess.run(list(argv), cwd=cwd, env=env, stdout=stdout).returncode
         except OSError as exc:
             raise LoopxError(f"cannot run {argv[0]!r}: {exc.strerror}") from None
     return run

@@ -192,7 +192,7 @@ def test_without_the_sdk_mcp_says_how_to_install_it(project: Path,
     result = invoke(project, "mcp", "--format", "json")
     assert result.code == 1
     assert result.err.strip() == ("error: the MCP server needs the MCP SDK: "
-                                  "pip install 'loopx[mcp]' (or pip install mcp)")
+                                  "pip install 'mcp>=2.3,<3' (loopx's [mcp] extra)")
     assert json.loads(result.out)["error"]["kind"] == "LoopxError"
 
 
