@@ -22,18 +22,23 @@ from loopx.ops import wakes
 EXIT = {"wake": 0, "gate": 11, "state": 12, "ci": 13, "timeout": 124}
 
 
-def _seconds(text: Optional[str], option: str) -> Optional[float]:
-    """A number of seconds (``0.5``) or a duration (``30m``)."""
+def _seconds(text: Optional[str], option: str, *, zero: bool = True) -> Optional[float]:
+    """A number of seconds (``0.5``) or a duration (``30m``); never negative (nor 0 unless
+    ``zero``)."""
     if text is None:
         return None
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
-        pass
-    try:
-        return clock.parse_duration(text).total_seconds()
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint=option) from None
+        try:
+            value = clock.parse_duration(text).total_seconds()
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint=option) from None
+    if value < 0 or (value == 0 and not zero) or value != value or value == float("inf"):
+        least = "0 or more" if zero else "more than 0"
+        raise click.BadParameter(f"{text!r} is not a time span of {least} seconds",
+                                 param_hint=option)
+    return value
 
 
 def _clock(app: App) -> Callable[[], datetime]:
@@ -46,8 +51,9 @@ def _clock(app: App) -> Callable[[], datetime]:
 
 def _pace(poll: Optional[str], fetch_every: Optional[str]) -> wakes.Pace:
     default = wakes.Pace()
-    return wakes.Pace(poll=_seconds(poll, "--poll") or default.poll,
-                            fetch_first=_seconds(fetch_every, "--fetch-every") or default.fetch_first)
+    return wakes.Pace(poll=_seconds(poll, "--poll", zero=False) or default.poll,
+                      fetch_first=_seconds(fetch_every, "--fetch-every", zero=False)
+                      or default.fetch_first)
 
 
 def _common(fn: Callable[..., None]) -> Callable[..., None]:

@@ -142,18 +142,20 @@ def wait(ledger: Ledger, *, actor: Optional[str], timeout: Optional[float] = Non
 
 def ack_due(ledger: Ledger, ids: Sequence[str], *, actor: str,
             now: Optional[datetime] = None) -> list[str]:
-    """Acknowledge (:func:`ack`) those of the wakes ``ids`` that are still due now, each in its
-    own commit; a wake someone cleared or acked meanwhile is skipped. Returns those acked."""
-    doc = status.status(ledger, actor=actor, ci=False, now=now)
-    due = {a["wake"] for a in doc["actions"] if a["kind"] == "wake_due"}
+    """Acknowledge (:func:`ack`) the wakes ``ids`` that a run was for, each in its own commit,
+    unless someone (the run itself, say) already did: a cleared wake is gone, a re-armed
+    recurring one is not due before a later time. Returns those acked."""
+    moment = now or clock.now()
     done = []
     for wake in ids:
-        if wake in due:
-            try:
-                ledger.run(ack, wake, actor=actor, now=now)
-            except (NotFound, TransitionError):
-                continue
-            done.append(wake)
+        found = ledger.fold().wakes.get(wake)
+        if found is None or (found.every and found.at and clock.parse_ts(found.at) > moment):
+            continue
+        try:
+            ledger.run(ack, wake, actor=actor, now=moment)
+        except (NotFound, TransitionError):
+            continue  # cleared between our look and our write
+        done.append(wake)
     return done
 
 

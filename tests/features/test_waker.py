@@ -265,3 +265,14 @@ def test_a_wake_cleared_by_the_command_itself_is_not_acked_twice(ledger: Ledger)
     tip = ledger.tip()
     assert report.wakes == [] and tip is not None
     assert git(ledger.repo.cwd, "log", "--oneline", "loopx/state").count("wake.fired") == 1
+
+
+def test_watch_acks_a_wake_on_ci_once_that_commits_ci_finished(repo: Path, ledger: Ledger) -> None:
+    _ci_command(repo).write_text("success")
+    ledger.run(wakes.set_, on_ci="HEAD", id="w-ci", actor=AGENT)
+    git(repo, "commit", "-q", "--allow-empty", "-m", "HEAD moved on")  # status no longer judges it
+    fake = FakeTime()
+    report = wakes.watch(ledger, ["true"], actor=AGENT, max_runs=2, timeout=300,
+                         clock_fn=fake.clock, sleep=fake.sleep, run=lambda w: 0, pace=SLOW_POLL)
+    assert (report.runs, report.wakes, report.stopped) == (1, ["w-ci"], "timeout")
+    assert ledger.fold().wakes == {}
