@@ -20,7 +20,8 @@ def _event_schema(type_name: str) -> dict[str, Any]:
     payload = model.model_json_schema(ref_template="#/$defs/{model}")
     defs = {**envelope.pop("$defs", {}), **payload.pop("$defs", {})}
     envelope["properties"]["type"] = {"const": type_name, "title": "Type"}
-    envelope["properties"]["v"] = {"const": version, "title": "V"}
+    envelope["properties"]["v"] = ({"const": version, "title": "V"} if version == 1 else
+                                   {"enum": list(range(1, version + 1)), "title": "V"})
     envelope["properties"]["data"] = {"$ref": f"#/$defs/{model.__name__}"}
     defs[model.__name__] = payload
     envelope["$defs"] = defs

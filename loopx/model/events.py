@@ -380,8 +380,8 @@ EVENT_TYPES: dict[str, tuple[type[Model], int]] = {
     "goal.created": (GoalCreated, 1),
     "goal.updated": (GoalUpdated, 1),
     "goal.closed": (GoalClosed, 1),
-    "todo.added": (TodoAdded, 1),
-    "todo.updated": (TodoUpdated, 1),
+    "todo.added": (TodoAdded, 2),
+    "todo.updated": (TodoUpdated, 2),
     "todo.claimed": (TodoClaimed, 1),
     "todo.renewed": (TodoRenewed, 1),
     "todo.released": (TodoReleased, 1),
@@ -394,7 +394,7 @@ EVENT_TYPES: dict[str, tuple[type[Model], int]] = {
     "gate.withdrawn": (GateWithdrawn, 1),
     "evidence.recorded": (EvidenceRecorded, 1),
     "evidence.remapped": (EvidenceRemapped, 1),
-    "wake.set": (WakeSet, 1),
+    "wake.set": (WakeSet, 2),
     "wake.cleared": (WakeCleared, 1),
     "wake.fired": (WakeFired, 1),
     "quota.set": (QuotaSet, 1),
@@ -411,6 +411,22 @@ EVENT_TYPES: dict[str, tuple[type[Model], int]] = {
     "session.acked": (SessionAcked, 1),
     "session.closed": (SessionClosed, 1),
 }
+
+# The version that introduced a payload field. An event is written at the lowest version that
+# holds its fields, so an older loopx keeps reading every event that does not use a new field,
+# and keeps (as of an unknown version, reported, never refused) one that does.
+SINCE: dict[str, dict[str, int]] = {
+    "todo.added": {"priority": 2, "discovered_from": 2},
+    "todo.updated": {"priority": 2},
+    "wake.set": {"every": 2},
+}
+
+
+def version_for(type_: str, data: dict[str, Any]) -> int:
+    """The version an event of ``type_`` with payload ``data`` is written at."""
+    since = SINCE.get(type_, {})
+    return max([1, *(v for k, v in since.items() if data.get(k) is not None)])
+
 
 # Payload fields the writer derives from its clock (e.g. a lease's expiry from --ttl): a retry
 # of the same event id may differ in them and is still the same event.
@@ -518,6 +534,11 @@ def parse_event(doc: Any, name: str = "<event>") -> Event:
         data = known[0].model_validate(env.data)
     except ValidationError as exc:
         raise SchemaError(f"{name}: {env.type}: {_describe(exc, ('data',))}") from None
+    if env.v < version_for(env.type, env.data):
+        newer = sorted(k for k, since in SINCE[env.type].items()
+                       if since > env.v and env.data.get(k) is not None)
+        raise SchemaError(f"{name}: {env.type} v{env.v} cannot hold {', '.join(newer)} "
+                          f"(they need v{version_for(env.type, env.data)})")
     return Event(env, data)
 
 
@@ -526,7 +547,7 @@ def make_event(
     goal: Optional[str] = None,
 ) -> Event:
     """Build and validate a new event for writing."""
-    doc: dict[str, Any] = {"id": event_id, "type": type, "v": EVENT_TYPES[type][1], "at": at,
+    doc: dict[str, Any] = {"id": event_id, "type": type, "v": version_for(type, data), "at": at,
                            "clock": clock, "actor": actor, "data": data}
     if goal is not None:
         doc["goal"] = goal

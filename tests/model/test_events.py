@@ -69,3 +69,26 @@ def test_entity_ids_cannot_escape_a_path(text: str) -> None:
     except SchemaError:
         return
     assert "/" not in event.data.id and ".." not in event.data.id
+
+
+def test_an_event_is_written_at_the_lowest_version_that_holds_its_fields() -> None:
+    """So an older loopx keeps reading todos and wakes that use no new field, and keeps (as
+    of an unknown version, never refused) those that do."""
+    from loopx.model.events import make_event, parse_event
+
+    def made(type_: str, data: dict) -> object:
+        return make_event(type=type_, data=data, event_id="01J0000000000000000000000A",
+                          at="2030-01-01T00:00:00Z", clock=1, actor="agent:a@b")
+
+    plain = made("todo.added", {"id": "t-1", "goal": "g", "title": "T"})
+    assert plain.env.v == 1  # type: ignore[attr-defined]
+    urgent = made("todo.added", {"id": "t-1", "goal": "g", "title": "T", "priority": 0})
+    assert urgent.env.v == 2  # type: ignore[attr-defined]
+    assert made("wake.set", {"id": "w-1", "at": "2030-01-01T00:00:00Z", "every": 600}).env.v == 2  # type: ignore[attr-defined]
+    assert made("todo.updated", {"id": "t-1", "title": "x"}).env.v == 1  # type: ignore[attr-defined]
+
+    doc = urgent.to_dict()  # type: ignore[attr-defined]
+    with pytest.raises(SchemaError, match="todo.added v1 cannot hold priority \\(they need v2\\)"):
+        parse_event(dict(doc, v=1))
+    newer = parse_event(dict(doc, v=3))  # from a loopx newer than this one: kept as unknown
+    assert not newer.known
