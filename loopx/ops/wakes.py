@@ -108,7 +108,6 @@ class _Probe:
 
     def __init__(self, ledger: Ledger, actor: Optional[str], remote: Optional[str]) -> None:
         self.ledger, self.actor, self.remote = ledger, actor, remote
-        self.config = readback.read_config(ledger.repo)
 
     def tip(self) -> Optional[str]:
         return self.ledger.tip()
@@ -121,10 +120,11 @@ class _Probe:
         exchange.fetch(self.ledger, remote=self.remote)
 
     def ci(self, sha: str, snapshot: dict[str, Any]) -> str:
-        provider = self.config.get("loopx.ci.provider")
+        config = readback.read_config(self.ledger.repo)  # afresh: a watch runs for days
+        provider = config.get("loopx.ci.provider")
         if not provider:
             return "unknown"
-        return ci.check(sha, provider=provider, repo=self.ledger.repo, config=self.config,
+        return ci.check(sha, provider=provider, repo=self.ledger.repo, config=config,
                         snapshot=snapshot, fresh=True).state
 
 

@@ -148,3 +148,11 @@ def test_bad_arguments_say_what_to_give(repo: Path, args: list[str], message: st
     _ledger(repo)
     result = invoke(repo, *args)
     assert result.code == 2 and message in result.err
+
+
+@pytest.mark.parametrize("line", ['["wait", "--timeout", "0"]', '["watch", "--", "true"]',
+                                  '["mcp"]'])
+def test_long_running_commands_cannot_run_inside_a_batch(repo: Path, line: str) -> None:
+    _ledger(repo)
+    result = invoke(repo, "batch", input=line + "\n")
+    assert result.code == 1 and "cannot run inside a batch" in result.err
