@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+from typing import Optional
 
 import click
 
@@ -21,8 +22,10 @@ HINT = "the MCP server needs the MCP SDK: pip install 'mcp>=2.3,<3' (loopx's [mc
 
 
 @click.command()
+@click.option("--actor", "as_actor", metavar="WHO", help="Who acts when a call does not say "
+              "(same as the global --actor; default $LOOPX_ACTOR, else human:<git user.email>).")
 @pass_app
-def mcp(app: App) -> None:
+def mcp(app: App, as_actor: Optional[str]) -> None:
     """Serve this repository's ledger to an agent over the Model Context Protocol (stdio).
 
     Tools for a turn of work (status, next, todo_*, evidence_*, gate_*, note_add, session_*,
@@ -33,7 +36,7 @@ def mcp(app: App) -> None:
     if importlib.util.find_spec("mcp") is None:
         raise LoopxError(HINT)
     argv = [sys.executable, "-m", "loopx.mcp", "-C", app.cwd]
-    actor = app.actor_or_none()
+    actor = as_actor or app.actor_or_none()
     argv += ["--actor", actor] if actor else []
     argv += ["--state-ref", app.state_ref] if app.state_ref else []
     sys.stdout.flush()

@@ -48,7 +48,9 @@ def _params(repo: Path, *global_args: str) -> StdioServerParameters:
 
 @pytest.fixture
 async def session(project: Path) -> AsyncIterator[ClientSession]:
-    async with stdio_client(_params(project, "--actor", AGENT)) as (read, write):
+    params = _params(project)
+    params.args.extend(["--actor", AGENT])  # git loopx -C REPO mcp --actor AGENT
+    async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as client:
             await client.initialize()
             yield client
