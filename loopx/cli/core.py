@@ -50,21 +50,37 @@ def config() -> None:
               help="Require signed commits for gate answers (all, off, or gate ids).")
 @click.option("--allowed-signers", "signers_file", type=click.Path(exists=True, dir_okay=False),
               help="An ssh allowed_signers file whose keys may sign answers.")
+@click.option("--evidence-ignore", "ignore", multiple=True, metavar="GLOB",
+              help="Paths whose changes leave evidence fresh unless it (or its criterion) names "
+              "its own paths, e.g. 'docs/**' (repeatable; replaces the list).")
+@click.option("--no-evidence-ignore", "no_ignore", is_flag=True,
+              help="Clear the evidence ignore list.")
+@click.option("--ci-criterion", "ci_specs", multiple=True, metavar="CHECK=GOAL:CRITERION",
+              help="A CI check whose result meets (or un-meets) a criterion (repeatable; "
+              "CHECK= removes the check's mapping).")
 @pass_app
 def config_set(app: App, roles: tuple[str, ...], lease_ttl: Optional[str],
                session_slots: Optional[int], session_idle: Optional[str],
-               signed_answers: Optional[str], signers_file: Optional[str]) -> None:
+               signed_answers: Optional[str], signers_file: Optional[str],
+               ignore: tuple[str, ...], no_ignore: bool, ci_specs: tuple[str, ...]) -> None:
     """Change ledger settings."""
     try:
         role_map = settings.parse_roles(roles)
     except UsageError as exc:
         raise click.BadParameter(str(exc), param_hint="--role") from None
+    try:
+        ci_map = settings.parse_ci_criteria(ci_specs)
+    except UsageError as exc:
+        raise click.BadParameter(str(exc), param_hint="--ci-criterion") from None
+    if ignore and no_ignore:
+        raise click.UsageError("give --evidence-ignore or --no-evidence-ignore, not both")
     signers = Path(signers_file).read_text("utf-8") if signers_file else None
     event = app.write(lambda txn: settings.set_(
         txn, roles=role_map, lease_ttl=optional_duration(lease_ttl), session_slots=session_slots,
         session_idle=optional_duration(session_idle),
         signed_answers=settings.parse_signed_answers(signed_answers) if signed_answers else None,
-        allowed_signers=signers))
+        allowed_signers=signers, evidence_ignore=[] if no_ignore else (list(ignore) or None),
+        ci_criteria=ci_map))
     app.emit_event(event, "updated ledger config")
 
 

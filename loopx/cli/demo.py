@@ -79,8 +79,8 @@ STORY: list[tuple[str, str, list[str], bool]] = [
     ("", AGENT, ["todo", "done", "tests", "--evidence", "unit-tests"], False),
     ("CI reports back as evidence too.", AGENT, ["todo", "claim", "ci"], False),
     ("", AGENT, ["evidence", "add", "--kind", "ci", "--todo", "ci", "--id", "ci-run",
-                 "--criterion", "a3", "--url", "https://ci.example.com/runs/1", "--exit-code", "0",
-                 "--summary", "all checks passed"], False),
+                 "--criterion", "a3", "--check", "tests", "--url", "https://ci.example.com/runs/1",
+                 "--exit-code", "0", "--summary", "all checks passed"], False),
     ("", AGENT, ["todo", "done", "ci", "--evidence", "ci-run"], True),
     ("The release waits for the maintainer. An agent may not answer the gate:",
      AGENT, ["gate", "answer", "names", "--approve"], False),
@@ -88,7 +88,10 @@ STORY: list[tuple[str, str, list[str], bool]] = [
      MAINTAINER, ["gate", "answer", "names", "--approve", "--comment", "field names are stable"], True),
     ("The agent releases, and the goal closes: every criterion is met by evidence.",
      AGENT, ["todo", "claim", "release"], False),
-    ("", AGENT, ["todo", "done", "release", "--summary", "tagged v1.1"], False),
+    ("", AGENT, ["evidence", "add", "--kind", "receipt", "--todo", "release",
+                 "--url", "https://example.com/hello-cli/releases/v1.1",
+                 "--summary", "tagged v1.1"], False),
+    ("", AGENT, ["todo", "done", "release"], False),
     ("", MAINTAINER, ["goal", "close", "json", "--achieved", "--reason", "shipped in 1.1"], True),
 ]
 

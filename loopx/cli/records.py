@@ -31,15 +31,20 @@ def evidence() -> None:
 @click.option("--summary", help="One line on what it shows.")
 @click.option("--url", help="Where to see it (CI run, review, receipt).")
 @click.option("--digest", help="Digest of the output, e.g. sha256:...")
+@click.option("--paths", "paths", multiple=True, metavar="GLOB",
+              help="The paths it covers (repeatable, e.g. 'src/**'); changes elsewhere leave it "
+              "fresh. Default: its criterion's paths, else the whole tree.")
+@click.option("--check", metavar="NAME", help="The CI check it reports (kind ci).")
 @click.option("--id", "ev_id", help="Id to use (default: a generated e-xxxxxx).")
 @event_id_option
 @pass_app
 def evidence_add(app: App, kind: str, todo_id: Optional[str], goal_id: Optional[str],
                  criterion: tuple[str, ...], rev: Optional[str], command: Optional[str],
                  exit_code: Optional[int], duration_s: Optional[float], summary: Optional[str],
-                 url: Optional[str], digest: Optional[str], ev_id: Optional[str],
-                 event_id: Optional[str]) -> None:
-    """Record evidence; it is bound to HEAD's commit and tree unless --commit says otherwise."""
+                 url: Optional[str], digest: Optional[str], paths: tuple[str, ...],
+                 check: Optional[str], ev_id: Optional[str], event_id: Optional[str]) -> None:
+    """Record evidence. It is bound to HEAD and the work tree as it is now (uncommitted changes
+    and untracked files included), or to --commit's commit and tree."""
     try:
         bound = evidence_ops.binding(app.ledger, rev)
     except NotFound as exc:
@@ -47,7 +52,7 @@ def evidence_add(app: App, kind: str, todo_id: Optional[str], goal_id: Optional[
     event = app.write(lambda txn: evidence_ops.add(
         txn, kind, bound=bound, todo=todo_id, goal=goal_id, criteria=criterion, command=command,
         exit_code=exit_code, duration_s=duration_s, summary=summary, url=url, digest=digest,
-        id=ev_id, event_id=event_id))
+        paths=paths, check=check, id=ev_id, event_id=event_id))
     app.emit_event(event, f"recorded {kind} evidence {event.data.id}")
 
 
@@ -67,6 +72,42 @@ def _evidence_text(items: list[dict[str, Any]]) -> str:
         f"{'exit ' + str(e['exit_code']) if e['exit_code'] is not None else '':<7} "
         f"{e['summary'] or ''}" for e in items
     ) or "no evidence"
+
+
+# --- CI ---------------------------------------------------------------------------------------
+
+
+@click.group()
+def ci() -> None:
+    """CI results as evidence (checks mapped to criteria with `config set --ci-criterion`)."""
+
+
+@ci.command("record")
+@click.option("--dry-run", is_flag=True, help="Show what would be recorded; record nothing.")
+@click.option("--offline", is_flag=True, help="Use no network (CI from its cache only).")
+@pass_app
+def ci_record(app: App, dry_run: bool, offline: bool) -> None:
+    """Record the finished CI checks for HEAD that are mapped to criteria, as evidence of kind
+    ci (with each check's URL), so every clone sees them without asking the provider."""
+    found = evidence_ops.record_ci(app.ledger, actor=app.actor, offline=offline,
+                                   dry_run=dry_run, now=app.now)
+    data = {"commit": found.commit, "ci": found.ci, "planned": found.planned,
+            "recorded": [e.to_dict() for e in found.events], "pending": found.pending}
+    app.emit(data, lambda: _ci_text(found, dry_run))
+
+
+def _ci_text(found: evidence_ops.CiRecord, dry_run: bool) -> str:
+    verb = "would record" if dry_run else "recorded"
+    ids = [e.data.id for e in found.events] or ["-"] * len(found.planned)
+    lines = [f"{verb} ci evidence {ev_id} for goal {p['goal']} ({', '.join(p['criteria'])}): "
+             f"{p['check']} {p['state']}" + (f" {p['url']}" if p.get("url") else "")
+             for ev_id, p in zip(ids, found.planned)]
+    lines += [f"still running: {name}" for name in found.pending]
+    if not found.planned:
+        state = found.ci.get("state")
+        detail = f" ({found.ci['detail']})" if found.ci.get("detail") else ""
+        lines.append(f"nothing new to record for {found.commit[:12]}: CI is {state}{detail}")
+    return "\n".join(lines)
 
 
 # --- wakes ----------------------------------------------------------------------------------
@@ -171,13 +212,16 @@ def quota_set(app: App, goal_id: Optional[str], turns: Optional[int], tokens: Op
 @click.option("--turns", type=click.IntRange(min=0), default=0)
 @click.option("--tokens", type=click.IntRange(min=0), default=0)
 @click.option("--cost", type=click.FloatRange(min=0), default=0.0)
+@click.option("--force", is_flag=True, help="Record it although it goes past the budget.")
+@click.option("--reason", help="Why it went past the budget (needed with --force).")
 @event_id_option
 @pass_app
 def quota_spend(app: App, goal_id: Optional[str], todo_id: Optional[str], turns: int, tokens: int,
-                cost: float, event_id: Optional[str]) -> None:
-    """Record what was spent (after the work)."""
+                cost: float, force: bool, reason: Optional[str], event_id: Optional[str]) -> None:
+    """Record what was spent (after the work); past the budget only with --force --reason."""
     event = app.write(lambda txn: quotas.spend(txn, goal=goal_id, todo=todo_id, turns=turns,
-                                               tokens=tokens, cost=cost, event_id=event_id))
+                                               tokens=tokens, cost=cost, force=force,
+                                               reason=reason, event_id=event_id))
     app.emit_event(event, f"spent {turns} turns, {tokens} tokens, {cost} cost")
 
 

@@ -121,10 +121,10 @@ def status_text(snap: dict[str, Any], ledger_text: str, *, color: bool = False) 
     out = [first, *environment_lines(snap["environment"], paint)]
     actions = [a for a in snap["actions"] if a["kind"] not in ("work", "wait_lease")][:8]
     if actions:
-        out.append(paint("\nDo now:" if not actions[0]["kind"].startswith("wait") else "\nWaiting for:",
+        out.append(paint("\nDo now:" if not recovery.is_waiting(actions[0]) else "\nWaiting for:",
                          bold=True))
         for action in actions:
-            colour = "yellow" if action["kind"].startswith("wait") else "red" if action["priority"] < 30 else "cyan"
+            colour = "yellow" if recovery.is_waiting(action) else "red" if action["priority"] < 30 else "cyan"
             out.append(f"  {paint(action['kind'], fg=colour)}: {action['reason']}")
             if action.get("command"):
                 out.append(paint(f"    {action['command']}", dim=True))

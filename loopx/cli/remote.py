@@ -62,10 +62,12 @@ def push(app: App, remote: Optional[str]) -> None:
 @click.command("doctor")
 @click.option("--rollback", is_flag=True,
               help="Move loopx/state back to its newest healthy reflog entry (lists what it drops).")
+@click.option("--verify", is_flag=True,
+              help="Also replay every event and compare the cache and the checkpoints with it.")
 @pass_app
-def doctor(app: App, rollback: bool) -> None:
+def doctor(app: App, rollback: bool, verify: bool) -> None:
     """Check the state branch: objects, files, reflog, locks, quarantines."""
-    result = upkeep.examine(app.cwd, ref=app.state_ref, rollback=rollback)
+    result = upkeep.examine(app.cwd, ref=app.state_ref, rollback=rollback, verify=verify)
     app.emit(result, lambda: _doctor_text(result))
     final = result.get("after", result["health"])
     if not final["ok"]:
@@ -82,6 +84,8 @@ def _doctor_text(result: dict[str, Any]) -> str:
     lines += [f"  problem: {p}" for p in health["problems"][:30]]
     lines += [f"  warning: {w}" for w in health["warnings"]]
     lines.append(f"  reflog: {health['reflog_entries']} entries")
+    if "verify" in result:
+        lines.append(f"  verified against a replay of the events: {', '.join(result['verify']['checked'])}")
     for lock in health["locks"]:
         lines.append(f"  lock: {lock['lock']}" + (f" (pid {lock['pid']})" if "pid" in lock else
                                                    f" ({lock['age_seconds']}s old)"))
@@ -97,3 +101,13 @@ def _doctor_text(result: dict[str, Any]) -> str:
                          f"{len(rb['dropped'])} event file(s):")
             lines += [f"  {path}" for path in rb["dropped"]]
     return "\n".join(lines)
+
+
+@click.command("checkpoint")
+@pass_app
+def checkpoint(app: App) -> None:
+    """Commit a checkpoint of the projection, so fresh clones start from it (sync makes one
+    every 10,000 events on its own)."""
+    made = upkeep.checkpoint(app.ledger, actor=app.actor)
+    app.emit({"checkpoint": made}, f"checkpoint of {made[:12]} committed" if made
+             else "the tip has a checkpoint already")

@@ -49,9 +49,23 @@ def _goal(goal: dict[str, Any], paint: Any) -> list[str]:
         mark = paint("x", fg="green") if c["met"] else " "
         if c.get("needs_rerun"):  # met only by stale evidence (added by readback)
             mark = paint("~", fg="yellow")
-        out.append(f"  [{mark}] {c['id']}  {c['text']}"
-                   + ("  (evidence is stale: re-run)" if c.get("needs_rerun") else ""))
+        out.append(f"  [{mark}] {c['id']}  {c['text']}" + _criterion_note(c))
+    out += [f"  [-] {c['id']}  {c['text']}  (retired)" for c in goal.get("retired", [])]
     return out
+
+
+def _criterion_note(crit: dict[str, Any]) -> str:
+    if crit.get("ci"):
+        verdict = "passed" if crit["ci"]["verdict"] == "pass" else "failed"
+        return f"  (CI {verdict} for HEAD, not recorded: git loopx ci record)"
+    if crit.get("needs_rerun"):
+        changed = crit.get("changed") or []
+        shown = f": {', '.join(changed[:3])}{', ...' if len(changed) > 3 else ''} changed" if (
+            changed) else ""
+        return f"  (evidence is stale{shown}: re-run)"
+    if crit.get("verdict") == "fail":
+        return f"  (latest evidence {crit.get('latest')} failed)"
+    return ""
 
 
 def _todos(snap: dict[str, Any], paint: Any) -> list[str]:

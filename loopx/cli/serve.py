@@ -28,8 +28,8 @@ HINT = "the MCP server needs the MCP SDK: pip install 'mcp>=2.3,<3' (loopx's [mc
 def mcp(app: App, as_actor: Optional[str]) -> None:
     """Serve this repository's ledger to an agent over the Model Context Protocol (stdio).
 
-    Tools for a turn of work (status, next, todo_*, evidence_*, gate_*, note_add, session_*,
-    wake_*, quota_spend, prime) and resources (loopx://brief, loopx://prime, loopx://goal/ID);
+    Tools for a turn of work (status, next, todo_*, evidence_* (rerun too), gate_*, note_add,
+    session_*, wake_*, quota_spend, prime) and resources (loopx://brief, loopx://prime, loopx://goal/ID);
     the actor is --actor / $LOOPX_ACTOR / human:<git user.email>, or an `actor` argument per
     call. Needs the MCP SDK (loopx's [mcp] extra): pip install 'mcp>=2.3,<3'.
     """

@@ -91,14 +91,30 @@ def todo_release(app: App, todo_id: str, reason: Optional[str], event_id: Option
 @click.argument("todo_id")
 @click.option("--evidence", multiple=True, metavar="ID", help="Evidence id (repeatable).")
 @click.option("--summary")
+@click.option("--reason", metavar="TEXT",
+              help="Why it is done without passing, fresh evidence (recorded and shown).")
 @event_id_option
 @pass_app
 def todo_done(app: App, todo_id: str, evidence: tuple[str, ...], summary: Optional[str],
-              event_id: Optional[str]) -> None:
-    """Mark a todo done, citing evidence."""
+              reason: Optional[str], event_id: Optional[str]) -> None:
+    """Mark a todo done, on passing evidence that still vouches for the code (cited, else the
+    latest recorded for it), or with --reason saying why not."""
     event = app.write(lambda txn: todos.done(txn, todo_id, evidence=evidence, summary=summary,
-                                             event_id=event_id))
-    app.emit_event(event, f"finished todo {event.data.id}")
+                                             reason=reason, event_id=event_id))
+    app.emit_event(event, f"finished todo {event.data.id}"
+                   + (" without passing evidence (reason recorded)" if reason else ""))
+
+
+@todo.command("ack")
+@click.argument("todo_id")
+@click.option("--gate", "gates", multiple=True, metavar="GATE",
+              help="The decision to acknowledge (repeatable; default: all of them).")
+@event_id_option
+@pass_app
+def todo_ack(app: App, todo_id: str, gates: tuple[str, ...], event_id: Optional[str]) -> None:
+    """Acknowledge decisions made since you claimed a todo: you have re-planned with them."""
+    event = app.write(lambda txn: todos.ack(txn, todo_id, gates=gates, event_id=event_id))
+    app.emit_event(event, f"acknowledged {', '.join(event.data.gates)} on todo {event.data.id}")
 
 
 @todo.command("block")
@@ -223,4 +239,9 @@ def _show_text(found: dict[str, Any]) -> str:
         lines.append(f"  not ready: {found['why_not_ready']}")
     if found["evidence"]:
         lines.append(f"  evidence: {', '.join(found['evidence'])}")
+    if found.get("no_evidence_reason"):
+        lines.append(f"  done without evidence: {found['no_evidence_reason']}")
+    if found["decisions_since_claim"]:
+        lines.append(f"  decisions since claim: {', '.join(found['decisions_since_claim'])} "
+                     f"(git loopx todo ack {found['id']})")
     return "\n".join(lines)

@@ -40,13 +40,14 @@ def _goal_section(snap: dict[str, Any], goal: dict[str, Any]) -> list[str]:
     evidence = {e["id"]: e for e in snap["evidence"]}
     for crit in goal["acceptance"]:
         mark = "x" if crit.get("freshness") == "fresh" else " "
-        out.append(f"- [{mark}] **{crit['id']}** {crit['text']} — {crit.get('freshness', 'unmet')}")
+        out.append(f"- [{mark}] **{crit['id']}** {crit['text']} — {crit.get('freshness', 'unmet')}"
+                   + _criterion_detail(goal, crit))
         for ev_id in crit.get("evidence", []):
             ev = evidence.get(ev_id, {})
             commit = (ev.get("commit") or "-")[:12]
             out.append(f"  - {ev_id} ({ev.get('kind')}, {commit}, {ev.get('freshness') or 'n/a'})"
-                       + (f": {ev['summary']}" if ev.get("summary") else "")
-                       + (f" — re-run `{ev['command']}`" if ev.get("command") and ev.get("freshness") == "stale" else ""))
+                       + (f": {ev['summary']}" if ev.get("summary") else ""))
+    out += [f"- [-] ~~{c['id']}~~ {c['text']} — retired" for c in goal.get("retired", [])]
     todos = [t for t in snap["todos"] if t["goal"] == goal["id"]]
     out += ["", "### Done", ""] + _todo_lines([t for t in todos if t["state"] == "done"])
     out += ["", "### Frontier (ready)", ""] + _todo_lines([t for t in todos if t["ready"]])
@@ -55,10 +56,28 @@ def _goal_section(snap: dict[str, Any], goal: dict[str, Any]) -> list[str]:
     return out + [""]
 
 
+def _criterion_detail(goal: dict[str, Any], crit: dict[str, Any]) -> str:
+    """Why a criterion is not simply met: its scope, what changed, a failure, unrecorded CI."""
+    parts = [f"judged on {', '.join(crit['paths'])}"] if crit.get("paths") else []
+    if crit.get("changed"):
+        parts.append(f"changed since: {', '.join(crit['changed'][:5])}")
+    if crit.get("verdict") == "fail" and not crit.get("ci"):
+        parts.append(f"latest evidence {crit.get('latest')} failed")
+    if crit.get("ci"):
+        names = ", ".join(c["name"] for c in crit["ci"].get("checks", []))
+        parts.append(f"CI ({names}) {crit['ci']['verdict']} for HEAD, not recorded yet: "
+                     "`git loopx ci record`")
+    elif crit.get("needs_rerun") or crit.get("verdict") == "fail":
+        parts.append(f"re-run: `git loopx rerun --criterion {goal['id']}:{crit['id']}`")
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
 def _todo_lines(todos: list[dict[str, Any]], *, why: bool = False) -> list[str]:
     if not todos:
         return ["- (none)"]
     return [f"- {t['id']}: {t['title']}" + (f" — {t['why_not_ready']}" if why and t["why_not_ready"] else "")
+            + (f" — done without evidence: {t['no_evidence_reason']}"
+               if t.get("no_evidence_reason") else "")
             for t in todos]
 
 

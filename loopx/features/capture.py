@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Optional
 
 from loopx.errors import Ambiguous, NotFound
-from loopx.features import redact
+from loopx.features import readback, redact
 from loopx.ledger import cache
 from loopx.ledger.book import Ledger
 from loopx.ledger.draft import Draft
@@ -82,38 +82,56 @@ class Recorded:
 
 
 def record_commit(*, ledger: Ledger, actor: str, rev: str = "HEAD",
-                  info: Optional[CommitInfo] = None, now: Optional[datetime] = None) -> Recorded:
+                  info: Optional[CommitInfo] = None, now: Optional[datetime] = None,
+                  branch: Optional[str] = None, amended: Optional[str] = None) -> Recorded:
     """Commit evidence for ``rev``: one per todo named in its trailers, else per todo
-    ``actor`` holds a live lease on; a Loopx-Goal trailer alone gives goal-level evidence."""
+    ``actor`` holds a live lease on that was taken on ``branch`` (the branch the commit is
+    on); a Loopx-Goal trailer alone gives goal-level evidence. Never for a closed goal.
+
+    ``amended`` is the commit an amend replaced: what was recorded for it is remapped by
+    post-rewrite, so it is not recorded a second time here.
+    """
     info = info or read_commit(ledger.repo.cwd, rev)
     result = Recorded()
 
     def build(txn: "Txn") -> None:
         result.events.clear()
         result.notes.clear()
-        for todo, goal in _targets(txn, info, actor, now or clock.now(), result.notes):
-            if not _already_recorded(txn, info.sha, todo, goal):
+        targets = _targets(txn, info, actor, now or clock.now(), result.notes, branch)
+        for todo, goal in targets:
+            if not _already_recorded(txn, {info.sha, amended or info.sha}, todo, goal):
                 result.events.append(txn.add(_commit_draft(info, todo, goal)))
 
     ledger.write(build, actor=actor, now=now)
     return result
 
 
-def _targets(txn: "Txn", info: CommitInfo, actor: str, now: datetime,
-             notes: list[str]) -> list[tuple[Optional[str], Optional[str]]]:
+def _targets(txn: "Txn", info: CommitInfo, actor: str, now: datetime, notes: list[str],
+             branch: Optional[str]) -> list[tuple[Optional[str], Optional[str]]]:
     """(todo, goal) pairs the commit works on."""
     fold = txn.fold
     todos = [t for i in info.todos if (t := _resolve(fold.todos, i, "todo", notes))]
     goals = [g for i in info.goals if (g := _resolve(fold.goals, i, "goal", notes))]
     if not info.todos and not info.goals:
-        todos = _leased_by(fold, actor, now)
+        todos = _leased_by(fold, actor, now, branch)
+    todos = [t for t in todos if _open_goal(fold, fold.todos[t].goal, f"todo {t}", notes)]
+    goals = [g for g in goals if _open_goal(fold, g, f"goal {g}", notes)]
     pairs: list[tuple[Optional[str], Optional[str]]] = [(t, None) for t in todos]
     covered = {fold.todos[t].goal for t in todos}
     pairs += [(None, g) for g in goals if g not in covered]
     return pairs
 
 
-def _resolve(table: dict[str, Any], prefix: str, kind: str, notes: list[str]) -> Optional[str]:
+def _open_goal(fold: Any, goal_id: str, what: str, notes: list[str]) -> bool:
+    goal = fold.goals.get(goal_id)
+    if goal is not None and goal.state in ("achieved", "abandoned"):
+        owner = "" if what == f"goal {goal_id}" else f"'s goal {goal_id}"
+        notes.append(f"trailer ignored: {what}{owner} is {goal.state}")
+        return False
+    return True
+
+
+def _resolve(table: Mapping[str, Any], prefix: str, kind: str, notes: list[str]) -> Optional[str]:
     try:
         return resolve_id(table, prefix, kind)
     except (NotFound, Ambiguous) as exc:
@@ -122,30 +140,37 @@ def _resolve(table: dict[str, Any], prefix: str, kind: str, notes: list[str]) ->
 
 
 def cached_leases(*, loopx_dir: Path, ref: str, tip: str, actor: str,
-                  now: Optional[datetime] = None) -> Optional[list[str]]:
-    """The todos ``actor`` holds a live lease on, from the projection cache of ``tip``; None
-    when the cache is not of that tip. Imports no pydantic: post-commit's common case (no
-    trailer, no lease) stays cheap."""
-    cached = cache.load(cache.path_for(loopx_dir / "cache", ref))
+                  branch: Optional[str] = None, now: Optional[datetime] = None
+                  ) -> Optional[list[str]]:
+    """The todos ``actor`` holds a live lease on, taken on ``branch``, from the projection
+    cache of ``tip``; None when the cache is not of that tip. Imports no pydantic:
+    post-commit's common case (no trailer, no lease) stays cheap."""
+    cached = cache.load_live(cache.paths_for(loopx_dir / "cache", ref)[1])
     if cached is None or cached[0] != tip:
         return None
-    return _leased_by(cached[1], actor, now or clock.now())
+    return _leased_by(cached[1], actor, now or clock.now(), branch)
 
 
-def _leased_by(fold: Any, actor: str, now: datetime) -> list[str]:
+def _leased_by(fold: Any, actor: str, now: datetime, branch: Optional[str]) -> list[str]:
+    """Leases count for commits on the branch they were taken on only: a commit elsewhere (a
+    release branch, another worktree's branch, a detached HEAD) is not that work."""
     return sorted(
         todo.id for todo in fold.todos.values()
         if todo.state == "open" and todo.holder == actor and todo.until
+        and branch is not None and todo.branch == branch
         and clock.parse_ts(todo.until) > now
     )
 
 
-def _already_recorded(txn: "Txn", sha: str, todo: Optional[str], goal: Optional[str]) -> bool:
-    # post-commit can run twice for one commit (a retried hook, a chained runner); record once.
-    return any(
-        ev.kind == "commit" and ev.commit == sha and ev.todo == todo and (todo or ev.goal == goal)
-        for ev in txn.fold.evidence.values()
-    )
+def _already_recorded(txn: "Txn", shas: set[str], todo: Optional[str],
+                      goal: Optional[str]) -> bool:
+    # post-commit can run twice for one commit (a retried hook, a chained runner), and an amend
+    # is remapped by post-rewrite: record once. Commits are followed through earlier remaps.
+    fold = txn.fold
+    mine = (fold.evidence[e] for e in fold.todos[todo].evidence if e in fold.evidence) if (
+        todo) else (ev for ev in fold.evidence.values() if ev.todo is None and ev.goal == goal)
+    return any(ev.kind == "commit" and ev.commit is not None and (
+        ev.commit in shas or readback.follow(fold.remaps, ev.commit) in shas) for ev in mine)
 
 
 def _commit_draft(info: CommitInfo, todo: Optional[str], goal: Optional[str]) -> Draft:
@@ -198,7 +223,8 @@ class RunOutcome:
 
 
 def run_command(argv: list[str], *, environ: Mapping[str, str],
-                stdout: IO[bytes], stderr: IO[bytes]) -> RunOutcome:
+                stdout: IO[bytes], stderr: IO[bytes],
+                cwd: Optional[Path] = None) -> RunOutcome:
     """Run ``argv``, streaming its output to ``stdout``/``stderr`` while capturing it.
 
     The digest and tail are of the *redacted* output: the digest is stored in git forever,
@@ -210,16 +236,16 @@ def run_command(argv: list[str], *, environ: Mapping[str, str],
     command = shlex.join(redact.redact_argv(argv, environ))[:10_000]
     started = time.monotonic()
     spool = _Spool()
-    code = _tee(argv, environ, spool, stdout, stderr)
+    code = _tee(argv, environ, spool, stdout, stderr, cwd)
     digest, tail = spool.summarise(redactor)
     return RunOutcome(command, code, round(time.monotonic() - started, 3), digest, tail)
 
 
 def _tee(argv: list[str], environ: Mapping[str, str], spool: "_Spool",
-         stdout: IO[bytes], stderr: IO[bytes]) -> int:
+         stdout: IO[bytes], stderr: IO[bytes], cwd: Optional[Path]) -> int:
     try:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                env=dict(environ))
+                                env=dict(environ), cwd=cwd)
     except OSError as exc:  # not found, not executable: the shell's 127/126
         message = f"loopx run: {argv[0]}: {exc.strerror}\n".encode()
         stderr.write(message)

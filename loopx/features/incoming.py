@@ -75,11 +75,15 @@ class Verdict:
         return "\n".join(lines)
 
 
-def check(store: Store, *, theirs: str, ours: Optional[str], previous: Optional[str] = None) -> Verdict:
+def check(store: Store, *, theirs: str, ours: Optional[str], previous: Optional[str] = None,
+          parse: bool = True) -> Verdict:
     """Judge the tip ``theirs`` before merging it into ``ours`` (None: we have no state yet).
 
     ``previous`` is the remote tip we accepted last time; a ``theirs`` that no longer contains
-    it means the remote's history was rewritten.
+    it means the remote's history was rewritten. Without ``parse`` the event files are judged
+    by path, mode and size only: adopting a clone's origin replays every file anyway and
+    refuses the ones that do not parse (:func:`loopx.features.sync.adopt`), so reading each
+    twice would double the first command's cost.
     """
     tip = store.resolve(theirs)
     if tip is None:
@@ -99,7 +103,7 @@ def check(store: Store, *, theirs: str, ours: Optional[str], previous: Optional[
     for entry in added:
         _check_entry(entry, ours_dirs, verdict)
     _check_case(ours_dirs, added, verdict)
-    _check_contents(store, [e for e in added if e.path in verdict.new_files], verdict)
+    _check_contents(store, [e for e in added if e.path in verdict.new_files], verdict, parse)
     return verdict
 
 
@@ -176,7 +180,7 @@ def names_along(tree: TreeDirs, paths: list[str]) -> dict[str, set[str]]:
     return names
 
 
-def _check_contents(store: Store, entries: list[Entry], verdict: Verdict) -> None:
+def _check_contents(store: Store, entries: list[Entry], verdict: Verdict, parse: bool) -> None:
     """Size caps first (from object headers), then parse and validate every event file."""
     sizes = blob_sizes(store, [e.oid for e in entries])
     readable = []
@@ -188,7 +192,7 @@ def _check_contents(store: Store, entries: list[Entry], verdict: Verdict) -> Non
                 Finding(entry.path, "blob is missing or not a blob", "missing"))
         elif broken is not None:
             verdict.findings.append(Finding.of(entry.path, broken))
-        elif rules.is_event(entry.path):
+        elif rules.is_event(entry.path) and parse:
             readable.append(entry)
     for entry, data in zip(readable, store.read_blobs([e.oid for e in readable])):
         event, broken = rules.event_rule(entry.path, data)

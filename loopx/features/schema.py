@@ -188,6 +188,39 @@ STATUS_SCHEMA["properties"]["todos"]["items"]["properties"].update(
     priority={"type": "integer", "minimum": 0, "maximum": 4},
     discovered_from=_nullable("string"))
 
+# Added by issue 11 (evidence you can trust): the latest verdict per criterion, scopes, CI
+# results as verdicts, done-without-evidence reasons. Keys only ever added (docs/status.md).
+_CHECKS = {"type": "array", "items": {"type": "object", "required": ["name", "state"],
+                                      "properties": {"name": {"type": "string"},
+                                                     "state": {"type": "string"},
+                                                     "url": _nullable("string")}}}
+_criterion["properties"].update(
+    latest=_nullable("string"), verdict={"enum": ["pass", "fail", None]}, paths=_STR_LIST,
+    revision={"type": "integer"}, changed=_STR_LIST, why=_nullable("string"),
+    ci={"oneOf": [{"type": "null"}, {
+        "type": "object", "required": ["verdict", "checks", "recorded"],
+        "properties": {"verdict": {"enum": ["pass", "fail"]}, "checks": _CHECKS,
+                       "recorded": {"type": "boolean"}}}]})
+STATUS_SCHEMA["properties"]["goals"]["items"]["properties"].update(
+    retired={"type": "array", "items": {"type": "object", "required": ["id", "text"]}},
+    override={"type": "boolean"})
+STATUS_SCHEMA["properties"]["todos"]["items"]["properties"]["no_evidence_reason"] = _nullable(
+    "string")
+STATUS_SCHEMA["properties"]["evidence"]["items"]["properties"].update(
+    url=_nullable("string"), paths=_STR_LIST, check=_nullable("string"))
+_environment = STATUS_SCHEMA["$defs"]["environment"]["properties"]
+_environment["evidence"]["additionalProperties"]["properties"].update(
+    tree=_nullable("string"), paths=_STR_LIST, ignored=_STR_LIST,
+    outside_scope={"type": "integer"})
+_environment["judged_tree"] = _nullable("string")
+_environment["criteria"] = {"type": "object", "additionalProperties": {
+    "type": "object", "required": ["state", "evidence", "verdict", "source", "changed"],
+    "properties": {"state": {"enum": ["fresh", "stale", "unknown", "unmet"]},
+                   "evidence": _nullable("string"), "verdict": {"enum": ["pass", "fail", None]},
+                   "source": {"enum": ["ledger", "ci"]}, "changed": _STR_LIST,
+                   "reason": _nullable("string"), "evidence_state": _FRESHNESS,
+                   "checks": _CHECKS, "url": _nullable("string")}}}
+
 
 def render() -> dict[str, str]:
     """Every schema file: relative path -> exact text."""

@@ -26,7 +26,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
-from loopx.ledger import cache
+from loopx.ledger import checkpoints
 from loopx.storage import gateway
 from loopx.model import ids
 from loopx.features import incoming
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 DEFAULT_RETRIES = 5
 MERGE_AUTHOR = ("loopx sync", "sync@loopx.invalid")
+CHECKPOINT_ACTOR = "agent:loopx-sync"  # the author of the checkpoint commits sync makes
 FETCH_LOCK_WAIT_S = 10.0
 BACKOFF_BASE_S = 0.1
 BACKOFF_CAP_S = 3.0
@@ -102,8 +103,11 @@ def accepted_ref(ref: str, remote: str) -> str:
 def adopt(*, ledger: Ledger, remote: str = "origin") -> bool:
     """Point the local loopx/state at ``<remote>``'s when we have none (handoff by clone).
 
-    A hostile remote must not be adopted blindly: its state passes the incoming check first,
-    else it is quarantined and :class:`~loopx.errors.Quarantined` says how to go on.
+    A hostile remote must not be adopted blindly: its files pass the incoming check and every
+    event file must parse and validate as its state is replayed into the cache (one reading
+    of each file, not two); else it is quarantined, the cache cleared, and
+    :class:`~loopx.errors.Quarantined` says how to go on. The first command after a clone
+    therefore finds the cache ready.
     """
     store = ledger.store
     if store.tip(STATE_REF) is not None:
@@ -111,8 +115,12 @@ def adopt(*, ledger: Ledger, remote: str = "origin") -> bool:
     theirs = store.tip(tracking_ref(STATE_REF, remote))
     if theirs is None:
         return False
-    verdict = incoming.check(store, theirs=theirs, ours=None)
+    verdict = incoming.check(store, theirs=theirs, ours=None, parse=False)
+    if verdict.ok:
+        verdict.findings += [incoming.Finding(p.event, p.reason, "schema")
+                             for p in ledger.prepare(theirs) if p.type == "file"]
     if not verdict.ok:
+        ledger.projection.clear()
         ref = incoming.quarantine(store, remote=remote, verdict=verdict)
         shown = "\n".join(f"  {f}" for f in verdict.findings[:20])
         raise Quarantined(
@@ -170,10 +178,12 @@ def push(*, ledger: Ledger, remote: Optional[str] = None) -> Report:
 def sync(*, ledger: Ledger, remote: Optional[str] = None, retries: int = DEFAULT_RETRIES) -> Report:
     """Fetch, check, merge and push until the remote accepts our tip (or ``retries`` run out)."""
     report = _start(ledger, remote)
+    _checkpoint_if_due(ledger)
     if _push_ahead(ledger, report):
         return report
     for attempt in range(retries + 1):
         theirs = _fetch_merge(ledger, report)
+        _checkpoint_if_due(ledger)
         ours = ledger.tip()
         report.local_after = ours
         if ours is None or ours == theirs:
@@ -186,6 +196,17 @@ def sync(*, ledger: Ledger, remote: Optional[str] = None, retries: int = DEFAULT
             _clear_remote_lock(ledger.store, report)
         _retry_or_fail(report, outcome, attempt, retries)
     raise AssertionError("unreachable")
+
+
+def _checkpoint_if_due(ledger: Ledger) -> None:
+    """Commit a checkpoint when the ledger has grown by checkpoints.EVERY events since the
+    newest one, so that a fresh clone of the remote starts from it."""
+    tip = ledger.tip()
+    if tip is None:
+        return
+    newest = next(iter(checkpoints.listed(ledger.store, tip)), None)
+    if ledger.fold().events - (newest.events if newest else 0) >= checkpoints.EVERY:
+        ledger.checkpoint(actor=CHECKPOINT_ACTOR)
 
 
 def _push_ahead(ledger: Ledger, report: Report) -> bool:
@@ -417,11 +438,7 @@ def _proposal(ledger: Ledger) -> Any:
     store, base = ledger.store, ledger.tip()
     ref = PROPOSAL_PREFIX + ids.new_event_id()
     store.update_ref_if(ref, base or "", expected=None, reason="loopx: propose")
-    proposal = Ledger(ledger.repo, ref=ref)
-    cache_dir = ledger.repo.loopx_dir / "cache"
-    seeded = cache.load(cache.path_for(cache_dir, ledger.ref))  # not a full replay
-    if seeded is not None:
-        cache.save(cache.path_for(cache_dir, ref), *seeded)
+    proposal = Ledger(ledger.repo, ref=ref, cache_of=ledger.ref)  # not a replay of its own
     try:
         yield proposal
     finally:
@@ -429,7 +446,6 @@ def _proposal(ledger: Ledger) -> Any:
         tip = store.tip(ref)
         if tip is not None:
             store.delete_ref_if(ref, expected=tip)
-        cache.path_for(cache_dir, ref).unlink(missing_ok=True)
 
 
 def _last_line(text: str) -> str:

@@ -44,6 +44,7 @@ from loopx.features import incoming
 from loopx.state import entities
 from loopx.ledger import layout as rules
 from loopx.errors import NotFound
+from loopx.ledger import checkpoints
 from loopx.ledger.book import Ledger
 from loopx.model.events import Event
 from loopx.storage.store import STATE_REF
@@ -125,6 +126,7 @@ def validate(ledger: Ledger, *, base: Optional[str], head: str) -> Report:
     _check_tree_kept(store, mb, head_oid, report)
     _check_clocks(ledger, walked, added, report)
     _check_replay(ledger, mb, head_oid, added, report)
+    _check_checkpoints(ledger, head_oid, added, report)
     if base_oid is not None and base_oid != mb:
         _check_merge(ledger, base_oid, head_oid, added, report)
     return report
@@ -251,6 +253,23 @@ def _check_replay(
         for e in sorted((i.event for i in ours.values() if i.event is not None), key=Event.sort_key)
     ]
     report.config = history.config_changes(before.config, after.config)
+
+
+def _check_checkpoints(ledger: Ledger, head: str, added: list[Added], report: Report) -> None:
+    """A checkpoint the range adds must be the fold of its commit's events: replay and compare
+    (derived data is trusted no further than the events; docs/design.md, "Checkpoints")."""
+    new = {a.path.split("/")[1]: a.commit for a in added
+           if a.path.startswith("checkpoints/") and a.path.endswith("/manifest.json")}
+    listed = {m.commit: m for m in checkpoints.listed(ledger.store, head)}
+    for commit, where in sorted(new.items()):
+        manifest = listed.get(commit)
+        if manifest is None:
+            _fail(report, "checkpoint", f"checkpoints/{commit}", where,
+                  f"checkpoint {commit[:12]} is unreadable, of another loopx, or of a commit "
+                  "that is not in the history of the range")
+            continue
+        for problem in checkpoints.verify(ledger.fold_at(commit), ledger.store, head, manifest):
+            _fail(report, "checkpoint", f"checkpoints/{commit}", where, problem)
 
 
 def _check_merge(

@@ -36,15 +36,18 @@ def main(argv: Optional[list[str]] = None) -> int:
 
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
                         format="loopx mcp: %(levelname)s %(message)s")
+    worker = server.Worker()
     try:
         os.chdir(args.cwd)  # `evidence_run` runs commands where the repository is, as git -C
-        ledger = ledgers.open_ledger(".", ref=args.state_ref)
+        ledger = worker.call(lambda: ledgers.open_ledger(".", ref=args.state_ref))
         actor = args.actor or _default_actor()
     except LoopxError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    with ledger:
-        anyio.run(server.serve, server.Config(ledger, actor))
+    try:
+        anyio.run(server.serve, server.Config(ledger, actor, worker))
+    finally:
+        worker.call(ledger.close)
     return 0
 
 

@@ -10,14 +10,16 @@ protocol error. stdout is the protocol: nothing else may reach it.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
 import sys
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Optional, TypeVar
 
-import anyio
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
@@ -38,6 +40,7 @@ from loopx.ops import goals, status
 from loopx.version import __version__
 
 log = logging.getLogger("loopx.mcp")
+T = TypeVar("T")
 
 INSTRUCTIONS = (
     "loopx keeps this repository's goals, todos, gates (questions for a named human) and "
@@ -49,12 +52,30 @@ PRIME = "loopx://prime"
 GOAL = UriTemplate.parse("loopx://goal/{id}")
 
 
+class Worker:
+    """The one thread every ledger call runs in, one call at a time: the ledger's SQLite cache
+    may only be used by the thread that opened it, and the event loop stays free to answer
+    pings during a long `evidence_run`."""
+
+    def __init__(self) -> None:
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="loopx-mcp")
+
+    def call(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn`` in the worker and wait for it (outside the event loop)."""
+        return self.pool.submit(fn, *args).result()
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.wrap_future(self.pool.submit(fn, *args))
+
+
 @dataclass
 class Config:
-    """What the server serves: one repository's ledger, and who acts when a call does not say."""
+    """What the server serves: one repository's ledger (opened in ``worker``), and who acts
+    when a call does not say."""
 
     ledger: Ledger
     actor: Optional[str]
+    worker: Worker
 
 
 def schema(model: type[BaseModel]) -> dict[str, Any]:
@@ -149,13 +170,8 @@ def resources(config: Config) -> list[Resource]:
 
 
 def build(config: Config) -> Server[Any]:
-    """The server: calls run one at a time in a worker thread (the ledger is not shared
-    between threads; the event loop stays free to answer pings during a long `evidence_run`)."""
-    lock = anyio.Lock()
-
-    async def serial(fn: Any, *args: Any) -> Any:
-        async with lock:
-            return await anyio.to_thread.run_sync(fn, *args)
+    """The server: every call runs in the config's worker thread, one at a time."""
+    serial = config.worker.run
 
     async def on_list_tools(ctx: ServerRequestContext[Any],
                             params: Optional[PaginatedRequestParams]) -> ListToolsResult:

@@ -269,6 +269,10 @@ def _todo_done(ctx: Context, a: DoneArgs) -> dict[str, Any]:
 # --- evidence ---------------------------------------------------------------------------------
 
 
+Paths = Annotated[list[Annotated[str, Field(min_length=1, max_length=1_000)]], Field(
+    max_length=200, description="the paths it covers (globs); none: the whole tree")]
+
+
 class EvidenceAddArgs(WriteArgs):
     kind: Literal["test", "ci", "commit", "review", "receipt", "note"]
     todo: Optional[Ref] = None
@@ -282,6 +286,9 @@ class EvidenceAddArgs(WriteArgs):
     summary: Optional[str] = Field(default=None, max_length=20_000)
     url: Optional[str] = Field(default=None, max_length=2_000)
     digest: Optional[str] = Field(default=None, max_length=200)
+    paths: Paths = Field(default_factory=list)
+    check: Optional[str] = Field(default=None, min_length=1, max_length=200, description=(
+        "the CI check it reports (kind ci)"))
     id: Optional[Ref] = None
 
 
@@ -293,7 +300,8 @@ def _evidence_add(ctx: Context, a: EvidenceAddArgs) -> dict[str, Any]:
     return event(ctx.write(a, lambda txn: evidence.add(
         txn, a.kind, bound=bound, todo=a.todo, goal=a.goal, criteria=a.criteria,
         command=a.command, exit_code=a.exit_code, duration_s=a.duration_s, summary=a.summary,
-        url=a.url, digest=a.digest, id=a.id, event_id=a.event_id)))
+        url=a.url, digest=a.digest, paths=a.paths, check=a.check, id=a.id,
+        event_id=a.event_id)))
 
 
 class RunArgs(WriteArgs):
@@ -303,6 +311,7 @@ class RunArgs(WriteArgs):
     todo: Optional[Ref] = None
     goal: Optional[Ref] = None
     criteria: Refs = Field(default_factory=list)
+    paths: Paths = Field(default_factory=list)
     summary: Optional[str] = Field(default=None, max_length=20_000)
     id: Optional[Ref] = None
 
@@ -315,12 +324,35 @@ def _evidence_run(ctx: Context, a: RunArgs) -> dict[str, Any]:
     # stdout is the protocol: the output is not streamed, only its tail and digest are kept.
     with open(os.devnull, "wb") as sink:
         result = evidence.run(ctx.ledger, a.argv, actor=ctx.who(a), kind=a.kind, todo=a.todo,
-                              goal=a.goal, criteria=a.criteria, summary=a.summary, id=a.id,
-                              event_id=a.event_id, stdout=sink, stderr=sink)
+                              goal=a.goal, criteria=a.criteria, paths=a.paths,
+                              summary=a.summary, id=a.id, event_id=a.event_id, stdout=sink,
+                              stderr=sink)
     outcome = result.outcome
     return {"exit_code": outcome.exit_code, "duration_s": outcome.duration_s,
             "output_tail": outcome.tail, "event": event(result.event) if result.event else None,
             "error": str(result.error) if result.error else None}
+
+
+class RerunArgs(Args):
+    stale: bool = Field(default=False, description=(
+        "only evidence that went stale (not evidence that failed on this code)"))
+    todo: Optional[Ref] = None
+    criterion: Optional[str] = Field(default=None, max_length=130, description="[GOAL:]ID")
+    goal: Optional[Ref] = Field(default=None, description="the goal of a criterion ID")
+    dry_run: bool = Field(default=False, description="show the commands; run nothing")
+
+
+@tool("evidence_rerun", RerunArgs)
+def _evidence_rerun(ctx: Context, a: RerunArgs) -> dict[str, Any]:
+    """Run again the recorded commands of evidence that went stale or failed and record the
+    results (`git loopx rerun`): {reruns: [{evidence, why, command, exit_code, recorded,
+    skipped, ...}]}. The commands come from the ledger: check them with dry_run first when
+    others write to it."""
+    with open(os.devnull, "wb") as sink:  # as evidence_run: stdout is the protocol
+        plan = evidence.rerun(ctx.ledger, actor=ctx.who(a), stale_only=a.stale, todo=a.todo,
+                              criterion=a.criterion, goal=a.goal, dry_run=a.dry_run,
+                              stdout=sink, stderr=sink)
+    return {"reruns": [item.to_dict() for item in plan]}
 
 
 # --- gates ------------------------------------------------------------------------------------

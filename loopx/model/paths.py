@@ -49,3 +49,16 @@ SESSION_FILE_RE = re.compile(
 def transcript_chunk_path(session: str, number: int, index: int) -> str:
     """``sessions/<session>/transcript-<number>/<index:04d>.txt``."""
     return f"sessions/{session}/transcript-{number}/{index:04d}.txt"
+
+
+# Checkpoints of the projection (loopx.features.checkpoints): derived data beside the events,
+# a manifest and chunks of rows per state commit whose events they fold.
+CHECKPOINT_CHUNK_BYTES = 1024 * 1024
+CHECKPOINT_FILE_RE = re.compile(
+    r"^checkpoints/([0-9a-f]{40}|[0-9a-f]{64})/(manifest\.json|rows-[0-9]{4}\.tsv)$"
+)
+
+
+def checkpoint_path(commit: str, name: str) -> str:
+    """``checkpoints/<commit>/<name>``: a file of the checkpoint of ``commit``'s events."""
+    return f"checkpoints/{commit}/{name}"

@@ -26,8 +26,11 @@ HOOKS = shims.HOOK_NAMES
 # check that a loopx failure never blocks the git command (see docs/hooks.md).
 FAIL_ENV = "LOOPX_HOOK_TEST_FAIL"
 # Set by post-commit for the detached process it starts under loopx.hooks.background=true:
-# the commit to record (HEAD may have moved on by the time it runs).
+# the commit to record (HEAD may have moved on by the time it runs), the branch it was made on
+# and, for an amend, the commit it replaced.
 COMMIT_ENV = "LOOPX_HOOK_COMMIT"
+BRANCH_ENV = "LOOPX_HOOK_BRANCH"
+AMENDED_ENV = "LOOPX_HOOK_AMENDED"
 
 
 @dataclass(frozen=True)
@@ -82,17 +85,58 @@ def _post_commit(hook: Hook) -> list[str]:
     if found is None or _rebasing(found.git_dir):
         return []
     background_child = COMMIT_ENV in hook.environ
+    branch = (hook.environ.get(BRANCH_ENV) or None) if background_child else _head_ref(
+        hook.cwd, found.git_dir)
+    if _internal(branch, hook.ref):
+        return []  # a commit on the state branch or a proposal is not work on a todo
     info = capture.read_commit(hook.cwd, hook.environ.get(COMMIT_ENV, "HEAD"))
     if not info.todos and not info.goals and capture.cached_leases(
         loopx_dir=found.loopx_dir, ref=hook.ref, tip=found.tip, actor=hook.actor or "",
+        branch=branch,
     ) == []:
         return []  # nothing to record, known without loading the event model
+    amended = (hook.environ.get(AMENDED_ENV) or None) if background_child else _amended(
+        hook.cwd, info.sha)
     if not background_child and _config_true(hook.cwd, "loopx.hooks.background"):
-        _record_in_background(hook, found.loopx_dir, info.sha)
+        _record_in_background(hook, found.loopx_dir, info.sha, branch, amended)
         return []
     with Ledger(gateway.discover(hook.cwd), ref=hook.ref) as ledger:
-        result = capture.record_commit(ledger=ledger, actor=hook.who(), info=info)
+        result = capture.record_commit(ledger=ledger, actor=hook.who(), info=info,
+                                       branch=branch, amended=amended)
     return result.notes + [_recorded_line(e) for e in result.events]
+
+
+def _head_ref(cwd: str, git_dir: str) -> Optional[str]:
+    """The branch HEAD points at (``refs/...``), None when detached. Read from the HEAD file:
+    no process on the path every commit takes."""
+    try:
+        with open(os.path.join(git_dir, "HEAD"), encoding="utf-8") as fh:
+            head = fh.read().strip()
+    except OSError:
+        head = ""
+    if head.startswith("ref: ") and head != "ref: refs/heads/.invalid":
+        return head[5:]
+    if head and not head.startswith("ref: "):
+        return None  # a detached HEAD holds the commit itself
+    # Unreadable, or the reftable backend's placeholder: ask git.
+    return gateway.out(cwd, "symbolic-ref", "-q", "HEAD", check=False) or None
+
+
+def _internal(branch: Optional[str], state_ref: str) -> bool:
+    """The state branch, another loopx branch or a proposal: never a todo's work."""
+    return branch is not None and (branch == state_ref or branch.startswith(
+        ("refs/heads/loopx/", "refs/loopx/")))
+
+
+def _amended(cwd: str, sha: str) -> Optional[str]:
+    """The commit an amend replaced, when ``sha`` was just made by `git commit --amend` (its
+    HEAD reflog entry says so), else None."""
+    proc = gateway.run(cwd, "log", "-g", "-2", "--format=%H%x1f%gs", "HEAD", check=False)
+    entries = [line.split("\x1f", 1) for line in proc.stdout.decode("utf-8", "replace").splitlines()]
+    if (proc.returncode != 0 or len(entries) != 2 or entries[0][0] != sha
+            or not entries[0][-1].startswith("commit (amend)")):
+        return None
+    return entries[1][0]
 
 
 def _recorded_line(event: Any) -> str:
@@ -109,12 +153,14 @@ def _config_false(cwd: str, key: str) -> bool:
     return gateway.out(cwd, "config", "--bool", key, check=False) == "false"
 
 
-def _record_in_background(hook: Hook, loopx_dir: Path, sha: str) -> None:
+def _record_in_background(hook: Hook, loopx_dir: Path, sha: str, branch: Optional[str],
+                          amended: Optional[str]) -> None:
     """Hand the recording of ``sha`` to a detached loopx so that `git commit` returns now;
     its messages go to <git common dir>/loopx/hooks.log."""
     log_path = loopx_dir / "hooks.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    env = dict(hook.environ, **{COMMIT_ENV: sha, "LOOPX_ACTOR": hook.who()})
+    env = dict(hook.environ, **{COMMIT_ENV: sha, "LOOPX_ACTOR": hook.who(),
+                                BRANCH_ENV: branch or "", AMENDED_ENV: amended or ""})
     with open(log_path, "ab") as log:
         subprocess.Popen([sys.executable, "-m", "loopx", "hook", "post-commit"], cwd=hook.cwd,
                          env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,

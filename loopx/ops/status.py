@@ -43,10 +43,14 @@ def status(ledger: Ledger, *, actor: Optional[str], goal: Optional[str] = None,
     now = now or clock.now()
     snap = views.snapshot(fold, now)
     snap["ref"] = ledger.ref
+    source = fold.extra.get("source")
+    snap["ledger"]["unverified_checkpoint"] = source.removeprefix("checkpoint ") if source else None
     if goal:
         snap = only_goal(snap, lookup.goal(fold, goal))
     env = readback.inspect(ledger.repo, state_ref=ledger.ref, snapshot=snap, remaps=fold.remaps,
-                           ci=ci, offline=offline, reader=ledger.store.reader).as_dict()
+                           ci=ci, offline=offline, reader=ledger.store.reader,
+                           ignore=fold.config.get("evidence_ignore"),
+                           ci_criteria=fold.config.get("ci_criteria")).as_dict()
     decide.annotate(snap, env)
     snap["environment"] = env
     snap["actions"] = decide.decide(snap, env, now, actor or "",
@@ -63,6 +67,11 @@ def only_goal(snap: StatusDoc, goal_id: str) -> StatusDoc:
                 frontier=[t for t in snap["frontier"] if t in ids],
                 gates=[g for g in snap["gates"] if g["goal"] == goal_id],
                 evidence=[e for e in snap["evidence"] if e["goal"] == goal_id])
+
+
+def is_waiting(action: Action) -> bool:
+    """Whether ``action`` is something to wait for (a gate, CI, a lease, a spent budget)."""
+    return decide.is_waiting(action)
 
 
 @dataclass

@@ -7,18 +7,18 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Optional
 
 from loopx.errors import ClaimLost, TransitionError, UsageError
-from loopx.features import sync
+from loopx.features import readback, sync
 from loopx.ledger.book import Ledger
 from loopx.ledger.draft import Draft
 from loopx.model import clock
 from loopx.model.ids import new_short_id
-from loopx.ops import lookup
+from loopx.ops import evidence as evidence_ops, lookup
 from loopx.state import entities, views
 
 if TYPE_CHECKING:
     from loopx.ledger.txn import Txn
     from loopx.model.events import (
-        Event, TodoAdded, TodoBlocked, TodoCancelled, TodoClaimed, TodoDone, TodoReleased, TodoRenewed, TodoReopened, TodoUpdated,
+        Event, TodoAcked, TodoAdded, TodoBlocked, TodoCancelled, TodoClaimed, TodoDone, TodoReleased, TodoRenewed, TodoReopened, TodoUpdated,
     )
 
 
@@ -74,8 +74,11 @@ def lease_seconds(fold: entities.Fold, ttl: Optional[int]) -> int:
 
 def claim(txn: Txn, todo: str, *, ttl: Optional[int] = None,
           event_id: Optional[str] = None) -> Event[TodoClaimed]:
-    """Claim a todo: a lease of ``ttl`` seconds that expires unless renewed."""
-    return _lease(txn, "todo.claimed", todo, ttl, event_id)
+    """Claim a todo: a lease of ``ttl`` seconds that expires unless renewed. The branch checked
+    out is recorded with it: commits without a Loopx-Todo trailer count for the lease only
+    there (see docs/hooks.md). Refused while a budget covering the todo is spent."""
+    branch = readback.current_branch(txn.ledger.repo)
+    return _lease(txn, "todo.claimed", todo, ttl, event_id, branch=branch)
 
 
 def renew(txn: Txn, todo: str, *, ttl: Optional[int] = None,
@@ -85,11 +88,11 @@ def renew(txn: Txn, todo: str, *, ttl: Optional[int] = None,
 
 
 def _lease(txn: Txn, event_type: str, todo: str, ttl: Optional[int],
-           event_id: Optional[str]) -> Event[Any]:
+           event_id: Optional[str], **extra: Optional[str]) -> Event[Any]:
     tid = lookup.todo(txn.fold, todo)
     until = clock.format_ts(txn.now + timedelta(seconds=lease_seconds(txn.fold, ttl)))
-    return txn.add(Draft(event_type, {"id": tid, "until": until}, txn.fold.todos[tid].goal,
-                         event_id))
+    return txn.add(Draft(event_type, {"id": tid, "until": until, **extra},
+                         txn.fold.todos[tid].goal, event_id))
 
 
 def claim_synced(ledger: Ledger, todo: str, *, actor: str, ttl: Optional[int] = None,
@@ -123,11 +126,43 @@ def release(txn: Txn, todo: str, *, reason: Optional[str] = None,
 
 
 def done(txn: Txn, todo: str, *, evidence: Sequence[str] = (), summary: Optional[str] = None,
-         event_id: Optional[str] = None) -> Event[TodoDone]:
-    """Mark a todo done, citing the evidence that shows it."""
-    cited = [views.resolve_id(txn.fold.evidence, e, "evidence") for e in evidence]
-    return lookup.about(txn, "todos", todo, "todo", "todo.done",
-                        _given(evidence=cited, summary=summary), event_id)
+         reason: Optional[str] = None, event_id: Optional[str] = None) -> Event[TodoDone]:
+    """Mark a todo done, citing the evidence that shows it: a passing result that still vouches
+    for the code as it is now (the ones cited, else the latest recorded for the todo). Without
+    such evidence, ``reason`` says why it is done anyway (recorded, shown in log, brief, diff)."""
+    fold = txn.fold
+    cited = [views.resolve_id(fold.evidence, e, "evidence") for e in evidence]
+    tid = lookup.todo(fold, todo)
+    shown, _ = views.done_evidence(fold, fold.todos[tid], cited)
+    event = lookup.about(txn, "todos", tid, "todo", "todo.done",
+                         _given(evidence=cited, summary=summary, reason=reason), event_id)
+    if reason is None and shown:
+        _require_fresh(txn, tid, shown)  # raising here writes nothing: the commit is not made
+    return event
+
+
+def _require_fresh(txn: Txn, tid: str, shown: list[str]) -> None:
+    judged = evidence_ops.judge(txn.ledger, txn.fold)
+    verdicts = {e: judged.evidence(views.evidence_view(txn.fold.evidence[e])) for e in shown}
+    if any(f.state in ("fresh", "unbound") for f in verdicts.values()):
+        return
+    ev_id, fresh = next(iter(verdicts.items()))
+    raise TransitionError(
+        f"the evidence for todo {tid} ({ev_id}) is {evidence_ops.stale_note(fresh)}; re-run it "
+        f"(git loopx rerun --todo {tid}) or say why it is done without it (--reason TEXT)")
+
+
+def ack(txn: Txn, todo: str, *, gates: Sequence[str] = (),
+        event_id: Optional[str] = None) -> Event[TodoAcked]:
+    """Acknowledge decisions made since the todo was claimed (all of them by default): the
+    holder has re-planned with them, and the ``replan`` action goes away."""
+    fold = txn.fold
+    tid = lookup.todo(fold, todo)
+    named = [lookup.gate(fold, g) for g in gates] or list(fold.todos[tid].decisions_since_claim)
+    if not named:
+        raise UsageError(f"todo {tid} has no decision to acknowledge")
+    return txn.add(Draft("todo.acked", {"id": tid, "gates": named}, fold.todos[tid].goal,
+                         event_id))
 
 
 def block(txn: Txn, todo: str, *, reason: str, event_id: Optional[str] = None) -> Event[TodoBlocked]:

@@ -10,12 +10,18 @@ from loopx.ledger.book import Ledger
 from loopx.ops import ledgers
 
 
-def examine(cwd: str, *, ref: Optional[str] = None, rollback: bool = False) -> dict[str, Any]:
-    """A health report of the state branch; with ``rollback`` also move it back to its newest
-    healthy reflog entry and report again. Opened without adopting: doctor must work even when
-    origin's state is refused."""
+def examine(cwd: str, *, ref: Optional[str] = None, rollback: bool = False,
+            verify: bool = False) -> dict[str, Any]:
+    """A health report of the state branch; with ``verify`` also recompute the cache and the
+    checkpoints from the events and compare; with ``rollback`` also move the branch back to
+    its newest healthy reflog entry and report again. Opened without adopting: doctor must
+    work even when origin's state is refused."""
     with Ledger.open(cwd, ref=ledgers.state_ref(ref)) as ledger:
         result: dict[str, Any] = {"health": doctor.examine(ledger=ledger)}
+        if verify:
+            result["verify"] = doctor.verify(ledger=ledger)
+            result["health"]["ok"] = result["health"]["ok"] and result["verify"]["ok"]
+            result["health"]["problems"] += result["verify"]["problems"]
         if rollback:
             result["rollback"] = doctor.rollback(ledger=ledger)
             result["after"] = doctor.examine(ledger=ledger)
@@ -30,3 +36,10 @@ def export_schemas(root: Path) -> list[str]:
 def stale_schemas(root: Path) -> list[str]:
     """Schema files under ``root`` that are missing, different or no longer generated."""
     return schema.stale(root)
+
+
+def checkpoint(ledger: Ledger, *, actor: str) -> Optional[str]:
+    """Commit a checkpoint of the projection at the tip (see docs/design.md, "Checkpoints");
+    returns the commit it is of, or None when the tip has one already."""
+    ledger.require()
+    return ledger.checkpoint(actor=actor)

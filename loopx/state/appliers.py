@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, cast
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 from loopx.state import views
 from loopx.state.entities import (Effect, Evidence, Fold, Gate, Goal, Quota, Session, Todo,
@@ -12,11 +12,11 @@ if TYPE_CHECKING:  # annotations only: the state layer runs without pydantic on 
     # Each rule narrows ``event.data`` to its payload with ``cast("Model", ...)``: a string,
     # so nothing here is imported at run time.
     from loopx.model.events import (
-        ConfigSet, EffectConfirmed, EffectFailed, EffectIntended, Event, EvidenceRecorded,
+        ConfigSet, Criterion, EffectConfirmed, EffectFailed, EffectIntended, Event, EvidenceRecorded,
         EvidenceRemapped, GateAnswered, GateOpened, GateWithdrawn, GoalClosed, GoalCreated,
         GoalUpdated, LedgerInitialised, QuotaSpent, SessionAcked, SessionCheckpointed,
         SessionClosed, SessionInterjected, SessionOpened, SessionProgress, SessionResponded,
-        TodoAdded, TodoBlocked, TodoCancelled, TodoClaimed, TodoDone, TodoReleased,
+        TodoAcked, TodoAdded, TodoBlocked, TodoCancelled, TodoClaimed, TodoDone, TodoReleased,
         TodoRenewed, TodoReopened, TodoUpdated, WakeCleared, WakeFired, WakeSet,
     )
 
@@ -31,10 +31,14 @@ def _apply_config(fold: Fold, event: Event) -> None:
     fold.config.update(d.model_dump(exclude_none=True))
 
 
+def _criterion(crit: Criterion) -> dict[str, Any]:
+    return {"id": crit.id, "text": crit.text, "paths": list(crit.paths or []), "revision": 0}
+
+
 def _apply_goal_created(fold: Fold, event: Event) -> None:
     d = cast("GoalCreated", event.data)
     fold.goals[d.id] = Goal(d.id, d.title, d.description,
-                            [{"id": c.id, "text": c.text} for c in d.acceptance],
+                            [_criterion(c) for c in d.acceptance],
                             created_by=event.env.actor, clock=event.env.clock)
 
 
@@ -43,8 +47,23 @@ def _apply_goal_updated(fold: Fold, event: Event) -> None:
     goal = fold.goals[d.id]
     goal.title = d.title or goal.title
     goal.description = d.description if d.description is not None else goal.description
-    goal.acceptance.extend({"id": c.id, "text": c.text} for c in d.add_acceptance)
+    goal.acceptance.extend(_criterion(c) for c in d.add_acceptance)
     goal.state = d.state or goal.state
+    by_id = {c["id"]: c for c in goal.acceptance}
+    for new in d.revise or ():
+        crit = by_id[new.id]
+        crit["text"], crit["revision"] = new.text, crit.get("revision", 0) + 1
+        if new.paths is not None:
+            crit["paths"] = list(new.paths)
+        goal.verdicts.pop(new.id, None)  # what was recorded before vouches for the old text
+    for scope in d.scope or ():
+        by_id[scope.id]["paths"] = list(scope.paths)
+    retired = set(d.retire or ())
+    if retired:
+        goal.retired += [c for c in goal.acceptance if c["id"] in retired]
+        goal.acceptance = [c for c in goal.acceptance if c["id"] not in retired]
+        for crit_id in retired:
+            goal.verdicts.pop(crit_id, None)
 
 
 def _apply_goal_closed(fold: Fold, event: Event) -> None:
@@ -60,6 +79,18 @@ def _apply_todo_added(fold: Fold, event: Event) -> None:
     if d.priority is not None:
         fold.todos[d.id].priority = d.priority
     fold.todos[d.id].discovered_from = d.discovered_from
+    fold.goals[d.goal].todos.append(d.id)
+    _link(fold, d.id, d.depends_on, d.gates)
+
+
+def _link(fold: Fold, todo_id: str, depends_on: list[str], gates: list[str]) -> None:
+    """The reverse indexes: who waits for a todo, which todos a gate holds back."""
+    for dep in depends_on:
+        if todo_id not in fold.todos[dep].dependants:
+            fold.todos[dep].dependants.append(todo_id)
+    for gate_id in gates:
+        if todo_id not in fold.gates[gate_id].blocks:
+            fold.gates[gate_id].blocks.append(todo_id)
 
 
 def _apply_todo_updated(fold: Fold, event: Event) -> None:
@@ -70,6 +101,7 @@ def _apply_todo_updated(fold: Fold, event: Event) -> None:
     todo.depends_on += [t for t in d.add_depends_on if t not in todo.depends_on]
     todo.gates += [g for g in d.add_gates if g not in todo.gates]
     todo.priority = d.priority if d.priority is not None else todo.priority
+    _link(fold, d.id, d.add_depends_on, d.add_gates)
 
 
 def _apply_todo_claimed(fold: Fold, event: Event) -> None:
@@ -77,9 +109,16 @@ def _apply_todo_claimed(fold: Fold, event: Event) -> None:
     todo = fold.todos[d.id]
     if todo.holder and todo.holder != event.env.actor:
         todo.contested_by.append(todo.holder)
-    todo.holder, todo.until = event.env.actor, d.until
+    if todo.holder != event.env.actor:
+        todo.decisions_since_claim = []  # a new holder makes a new plan; the old one's flags go
+    todo.holder, todo.until, todo.branch = event.env.actor, d.until, d.branch
     todo.claimed_clock = event.env.clock
-    todo.decisions_since_claim = []
+
+
+def _apply_todo_acked(fold: Fold, event: Event) -> None:
+    d = cast("TodoAcked", event.data)
+    todo = fold.todos[d.id]
+    todo.decisions_since_claim = [g for g in todo.decisions_since_claim if g not in d.gates]
 
 
 def _apply_todo_renewed(fold: Fold, event: Event) -> None:
@@ -88,7 +127,7 @@ def _apply_todo_renewed(fold: Fold, event: Event) -> None:
 
 
 def _drop_lease(todo: Todo) -> None:
-    todo.holder = todo.until = None
+    todo.holder = todo.until = todo.branch = None
     todo.decisions_since_claim = []
 
 
@@ -101,6 +140,7 @@ def _apply_todo_done(fold: Fold, event: Event) -> None:
     d = cast("TodoDone", event.data)
     todo = fold.todos[d.id]
     todo.state, todo.reason = "done", d.summary
+    todo.no_evidence_reason = d.reason
     todo.evidence += [e for e in d.evidence if e not in todo.evidence]
     _drop_lease(todo)
 
@@ -130,9 +170,12 @@ def _apply_gate_answered(fold: Fold, event: Event) -> None:
     gate.state, gate.decision, gate.answer, gate.comment = "answered", d.decision, d.answer, d.comment
     gate.answered_by, gate.answered_event = event.env.actor, event.id
     gate.answered_clock = event.env.clock
-    # A decision invalidates plans made before it: tell whoever holds a todo of this goal.
-    for todo in fold.todos.values():
-        if todo.goal == gate.goal and todo.holder and todo.claimed_clock < event.env.clock:
+    # A decision invalidates the plans it touches, made before it: the todos the gate holds
+    # back and everything that waits for them. Their holders are told until they acknowledge.
+    for todo_id in views.dependants(fold, gate.blocks):
+        todo = fold.todos[todo_id]
+        if todo.holder and todo.claimed_clock < event.env.clock and (
+                gate.id not in todo.decisions_since_claim):
             todo.decisions_since_claim.append(gate.id)
 
 
@@ -144,12 +187,25 @@ def _apply_gate_withdrawn(fold: Fold, event: Event) -> None:
 def _apply_evidence(fold: Fold, event: Event) -> None:
     d = cast("EvidenceRecorded", event.data)
     goal = event.env.goal or (fold.todos[d.todo].goal if d.todo else None)
-    fold.evidence[d.id] = Evidence(
+    ev = fold.evidence[d.id] = Evidence(
         d.id, d.kind, goal, d.todo, list(d.criteria), d.commit, d.tree, d.dirty, d.exit_code,
-        d.command, d.summary, d.url, event.env.actor, event.env.at,
+        d.command, d.summary, d.url, event.env.actor, event.env.at, paths=list(d.paths or []),
+        check=d.check, cwd=d.cwd,
     )
     if d.todo and d.id not in fold.todos[d.todo].evidence:
         fold.todos[d.todo].evidence.append(d.id)  # shown on the todo before it is done, too
+    if goal is not None and goal in fold.goals and views.verdict(ev) is not None:
+        _count_verdict(fold.goals[goal], ev)
+
+
+def _count_verdict(goal: Goal, ev: Evidence) -> None:
+    """The newest verdict for each criterion in force it names (events apply in ledger order)."""
+    in_force = {c["id"] for c in goal.acceptance}
+    for crit_id in ev.criteria:
+        if crit_id in in_force:
+            entry = goal.verdicts.setdefault(crit_id, {"latest": None, "evidence": []})
+            entry["evidence"].append(ev.id)
+            entry["latest"] = ev.id
 
 
 def _apply_remapped(fold: Fold, event: Event) -> None:
@@ -284,6 +340,7 @@ _APPLY: dict[str, Callable[[Fold, Event], None]] = {
     "todo.renewed": _apply_todo_renewed,
     "todo.released": _apply_todo_released,
     "todo.done": _apply_todo_done,
+    "todo.acked": _apply_todo_acked,
     "todo.blocked": _apply_todo_state("blocked"),
     "todo.reopened": _apply_todo_state("open"),
     "todo.cancelled": _apply_todo_state("cancelled"),

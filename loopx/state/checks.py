@@ -3,6 +3,7 @@ write the CLI refuses is exactly an event the projection would list under ``prob
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union, cast
 
 from loopx.model import clock as clk
@@ -18,7 +19,7 @@ if TYPE_CHECKING:  # annotations only: the state layer runs without pydantic on 
         EvidenceRemapped, GateAnswered, GateOpened, GateWithdrawn, GoalClosed, GoalCreated,
         GoalUpdated, LedgerInitialised, QuotaSpent, SessionAcked, SessionCheckpointed,
         SessionClosed, SessionInterjected, SessionOpened, SessionProgress, SessionResponded,
-        TodoAdded, TodoBlocked, TodoCancelled, TodoClaimed, TodoDone, TodoReleased,
+        TodoAcked, TodoAdded, TodoBlocked, TodoCancelled, TodoClaimed, TodoDone, TodoReleased,
         TodoRenewed, TodoReopened, TodoUpdated, WakeCleared, WakeFired, WakeSet,
     )
 
@@ -64,10 +65,23 @@ def _check_goal_updated(fold: Fold, event: Event) -> Optional[str]:
     why = _need_goal(fold, data.id)
     if why:
         return why
-    known = {c["id"] for c in fold.goals[data.id].acceptance}
+    goal = fold.goals[data.id]
+    in_force = {c["id"] for c in goal.acceptance}
+    known = in_force | {c["id"] for c in goal.retired}  # a retired id is never reused
     added = [c.id for c in data.add_acceptance]
     if known & set(added) or len(added) != len(set(added)):
         return f"goal {data.id} already has a criterion with that id"
+    changed = [c.id for c in data.revise or ()] + list(data.retire or ()) + [
+        s.id for s in data.scope or ()]
+    missing = [c for c in changed if c not in in_force]
+    if missing:
+        retired = [c for c in missing if c in known]
+        what = "is retired" if retired else "is not one of its criteria"
+        return (f"criterion {(retired or missing)[0]} of goal {data.id} {what} "
+                f"(in force: {', '.join(sorted(in_force)) or 'none'})")
+    revised, retiring = [c.id for c in data.revise or ()], set(data.retire or ())
+    if len(revised) != len(set(revised)) or retiring & set(revised):
+        return "a criterion is revised or retired once per update, not both"
     return None
 
 
@@ -76,13 +90,27 @@ def _check_goal_closed(fold: Fold, event: Event) -> Optional[str]:
     why = _need_goal(fold, data.id)
     if why or data.outcome != "achieved":
         return why
-    unmet = views.unmet_criteria(fold, data.id)
+    rules_v2 = event.env.v >= 2  # version 1 ledgers keep the rules they were written under
+    unmet = views.unmet_criteria(fold, data.id, latest=rules_v2)
     if unmet and not data.override:
         return (f"goal {data.id} has criteria without passing evidence ({', '.join(unmet)}); "
-                "record evidence or close with --override (a human decision)")
+                f"record it (git loopx run --goal {data.id} --criterion ID -- CMD) or close "
+                "with --override --reason TEXT (a human decision)")
     if data.override and not event.env.actor.startswith("human:"):
         return "only a human may override unmet acceptance criteria"
+    if data.override and rules_v2 and not data.reason:
+        return "an override is a decision on the record: say why with --reason TEXT"
+    unfinished = views.unfinished_todos(fold, fold.goals[data.id]) if rules_v2 else []
+    if unfinished:
+        named = ", ".join(f"{t.id} ({_todo_state(t, event.env.at)})" for t in unfinished[:5])
+        more = f" and {len(unfinished) - 5} more" if len(unfinished) > 5 else ""
+        return (f"goal {data.id} still has work: todos {named}{more}; finish or cancel them "
+                f"first (git loopx todo cancel {unfinished[0].id} --reason TEXT)")
     return None
+
+
+def _todo_state(todo: Todo, at: str) -> str:
+    return "claimed" if todo.state == "open" and views.lease_live(todo, at) else todo.state
 
 
 def _check_todo_added(fold: Fold, event: Event) -> Optional[str]:
@@ -98,14 +126,16 @@ def _check_todo_added(fold: Fold, event: Event) -> Optional[str]:
     )
 
 
-def _unknown(table: dict[str, Any], ids: list[str], kind: str) -> Optional[str]:
+def _unknown(table: Mapping[str, Any], ids: list[str], kind: str) -> Optional[str]:
     missing = [i for i in ids if i not in table]
     return f"unknown {kind} {', '.join(missing)}" if missing else None
 
 
 def _unknown_criteria(fold: Fold, goal_id: str, criteria: list[str]) -> Optional[str]:
     goal = fold.goals.get(goal_id)
-    known = {c["id"] for c in goal.acceptance} if goal else set()
+    # Retired criteria are still known: a todo or evidence that crossed the retirement in a
+    # merge is kept (it simply no longer counts).
+    known = {c["id"] for c in [*goal.acceptance, *goal.retired]} if goal else set()
     missing = [c for c in criteria if c not in known]
     return f"goal {goal_id} has no criterion {', '.join(missing)}" if missing else None
 
@@ -135,7 +165,23 @@ def _check_todo_claimed(fold: Fold, event: Event) -> Optional[str]:
     if todo.holder and todo.holder != event.env.actor and views.lease_live(todo, event.env.at):
         return f"todo {todo.id} is claimed by {todo.holder} until {todo.until} (contested)"
     why = views.not_ready(fold, todo)
-    return f"todo {todo.id} is not ready: {why}" if why else None
+    if why:
+        return f"todo {todo.id} is not ready: {why}"
+    if event.env.v < 2:
+        return None
+    spent = views.quota_exhausted(fold, todo.goal)
+    if spent:
+        scope, name, said = spent
+        return (f"{said}: no new claims until it is raised "
+                f"(git loopx quota set{f' --goal {scope}' if scope else ''} --{name} N)")
+    return _positive_lease(todo.id, event.env.at, data.until)
+
+
+def _positive_lease(todo_id: str, at: str, until: str) -> Optional[str]:
+    if clk.parse_ts(until) <= clk.parse_ts(at):
+        return (f"a lease on todo {todo_id} must end after it starts ({until} is not after "
+                f"{at}); give a positive --ttl, e.g. 45m")
+    return None
 
 
 def _check_lease_holder(fold: Fold, event: Event) -> Optional[str]:
@@ -165,7 +211,29 @@ def _check_todo_done(fold: Fold, event: Event) -> Optional[str]:
     if failing:
         return (f"evidence {', '.join(failing)} does not pass (failed, or only a note); "
                 "cite passing evidence, or block the todo instead")
-    return _unknown(fold.evidence, data.evidence, "evidence")
+    why = _unknown(fold.evidence, data.evidence, "evidence")
+    if why or event.env.v < 2 or data.reason:
+        return why
+    _, missing = views.done_evidence(fold, todo, data.evidence)
+    if missing:
+        return (f"{missing}: record a passing result (git loopx run --todo {todo.id} -- CMD) "
+                "or say why it is done without one (--reason TEXT)")
+    return None
+
+
+def _check_todo_acked(fold: Fold, event: Event) -> Optional[str]:
+    data = cast("TodoAcked", event.data)
+    todo, why = _need_todo(fold, data.id)
+    if why or todo is None:
+        return why
+    if todo.holder != event.env.actor and not event.env.actor.startswith("human:"):
+        return f"todo {todo.id} is held by {todo.holder or 'nobody'}, not {event.env.actor}"
+    unknown = [g for g in data.gates if g not in todo.decisions_since_claim]
+    if unknown:
+        flagged = ", ".join(todo.decisions_since_claim) or "none"
+        return (f"todo {todo.id} has no unacknowledged decision {', '.join(unknown)} "
+                f"(flagged: {flagged})")
+    return None
 
 
 def _check_todo_blocked(fold: Fold, event: Event) -> Optional[str]:
@@ -280,6 +348,19 @@ def _check_quota(fold: Fold, event: Event) -> Optional[str]:
     if goal is not None:
         return _need_goal(fold, goal, open_=event.type == "quota.set")
     return None
+
+
+def _check_quota_spent(fold: Fold, event: Event) -> Optional[str]:
+    data = cast("QuotaSpent", event.data)
+    why = _check_quota(fold, event)
+    if why or event.env.v < 2:
+        return why
+    if data.force:
+        return None if data.reason else "spending past the budget needs --reason TEXT"
+    over = views.quota_overrun(fold, event.env.goal,
+                               {"turns": data.turns, "tokens": data.tokens, "cost": data.cost})
+    return (f"{over}: raise the budget first (git loopx quota set ...), or record it anyway "
+            "with --force --reason TEXT") if over else None
 
 
 def _check_effect_intended(fold: Fold, event: Event) -> Optional[str]:
@@ -416,6 +497,7 @@ _CHECK: dict[str, Check] = {
     "todo.renewed": _check_lease_holder,
     "todo.released": _check_lease_holder,
     "todo.done": _check_todo_done,
+    "todo.acked": _check_todo_acked,
     "todo.blocked": _check_todo_blocked,
     "todo.reopened": _check_todo_reopened,
     "todo.cancelled": _check_todo_cancelled,
@@ -427,7 +509,7 @@ _CHECK: dict[str, Check] = {
     "wake.cleared": _check_wake_cleared,
     "wake.fired": _check_wake_fired,
     "quota.set": _check_quota,
-    "quota.spent": _check_quota,
+    "quota.spent": _check_quota_spent,
     "effect.intended": _check_effect_intended,
     "effect.confirmed": _check_effect_outcome,
     "effect.failed": _check_effect_outcome,

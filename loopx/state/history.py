@@ -59,6 +59,12 @@ def _config(d: Any) -> str:
             + ", ".join(sorted({ln.split()[0] for ln in keys}))
             + ")"
         )
+    if d.evidence_ignore is not None:
+        parts.append("evidence ignores " + (", ".join(d.evidence_ignore) or "nothing"))
+    if d.ci_criteria is not None:
+        parts.append("CI checks meet " + ("; ".join(
+            f"{check} -> {', '.join(crits)}" for check, crits in sorted(d.ci_criteria.items()))
+            or "no criteria"))
     return "set config: " + ", ".join(parts)
 
 
@@ -70,6 +76,10 @@ def _goal_created(d: Any) -> str:
 def _goal_updated(d: Any) -> str:
     parts = [f"title {_quote(d.title)}"] if d.title else []
     parts += [f"criterion {c.id} {_quote(c.text)}" for c in d.add_acceptance]
+    parts += [f"revised criterion {c.id} to {_quote(c.text)}" for c in d.revise or ()]
+    parts += [f"retired criterion {c}" for c in d.retire or ()]
+    parts += [f"criterion {c.id} judged on {', '.join(c.paths) or 'the whole tree'}"
+              for c in d.scope or ()]
     parts += [f"state {d.state}"] if d.state else []
     parts += ["description"] if d.description is not None else []
     return f"updated goal {d.id}: " + ", ".join(parts)
@@ -104,6 +114,8 @@ def _todo_updated(d: Any) -> str:
 
 def _todo_done(d: Any) -> str:
     proof = f" with evidence {', '.join(d.evidence)}" if d.evidence else ""
+    if d.reason:
+        proof += f" without passing evidence, because {_quote(d.reason)}"
     return _with(f"finished todo {d.id}{proof}", d.summary, " — ")
 
 
@@ -130,6 +142,7 @@ def _evidence(d: Any) -> str:
     for_ = [f"todo {d.todo}"] if d.todo else []
     for_ += [f"criteria {', '.join(d.criteria)}"] if d.criteria else []
     tail = f" for {', '.join(for_)}" if for_ else ""
+    tail += f" (on {', '.join(d.paths)})" if d.paths else ""
     return _with(f"recorded {d.kind} evidence {d.id}{result}{where}{tail}", d.summary or d.command)
 
 
@@ -149,7 +162,8 @@ def _seconds(seconds: int) -> str:
 def _quota(verb: str) -> Callable[[Any], str]:
     def text(d: Any) -> str:
         parts = [f"{n} {getattr(d, n)}" for n in ("turns", "tokens", "cost") if getattr(d, n)]
-        return f"{verb} quota: " + (", ".join(parts) or "nothing")
+        forced = f", past the budget: {_quote(d.reason)}" if getattr(d, "force", None) else ""
+        return f"{verb} quota: " + (", ".join(parts) or "nothing") + forced
 
     return text
 
@@ -168,6 +182,7 @@ _DESCRIBE: dict[str, Callable[[Any], str]] = {
     "todo.renewed": lambda d: f"renewed the lease on {d.id} until {_hhmm(d.until)}",
     "todo.released": lambda d: _with(f"released {d.id}", d.reason),
     "todo.done": _todo_done,
+    "todo.acked": lambda d: f"acknowledged decision {', '.join(d.gates)} on todo {d.id}",
     "todo.blocked": lambda d: _with(f"blocked todo {d.id}", d.reason),
     "todo.reopened": lambda d: _with(f"reopened todo {d.id}", d.reason),
     "todo.cancelled": lambda d: _with(f"cancelled todo {d.id}", d.reason),
@@ -278,6 +293,14 @@ def _goal(old: Optional[dict[str, Any]], new: dict[str, Any]) -> str:
         for c in new["acceptance"]
         if c["id"] in was and was[c["id"]]["met"] and not c["met"]
     ]
+    parts += [
+        f"criterion {c['id']} revised to {_quote(c['text'])}"
+        for c in new["acceptance"]
+        if c["id"] in was and was[c["id"]]["text"] != c["text"]
+    ]
+    retired = {c["id"] for c in old.get("retired", [])}
+    parts += [f"criterion {c['id']} retired" for c in new.get("retired", [])
+              if c["id"] not in retired]
     return "; ".join(parts)
 
 
@@ -287,6 +310,8 @@ def _todo(old: Optional[dict[str, Any]], new: dict[str, Any]) -> str:
     parts = []
     if old["state"] != new["state"]:
         parts.append(f"{old['state']} -> {new['state']}")
+        if new["state"] == "done" and new.get("no_evidence_reason"):
+            parts.append(f"without passing evidence: {_quote(new['no_evidence_reason'])}")
     if old["claimed_by"] != new["claimed_by"] or old["lease_expires"] != new["lease_expires"]:
         parts.append(f"lease {_lease(old)} -> {_lease(new)}")
     if old.get("priority") != new.get("priority"):

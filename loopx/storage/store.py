@@ -35,6 +35,9 @@ LOCK_TIMEOUT_S = 60.0
 # killed process and is removed while we hold our clone lock.
 STALE_REF_LOCK_S = 2.0
 
+# git's own default for gc.auto: about this many loose objects make `git gc --auto` pack them.
+GC_AUTO_LOOSE = 6700
+
 # A batch at least this big is written as one pack rather than as loose objects.
 PACK_MIN_BLOBS = 16
 
@@ -42,7 +45,7 @@ BLOB_MODE = "100644"
 TREE_MODE = "40000"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: a tree listing of a long ledger holds many
 class Entry:
     """One file of a tree listing."""
 
@@ -256,6 +259,22 @@ class Store:
             if len(parts) >= 2:
                 entries.append((Oid(parts[0]), Oid(parts[1]), message))
         return entries
+
+    def maintain(self) -> None:
+        """Let git pack loose objects once there are enough of them, as `git gc --auto` would
+        after a porcelain command: single appends leave a blob, a few trees and a commit each.
+
+        Counts the files of one object directory, as git does to estimate (``objects/17``:
+        1/256 of them); only past the threshold does it start ``git gc --auto`` in the
+        background, which honours ``gc.auto`` (0 turns it off) and prunes nothing younger
+        than ``gc.pruneExpire`` (two weeks): safe beside writers.
+        """
+        try:
+            loose = len(os.listdir(self.repo.common_dir / "objects" / "17"))
+        except OSError:
+            return
+        if loose * 256 > GC_AUTO_LOOSE:
+            gateway.spawn(self.cwd, "gc", "--auto", "--quiet")
 
     # --- the clone lock ---------------------------------------------------------------------
 

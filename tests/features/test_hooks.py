@@ -166,7 +166,64 @@ def test_amend_remaps_the_evidence_to_the_new_commit(work: Path) -> None:
     git(work, "commit", "-q", "--amend", "-m", "v2\n\nLoopx-Todo: t1")
     new = git(work, "rev-parse", "HEAD")
     assert remaps(work) == {old: new}
-    assert {e["commit"] for e in evidence(work)} == {old, new}  # amend is a commit too
+    # One record, remapped: an amend does not add a second commit record beside it.
+    assert [e["commit"] for e in evidence(work)] == [old]
+    git(work, "commit", "-q", "--amend", "-m", "v3\n\nLoopx-Todo: t1")  # followed through remaps
+    assert len(evidence(work)) == 1
+
+
+def test_an_amend_that_names_a_new_todo_records_it(work: Path) -> None:
+    invoke(work, "todo", "add", "g1", "U", "--id", "t2")
+    commit(work, "v1\n\nLoopx-Todo: t1")
+    git(work, "commit", "-q", "--amend", "-m", "v2\n\nLoopx-Todo: t1\nLoopx-Todo: t2")
+    new = git(work, "rev-parse", "HEAD")
+    assert {(e["todo"], e["commit"]) for e in evidence(work) if e["todo"] == "t2"} == {("t2", new)}
+    assert len(evidence(work)) == 2
+
+
+def test_commits_on_the_state_branch_or_a_proposal_are_never_recorded(work: Path) -> None:
+    invoke(work, "todo", "claim", "t1")
+    git(work, "checkout", "-q", "loopx/state")
+    proc = commit(work, "poking at the ledger\n\nLoopx-Todo: t1")
+    assert proc.stderr == "" and evidence(work) == []
+    git(work, "checkout", "-q", "main")
+    git(work, "update-ref", "refs/loopx/proposals/p", "HEAD")
+    git(work, "symbolic-ref", "HEAD", "refs/loopx/proposals/p")
+    commit(work, "a proposal\n\nLoopx-Todo: t1")
+    assert evidence(work) == []
+
+
+def test_todos_of_closed_goals_are_never_attributed(work: Path) -> None:
+    for args in (("goal", "add", "Old", "--id", "g2"), ("todo", "add", "g2", "Old work", "--id", "t9"),
+                 ("goal", "close", "g2", "--abandoned")):
+        assert invoke(work, *args).code == 0
+    proc = commit(work, "late\n\nLoopx-Todo: t9\nLoopx-Goal: g2")
+    assert evidence(work) == []
+    assert "todo t9's goal g2 is abandoned" in proc.stderr and "goal g2 is abandoned" in proc.stderr
+
+
+def test_a_lease_counts_only_for_commits_on_the_branch_it_was_taken_on(work: Path,
+                                                                     tmp_path: Path) -> None:
+    assert invoke(work, "todo", "claim", "t1").code == 0  # on main
+    git(work, "checkout", "-q", "-b", "release")
+    commit(work, "release chore")
+    assert evidence(work) == []
+    git(work, "checkout", "-q", "main")
+    commit(work, "the work")
+    assert [e["todo"] for e in evidence(work)] == ["t1"]
+    wt = tmp_path / "wt"
+    git(work, "worktree", "add", "-q", "-b", "elsewhere", str(wt))
+    commit(wt, "another worktree's work")
+    assert len(evidence(work)) == 1
+    commit(wt, "named\n\nLoopx-Todo: t1")  # a trailer is honoured on any branch
+    assert len(evidence(work)) == 2
+
+
+def test_a_lease_taken_on_a_detached_head_attributes_nothing(work: Path) -> None:
+    git(work, "checkout", "-q", "--detach")
+    assert invoke(work, "todo", "claim", "t1").code == 0
+    commit(work, "detached work")
+    assert evidence(work) == []
 
 
 def test_rewriting_commits_no_evidence_names_records_nothing(work: Path) -> None:

@@ -67,7 +67,7 @@ async def test_an_agent_turn_list_status_claim_evidence_done(session: ClientSess
                                                              project: Path) -> None:
     tools = {t.name: t for t in (await session.list_tools()).tools}
     assert {"status", "next", "todo_add", "todo_claim", "todo_renew", "todo_release",
-            "todo_done", "evidence_run", "evidence_add", "gate_open", "gate_answer",
+            "todo_done", "evidence_run", "evidence_add", "evidence_rerun", "gate_open", "gate_answer",
             "gate_show", "note_add", "session_open", "session_progress", "session_respond",
             "session_send", "session_inbox", "session_ack", "session_checkpoint", "wake_set",
             "wake_clear", "quota_spend", "prime"} <= set(tools)
@@ -227,3 +227,19 @@ def test_stdout_carries_only_the_protocol(project: Path) -> None:
     assert [a["id"] for a in answers] == [1, 2, 3]
     ran = answers[1]["result"]["structuredContent"]
     assert ran["exit_code"] == 0 and "to-stdout" in ran["output_tail"]
+
+
+async def test_evidence_rerun_runs_stale_evidence_again(session: ClientSession,
+                                                        project: Path) -> None:
+    await _call(session, "todo_claim", todo="output")
+    ran = await _call(session, "evidence_run", argv=[sys.executable, "-c", "print('ok')"],
+                      criteria=["a1"])
+    assert ran["exit_code"] == 0
+    (project / "README").write_text("changed\n")
+    git(project, "commit", "-q", "-am", "change the code")
+    planned = await _call(session, "evidence_rerun", dry_run=True)
+    assert [r["evidence"] for r in planned["reruns"]] == [[ran["event"]["data"]["id"]]]
+    assert planned["reruns"][0]["recorded"] is None
+    rerun = await _call(session, "evidence_rerun", stale=True)
+    (item,) = rerun["reruns"]
+    assert item["exit_code"] == 0 and item["recorded"]["type"] == "evidence.recorded"

@@ -71,24 +71,22 @@ def test_entity_ids_cannot_escape_a_path(text: str) -> None:
     assert "/" not in event.data.id and ".." not in event.data.id
 
 
-def test_an_event_is_written_at_the_lowest_version_that_holds_its_fields() -> None:
-    """So an older loopx keeps reading todos and wakes that use no new field, and keeps (as
-    of an unknown version, never refused) those that do."""
+
+def test_priority_discovered_from_and_every_are_fields_of_v2() -> None:
+    """A v1 event (written by an older loopx) cannot carry them; a newer version is kept as
+    unknown rather than refused."""
     from loopx.model.events import make_event, parse_event
 
-    def made(type_: str, data: dict) -> object:
-        return make_event(type=type_, data=data, event_id="01J0000000000000000000000A",
-                          at="2030-01-01T00:00:00Z", clock=1, actor="agent:a@b")
-
-    plain = made("todo.added", {"id": "t-1", "goal": "g", "title": "T"})
-    assert plain.env.v == 1  # type: ignore[attr-defined]
-    urgent = made("todo.added", {"id": "t-1", "goal": "g", "title": "T", "priority": 0})
-    assert urgent.env.v == 2  # type: ignore[attr-defined]
-    assert made("wake.set", {"id": "w-1", "at": "2030-01-01T00:00:00Z", "every": 600}).env.v == 2  # type: ignore[attr-defined]
-    assert made("todo.updated", {"id": "t-1", "title": "x"}).env.v == 1  # type: ignore[attr-defined]
-
-    doc = urgent.to_dict()  # type: ignore[attr-defined]
-    with pytest.raises(SchemaError, match="todo.added v1 cannot hold priority \\(they need v2\\)"):
+    urgent = make_event(type="todo.added", event_id="01J0000000000000000000000A",
+                        data={"id": "t-1", "goal": "g", "title": "T", "priority": 0,
+                              "discovered_from": "t-0"},
+                        at="2030-01-01T00:00:00Z", clock=1, actor="agent:a@b")
+    assert urgent.env.v == 2
+    doc = urgent.to_dict()
+    with pytest.raises(SchemaError, match="todo.added v1 cannot carry data.priority"):
         parse_event(dict(doc, v=1))
-    newer = parse_event(dict(doc, v=3))  # from a loopx newer than this one: kept as unknown
-    assert not newer.known
+    wake = dict(doc, type="wake.set", v=1, data={"id": "w-1", "at": "2030-01-01T00:00:00Z",
+                                                  "every": 600})
+    with pytest.raises(SchemaError, match="wake.set v1 cannot carry data.every"):
+        parse_event(wake)
+    assert not parse_event(dict(doc, v=3)).known  # from a newer loopx: kept as unknown

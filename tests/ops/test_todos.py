@@ -93,7 +93,7 @@ def test_listing_filters_by_priority_goal_state_and_claimant(planned: Ledger) ->
     planned.run(todos.claim, "t-old", actor=AGENT)
     planned.run(todos.claim, "t-new", actor=OTHER)
     planned.run(todos.add, "g", "done soon", id="t-done", actor=ALICE)
-    planned.run(todos.done, "t-done", summary="trivial", actor=ALICE)
+    planned.run(todos.done, "t-done", reason="trivial", actor=ALICE)
 
     def ids(**kw: object) -> list[str]:
         return [t["id"] for t in todos.listing(planned, **kw)]  # type: ignore[arg-type]

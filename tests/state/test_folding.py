@@ -105,21 +105,26 @@ def test_an_expired_lease_may_be_claimed_by_someone_else() -> None:
 def test_a_decision_after_a_claim_is_surfaced_to_the_claimer() -> None:
     events = base() + [
         ev("todo.claimed", {"id": "t1", "until": "2026-06-01T13:00:00Z"}, clock=5, actor="agent:a"),
-        ev("gate.answered", {"id": "q", "decision": "reject", "comment": "no"}, clock=6),
+        ev("gate.opened", {"id": "q2", "goal": "g", "question": "Postgres?",
+                           "authority": [MAINTAINER], "blocks": ["t1"]}, clock=6, goal="g"),
+        ev("gate.answered", {"id": "q2", "decision": "reject", "comment": "no"}, clock=7),
     ]
     state = views.snapshot(folding.replay(events), NOW)
-    assert state["todos"][0]["decisions_since_claim"] == ["q"]
+    assert state["todos"][0]["decisions_since_claim"] == ["q2"]
 
 
 def test_achieved_needs_evidence_for_every_criterion_unless_a_human_overrides() -> None:
-    close = ev("goal.closed", {"id": "g", "outcome": "achieved"}, clock=5)
-    assert "criteria without passing evidence (a1)" in folding.replay(base() + [close]).problems[0].reason
-    override = ev("goal.closed", {"id": "g", "outcome": "achieved", "override": True}, clock=5)
-    assert folding.replay(base() + [override]).goals["g"].state == "achieved"
+    cancelled = [ev("todo.cancelled", {"id": t}, clock=5) for t in ("t1", "t2")]
+    close = ev("goal.closed", {"id": "g", "outcome": "achieved"}, clock=6)
+    assert "criteria without passing evidence (a1)" in folding.replay(
+        base() + cancelled + [close]).problems[0].reason
+    override = ev("goal.closed", {"id": "g", "outcome": "achieved", "override": True,
+                                  "reason": "shipped; tested by hand"}, clock=6)
+    assert folding.replay(base() + cancelled + [override]).goals["g"].state == "achieved"
     evidence = ev("evidence.recorded", {"id": "e", "kind": "test", "exit_code": 0, "criteria": ["a1"]},
-                  clock=5, goal="g")
-    close6 = ev("goal.closed", {"id": "g", "outcome": "achieved"}, clock=6)
-    assert folding.replay(base() + [evidence, close6]).goals["g"].state == "achieved"
+                  clock=6, goal="g")
+    close7 = ev("goal.closed", {"id": "g", "outcome": "achieved"}, clock=7)
+    assert folding.replay(base() + cancelled + [evidence, close7]).goals["g"].state == "achieved"
 
 
 def test_a_todo_cannot_be_done_on_failing_evidence() -> None:
@@ -176,7 +181,7 @@ def simulate(ops: list[tuple[int, str, int]]) -> list[Event]:
             "todo": ("todo.added", {"id": f"t{len(everything)}", "goal": "g", "title": "x",
                                     "depends_on": [target]}),
             "claim": ("todo.claimed", {"id": target, "until": "2026-06-01T13:00:00Z"}),
-            "done": ("todo.done", {"id": target}),
+            "done": ("todo.done", {"id": target, **({"reason": "sim"} if n % 2 else {})}),
             "answer": ("gate.answered", {"id": "q", "decision": ["approve", "reject"][n % 2]}),
             "evidence": ("evidence.recorded", {"id": f"e{len(everything)}", "kind": "test",
                                                "todo": target, "criteria": ["a1"]}),

@@ -28,6 +28,7 @@ EXAMPLES = {
     "todo.renewed": {"id": "t-3", "until": "2026-11-29T15:05:00Z"},
     "todo.released": {"id": "t-3"},
     "todo.done": {"id": "t-3", "evidence": ["e-1"]},
+    "todo.acked": {"id": "t-3", "gates": ["q-1"]},
     "todo.blocked": {"id": "t-3", "reason": "waiting on CI"},
     "todo.reopened": {"id": "t-3"},
     "todo.cancelled": {"id": "t-3", "reason": "not needed"},

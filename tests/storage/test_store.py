@@ -108,10 +108,11 @@ def test_same_event_id_twice_is_one_event_and_different_content_is_refused(ledge
 
 def test_the_cache_is_used_and_a_corrupt_cache_is_ignored(ledger: Ledger) -> None:
     ledger.append("note.added", {"id": "n-1", "text": "hi"}, actor="agent:x")
-    cache_file = ledger._cache_path()
-    assert cache_file.exists()
+    cache_file = ledger._live_path
+    assert cache_file.exists() and ledger.projection.path.exists()
     cache_file.write_bytes(cache_file.read_bytes()[:-10] + b"corrupted!")
     with Ledger.open(ledger.repo.cwd) as fresh:
+        assert fresh.live_fold().notes == 1
         assert fresh.fold().notes == 1
 
 
@@ -169,3 +170,32 @@ def test_discover_finds_the_common_dir_of_a_worktree(repo: Path, tmp_path: Path)
     with Ledger.open(tmp_path / "wt") as ledger:
         ledger.init(actor="human:test@example.com")
     assert git(repo, "rev-list", "--count", "loopx/state") == "1"
+
+
+@pytest.mark.slow
+def test_single_appends_do_not_pile_up_loose_objects(repo: Path, ledger: Ledger,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # The tests' git config turns gc.auto off; a user's git has it on (6700 by default).
+    git(repo, "config", "gc.auto", "256")
+    monkeypatch.setattr("loopx.storage.store.GC_AUTO_LOOSE", 256)
+
+    def counts() -> dict[str, int]:
+        return {k: int(v) for k, v in (line.split(": ")
+                for line in git(repo, "count-objects", "-v").splitlines()) if v.isdigit()}
+
+    start = counts()["count"]
+    for n in range(150):  # ~7 loose objects each: 1,000 and more, as git's estimate sees them
+        ledger.append("note.added", {"id": f"n-{n}", "text": "x"}, actor="agent:x")
+    written = 150 * 7
+    deadline = time.monotonic() + 60
+    while (counts()["in-pack"] == 0 or (repo / ".git" / "gc.pid").exists()) and (
+            time.monotonic() < deadline):
+        time.sleep(0.2)  # `git gc --auto` runs in the background
+    after = counts()
+    # Packed once the loose ones passed git's threshold; what came after stays loose until
+    # the next write finds the threshold passed again.
+    assert after["in-pack"] >= 300 and after["count"] - start < written - 300, after
+    assert not (repo / ".git" / "gc.log").exists()  # it would stop every later auto gc
+    assert git(repo, "fsck", "--connectivity-only", "--no-dangling").strip() == ""
+    with Ledger.open(repo) as fresh:
+        assert fresh.fold().notes == 150
