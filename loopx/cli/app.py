@@ -53,14 +53,9 @@ class App:
         """Who is acting: --actor, else $LOOPX_ACTOR, else human:<git user.email>."""
         if self._actor:
             return self._actor
-        from loopx.storage import gateway  # only when no actor was given
+        from loopx.ops import ledgers  # only when no actor was given (see `ledger`)
 
-        email = gateway.out(self.cwd, "config", "user.email", check=False).strip()
-        if not email:
-            raise LoopxError(
-                "who is acting? pass --actor KIND:NAME, set LOOPX_ACTOR, or `git config user.email`"
-            )
-        self._actor = f"human:{email}"
+        self._actor = ledgers.actor(self.cwd)
         return self._actor
 
     def actor_or_none(self) -> Optional[str]:

@@ -165,7 +165,7 @@ def _batch_argv(n: int, line: str) -> list[str]:
     if value[0].startswith("-"):
         raise UsageError(f"line {n}: options such as {value[0]} apply to the whole batch "
                          "(`git loopx --actor WHO batch`), not to one line")
-    if value[0] in ("batch", "demo", "init"):
+    if value[0] in ("batch", "demo", "init", "mcp", "wait", "watch"):
         raise UsageError(f"line {n}: `{value[0]}` cannot run inside a batch")
     return value
 

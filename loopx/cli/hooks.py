@@ -146,7 +146,7 @@ def rerun(app: App, stale_only: bool, todo_id: Optional[str], criterion: Optiona
                           criterion=criterion, goal=goal_id, dry_run=dry_run, now=app.now,
                           environ=os.environ)
     if app.json:
-        app.emit([_rerun_doc(item) for item in plan])
+        app.emit([item.to_dict() for item in plan])
     else:  # stderr: the commands' own output is on stdout
         for line in _rerun_lines(plan, dry_run) or ["loopx: nothing to re-run"]:
             click.echo(line, err=True)
@@ -171,10 +171,3 @@ def _rerun_lines(plan: list[evidence.Rerun], dry_run: bool) -> list[str]:
                          f"{item.result.error}")
     return lines
 
-
-def _rerun_doc(item: evidence.Rerun) -> dict[str, Any]:
-    return {"evidence": item.evidence, "why": item.why, "command": item.command, "cwd": item.cwd,
-            "todo": item.todo, "goal": item.goal, "criteria": item.criteria, "paths": item.paths,
-            "skipped": item.skipped,
-            "exit_code": item.result.outcome.exit_code if item.result else None,
-            "recorded": item.result.event.to_dict() if item.result and item.result.event else None}

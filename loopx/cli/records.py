@@ -122,22 +122,30 @@ def wake() -> None:
 @click.option("--at", "at", metavar="TIME", help="An RFC 3339 time (UTC).")
 @click.option("--in", "in_", metavar="DURATION", help="From now, e.g. 2h.")
 @click.option("--on-gate", metavar="GATE", help="When this gate is answered.")
-@click.option("--on-ci", metavar="SHA", help="When CI finishes for this commit (or HEAD).")
+@click.option("--on-ci", metavar="REV", help="When CI finishes for this commit (a sha, HEAD, "
+              "a branch: resolved to its full commit now).")
 @click.option("--on-todo", metavar="TODO", help="When this todo is done.")
+@click.option("--every", metavar="DURATION", help="Recur: due again this long after each time "
+              "it is acted on (`wake ack`), e.g. 30m; first due --at/--in, else one DURATION "
+              "from now.")
 @click.option("--goal", "goal_id", metavar="GOAL")
 @click.option("--reason")
 @click.option("--id", "wake_id", help="Id to use (default: a generated w-xxxxxx).")
 @event_id_option
 @pass_app
 def wake_set(app: App, at: Optional[str], in_: Optional[str], on_gate: Optional[str],
-             on_ci: Optional[str], on_todo: Optional[str], goal_id: Optional[str],
-             reason: Optional[str], wake_id: Optional[str], event_id: Optional[str]) -> None:
-    """Set a wake condition."""
-    after = optional_duration(in_)
+             on_ci: Optional[str], on_todo: Optional[str], every: Optional[str],
+             goal_id: Optional[str], reason: Optional[str], wake_id: Optional[str],
+             event_id: Optional[str]) -> None:
+    """Set a wake condition (`wait` and `watch` act on it)."""
+    after, seconds = optional_duration(in_), optional_duration(every)
     event = app.write(lambda txn: wakes.set_(txn, at=at, after=after, on_gate=on_gate,
                                              on_ci=on_ci, on_todo=on_todo, goal=goal_id,
-                                             reason=reason, id=wake_id, event_id=event_id))
-    app.emit_event(event, f"set wake {event.data.id}")
+                                             reason=reason, every=seconds, id=wake_id,
+                                             event_id=event_id))
+    app.emit_event(event, f"set wake {event.data.id}"
+                   + (f" at {event.data.at}" if event.data.at else "")
+                   + (f" on CI for {event.data.on_ci[:12]}" if event.data.on_ci else ""))
 
 
 @wake.command("clear")
@@ -150,14 +158,26 @@ def wake_clear(app: App, wake_id: str, event_id: Optional[str]) -> None:
     app.emit_event(event, f"cleared wake {event.data.id}")
 
 
+@wake.command("ack")
+@click.argument("wake_id")
+@event_id_option
+@pass_app
+def wake_ack(app: App, wake_id: str, event_id: Optional[str]) -> None:
+    """Say a due wake was acted on: a one-shot wake is cleared, a recurring one re-armed."""
+    event = app.write(lambda txn: wakes.ack(txn, wake_id, event_id=event_id))
+    next_at = getattr(event.data, "next", None)
+    app.emit_event(event, f"wake {event.data.id} due again at {next_at}" if next_at
+                   else f"cleared wake {event.data.id}")
+
+
 @wake.command("list")
 @pass_app
 def wake_list(app: App) -> None:
     """List wake conditions."""
     found = wakes.listing(app.ledger, now=app.now)
     app.emit(found, lambda: "\n".join(
-        f"{w['id']:<12} " + ", ".join(f"{k}={w[k]}" for k in ("at", "on_gate", "on_ci", "on_todo")
-                                      if w[k])
+        f"{w['id']:<12} " + ", ".join(f"{k}={w[k]}" for k in ("at", "on_gate", "on_ci", "on_todo",
+                                                             "every") if w[k])
         + (f"  ({w['reason']})" if w["reason"] else "") for w in found) or "no wakes")
 
 

@@ -91,6 +91,24 @@ def brief(app: App, goal_id: Optional[str], no_ci: bool, offline: bool) -> None:
     _emit(app, {"markdown": text, "status": snap}, text)
 
 
+@click.command()
+@_inspect_options
+@pass_app
+def prime(app: App, no_ci: bool, offline: bool) -> None:
+    """A short Markdown primer for an agent starting a session (or after compaction): what
+    loopx is, the commands it needs, and what matters to you now. Made for session-start
+    hooks: in a repository without a ledger it says so and exits 0."""
+    if not app.ledger.exists():
+        app.emit({"markdown": NO_LEDGER, "primer": None}, NO_LEDGER.rstrip())
+        return
+    result = recovery.prime(app.ledger, actor=app.actor_or_none(), ci=not no_ci,
+                            offline=offline, now=app.now)
+    _emit(app, result.to_dict(), result.markdown.rstrip())
+
+
+NO_LEDGER = "This repository has no loopx ledger yet (`git loopx init` starts one).\n"
+
+
 # --- text ----------------------------------------------------------------------------------------
 
 

@@ -17,7 +17,7 @@ import click
 
 from loopx.version import __version__
 from loopx.cli.app import App
-from loopx.errors import GitError, LoopxError
+from loopx.errors import GitError, LoopxError, describe
 
 # (module, attribute) of each command or group, imported when the CLI starts.
 _GROUPS = [
@@ -37,6 +37,9 @@ _GROUPS = [
     ("loopx.cli.recovery", "status"),
     ("loopx.cli.recovery", "next_"),
     ("loopx.cli.recovery", "brief"),
+    ("loopx.cli.recovery", "prime"),
+    ("loopx.cli.waiting", "wait"), ("loopx.cli.waiting", "watch"),
+    ("loopx.cli.serve", "mcp"),
     ("loopx.cli.review", "log"), ("loopx.cli.review", "diff"), ("loopx.cli.review", "validate"),
     ("loopx.cli.core", "batch"),
     ("loopx.cli.core", "schema"),
@@ -121,7 +124,10 @@ def main(argv: Optional[list[str]] = None) -> None:
         if isinstance(code, int) and code:  # click returns Exit(n)'s code when not standalone
             sys.exit(code)
     except click.exceptions.Abort:
-        _fail(1, "aborted", "Abort", as_json)
+        click.echo("aborted", err=True)
+        if as_json:
+            _json_error(1, "aborted", "Abort")
+        sys.exit(1)
     except click.ClickException as exc:
         if as_json:
             _json_error(exc.exit_code, exc.format_message(), type(exc).__name__)
@@ -131,9 +137,9 @@ def main(argv: Optional[list[str]] = None) -> None:
         sys.exit(exc.exit_code)
     except GitError as exc:
         hint = exc.stderr if debug else "hint: rerun with --debug for details"
-        _fail(3, f"error: {exc}", "GitError", as_json, hint)
+        _fail(*describe(exc), as_json, hint)
     except LoopxError as exc:
-        _fail(1, f"error: {exc}", type(exc).__name__, as_json)
+        _fail(*describe(exc), as_json)
     except KeyboardInterrupt:
         sys.exit(130)
     except BrokenPipeError:
@@ -143,17 +149,16 @@ def main(argv: Optional[list[str]] = None) -> None:
             import traceback  # only under --debug
 
             traceback.print_exc()
-        _fail(3, f"error: unexpected {type(exc).__name__}: {exc}", "unexpected", as_json,
-              "hint: rerun with --debug and report the traceback")
+        _fail(*describe(exc), as_json, "hint: rerun with --debug and report the traceback")
 
 
-def _fail(code: int, message: str, kind: str, as_json: bool, hint: Optional[str] = None) -> None:
+def _fail(kind: str, message: str, code: int, as_json: bool, hint: Optional[str] = None) -> None:
     """One clear line on stderr (plus a hint); with --json also a JSON error on stdout."""
-    click.echo(message, err=True)
+    click.echo(f"error: {message}", err=True)
     if hint:
         click.echo(hint, err=True)
     if as_json:
-        _json_error(code, message.removeprefix("error: "), kind)
+        _json_error(code, message, kind)
     sys.exit(code)
 
 

@@ -174,7 +174,7 @@ STATUS_SCHEMA["$defs"] = {
             "command": _nullable("string"),
             "todo": {"type": "string"}, "gate": {"type": "string"}, "goal": {"type": "string"},
             "effect": {"type": "string"}, "session": {"type": "string"},
-            "evidence": {"type": "string"},
+            "evidence": {"type": "string"}, "wake": {"type": "string"},
         },
     },
 }
@@ -184,6 +184,9 @@ _criterion["properties"].update(freshness={"enum": ["fresh", "stale", "unknown",
                                 needs_rerun={"type": "boolean"})
 STATUS_SCHEMA["properties"]["evidence"]["items"]["properties"]["freshness"] = {
     "enum": [*_FRESHNESS["enum"], None]}
+STATUS_SCHEMA["properties"]["todos"]["items"]["properties"].update(
+    priority={"type": "integer", "minimum": 0, "maximum": 4},
+    discovered_from=_nullable("string"))
 
 # Added by issue 11 (evidence you can trust): the latest verdict per criterion, scopes, CI
 # results as verdicts, done-without-evidence reasons. Keys only ever added (docs/status.md).

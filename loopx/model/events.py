@@ -142,6 +142,10 @@ class TodoAdded(Model):
     depends_on: list[str] = Field(default_factory=list, max_length=200)
     gates: list[str] = Field(default_factory=list, max_length=200)
     criteria: list[str] = Field(default_factory=list, max_length=200)
+    priority: Optional[int] = Field(
+        default=None, ge=0, le=4, description="0 most urgent .. 4 least; none given is 2")
+    discovered_from: Optional[str] = Field(
+        default=None, pattern=ID_PATTERN, description="the todo whose work turned this one up")
 
 
 class TodoUpdated(Model):
@@ -150,6 +154,7 @@ class TodoUpdated(Model):
     description: Optional[str] = Field(default=None, max_length=20_000)
     add_depends_on: list[str] = Field(default_factory=list, max_length=200)
     add_gates: list[str] = Field(default_factory=list, max_length=200)
+    priority: Optional[int] = Field(default=None, ge=0, le=4, description="a new priority")
 
 
 class TodoClaimed(Model):
@@ -288,10 +293,21 @@ class WakeSet(Model):
     on_ci: Optional[str] = Field(default=None, max_length=200, description="a commit sha or 'HEAD'")
     on_todo: Optional[str] = Field(default=None, pattern=ID_PATTERN)
     reason: Optional[str] = Field(default=None, max_length=2_000)
+    every: Optional[int] = Field(
+        default=None, ge=60, le=366 * 86400,
+        description="seconds: a recurring time wake, next due this long after it last fired")
 
 
 class WakeCleared(Model):
     id: str = EntityId
+
+
+class WakeFired(Model):
+    """A recurring wake was acted on; it is due again at ``next``."""
+
+    id: str = EntityId
+    at: str = Field(pattern=TS_PATTERN, description="when it was acted on (UTC)")
+    next: str = Field(pattern=TS_PATTERN, description="when it is due again: at + every")
 
 
 class QuotaSet(Model):
@@ -429,8 +445,8 @@ EVENT_TYPES: dict[str, tuple[type[Model], int]] = {
     "goal.created": (GoalCreated, 2),
     "goal.updated": (GoalUpdated, 2),
     "goal.closed": (GoalClosed, 2),
-    "todo.added": (TodoAdded, 1),
-    "todo.updated": (TodoUpdated, 1),
+    "todo.added": (TodoAdded, 2),
+    "todo.updated": (TodoUpdated, 2),
     "todo.claimed": (TodoClaimed, 2),
     "todo.renewed": (TodoRenewed, 1),
     "todo.released": (TodoReleased, 1),
@@ -444,8 +460,9 @@ EVENT_TYPES: dict[str, tuple[type[Model], int]] = {
     "gate.withdrawn": (GateWithdrawn, 1),
     "evidence.recorded": (EvidenceRecorded, 2),
     "evidence.remapped": (EvidenceRemapped, 1),
-    "wake.set": (WakeSet, 1),
+    "wake.set": (WakeSet, 2),
     "wake.cleared": (WakeCleared, 1),
+    "wake.fired": (WakeFired, 1),
     "quota.set": (QuotaSet, 1),
     "quota.spent": (QuotaSpent, 2),
     "effect.intended": (EffectIntended, 1),
@@ -467,10 +484,13 @@ ADDED_IN: dict[str, dict[str, int]] = {
     "config.set": {"evidence_ignore": 2, "ci_criteria": 2},
     "goal.created": {"acceptance[].paths": 2},
     "goal.updated": {"revise": 2, "retire": 2, "scope": 2, "add_acceptance[].paths": 2},
+    "todo.added": {"priority": 2, "discovered_from": 2},
+    "todo.updated": {"priority": 2},
     "todo.claimed": {"branch": 2},
     "todo.done": {"reason": 2},
     "evidence.recorded": {"paths": 2, "check": 2, "cwd": 2},
     "quota.spent": {"force": 2, "reason": 2},
+    "wake.set": {"every": 2},
 }
 
 # Payload fields the writer derives from its clock (e.g. a lease's expiry from --ttl): a retry
@@ -479,6 +499,7 @@ RETRY_VOLATILE: dict[str, frozenset[str]] = {
     "todo.claimed": frozenset({"until"}),
     "todo.renewed": frozenset({"until"}),
     "wake.set": frozenset({"at"}),
+    "wake.fired": frozenset({"at", "next"}),
 }
 
 TYPE_RE = re.compile(r"^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$")

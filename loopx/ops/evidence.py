@@ -200,6 +200,15 @@ class Rerun:
     result: Optional[RunResult] = None
     argv: list[str] = field(default_factory=list)
 
+    def to_dict(self) -> dict[str, Any]:
+        """What `git loopx rerun --format json` prints for it."""
+        return {"evidence": self.evidence, "why": self.why, "command": self.command,
+                "cwd": self.cwd, "todo": self.todo, "goal": self.goal,
+                "criteria": self.criteria, "paths": self.paths, "skipped": self.skipped,
+                "exit_code": self.result.outcome.exit_code if self.result else None,
+                "recorded": (self.result.event.to_dict()
+                             if self.result and self.result.event else None)}
+
 
 def rerun(ledger: Ledger, *, actor: str, stale_only: bool = False, todo: Optional[str] = None,
           criterion: Optional[str] = None, goal: Optional[str] = None, dry_run: bool = False,

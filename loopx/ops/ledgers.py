@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
+from loopx.errors import LoopxError
 from loopx.ledger.book import Ledger
+from loopx.storage import gateway
 from loopx.storage.store import STATE_REF
 
 if TYPE_CHECKING:
@@ -39,3 +41,15 @@ def init(ledger: Ledger, *, actor: str, name: Optional[str] = None) -> Optional[
 
     sync.adopt(ledger=ledger)
     return ledger.init(actor=actor, name=name)
+
+
+def actor(cwd: Path | str, given: Optional[str] = None) -> str:
+    """Who is acting, the same for every interface: ``given`` (``--actor``, else
+    ``$LOOPX_ACTOR``, which the interface reads), else ``human:<git user.email>``."""
+    if given:
+        return given
+    email = gateway.out(cwd, "config", "user.email", check=False).strip()
+    if not email:
+        raise LoopxError(
+            "who is acting? pass --actor KIND:NAME, set LOOPX_ACTOR, or `git config user.email`")
+    return f"human:{email}"

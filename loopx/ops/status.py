@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Optional
 
 from loopx.errors import TransitionError
-from loopx.features import briefing, readback
+from loopx.features import briefing, primer, readback
 from loopx.ledger.book import Ledger
 from loopx.model import clock
 from loopx.ops import lookup
@@ -132,3 +132,25 @@ def brief(ledger: Ledger, *, actor: Optional[str], goal: Optional[str] = None,
     snap = status(ledger, actor=actor, goal=goal, ci=ci, offline=offline, now=now)
     goal_id = snap["goals"][0]["id"] if goal and snap["goals"] else None
     return briefing.markdown(snap, goal_id=goal_id), snap
+
+
+@dataclass
+class Primer:
+    """`git loopx prime`: the facts that matter to one actor now, and their Markdown."""
+
+    facts: dict[str, Any]
+    markdown: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"markdown": self.markdown, "primer": self.facts}
+
+
+def prime(ledger: Ledger, *, actor: Optional[str], ci: bool = True, offline: bool = False,
+          now: Optional[datetime] = None) -> Primer:
+    """A short Markdown primer for ``actor`` at the start of a session or after compaction:
+    what loopx is, the commands it needs, and its leases, the top of the frontier, the gates
+    waiting on it, its sessions' inboxes and stale evidence."""
+    now = now or clock.now()
+    snap = status(ledger, actor=actor, ci=ci, offline=offline, now=now)
+    facts = primer.facts(snap, actor=actor, now=clock.format_ts(now))
+    return Primer(facts, primer.markdown(facts))

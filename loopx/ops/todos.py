@@ -24,30 +24,45 @@ if TYPE_CHECKING:
 
 def add(txn: Txn, goal: str, title: str, *, id: Optional[str] = None,
         after: Sequence[str] = (), gates: Sequence[str] = (), criteria: Sequence[str] = (),
-        description: Optional[str] = None, event_id: Optional[str] = None) -> Event[TodoAdded]:
-    """Add a todo to ``goal``; it waits for the todos ``after`` and the approval of ``gates``."""
+        description: Optional[str] = None, priority: Optional[int] = None,
+        discovered_from: Optional[str] = None,
+        event_id: Optional[str] = None) -> Event[TodoAdded]:
+    """Add a todo to ``goal``; it waits for the todos ``after`` and the approval of ``gates``.
+
+    ``priority`` runs from 0 (most urgent) to 4 (default 2) and orders the frontier;
+    ``discovered_from`` names the todo whose work turned this one up.
+    """
     fold = txn.fold
     gid = lookup.goal(fold, goal)
     data = {"id": id or new_short_id("t", event_id), "goal": gid, "title": title,
             "description": description, "criteria": list(criteria),
             "depends_on": [lookup.todo(fold, t) for t in after],
-            "gates": [lookup.gate(fold, g) for g in gates]}
+            "gates": [lookup.gate(fold, g) for g in gates],
+            "priority": _priority(priority),
+            "discovered_from": lookup.optional(fold.todos, discovered_from, "todo")}
     return txn.add(Draft("todo.added", data, gid, event_id))
 
 
 def update(txn: Txn, todo: str, *, title: Optional[str] = None,
            description: Optional[str] = None, after: Sequence[str] = (),
-           gates: Sequence[str] = (), event_id: Optional[str] = None) -> Event[TodoUpdated]:
-    """Change a todo's title or description, or make it wait for more todos and gates
-    (a dependency that would make a cycle is refused)."""
-    if not (title or description is not None or after or gates):
-        raise UsageError("nothing to change: give a title, description, todo or gate")
+           gates: Sequence[str] = (), priority: Optional[int] = None,
+           event_id: Optional[str] = None) -> Event[TodoUpdated]:
+    """Change a todo's title, description or priority, or make it wait for more todos and
+    gates (a dependency that would make a cycle is refused)."""
+    if not (title or description is not None or after or gates or priority is not None):
+        raise UsageError("nothing to change: give a title, description, priority, todo or gate")
     fold = txn.fold
     tid = lookup.todo(fold, todo)
     data = {"id": tid, "title": title, "description": description,
             "add_depends_on": [lookup.todo(fold, t) for t in after],
-            "add_gates": [lookup.gate(fold, g) for g in gates]}
+            "add_gates": [lookup.gate(fold, g) for g in gates], "priority": _priority(priority)}
     return txn.add(Draft("todo.updated", data, fold.todos[tid].goal, event_id))
+
+
+def _priority(value: Optional[int]) -> Optional[int]:
+    if value is not None and not 0 <= value <= 4:
+        raise UsageError(f"a priority is 0 (most urgent) to 4 (least), not {value}")
+    return value
 
 
 def lease_seconds(fold: entities.Fold, ttl: Optional[int]) -> int:
@@ -173,18 +188,32 @@ def _given(**fields: Any) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if v not in (None, [], ())}
 
 
+STATES = ("open", "claimed", "done", "blocked", "cancelled")
+
+
 def listing(ledger: Ledger, *, goal: Optional[str] = None, ready: bool = False,
-            include_closed: bool = False, now: Optional[datetime] = None) -> list[dict[str, Any]]:
-    """Todos with their state and why each is not ready: open ones by default, the frontier
-    with ``ready``, done and cancelled ones too with ``include_closed``."""
+            include_closed: bool = False, priority: Sequence[int] = (),
+            state: Optional[str] = None, claimant: Optional[str] = None,
+            now: Optional[datetime] = None) -> list[dict[str, Any]]:
+    """Todos with their state and why each is not ready, in ledger order: open ones by
+    default, done and cancelled ones too with ``include_closed`` (or a ``state`` that asks for
+    them). ``ready`` gives the frontier, in its order (priority, then ledger order); the other
+    filters keep todos of one of the ``priority`` values, in ``state``, held by ``claimant``."""
+    if state is not None and state not in STATES:
+        raise UsageError(f"a todo state is one of {', '.join(STATES)}, not {state!r}")
     fold = ledger.fold()
     todos = views.snapshot(fold, now or clock.now())["todos"]
     if goal:
         gid = lookup.goal(fold, goal)
         todos = [t for t in todos if t["goal"] == gid]
     if ready:
-        return [t for t in todos if t["ready"]]
-    return [t for t in todos if include_closed or t["state"] not in ("done", "cancelled")]
+        order = {tid: n for n, tid in enumerate(views.by_priority(todos))}
+        todos = sorted((t for t in todos if t["id"] in order), key=lambda t: order[t["id"]])
+    elif state is None and not include_closed:
+        todos = [t for t in todos if t["state"] not in ("done", "cancelled")]
+    return [t for t in todos if (not priority or t["priority"] in priority)
+            and (state is None or t["state"] == state)
+            and (claimant is None or t["claimed_by"] == claimant)]
 
 
 def show(ledger: Ledger, todo: str, *, now: Optional[datetime] = None) -> dict[str, Any]:

@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # annotations only: the state layer runs without pydantic on 
         GoalUpdated, LedgerInitialised, QuotaSpent, SessionAcked, SessionCheckpointed,
         SessionClosed, SessionInterjected, SessionOpened, SessionProgress, SessionResponded,
         TodoAcked, TodoAdded, TodoBlocked, TodoCancelled, TodoClaimed, TodoDone, TodoReleased,
-        TodoRenewed, TodoReopened, TodoUpdated, WakeCleared, WakeSet,
+        TodoRenewed, TodoReopened, TodoUpdated, WakeCleared, WakeFired, WakeSet,
     )
 
 
@@ -76,6 +76,9 @@ def _apply_todo_added(fold: Fold, event: Event) -> None:
     d = cast("TodoAdded", event.data)
     fold.todos[d.id] = Todo(d.id, d.goal, d.title, d.description, list(d.depends_on),
                             list(d.gates), list(d.criteria), clock=event.env.clock)
+    if d.priority is not None:
+        fold.todos[d.id].priority = d.priority
+    fold.todos[d.id].discovered_from = d.discovered_from
     fold.goals[d.goal].todos.append(d.id)
     _link(fold, d.id, d.depends_on, d.gates)
 
@@ -97,6 +100,7 @@ def _apply_todo_updated(fold: Fold, event: Event) -> None:
     todo.description = d.description if d.description is not None else todo.description
     todo.depends_on += [t for t in d.add_depends_on if t not in todo.depends_on]
     todo.gates += [g for g in d.add_gates if g not in todo.gates]
+    todo.priority = d.priority if d.priority is not None else todo.priority
     _link(fold, d.id, d.add_depends_on, d.add_gates)
 
 
@@ -213,12 +217,18 @@ def _apply_remapped(fold: Fold, event: Event) -> None:
 def _apply_wake_set(fold: Fold, event: Event) -> None:
     d = cast("WakeSet", event.data)
     fold.wakes[d.id] = Wake(d.id, event.env.goal, d.at, d.on_gate, d.on_ci, d.on_todo, d.reason,
-                            event.env.actor)
+                            event.env.actor, d.every)
 
 
 def _apply_wake_cleared(fold: Fold, event: Event) -> None:
     d = cast("WakeCleared", event.data)
     del fold.wakes[d.id]
+
+
+def _apply_wake_fired(fold: Fold, event: Event) -> None:
+    d = cast("WakeFired", event.data)
+    wake = fold.wakes[d.id]
+    wake.at, wake.fired_at = d.next, d.at
 
 
 def _apply_quota_set(fold: Fold, event: Event) -> None:
@@ -341,6 +351,7 @@ _APPLY: dict[str, Callable[[Fold, Event], None]] = {
     "evidence.remapped": _apply_remapped,
     "wake.set": _apply_wake_set,
     "wake.cleared": _apply_wake_cleared,
+    "wake.fired": _apply_wake_fired,
     "quota.set": _apply_quota_set,
     "quota.spent": _apply_quota_spent,
     "effect.intended": _apply_effect_intended,

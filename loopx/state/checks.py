@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # annotations only: the state layer runs without pydantic on 
         GoalUpdated, LedgerInitialised, QuotaSpent, SessionAcked, SessionCheckpointed,
         SessionClosed, SessionInterjected, SessionOpened, SessionProgress, SessionResponded,
         TodoAcked, TodoAdded, TodoBlocked, TodoCancelled, TodoClaimed, TodoDone, TodoReleased,
-        TodoRenewed, TodoReopened, TodoUpdated, WakeCleared, WakeSet,
+        TodoRenewed, TodoReopened, TodoUpdated, WakeCleared, WakeFired, WakeSet,
     )
 
     # The payloads of the events that act on an existing session.
@@ -122,6 +122,7 @@ def _check_todo_added(fold: Fold, event: Event) -> Optional[str]:
         or _unknown(fold.todos, data.depends_on, "todo")
         or _unknown(fold.gates, data.gates, "gate")
         or _unknown_criteria(fold, data.goal, data.criteria)
+        or _unknown(fold.todos, [data.discovered_from] if data.discovered_from else [], "todo")
     )
 
 
@@ -324,12 +325,22 @@ def _check_wake_set(fold: Fold, event: Event) -> Optional[str]:
         return f"unknown gate {data.on_gate}"
     if data.on_todo and data.on_todo not in fold.todos:
         return f"unknown todo {data.on_todo}"
+    if data.every and (not data.at or data.on_gate or data.on_ci or data.on_todo):
+        return "a recurring wake is a time wake: give it a first time, and no gate, CI or todo"
     return None
 
 
 def _check_wake_cleared(fold: Fold, event: Event) -> Optional[str]:
     data = cast("WakeCleared", event.data)
     return None if data.id in fold.wakes else f"unknown wake {data.id}"
+
+
+def _check_wake_fired(fold: Fold, event: Event) -> Optional[str]:
+    data = cast("WakeFired", event.data)
+    wake = fold.wakes.get(data.id)
+    if wake is None:
+        return f"unknown wake {data.id}"
+    return None if wake.every else f"wake {data.id} is not recurring; clear it instead"
 
 
 def _check_quota(fold: Fold, event: Event) -> Optional[str]:
@@ -496,6 +507,7 @@ _CHECK: dict[str, Check] = {
     "evidence.recorded": _check_evidence,
     "wake.set": _check_wake_set,
     "wake.cleared": _check_wake_cleared,
+    "wake.fired": _check_wake_fired,
     "quota.set": _check_quota,
     "quota.spent": _check_quota_spent,
     "effect.intended": _check_effect_intended,

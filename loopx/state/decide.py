@@ -346,7 +346,9 @@ def _wakes(ctx: _Ctx) -> Iterable[Action]:
         if due:
             yield _action("wake_due", f"wake {wake['id']} is due ({due})"
                           + (f": {wake['reason']}" if wake.get("reason") else ""),
-                          f"git loopx wake clear {wake['id']}", goal=wake.get("goal"))
+                          # a recurring wake is re-armed (`ack`), a one-shot one cleared
+                          f"git loopx wake {'ack' if wake.get('every') else 'clear'} {wake['id']}",
+                          goal=wake.get("goal"), wake=wake["id"])
 
 
 def _wake_due(ctx: _Ctx, wake: dict[str, Any], ci_state: Optional[str]) -> Optional[str]:

@@ -13,6 +13,7 @@ from typing import Any, Optional, Protocol, runtime_checkable
 
 DEFAULT_LEASE_TTL_S = 45 * 60
 DEFAULT_SESSION_SLOTS = 20
+DEFAULT_PRIORITY = 2  # todo priorities run from 0 (most urgent) to 4
 
 
 @dataclass
@@ -54,6 +55,8 @@ class Todo:
     branch: Optional[str] = None  # where the lease was taken (refs/heads/...), if on a branch
     no_evidence_reason: Optional[str] = None  # done without evidence: why
     dependants: list[str] = field(default_factory=list)  # todos that wait for this one
+    priority: int = DEFAULT_PRIORITY
+    discovered_from: Optional[str] = None
 
 
 @dataclass
@@ -104,6 +107,8 @@ class Wake:
     on_todo: Optional[str]
     reason: Optional[str]
     actor: str
+    every: Optional[int] = None  # seconds; a recurring wake's `at` moves on when it fires
+    fired_at: Optional[str] = None  # when a recurring wake was last acted on
 
 
 @dataclass

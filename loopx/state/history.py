@@ -8,7 +8,10 @@ approve — 'error_code is stable'"); :func:`diff` compares two snapshots of the
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union
+
+from loopx.model import clock
 
 if TYPE_CHECKING:  # describe() reads validated events and plain ones alike
     from loopx.model.events import Event
@@ -97,6 +100,8 @@ def _todo_added(d: Any) -> str:
     extra = [f"after {', '.join(d.depends_on)}"] if d.depends_on else []
     extra += [f"gates {', '.join(d.gates)}"] if d.gates else []
     extra += [f"for {', '.join(d.criteria)}"] if d.criteria else []
+    extra += [f"priority {d.priority}"] if d.priority is not None else []
+    extra += [f"found while doing {d.discovered_from}"] if d.discovered_from else []
     tail = f" ({'; '.join(extra)})" if extra else ""
     return f"added todo {d.id} to {d.goal}: {_quote(d.title)}{tail}"
 
@@ -105,6 +110,7 @@ def _todo_updated(d: Any) -> str:
     parts = [f"title {_quote(d.title)}"] if d.title else []
     parts += [f"now waits for {', '.join(d.add_depends_on)}"] if d.add_depends_on else []
     parts += [f"now needs gates {', '.join(d.add_gates)}"] if d.add_gates else []
+    parts += [f"priority {d.priority}"] if d.priority is not None else []
     parts += ["description"] if d.description is not None else []
     return f"updated todo {d.id}: " + ", ".join(parts)
 
@@ -148,7 +154,12 @@ def _wake_set(d: Any) -> str:
     when += [f"on gate {d.on_gate}"] if d.on_gate else []
     when += [f"on CI for {d.on_ci}"] if d.on_ci else []
     when += [f"on todo {d.on_todo}"] if d.on_todo else []
-    return _with(f"set wake {d.id} {' or '.join(when)}", d.reason)
+    every = f" and every {_seconds(d.every)}" if d.every else ""
+    return _with(f"set wake {d.id} {' or '.join(when)}{every}", d.reason)
+
+
+def _seconds(seconds: int) -> str:
+    return clock.format_duration(timedelta(seconds=seconds))
 
 
 def _quota(verb: str) -> Callable[[Any], str]:
@@ -187,6 +198,7 @@ _DESCRIBE: dict[str, Callable[[Any], str]] = {
     ),
     "wake.set": _wake_set,
     "wake.cleared": lambda d: f"cleared wake {d.id}",
+    "wake.fired": lambda d: f"acted on wake {d.id}; due again at {_hhmm(d.next)}",
     "quota.set": _quota("set"),
     "quota.spent": _quota("spent"),
     "effect.intended": lambda d: f"intends effect {d.id}: {d.action} on {d.target}",
@@ -305,6 +317,8 @@ def _todo(old: Optional[dict[str, Any]], new: dict[str, Any]) -> str:
             parts.append(f"without passing evidence: {_quote(new['no_evidence_reason'])}")
     if old["claimed_by"] != new["claimed_by"] or old["lease_expires"] != new["lease_expires"]:
         parts.append(f"lease {_lease(old)} -> {_lease(new)}")
+    if old.get("priority") != new.get("priority"):
+        parts.append(f"priority {old.get('priority')} -> {new.get('priority')}")
     for field in ("depends_on", "gates", "evidence"):
         added = [x for x in new[field] if x not in old[field]]
         if added:

@@ -206,13 +206,20 @@ def todo_view(fold: Fold, todo: Todo, now: datetime) -> dict[str, Any]:
         "decisions_since_claim": list(todo.decisions_since_claim) if live else [],
         "ready": why is None, "why_not_ready": why, "evidence": list(todo.evidence),
         "no_evidence_reason": todo.no_evidence_reason,
+        "priority": todo.priority, "discovered_from": todo.discovered_from,
     }
 
 
 def frontier(fold: Fold, now: datetime) -> list[str]:
-    """Open todos that are ready and unleased, oldest first (by clock, then id)."""
+    """Open todos that are ready and unleased: by priority (0 first), then oldest first (by
+    clock, then id)."""
     ready = [t for t in fold.todos.values() if todo_view(fold, t, now)["ready"]]
-    return [t.id for t in sorted(ready, key=lambda t: (t.clock, t.id))]
+    return [t.id for t in sorted(ready, key=lambda t: (t.priority, t.clock, t.id))]
+
+
+def by_priority(todos: list[dict[str, Any]]) -> list[str]:
+    """The ids of the ready ones among ``todos`` (views in ledger order), in frontier order."""
+    return [t["id"] for t in sorted((t for t in todos if t["ready"]), key=lambda t: t["priority"])]
 
 
 def snapshot(fold: Fold, now: datetime) -> dict[str, Any]:
@@ -222,7 +229,7 @@ def snapshot(fold: Fold, now: datetime) -> dict[str, Any]:
         "ledger": {"name": fold.name, "events": fold.events, "clock": fold.max_clock},
         "goals": [_goal_view(fold, g) for g in sorted(fold.goals.values(), key=lambda g: (g.clock, g.id))],
         "todos": todos,
-        "frontier": [t["id"] for t in todos if t["ready"]],
+        "frontier": by_priority(todos),
         "gates": [_gate_view(g) for g in fold.gates.values()],
         "evidence": [evidence_view(e) for e in fold.evidence.values()],
         "wakes": [dataclasses.asdict(w) for w in fold.wakes.values()],

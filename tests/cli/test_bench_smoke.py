@@ -23,3 +23,15 @@ def test_bench_core_runs_and_prints_its_table(tmp_path: Path) -> None:
     for figure in ("one append from the shell", "events in one batch", "writers x"):
         assert figure in out
     assert "import cost:" in out and "loopx.ledger" in out
+
+
+@pytest.mark.slow
+def test_bench_mcp_runs_and_prints_its_figures(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_mcp.py"), "--events", "300",
+         "--calls", "5", "--warmup", "1"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode in (0, 1), proc.stderr  # 1: the goal missed on a busy machine
+    assert "status through MCP, 5 calls after 1 warm-up: median" in proc.stdout
+    assert "(write seen)" in proc.stdout and "median warm status <= 20 ms" in proc.stdout

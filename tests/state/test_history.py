@@ -39,6 +39,7 @@ EXAMPLES = {
     "evidence.remapped": {"mappings": [{"old": SHA, "new": SHA}]},
     "wake.set": {"id": "w-1", "at": "2026-11-29T14:05:00Z"},
     "wake.cleared": {"id": "w-1"},
+    "wake.fired": {"id": "w-1", "at": "2026-11-29T14:05:00Z", "next": "2026-11-29T14:35:00Z"},
     "quota.set": {"turns": 10},
     "quota.spent": {"tokens": 500},
     "effect.intended": {
