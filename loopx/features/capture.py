@@ -93,11 +93,14 @@ def record_commit(*, ledger: Ledger, actor: str, rev: str = "HEAD",
     """
     info = info or read_commit(ledger.repo.cwd, rev)
     result = Recorded()
+    # The todos held on this branch, from the live part of the cache (leases are on goals in
+    # play): the transaction then looks them up by id, never scanning every todo.
+    held = _leased_by(ledger.live_fold(), actor, now or clock.now(), branch)
 
     def build(txn: "Txn") -> None:
         result.events.clear()
         result.notes.clear()
-        targets = _targets(txn, info, actor, now or clock.now(), result.notes, branch)
+        targets = _targets(txn, info, actor, now or clock.now(), result.notes, branch, held)
         for todo, goal in targets:
             if not _already_recorded(txn, {info.sha, amended or info.sha}, todo, goal):
                 result.events.append(txn.add(_commit_draft(info, todo, goal)))
@@ -107,13 +110,14 @@ def record_commit(*, ledger: Ledger, actor: str, rev: str = "HEAD",
 
 
 def _targets(txn: "Txn", info: CommitInfo, actor: str, now: datetime, notes: list[str],
-             branch: Optional[str]) -> list[tuple[Optional[str], Optional[str]]]:
+             branch: Optional[str], held: list[str]) -> list[tuple[Optional[str], Optional[str]]]:
     """(todo, goal) pairs the commit works on."""
     fold = txn.fold
     todos = [t for i in info.todos if (t := _resolve(fold.todos, i, "todo", notes))]
     goals = [g for i in info.goals if (g := _resolve(fold.goals, i, "goal", notes))]
-    if not info.todos and not info.goals:
-        todos = _leased_by(fold, actor, now, branch)
+    if not info.todos and not info.goals:  # still held now that we are the one writer?
+        todos = [t for t in held if t in fold.todos and _leased_by(
+            {t: fold.todos[t]}, actor, now, branch)]
     todos = [t for t in todos if _open_goal(fold, fold.todos[t].goal, f"todo {t}", notes)]
     goals = [g for g in goals if _open_goal(fold, g, f"goal {g}", notes)]
     pairs: list[tuple[Optional[str], Optional[str]]] = [(t, None) for t in todos]
@@ -151,11 +155,14 @@ def cached_leases(*, loopx_dir: Path, ref: str, tip: str, actor: str,
     return _leased_by(cached[1], actor, now or clock.now(), branch)
 
 
-def _leased_by(fold: Any, actor: str, now: datetime, branch: Optional[str]) -> list[str]:
-    """Leases count for commits on the branch they were taken on only: a commit elsewhere (a
-    release branch, another worktree's branch, a detached HEAD) is not that work."""
+def _leased_by(fold_or_todos: Any, actor: str, now: datetime,
+               branch: Optional[str]) -> list[str]:
+    """The todos (of a fold, or a todo table) ``actor`` holds on ``branch``. Leases count for
+    commits on the branch they were taken on only: a commit elsewhere (a release branch,
+    another worktree's branch, a detached HEAD) is not that work."""
+    todos = getattr(fold_or_todos, "todos", fold_or_todos)
     return sorted(
-        todo.id for todo in fold.todos.values()
+        todo.id for todo in todos.values()
         if todo.state == "open" and todo.holder == actor and todo.until
         and branch is not None and todo.branch == branch
         and clock.parse_ts(todo.until) > now
@@ -167,10 +174,25 @@ def _already_recorded(txn: "Txn", shas: set[str], todo: Optional[str],
     # post-commit can run twice for one commit (a retried hook, a chained runner), and an amend
     # is remapped by post-rewrite: record once. Commits are followed through earlier remaps.
     fold = txn.fold
-    mine = (fold.evidence[e] for e in fold.todos[todo].evidence if e in fold.evidence) if (
-        todo) else (ev for ev in fold.evidence.values() if ev.todo is None and ev.goal == goal)
-    return any(ev.kind == "commit" and ev.commit is not None and (
-        ev.commit in shas or readback.follow(fold.remaps, ev.commit) in shas) for ev in mine)
+    found = [fold.evidence[e] for e in _recorded_on(fold, shas) if e in fold.evidence]
+    return any(ev.kind == "commit" and ev.todo == todo and (todo or ev.goal == goal)
+               for ev in found)
+
+
+def _recorded_on(fold: Any, shas: set[str]) -> set[str]:
+    """Ids of the evidence recorded on these commits or on commits rewritten into them (the
+    fold's index by commit; a rewrite is listed under its new commit as ``remap:<old>``)."""
+    found: set[str] = set()
+    todo, seen = list(shas), set(shas)
+    while todo:
+        for item in fold.by_commit.get(todo.pop()) or []:
+            old = item.removeprefix("remap:")
+            if old == item:
+                found.add(item)
+            elif old not in seen:
+                seen.add(old)
+                todo.append(old)
+    return found
 
 
 def _commit_draft(info: CommitInfo, todo: Optional[str], goal: Optional[str]) -> Draft:
@@ -196,9 +218,8 @@ def record_rewrite(*, ledger: Ledger, actor: str, pairs: list[dict[str, str]],
 
     def build(txn: "Txn") -> None:
         result.events.clear()
-        known = {ev.commit for ev in txn.fold.evidence.values() if ev.commit}
-        known |= set(txn.fold.remaps.values())
-        relevant = [p for p in pairs if p["old"] in known]
+        # Evidence (or an earlier rewrite) names the commit: the fold's index by commit says.
+        relevant = [p for p in pairs if p["old"] in txn.fold.by_commit]
         for start in range(0, len(relevant), 10_000):  # the model's cap per event
             chunk = relevant[start : start + 10_000]
             result.events.append(txn.add(Draft("evidence.remapped", {"mappings": chunk})))

@@ -48,6 +48,7 @@ FIELDS: dict[type, tuple[str, ...]] = {
 BY_GOAL = ("goals", "todos", "gates", "evidence", "quotas")
 LIVE_STATES = ("active", "paused")
 SCALARS = ("name", "config", "notes", "events", "max_clock", "last_key")
+INDEXES = ("effect_keys", "open_sessions", "by_commit")  # of the write path; not in the live file
 
 def paths_for(cache_dir: Path, ref: str) -> tuple[Path, Path]:
     """(the SQLite file, the live file) of ``ref``'s cache."""
@@ -147,7 +148,7 @@ def split(fold: entities.Fold) -> entities.Fold:
     """The live part of an in-memory fold: goals in play and what they reference, and
     everything ledger-wide (the same selection as :meth:`Projection.live`)."""
     live_goals = {g for g, goal in fold.goals.items() if goal.state in LIVE_STATES}
-    part = dataclasses.replace(fold)
+    part = dataclasses.replace(fold, effect_keys={}, open_sessions={}, by_commit={})
     part.goals = {k: v for k, v in fold.goals.items() if k in live_goals}
     part.todos = {k: v for k, v in fold.todos.items() if v.goal in live_goals}
     part.gates = {k: v for k, v in fold.gates.items() if v.goal in live_goals}

@@ -15,7 +15,7 @@ from collections.abc import Iterator, MutableMapping, MutableSequence
 from pathlib import Path
 from typing import Any, Callable, Optional, overload
 
-from loopx.ledger.cache import BY_GOAL, FIELDS, LIVE_STATES, SCALARS, TABLES
+from loopx.ledger.cache import BY_GOAL, FIELDS, INDEXES, LIVE_STATES, SCALARS, TABLES
 from loopx.state import entities
 from loopx.version import SCHEMA_VERSION, __version__
 
@@ -256,6 +256,8 @@ class Projection:
         )
         for kind, cls in TABLES.items():
             setattr(fold, kind, Table(conn, kind, _decoder(cls)))
+        for index in INDEXES:
+            setattr(fold, index, Table(conn, index, json.loads))
         for name in SCALARS:
             if name in scalars:
                 setattr(fold, name, scalars[name])
@@ -265,7 +267,7 @@ class Projection:
     def commit(self, tip: str, fold: entities.Fold) -> None:
         """Write what the transaction's fold read or changed, and the new tip; then commit."""
         conn = self.conn
-        for kind in (*TABLES, "remaps"):
+        for kind in (*TABLES, "remaps", *INDEXES):
             self._write_table(getattr(fold, kind), kind)
         signed = fold.extra.get("signed")
         if isinstance(signed, Table):
@@ -299,7 +301,19 @@ class Projection:
 
     def _write_scalars(self, tip: str, fold: entities.Fold) -> None:
         values = [("tip", tip)] + [(name, _json(getattr(fold, name))) for name in SCALARS]
+        values.append(("live_goals", _json(self._live_goals(fold))))
         self.conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", values)
+
+    def _live_goals(self, fold: entities.Fold) -> list[str]:
+        """The goals in play after this write: those before, updated by the goals it touched
+        (a cached fold's), or all of an in-memory fold's: never a scan of every goal row."""
+        goals = fold.goals
+        if not isinstance(goals, Table):
+            return sorted(g for g, goal in goals.items() if goal.state in LIVE_STATES)
+        live = set(json.loads(self._meta("live_goals") or "[]")) - goals.gone
+        for key, goal in goals.touched.items():
+            (live.add if goal.state in LIVE_STATES else live.discard)(key)
+        return sorted(live)
 
     def replace(self, tip: str, fold: entities.Fold) -> None:
         """Store a whole in-memory fold (after a replay) as the fold of ``tip``."""
@@ -313,7 +327,8 @@ class Projection:
                 conn.executemany("INSERT INTO rows VALUES (?, ?, ?, ?, ?)", (
                     (kind, key, n, _goal_of(kind, key, value), _encode_row(value))
                     for n, (key, value) in enumerate(table.items())))
-            simple = {"remaps": fold.remaps, "signed": fold.extra.get("signed") or {}}
+            simple = {"remaps": fold.remaps, "signed": fold.extra.get("signed") or {},
+                      **{index: getattr(fold, index) for index in INDEXES}}
             for kind, mapping in simple.items():
                 conn.executemany("INSERT INTO rows VALUES (?, ?, ?, NULL, ?)", [
                     (kind, key, n, _json(value)) for n, (key, value) in enumerate(mapping.items())])
@@ -359,8 +374,12 @@ class Projection:
                 (kind, key, int(rank), goal or None, data)
                 for kind, key, rank, goal, data in (line.rstrip("\n").split("\t", 4)
                                                     for line in lines)))
+            state = FIELDS[entities.Goal].index("state")
+            live = sorted(str(key) for key, text in conn.execute(
+                "SELECT id, data FROM rows WHERE kind='goals'")
+                if json.loads(text)[state] in LIVE_STATES)  # once per checkpoint loaded
             conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
-                             [("tip", tip), ("source", source)]
+                             [("tip", tip), ("source", source), ("live_goals", _json(live))]
                              + [(k, _json(scalars[k])) for k in SCALARS if k in scalars])
             conn.execute("COMMIT")
         except BaseException:
@@ -376,10 +395,7 @@ class Projection:
         transaction: what the live file holds."""
         conn = self.conn
         fold = self.fold()
-        goal_state = FIELDS[entities.Goal].index("state")
-        live_goals = [str(key) for key, text in conn.execute(
-            "SELECT id, data FROM rows WHERE kind='goals'")
-            if json.loads(text)[goal_state] in LIVE_STATES]
+        live_goals = json.loads(self._meta("live_goals") or "[]")
         part = entities.Fold(**{name: getattr(fold, name) for name in SCALARS},
                              remaps=dict(fold.remaps.items()), problems=list(fold.problems),
                              unknown=list(fold.unknown), extra={"signed": {}})

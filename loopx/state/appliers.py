@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import MutableMapping
 from typing import TYPE_CHECKING, Any, Callable, cast
 
 from loopx.state import views
@@ -194,6 +195,8 @@ def _apply_evidence(fold: Fold, event: Event) -> None:
     )
     if d.todo and d.id not in fold.todos[d.todo].evidence:
         fold.todos[d.todo].evidence.append(d.id)  # shown on the todo before it is done, too
+    if d.commit:
+        _index(fold.by_commit, d.commit, d.id)
     if goal is not None and goal in fold.goals and views.verdict(ev) is not None:
         _count_verdict(fold.goals[goal], ev)
 
@@ -212,6 +215,14 @@ def _apply_remapped(fold: Fold, event: Event) -> None:
     d = cast("EvidenceRemapped", event.data)
     for pair in d.mappings:
         fold.remaps[pair["old"]] = pair["new"]
+        _index(fold.by_commit, pair["new"], f"remap:{pair['old']}")  # a rewrite's rewrite
+
+
+def _index(index: MutableMapping[str, list[str]], key: str, value: str) -> None:
+    """Add ``value`` under ``key`` (assigning the list anew: a cached index sees the change)."""
+    values = index.get(key) or []
+    if value not in values:
+        index[key] = [*values, value]
 
 
 def _apply_wake_set(fold: Fold, event: Event) -> None:
@@ -253,6 +264,7 @@ def _apply_effect_intended(fold: Fold, event: Event) -> None:
     d = cast("EffectIntended", event.data)
     fold.effects[d.id] = Effect(d.id, event.env.goal, d.todo, d.target, d.action,
                                 d.idempotency_key, event.env.actor, event.env.at)
+    fold.effect_keys[d.idempotency_key] = d.id
 
 
 def _apply_effect_confirmed(fold: Fold, event: Event) -> None:
@@ -277,6 +289,7 @@ def _apply_session_opened(fold: Fold, event: Event) -> None:
     fold.sessions[d.id] = Session(
         d.id, d.task, goal, d.todo, env.actor, d.keep_open, d.keep_open_reason,
         d.workspace.host, d.workspace.path, env.at, clock=env.clock, active_at=env.at)
+    _index(fold.open_sessions, env.actor, d.id)
 
 
 def _apply_session_progress(fold: Fold, event: Event) -> None:
@@ -326,6 +339,8 @@ def _apply_session_closed(fold: Fold, event: Event) -> None:
     session.state, session.closed_reason = "closed", d.reason
     session.closed_note, session.closed_at = d.note, event.env.at
     session.closed_by = event.env.actor
+    fold.open_sessions[session.owner] = [
+        s for s in fold.open_sessions.get(session.owner, []) if s != session.id]
 
 
 _APPLY: dict[str, Callable[[Fold, Event], None]] = {

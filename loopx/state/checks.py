@@ -367,10 +367,11 @@ def _check_effect_intended(fold: Fold, event: Event) -> Optional[str]:
     data = cast("EffectIntended", event.data)
     if data.id in fold.effects:
         return f"effect {data.id} already exists"
-    for effect in fold.effects.values():
-        if effect.key == data.idempotency_key and effect.state != "failed":
-            return (f"idempotency key {data.idempotency_key} is already used by effect "
-                    f"{effect.id} ({effect.state})")
+    earlier = fold.effect_keys.get(data.idempotency_key)
+    effect = fold.effects.get(earlier) if earlier else None
+    if effect is not None and effect.state != "failed":
+        return (f"idempotency key {data.idempotency_key} is already used by effect "
+                f"{effect.id} ({effect.state})")
     return None
 
 
@@ -412,7 +413,7 @@ def _check_session_opened(fold: Fold, event: Event) -> Optional[str]:
 
 def _free_slot(fold: Fold, owner: str, at: str) -> Optional[str]:
     limit = views.session_slots(fold)
-    mine = [s for s in fold.sessions.values() if s.owner == owner and s.state != "closed"]
+    mine = [fold.sessions[s] for s in fold.open_sessions.get(owner, [])]
     if len(mine) < limit:
         return None
     idle = sorted((s for s in mine if s.state == "awaiting_input"), key=lambda s: (s.active_at, s.id))

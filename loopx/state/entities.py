@@ -190,6 +190,12 @@ class Fold:
     sessions: MutableMapping[str, Session] = field(default_factory=dict)
     notes: int = 0
     remaps: MutableMapping[str, str] = field(default_factory=dict)  # rewritten commit -> new
+    # Indexes the checks and appliers read instead of scanning a table (their cost must not
+    # grow with the ledger): idempotency key -> effect, owner -> open sessions, commit ->
+    # evidence recorded on it (or remapped to it).
+    effect_keys: MutableMapping[str, str] = field(default_factory=dict)
+    open_sessions: MutableMapping[str, list[str]] = field(default_factory=dict)
+    by_commit: MutableMapping[str, list[str]] = field(default_factory=dict)
     problems: MutableSequence[Problem] = field(default_factory=list)
     unknown: MutableSequence[dict[str, Any]] = field(default_factory=list)
     events: int = 0
