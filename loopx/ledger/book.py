@@ -133,6 +133,8 @@ class Ledger:
         live = self.projection.live()
         if self._cache_owner:
             cache.save_live(self._live_path, tip, live)
+            if self.ref == STATE_REF:
+                cache.save_hooks_state(cache.hooks_state_path(self.repo.loopx_dir), tip, live)
         return live
 
     def prepare(self, tip: str) -> list[entities.Problem]:
@@ -221,9 +223,12 @@ class Ledger:
             return
         self.projection.begin(write=False)
         try:
-            cache.save_live(self._live_path, tip, self.projection.live())
+            live = self.projection.live()
         finally:
             self.projection.end()
+        cache.save_live(self._live_path, tip, live)
+        if self.ref == STATE_REF:
+            cache.save_hooks_state(cache.hooks_state_path(self.repo.loopx_dir), tip, live)
 
     def snapshot(self, now: Optional[datetime] = None) -> dict[str, Any]:
         return views.snapshot(self.fold(), now or clock.now())

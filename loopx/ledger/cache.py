@@ -21,12 +21,14 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import marshal
+import math
 import os
 import sys
 from collections.abc import MutableMapping, MutableSequence
 from pathlib import Path
 from typing import Any, Optional
 
+from loopx.model import clock
 from loopx.state import entities
 from loopx.version import SCHEMA_VERSION, __version__
 
@@ -142,6 +144,28 @@ def save_live(path: Path, tip: str, fold: entities.Fold) -> None:
         os.replace(tmp, path)
     except (OSError, ValueError):
         pass
+
+
+def hooks_state_path(loopx_dir: Path) -> Path:
+    """The file post-commit's shim reads to see, without Python, that it has nothing to do."""
+    return loopx_dir / "hooks.state"
+
+
+def save_hooks_state(path: Path, tip: str, live: entities.Fold) -> None:
+    """What post-commit needs to know (loopx/data/hook.sh reads it with sed and awk): the tip
+    it was written for, and each live lease as ``lease ACTOR BRANCH-REF UNTIL-EPOCH``."""
+    lines = ["# loopx: what post-commit needs to know; kept by loopx (docs/hooks.md)",
+             f"tip {tip}"]
+    for todo in live.todos.values():
+        if todo.state == "open" and todo.holder and todo.until and todo.branch:
+            until = math.ceil(clock.parse_ts(todo.until).timestamp())  # never early
+            lines.append(f"lease {todo.holder} {todo.branch} {until}")
+    try:
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text("\n".join(lines) + "\n", "utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass  # without the file the shim asks loopx itself: slower, never wrong
 
 
 def split(fold: entities.Fold) -> entities.Fold:
