@@ -264,3 +264,18 @@ def test_todo_update_renames_and_adds_a_gate(project: Path) -> None:
     assert shown["title"] == "JSON layer" and shown["gates"] == ["names"]
     assert "waits for gate names" in shown["why_not_ready"]
     assert invoke(project, "todo", "update", "output").code == 2
+
+
+def test_a_replay_shows_a_progress_bar_only_once_it_has_taken_a_second(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from loopx.cli import app
+
+    quick = app._ReplayBar()
+    for done in range(1000, 5001, 1000):
+        quick(done, 5000)
+    assert capsys.readouterr().err == ""  # done within the second: silent
+    monkeypatch.setattr(app._ReplayBar, "DELAY_S", 0.0)
+    slow = app._ReplayBar()
+    for done in range(1000, 5001, 1000):
+        slow(done, 5000)
+    assert "loopx: replaying the ledger" in capsys.readouterr().err  # click's bar, not a tty
