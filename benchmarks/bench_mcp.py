@@ -3,7 +3,7 @@
     python benchmarks/bench_mcp.py              # 10k events, 200 calls
     python benchmarks/bench_mcp.py --events 1000 --calls 20   # quick
 
-Starts `python -m loopx.mcp` on a ledger made by bench_status's generator (the same realistic
+Starts `python -m loopx.mcp` on a ledger made by benchmarks/ledgers.py (the same realistic
 mix of goals, todos, gates, evidence and quota), talks to it with the MCP SDK's own client
 over stdio, and prints per-call latency of the `status` tool (ci=false: no CI provider is
 asked) after warm-up calls: median, p90, p99, against the goal (median <= 20 ms warm). Also:
@@ -29,7 +29,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_status import AGENTS, ROOT, make_repo  # noqa: E402
+from ledgers import AGENTS, ROOT, make_repo  # noqa: E402  (the builder: benchmarks/ledgers.py)
 
 GOAL_MS = 20.0
 
@@ -80,7 +80,7 @@ def main() -> int:
     args = parser.parse_args()
     where = Path(tempfile.mkdtemp(prefix="loopx-bench-mcp-"))
     try:
-        repo, _ = make_repo(where, args.events)
+        repo = make_repo(where, args.events).path
         subprocess.run([sys.executable, "-m", "loopx", "-C", str(repo), "status", "--no-ci"],
                        env=dict(os.environ, PYTHONPATH=str(ROOT), LOOPX_ACTOR=AGENTS[0]),
                        check=True, capture_output=True)  # the projection cache, as in use

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -35,3 +36,22 @@ def test_bench_mcp_runs_and_prints_its_figures(tmp_path: Path) -> None:
     assert proc.returncode in (0, 1), proc.stderr  # 1: the goal missed on a busy machine
     assert "status through MCP, 5 calls after 1 warm-up: median" in proc.stdout
     assert "(write seen)" in proc.stdout and "median warm status <= 20 ms" in proc.stdout
+
+
+def test_the_benchmark_ledgers_are_legal_and_tell_their_story(tmp_path: Path) -> None:
+    """benchmarks/ledgers.py builds what the figures are measured on: every event must be
+    one loopx accepts where it falls, or the figures measure error paths."""
+    target = tmp_path / "l"
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "ledgers.py"), "800", str(target)],
+                   check=True, capture_output=True, timeout=120)
+    check = subprocess.run(["git", "loopx", "validate"], cwd=target, capture_output=True,
+                           text=True)
+    assert check.returncode == 0 and "OK (1 commit, 800 new events)" in check.stdout
+    status = subprocess.run(["git", "loopx", "status", "--json", "--all"], cwd=target,
+                            capture_output=True, text=True, check=True)
+    data = json.loads(status.stdout)
+    assert data["problems"] == []
+    goals = {g["id"]: g["state"] for g in data["goals"]}
+    assert goals["g-1"] == "achieved" and goals["g-2"] == "achieved" and goals["g-3"] == "active"
+    gated = {t["id"]: t["state"] for t in data["todos"] if t["gates"]}
+    assert gated["t-g-1-0"] == "done" and gated["t-g-1-5"] == "done" and "t-g-1-1" not in gated
