@@ -30,7 +30,7 @@ _GROUPS = [
     ("loopx.cli.records", "wake"),
     ("loopx.cli.records", "quota"),
     ("loopx.cli.records", "effect"),
-    ("loopx.cli.records", "note"),
+    ("loopx.cli.records", "note"), ("loopx.cli.records", "notice"),
     ("loopx.cli.session", "session"),
     ("loopx.cli.hooks", "hooks"), ("loopx.cli.hooks", "hook"), ("loopx.cli.hooks", "run"),
     ("loopx.cli.hooks", "rerun"),
@@ -122,7 +122,8 @@ def main(argv: Optional[list[str]] = None) -> None:
             sys.exit(code)
     except click.exceptions.Abort:
         _fail(1, "aborted", "Abort", as_json)
-    except click.ClickException as exc:
+    except click.ClickException as raised:
+        exc = _hint_global_option(raised)
         if as_json:
             _json_error(exc.exit_code, exc.format_message(), type(exc).__name__)
         exc.show()
@@ -145,6 +146,20 @@ def main(argv: Optional[list[str]] = None) -> None:
             traceback.print_exc()
         _fail(3, f"error: unexpected {type(exc).__name__}: {exc}", "unexpected", as_json,
               "hint: rerun with --debug and report the traceback")
+
+
+# Options of `git loopx` itself: given after a command's name they are not that command's.
+_GLOBAL_OPTIONS = ("-C", "--actor", "--debug", "--now")
+
+
+def _hint_global_option(exc: click.ClickException) -> click.ClickException:
+    """`git loopx todo claim t --actor X`: say where --actor goes instead of "No such option"."""
+    if not (isinstance(exc, click.NoSuchOption) and exc.option_name in _GLOBAL_OPTIONS):
+        return exc
+    path = exc.ctx.command_path.removeprefix("git loopx").strip() if exc.ctx else ""
+    return click.UsageError(
+        f"{exc.option_name} is an option of `git loopx` itself: put it before the command, "
+        f"e.g. `git loopx {exc.option_name} ... {path or 'COMMAND'} ...`", ctx=exc.ctx)
 
 
 def _fail(code: int, message: str, kind: str, as_json: bool, hint: Optional[str] = None) -> None:

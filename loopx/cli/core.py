@@ -12,23 +12,32 @@ import click
 from loopx.cli import render
 from loopx.cli.app import App, optional_duration, pass_app
 from loopx.errors import LoopxError, UsageError
+from loopx.model import plural
 from loopx.ops import ledgers, settings, upkeep
 from loopx.storage import gateway
 
 
 @click.command()
 @click.option("--name", help="A name for this ledger (shown in status).")
+@click.option("--offline", is_flag=True,
+              help="Do not look at the remote for a ledger first (start one here regardless).")
 @pass_app
-def init(app: App, name: Optional[str]) -> None:
+def init(app: App, name: Optional[str], offline: bool) -> None:
     """Create the ledger on refs/heads/loopx/state (idempotent).
 
-    In a fresh clone, adopts origin's state branch instead of starting a new one.
+    When the repository has a remote (the branch's upstream, else origin), fetches its
+    loopx/state first and adopts it instead of starting a second ledger.
     """
-    event = ledgers.init(app.ledger, actor=app.actor, name=name)
+    existed = app.ledger.exists()
+    event = ledgers.init(app.ledger, actor=app.actor, name=name, offline=offline)
     ref = app.ledger.ref
     if event is None:
-        app.emit({"created": False, "ref": ref, "tip": app.ledger.tip()},
-                 f"ledger already exists on {ref}")
+        remote = ledgers.remote(app.ledger)
+        adopted = not existed and remote is not None
+        app.emit({"created": False, "ref": ref, "tip": app.ledger.tip(),
+                  "adopted": remote if adopted else None},
+                 f"adopted {remote}'s ledger on {ref}; no new ledger started" if adopted
+                 else f"ledger already exists on {ref}")
     else:
         app.emit({"created": True, "ref": ref, "event": event.to_dict()},
                  f"initialised ledger on {ref}  [{event.id}]")
@@ -91,7 +100,7 @@ def config_show(app: App) -> None:
     effective = settings.effective(app.ledger)
     shown = {k: v for k, v in effective.items() if k != "allowed_signers"}
     if effective.get("allowed_signers"):
-        shown["allowed_signers"] = f"{len(effective['allowed_signers'].splitlines())} line(s)"
+        shown["allowed_signers"] = plural.counted(len(effective['allowed_signers'].splitlines()), 'line')
     app.emit(effective, lambda: render.fields_text(shown))
 
 
@@ -133,7 +142,7 @@ def batch(app: App, message: Optional[str]) -> None:
     results, _ = app.ledger.write(build, actor=app.actor, message=message, now=app.now)
     app.emit(results, lambda: "\n".join(
         [f"{r['type']:<20} {r['data'].get('id', '')}  [{r['id']}]" for r in results]
-        + [f"applied {_n(len(results), 'command')} in one commit"]))
+        + [f"applied {plural.counted(len(results), 'command')} in one commit"]))
 
 
 def _run_line(cli: click.Group, app: App, argv: list[str]) -> None:
@@ -147,10 +156,6 @@ def _run_line(cli: click.Group, app: App, argv: list[str]) -> None:
     else:
         command.main(args=argv[1:], prog_name=f"git loopx {argv[0]}", standalone_mode=False,
                      obj=app)
-
-
-def _n(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def _batch_argv(n: int, line: str) -> list[str]:

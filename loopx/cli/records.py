@@ -8,7 +8,8 @@ import click
 
 from loopx.cli.app import App, event_id_option, optional_duration, pass_app
 from loopx.errors import NotFound
-from loopx.ops import effects, evidence as evidence_ops, notes, quotas, wakes
+from loopx.model import plural
+from loopx.ops import effects, evidence as evidence_ops, notes, notices, quotas, wakes
 
 # --- evidence -------------------------------------------------------------------------------
 
@@ -304,3 +305,36 @@ def note_add(app: App, text: str, todo_id: Optional[str], goal_id: Optional[str]
     app.emit_event(event, f"noted {event.data.id}")
 
 
+
+
+# --- notices --------------------------------------------------------------------------------
+
+
+@click.group()
+def notice() -> None:
+    """Your events that were not applied (a claim that lost a race); dismiss them once read."""
+
+
+@notice.command("list")
+@click.option("--all", "show_all", is_flag=True, help="Include dismissed notices.")
+@pass_app
+def notice_list(app: App, show_all: bool) -> None:
+    """Your events that were not applied, and why (dismissed ones with --all)."""
+    found = notices.listing(app.ledger, actor=app.actor, include_dismissed=show_all)
+    app.emit(found, lambda: "\n".join(
+        f"{n['event']}  {n['type']:<16} {n['reason']}" + ("  (dismissed)" if n["dismissed"] else "")
+        for n in found) or "no notices")
+
+
+@notice.command("dismiss")
+@click.argument("events", nargs=-1, metavar="EVENT...")
+@click.option("--all", "every", is_flag=True, help="Dismiss all your notices still showing.")
+@event_id_option
+@pass_app
+def notice_dismiss(app: App, events: tuple[str, ...], every: bool, event_id: Optional[str]) -> None:
+    """Dismiss notices (by the id, or a unique prefix, of the event that was not applied): they
+    leave `status` and `next`. The events stay in the ledger, listed under problems."""
+    if events and every:
+        raise click.UsageError("give EVENT ids or --all, not both")
+    event = app.write(lambda txn: notices.dismiss(txn, events, every=every, event_id=event_id))
+    app.emit_event(event, f"dismissed {plural.counted(len(event.data.events), 'notice')}")

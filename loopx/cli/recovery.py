@@ -14,6 +14,7 @@ import click
 
 from loopx.cli import render
 from loopx.cli.app import App, optional_duration, pass_app
+from loopx.model import plural
 from loopx.ops import status as recovery
 
 EXIT_WAIT = 10
@@ -77,6 +78,8 @@ def _next_text(result: dict[str, Any]) -> str:
     lines = [f"{best['kind']}: {best['reason']}"]
     if best.get("command"):
         lines.append(f"  {best['command']}")
+    if result.get("not_claimed") and best is not None:
+        lines.append(f"(not claimed: {result['not_claimed']})")
     return "\n".join(lines)
 
 
@@ -125,10 +128,11 @@ def environment_lines(env: dict[str, Any], paint: Any) -> list[str]:
     if env.get("in_progress"):
         lines.append(paint(f"  {env['in_progress']} in progress", fg="red"))
     if env.get("dirty"):
-        lines.append(paint(f"  {len(env['dirty'])} changed files: {', '.join(env['dirty'][:5])}", fg="yellow"))
+        lines.append(paint(f"  {plural.counted(len(env['dirty']), 'changed file')}: "
+                           f"{', '.join(env['dirty'][:5])}", fg="yellow"))
     state = env.get("state") or {}
     if state.get("unpushed") or state.get("unmerged"):
-        lines.append(f"  ledger: {state['unpushed']} events not pushed, "
+        lines.append(f"  ledger: {plural.counted(state['unpushed'], 'event')} not pushed, "
                      f"{state['unmerged']} fetched and not merged")
     ci = env.get("ci") or {}
     if ci.get("provider"):

@@ -8,7 +8,7 @@ from typing import Any, Optional
 import click
 
 from loopx.features.readback import local_host
-from loopx.model import clock
+from loopx.model import clock, plural
 
 
 def _style(color: bool):  # type: ignore[no-untyped-def]
@@ -22,10 +22,11 @@ def status_text(snap: dict[str, Any], *, color: bool = False) -> str:
     paint = _style(color)
     ref = snap.get("ref", "refs/heads/loopx/state").removeprefix("refs/heads/")
     count = snap["ledger"]["events"]
-    out = [f"On ledger {ref} ({count} event{'' if count == 1 else 's'})"]
-    if snap["problems"]:
-        out.append(paint(f"\nProblems ({len(snap['problems'])}), events not applied:", fg="red", bold=True))
-        out += [f"  {p['event']}: {p['reason']}" for p in snap["problems"][:10]]
+    out = [f"On ledger {ref} ({plural.counted(count, 'event')})"]
+    shown = [p for p in snap["problems"] if not p.get("dismissed")]
+    if shown:
+        out.append(paint(f"\nProblems ({len(shown)}), events not applied:", fg="red", bold=True))
+        out += [f"  {p['event']}: {p['reason']}" for p in shown[:10]]
     for goal in snap["goals"]:
         if goal["state"] not in ("achieved", "abandoned"):
             out += _goal(goal, paint)
@@ -33,7 +34,7 @@ def status_text(snap: dict[str, Any], *, color: bool = False) -> str:
     out += _sessions(snap.get("sessions", []), paint)
     out += _history(snap)
     if snap.get("unknown_events"):
-        out.append(f"\n{len(snap['unknown_events'])} events of types this loopx does not know "
+        out.append(f"\n{plural.counted(len(snap['unknown_events']), 'event')} of types this loopx does not know "
                    "(kept; upgrade loopx to read them)")
     if not snap["goals"]:
         out.append("\nNo goals in play (closed ones: git loopx status --all); "
@@ -114,7 +115,7 @@ def _sessions(sessions: list[dict[str, Any]], paint: Any) -> list[str]:
             out.append(f"  {s['id']:<12} {first_line(s['task'], 50)}  ({s['owner']}{idle})"
                        + elsewhere(s["workspace"], here))
             out += [f"               {first_line(said)}"] if said else []
-            out += [f"               {len(s['inbox'])} unread messages"] if s["inbox"] else []
+            out += [f"               {plural.counted(len(s['inbox']), 'unread message')}"] if s["inbox"] else []
     return out
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from loopx.model import plural
+
 
 def markdown(snap: dict[str, Any], *, goal_id: Optional[str] = None) -> str:
     """The brief for every live goal (or just ``goal_id``)."""
@@ -118,7 +120,8 @@ def _warnings_section(snap: dict[str, Any]) -> list[str]:
     out += [f"- effect {e['id']} ({e['action']} on {e['target']}) is indeterminate: read it back"
             for e in snap.get("effects", []) if e.get("state") == "indeterminate"]
     if snap.get("unknown_events"):
-        out.append(f"- {len(snap['unknown_events'])} events of unknown types (upgrade loopx)")
+        out.append(f"- {plural.counted(len(snap['unknown_events']), 'event')} of unknown types "
+                   "(upgrade loopx)")
     return ["## Warnings", ""] + out + [""] if out else []
 
 
@@ -138,8 +141,9 @@ def _environment_section(env: dict[str, Any]) -> list[str]:
         lines.append(f"- {env['in_progress']} in progress")
     if upstream:
         lines.append(f"- upstream {upstream['name']}: {upstream['ahead']} ahead, {upstream['behind']} behind")
-    lines.append(f"- ledger vs {state.get('tracking') or 'no remote'}: {state.get('unpushed', 0)} events "
-                 f"unpushed, {state.get('unmerged', 0)} unmerged")
+    lines.append(f"- ledger vs {state.get('tracking') or 'no remote'}: "
+                 f"{plural.counted(state.get('unpushed', 0), 'event')} not pushed, "
+                 f"{state.get('unmerged', 0)} fetched and not merged")
     lines.append(f"- CI ({ci.get('provider') or 'none'}): {ci.get('state')}"
                  + (f" — {ci['detail']}" if ci.get("detail") else ""))
     return lines + [""]

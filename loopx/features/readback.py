@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Optional
 
 from loopx.errors import GitError, LoopxError
-from loopx.model import globs
+from loopx.model import globs, plural
 from loopx.storage import gateway
 
 # Files git leaves in the (per-worktree) git dir while an operation waits for the user.
@@ -353,7 +353,7 @@ class Judge:
             found.state, found.reason = "stale", "recorded on uncommitted changes it did not keep"
         elif counted:
             found.state = "stale"
-            found.reason = f"{len(counted)} file(s) in its scope changed since"
+            found.reason = f"{plural.counted(len(counted), 'file')} in its scope changed since"
         else:
             found.state = "fresh"
         return found

@@ -41,7 +41,7 @@ _LIVE_KEY = f"{ROWS_KEY}:{sys.version_info[:2]}".encode()
 _TABLES: dict[str, type] = {
     "goals": entities.Goal, "todos": entities.Todo, "gates": entities.Gate,
     "evidence": entities.Evidence, "wakes": entities.Wake, "effects": entities.Effect,
-    "quotas": entities.Quota, "sessions": entities.Session,
+    "quotas": entities.Quota, "sessions": entities.Session, "dismissed": entities.Dismissal,
 }
 _FIELDS: dict[type, tuple[str, ...]] = {
     cls: tuple(f.name for f in dataclasses.fields(cls))
@@ -417,7 +417,7 @@ class Projection:
         source = self.source()
         if source:  # status says when the rows came from a checkpoint not verified here
             part.extra["source"] = source
-        for kind in ("wakes", "effects", "sessions"):
+        for kind in ("wakes", "effects", "sessions", "dismissed"):
             setattr(part, kind, dict(getattr(fold, kind).items()))
         marks = ",".join("?" * len(live_goals))
         for kind in _BY_GOAL:

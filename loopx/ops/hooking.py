@@ -18,6 +18,7 @@ from typing import Any, Callable, NamedTuple, Optional
 from loopx.errors import LoopxError
 from loopx.features import capture, shims, sync
 from loopx.ledger.book import Ledger
+from loopx.model import plural
 from loopx.ops import ledgers
 from loopx.storage import gateway
 
@@ -199,7 +200,7 @@ def _post_rewrite(hook: Hook) -> list[str]:
     with ledgers.open_ledger(hook.cwd, ref=hook.state_ref) as ledger:
         result = capture.record_rewrite(ledger=ledger, actor=hook.who(), pairs=pairs)
     count = sum(len(e.data.mappings) for e in result.events)
-    return [f"evidence follows {count} rewritten commit(s)"] if count else []
+    return [f"evidence follows {plural.counted(count, 'rewritten commit')}"] if count else []
 
 
 def _amend_from_reflog(cwd: str) -> list[dict[str, str]]:

@@ -177,6 +177,7 @@ def listing(ledger: Ledger, *, goal: Optional[str] = None, ready: bool = False,
             include_closed: bool = False, now: Optional[datetime] = None) -> list[dict[str, Any]]:
     """Todos with their state and why each is not ready: open ones by default, the frontier
     with ``ready``, done and cancelled ones too with ``include_closed``."""
+    ledger.require()
     fold = ledger.fold()
     todos = views.snapshot(fold, now or clock.now())["todos"]
     if goal:

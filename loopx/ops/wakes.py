@@ -49,4 +49,5 @@ def clear(txn: Txn, wake: str, *, event_id: Optional[str] = None) -> Event[WakeC
 
 def listing(ledger: Ledger, *, now: Optional[datetime] = None) -> list[dict[str, Any]]:
     """Every wake condition set."""
+    ledger.require()
     return list(views.snapshot(ledger.fold(), now or clock.now())["wakes"])

@@ -173,6 +173,9 @@ _DESCRIBE: dict[str, Callable[[Any], str]] = {
     "todo.released": lambda d: _with(f"released {d.id}", d.reason),
     "todo.done": _todo_done,
     "todo.acked": lambda d: f"acknowledged decision {', '.join(d.gates)} on todo {d.id}",
+    "notice.dismissed": lambda d: (
+        f"dismissed the notice about {_n(len(d.events), 'event')} not applied: {', '.join(d.events[:5])}"
+    ),
     "todo.blocked": lambda d: _with(f"blocked todo {d.id}", d.reason),
     "todo.reopened": lambda d: _with(f"reopened todo {d.id}", d.reason),
     "todo.cancelled": lambda d: _with(f"cancelled todo {d.id}", d.reason),

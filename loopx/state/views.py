@@ -228,7 +228,8 @@ def snapshot(fold: Fold, now: datetime) -> dict[str, Any]:
         "wakes": [dataclasses.asdict(w) for w in fold.wakes.values()],
         "quota": {scope or "*": _quota_view(q) for scope, q in sorted(fold.quotas.items())},
         "effects": [dataclasses.asdict(e) for e in fold.effects.values()],
-        "problems": [dataclasses.asdict(p) for p in fold.problems],
+        "problems": [dict(dataclasses.asdict(p), dismissed=p.event in fold.dismissed)
+                     for p in fold.problems],
         "unknown_events": list(fold.unknown),
         "notes": fold.notes,
         "sessions": [session_view(s, now) for s in

@@ -175,7 +175,7 @@ def test_a_stale_criterion_is_rerun_through_loopx_so_the_result_is_recorded() ->
                     evidence=EVIDENCE)
     action = decide.decide(snapshot, {}, NOW, ME)[0]
     assert action["command"] == "git loopx rerun --criterion g-1:c-0"
-    assert "2 file(s) in its scope changed since (a.py, b.py)" in action["reason"]
+    assert "2 files in its scope changed since (a.py, b.py)" in action["reason"]
     assert action["evidence"] == "e-1"
 
 
