@@ -43,7 +43,7 @@ _GROUPS = [
     ("loopx.cli.core", "demo"),
     ("loopx.cli.remote", "sync"), ("loopx.cli.remote", "fetch"), ("loopx.cli.remote", "push"),
     ("loopx.cli.remote", "doctor"), ("loopx.cli.remote", "checkpoint"),
-    ("loopx.cli.core", "help_"),
+    ("loopx.cli.core", "help_"), ("loopx.cli.core", "completion"),
 ]
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -117,7 +117,8 @@ def main(argv: Optional[list[str]] = None) -> None:
     as_json = "--json" in args or "--format=json" in args or any(
         a == "--format" and b == "json" for a, b in zip(args, args[1:]))
     try:
-        code = cli.main(args=argv, prog_name="git loopx", standalone_mode=False)
+        code = cli.main(args=argv, prog_name=_prog_name(), standalone_mode=False,
+                        complete_var=COMPLETE_VAR)
         if isinstance(code, int) and code:  # click returns Exit(n)'s code when not standalone
             sys.exit(code)
     except click.exceptions.Abort:
@@ -150,6 +151,18 @@ def main(argv: Optional[list[str]] = None) -> None:
 
 # Options of `git loopx` itself: given after a command's name they are not that command's.
 _GLOBAL_OPTIONS = ("-C", "--actor", "--debug", "--now")
+
+
+# Shell completion runs as `git-loopx` (see cli/completion.py): "git loopx" has a space.
+COMPLETE_VAR = "_GIT_LOOPX_COMPLETE"
+
+
+def _prog_name() -> str:
+    if os.environ.get(COMPLETE_VAR):
+        from loopx.cli import completion  # registers the shells' classes: only when completing
+
+        return completion.PROG
+    return "git loopx"
 
 
 def _hint_global_option(exc: click.ClickException) -> click.ClickException:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 import sys
+from importlib import resources
 from pathlib import Path
 from typing import Any, Optional
 
@@ -13,7 +16,7 @@ from loopx.cli import render
 from loopx.cli.app import App, optional_duration, pass_app
 from loopx.errors import LoopxError, UsageError
 from loopx.model import plural
-from loopx.ops import ledgers, settings, upkeep
+from loopx.ops import hooking, ledgers, settings, upkeep
 from loopx.storage import gateway
 
 
@@ -31,6 +34,9 @@ def init(app: App, name: Optional[str], offline: bool) -> None:
     existed = app.ledger.exists()
     event = ledgers.init(app.ledger, actor=app.actor, name=name, offline=offline)
     ref = app.ledger.ref
+    helped = hooking.install_help_viewer(app.cwd)
+    if helped and not app.json:
+        click.echo(helped, err=True)
     if event is None:
         remote = ledgers.remote(app.ledger)
         adopted = not existed and remote is not None
@@ -218,11 +224,26 @@ def demo(app: App, keep: bool, where: Optional[str]) -> None:
     story.run(keep=keep, where=where, as_json=app.json)
 
 
+def _man_page() -> bool:
+    """Show the man page installed with the package through `man`; False when man is not
+    there or cannot show it (the caller prints the built-in help instead)."""
+    page = resources.files("loopx").joinpath("man/git-loopx.1")
+    man = shutil.which("man")
+    if man is None or not isinstance(page, Path) or not page.is_file():
+        return False
+    sys.stdout.flush()
+    return subprocess.run([man, str(page)], stderr=subprocess.DEVNULL).returncode == 0
+
+
 @click.command("help")
 @click.argument("command", nargs=-1)
+# Hidden: what the man viewer `init` and `hooks install` configure runs for `git loopx --help`.
+@click.option("--man", "as_man", is_flag=True, hidden=True)
 @click.pass_context
-def help_(ctx: click.Context, command: tuple[str, ...]) -> None:
+def help_(ctx: click.Context, command: tuple[str, ...], as_man: bool) -> None:
     """Show help for loopx or one of its commands."""
+    if as_man and _man_page():
+        return
     group = ctx.parent.command if ctx.parent else None
     target: Any = group
     parent = ctx.parent
@@ -233,3 +254,20 @@ def help_(ctx: click.Context, command: tuple[str, ...]) -> None:
         parent = click.Context(sub, info_name=name, parent=parent)
         target = sub
     click.echo(target.get_help(parent))
+
+
+@click.command("completion")
+@click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
+@click.pass_context
+def completion(ctx: click.Context, shell: str) -> None:
+    """Print the shell completion script for SHELL (`git-loopx` and `git loopx`).
+
+    bash: eval "$(git loopx completion bash)" in ~/.bashrc (after git's own completion);
+    zsh: eval "$(git loopx completion zsh)" in ~/.zshrc (after compinit);
+    fish: git loopx completion fish > ~/.config/fish/completions/git-loopx.fish
+    """
+    from loopx.cli import completion as scripts  # click's shell classes: only for completion
+
+    root = ctx.find_root().command
+    assert isinstance(root, click.Group)
+    click.echo(scripts.script(root, shell), nl=False)

@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 import click
 
-from loopx.cli import render
+from loopx.cli import pager, render
 from loopx.cli.app import App, optional_duration, pass_app
 from loopx.model import plural
 from loopx.ops import status as recovery
@@ -41,14 +41,25 @@ def _emit(app: App, data: Any, text: Any) -> None:
 @click.option("--goal", "goal_id", help="Only this goal.")
 @click.option("--all", "show_all", is_flag=True,
               help="Include achieved and abandoned goals with their todos, gates and evidence.")
+@click.option("--no-pager", "no_pager", is_flag=True, help="Do not page the text on a terminal.")
 @_inspect_options
 @pass_app
-def status(app: App, goal_id: Optional[str], show_all: bool, no_ci: bool, offline: bool) -> None:
-    """Goals, acceptance, frontier, gates, leases, the work tree and what to do next."""
+def status(app: App, goal_id: Optional[str], show_all: bool, no_pager: bool, no_ci: bool,
+           offline: bool) -> None:
+    """Goals, acceptance, frontier, gates, leases, the work tree and what to do next.
+
+    On a terminal the text goes through your pager, as git's does (GIT_PAGER, core.pager,
+    PAGER, else less with LESS=FRX: one screen prints as is); never with --json or when
+    stdout is not a terminal.
+    """
     snap = recovery.status(app.ledger, actor=app.actor_or_none(), goal=goal_id, ci=not no_ci,
                            offline=offline, include_closed=show_all, now=app.now)
+    if app.json or app.batch_txn is not None:
+        _emit(app, snap, None)
+        return
     color = sys.stdout.isatty()
-    _emit(app, snap, lambda: status_text(snap, render.status_text(snap, color=color), color=color))
+    pager.show(status_text(snap, render.status_text(snap, color=color), color=color),
+               cwd=app.cwd, enabled=not no_pager)
 
 
 @click.command("next")
@@ -106,7 +117,7 @@ def status_text(snap: dict[str, Any], ledger_text: str, *, color: bool = False) 
     out = [first, *environment_lines(snap["environment"], paint)]
     actions = [a for a in snap["actions"] if a["kind"] not in ("work", "wait_lease")][:8]
     if actions:
-        out.append(paint("\nDo now:" if not recovery.is_waiting(actions[0]) else "\nWaiting for:",
+        out.append("\n" + paint("Do now:" if not recovery.is_waiting(actions[0]) else "Waiting for:",
                          bold=True))
         for action in actions:
             colour = "yellow" if recovery.is_waiting(action) else "red" if action["priority"] < 30 else "cyan"

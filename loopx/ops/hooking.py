@@ -247,14 +247,30 @@ _HANDLERS: dict[str, Callable[[Hook], list[str]]] = {
 
 
 def install(cwd: str, *, force: bool = False) -> tuple[Path, list[str]]:
-    """Install the shims (chaining hooks already there); the hooks folder and one line per
-    hook saying what happened."""
-    return shims.hooks_dir(cwd), shims.install(cwd=cwd, force=force)
+    """Install the shims (chaining hooks already there) and the help viewer; the hooks
+    folder and one line per hook saying what happened."""
+    lines = shims.install(cwd=cwd, force=force)
+    if shims.install_help_viewer(cwd=cwd):
+        lines.append(HELP_VIEWER_LINE)
+    return shims.hooks_dir(cwd), lines
+
+
+def install_help_viewer(cwd: str) -> Optional[str]:
+    """Make `git loopx --help` work here without man (local git config); a line saying so
+    when it was set now."""
+    return HELP_VIEWER_LINE if shims.install_help_viewer(cwd=cwd) else None
+
+
+HELP_VIEWER_LINE = ("`git loopx --help` here shows the built-in help where man cannot "
+                    "(git config man.viewer loopx)")
 
 
 def uninstall(cwd: str) -> list[str]:
-    """Remove the shims and put back exactly what was there before."""
-    return shims.uninstall(cwd=cwd)
+    """Remove the shims and put back exactly what was there before (and the help viewer)."""
+    lines = shims.uninstall(cwd=cwd)
+    if shims.uninstall_help_viewer(cwd=cwd):
+        lines.append("removed the help viewer (git config man.viewer loopx)")
+    return lines
 
 
 def installed(cwd: str) -> list[shims.HookState]:

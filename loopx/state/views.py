@@ -323,4 +323,5 @@ def resolve_id(table: Mapping[str, Any], prefix: str, kind: str) -> str:
         return matches[0]
     if not matches:
         raise NotFound(f"no {kind} matches {prefix!r} (see `git loopx {kind} list`)")
-    raise Ambiguous(f"{prefix!r} matches several {kind}s: {', '.join(sorted(matches)[:8])}")
+    kinds = kind if kind == "evidence" else f"{kind}s"  # "evidence" has no plural
+    raise Ambiguous(f"{prefix!r} matches several {kinds}: {', '.join(sorted(matches)[:8])}")
