@@ -214,14 +214,23 @@ def schema_check(app: App, root: Optional[str]) -> None:
 
 
 @click.command()
-@click.option("--keep", is_flag=True, help="Keep the throwaway repository and print its path.")
-@click.option("--dir", "where", type=click.Path(file_okay=False), help="Create it here.")
+@click.option("--keep", is_flag=True, help="Keep the throwaway folder and print its path.")
+@click.option("--dir", "where", type=click.Path(file_okay=False),
+              help="Create it here (and keep it).")
 @pass_app
 def demo(app: App, keep: bool, where: Optional[str]) -> None:
-    """Walk the classic story in a throwaway repository, printing status after each step."""
+    """Tell what sets loopx apart, in a throwaway folder: hooks recording a commit, a real test
+    run, evidence going stale and re-run, a second clone taking over by fetch, a claim race
+    won by exactly one agent, the maintainer's gate, the goal closing.
+
+    With --json, one JSON line per step: its key, where and as whom it ran, the command, its
+    exit code (and the one expected), and the command's own JSON output. Exits 1 when a step
+    did not end as the story expects.
+    """
     from loopx.cli import demo as story  # the demo's story and its files: only for `demo`
 
-    story.run(keep=keep, where=where, as_json=app.json)
+    if story.run(keep=keep, where=where, as_json=app.json):
+        raise click.exceptions.Exit(1)
 
 
 def _man_page() -> bool:

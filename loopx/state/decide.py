@@ -253,7 +253,8 @@ def _gates(ctx: _Ctx) -> Iterable[Action]:
         else:
             blocked = [t for t in ctx.todos.values() if gate["id"] in t.get("gates", [])
                        and t["state"] in ("open", "blocked")]
-            what = f"{', '.join(t['id'] for t in blocked)} wait" if blocked else "waiting"
+            what = (f"{', '.join(t['id'] for t in blocked)} wait{'s' if len(blocked) == 1 else ''}"
+                    if blocked else "waiting")
             yield _action("wait_gate", f"{what} for gate {gate['id']}: {gate['question']} "
                           f"(must be answered by {asks})", f"git loopx gate show {gate['id']}",
                           gate=gate["id"], goal=gate["goal"])
