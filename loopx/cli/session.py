@@ -72,7 +72,10 @@ def session_respond(app: App, session_id: str, response: str, event_id: Optional
     stdin). It stays open until closed or reaped; a --one-shot session closes as done."""
     body = _text_or_stdin(response)
     event = app.write(lambda txn: sessions.respond(txn, session_id, body, event_id=event_id))
-    app.emit_event(event, f"session {event.data.id} has responded")
+    closed = app.batch_txn is None and sessions.show(app.ledger, event.data.id,
+                                                     now=app.now)["state"] == "closed"
+    app.emit_event(event, f"session {event.data.id} has responded"
+                   + ("; one-shot, it is closed (done)" if closed else "; it awaits input"))
 
 
 @session.command("send")

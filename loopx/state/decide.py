@@ -274,6 +274,10 @@ def _rejected(ctx: _Ctx, gate: dict[str, Any]) -> Iterable[Action]:
 
 def _sync(ctx: _Ctx) -> Iterable[Action]:
     state = ctx.env.get("state") or {}
+    if state.get("quarantined"):
+        yield _action("repair", f"{state.get('remote', 'origin')}'s loopx/state failed the incoming "
+                      f"check and is quarantined as {state['quarantined']}; sync refuses it (local "
+                      "state is intact) until the remote is fixed", "git loopx doctor")
     if state.get("unmerged"):
         yield _action("sync", f"{plural.counted(state['unmerged'], 'fetched event')} "
                       f"{_are(state['unmerged'])} not merged into {state['ref']} yet",

@@ -399,7 +399,18 @@ def config_changes(before: dict[str, Any], after: dict[str, Any]) -> list[dict[s
     ]
 
 
+def _plain(value: Any) -> str:
+    """A config value as a reviewer reads it: ``maintainer = human:a, human:b``, not a repr."""
+    if value is None or value in ({}, []):
+        return "none"
+    if isinstance(value, dict):
+        return "; ".join(f"{k} = {_plain(v)}" for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_plain(v) for v in value)
+    return str(value)
+
+
 def _short(value: Any) -> str:
-    text = str(value) if not isinstance(value, str) else value
+    text = _plain(value)
     text = " ".join(text.split())
     return text if len(text) <= 60 else text[:59] + "…"
