@@ -205,7 +205,8 @@ def schema_export(app: App, root: Optional[str]) -> None:
 @click.option("--root", type=click.Path(file_okay=False), help="Where .loopx-schema/ is.")
 @pass_app
 def schema_check(app: App, root: Optional[str]) -> None:
-    """Fail when the checked-in schema files differ from the model."""
+    """Fail when the checked-in schema files differ from the model (a check for loopx's own
+    sources, and for projects that keep an exported copy)."""
     problems = upkeep.stale_schemas(_project_root(root))
     app.emit({"ok": not problems, "problems": problems},
              lambda: "\n".join(problems) if problems else "schemas up to date")

@@ -355,6 +355,19 @@ def note_add(app: App, text: str, todo_id: Optional[str], goal_id: Optional[str]
     app.emit_event(event, f"noted {event.data.id}")
 
 
+@note.command("list")
+@click.option("--todo", "todo_id", metavar="TODO", help="Only the notes on this todo.")
+@click.option("--goal", "goal_id", metavar="GOAL", help="Only the notes on this goal.")
+@pass_app
+def note_list(app: App, todo_id: Optional[str], goal_id: Optional[str]) -> None:
+    """List notes, oldest first."""
+    found = notes.listing(app.ledger, todo=todo_id, goal=goal_id)
+    app.emit(found, lambda: "\n".join(
+        f"{n['id']:<12} {n['at']}  {n['actor']}" + (f"  (on {n['todo'] or n['goal']})"
+                                                   if n["todo"] or n["goal"] else "")
+        + f"\n    {n['text']}" for n in found) or "no notes")
+
+
 
 
 # --- notices --------------------------------------------------------------------------------

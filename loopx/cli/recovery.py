@@ -65,14 +65,20 @@ def status(app: App, goal_id: Optional[str], show_all: bool, no_pager: bool, no_
 @click.command("next")
 @click.option("--claim", is_flag=True, help="Claim the top frontier todo in the same call, when working on it is the best action.")
 @click.option("--ttl", default=None, metavar="DURATION", help="Lease length for --claim.")
+@click.option("--sync", "synced", is_flag=True,
+              help="With --claim: the claim counts only once the remote has it (agents on "
+              "several hosts).")
 @_inspect_options
 @pass_app
-def next_(app: App, claim: bool, ttl: Optional[str], no_ci: bool, offline: bool) -> None:
+def next_(app: App, claim: bool, ttl: Optional[str], synced: bool, no_ci: bool,
+          offline: bool) -> None:
     """The single best action for you (exit 0 do it, 10 wait, 20 nothing left)."""
+    if synced and not claim:
+        raise click.UsageError("--sync goes with --claim")
     actor = app.actor if claim else (app.actor_or_none() or "")
     result = recovery.next_action(app.ledger, actor=actor, claim=claim,
                                   ttl=optional_duration(ttl), ci=not no_ci, offline=offline,
-                                  now=app.now)
+                                  now=app.now, synced=synced)
     data = result.to_dict()
     app.emit(data, lambda: _next_text(data))
     if result.action is None:

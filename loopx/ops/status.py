@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Optional
 
-from loopx.errors import TransitionError
+from loopx.errors import ClaimLost, TransitionError
 from loopx.features import briefing, readback
 from loopx.ledger.book import Ledger
 from loopx.model import clock
@@ -98,16 +98,18 @@ class Next:
 
 
 def next_action(ledger: Ledger, *, actor: str, claim: bool = False, ttl: Optional[int] = None,
-                ci: bool = True, offline: bool = False, now: Optional[datetime] = None) -> Next:
+                ci: bool = True, offline: bool = False, now: Optional[datetime] = None,
+                synced: bool = False) -> Next:
     """The single best action for ``actor``. With ``claim``, when working on a frontier todo
     is the best action, claim it in the same call (the first one still claimable: another
-    agent may have raced us)."""
+    agent may have raced us); ``synced``: each claim counts only once the remote has it
+    (:func:`loopx.ops.todos.claim_synced`), so agents on several hosts never share a todo."""
     snap = status(ledger, actor=actor, ci=ci, offline=offline, now=now)
     actions = snap["actions"]
     best = actions[0] if actions else None
     result = Next(best, None, len(actions), snap["next_wake"])
     if claim and best is not None and best["kind"] == "work":
-        result.claimed, result.action = _claim_first(ledger, actions, actor, ttl, now)
+        result.claimed, result.action = _claim_first(ledger, actions, actor, ttl, now, synced)
         if result.claimed is None:
             result.not_claimed = "every ready todo was claimed by someone else first"
     elif claim:
@@ -127,12 +129,16 @@ def _why_not_claimed(best: Optional[Action], actions: list[Action]) -> str:
 
 
 def _claim_first(ledger: Ledger, actions: list[Action], actor: str, ttl: Optional[int],
-                 now: Optional[datetime]) -> tuple[Optional[Event[TodoClaimed]], Action]:
+                 now: Optional[datetime], synced: bool
+                 ) -> tuple[Optional[Event[TodoClaimed]], Action]:
     work = [a for a in actions if a["kind"] == "work"]
     for action in work:
         try:
-            event = ledger.run(todos.claim, action["todo"], ttl=ttl, actor=actor, now=now)
-        except TransitionError:
+            if synced:
+                event, _ = todos.claim_synced(ledger, action["todo"], actor=actor, ttl=ttl, now=now)
+            else:
+                event = ledger.run(todos.claim, action["todo"], ttl=ttl, actor=actor, now=now)
+        except (TransitionError, ClaimLost):
             continue
         return event, dict(action, kind="continue", priority=decide.PRIORITY["continue"],
                            command=f"git loopx todo show {action['todo']}",

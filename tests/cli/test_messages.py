@@ -200,7 +200,7 @@ def test_every_list_prints_a_bare_list_of_objects_in_json(pair: tuple[Path, Path
     ok(one, "gate", "open", "g", "Ok?", "--authority", "human:test@example.com")
     for args in (["todo", "list"], ["goal", "list"], ["gate", "list"], ["evidence", "list"],
                  ["effect", "list"], ["wake", "list"], ["session", "list"], ["notice", "list"],
-                 ["log"], ["session", "inbox", "s-1"]):
+                 ["log"], ["session", "inbox", "s-1"], ["note", "list"]):
         value = json.loads(ok(one, *args, "--json"))
         assert isinstance(value, list), args
         assert all(isinstance(item, dict) for item in value), args
@@ -255,3 +255,32 @@ def test_sync_with_no_ledger_on_either_side_says_so(tmp_path: Path) -> None:
     one = clone(remote, tmp_path / "one")
     result = invoke(one, "sync")
     assert result.code == 1 and "neither this repository nor origin has a loopx ledger" in result.err
+
+
+def test_next_claim_sync_takes_the_next_todo_when_another_host_won_the_first(
+        pair: tuple[Path, Path]) -> None:
+    one, two = pair
+    ok(two, "sync")
+    assert invoke(one, "todo", "claim", "t1", "--sync", actor=A).code == 0
+    doc = json.loads(ok(two, "next", "--claim", "--sync", "--json", actor=B))  # two has not synced
+    assert doc["claimed"]["data"]["id"] == "t2" and doc["not_claimed"] is None
+    assert invoke(two, "next", "--sync", actor=B).code == 2  # --sync goes with --claim
+
+
+def test_notes_can_be_listed(repo: Path) -> None:
+    ok(repo, "init")
+    ok(repo, "goal", "add", "G", "--id", "g", "--accept", "works")
+    ok(repo, "todo", "add", "g", "One", "--id", "t1")
+    ok(repo, "note", "add", "first")
+    ok(repo, "note", "add", "on the todo", "--todo", "t1")
+    listed = json.loads(ok(repo, "note", "list", "--json"))
+    assert [(n["text"], n["todo"], n["goal"]) for n in listed] == [("first", None, None),
+                                                                    ("on the todo", "t1", "g")]
+    assert [n["text"] for n in json.loads(ok(repo, "note", "list", "--todo", "t1", "--json"))] == [
+        "on the todo"]
+    assert "on the todo" in ok(repo, "note", "list")
+
+
+def test_schema_check_outside_loopx_sources_says_what_it_is_for(repo: Path) -> None:
+    result = invoke(repo, "schema", "check", "--root", str(repo))
+    assert result.code == 1 and result.out.count("\n") == 1 and "no .loopx-schema/" in result.out
