@@ -249,9 +249,19 @@ def _man_page() -> bool:
 @click.argument("command", nargs=-1)
 # Hidden: what the man viewer `init` and `hooks install` configure runs for `git loopx --help`.
 @click.option("--man", "as_man", is_flag=True, hidden=True)
+@click.option("--install-viewer", "viewer", type=click.Choice(["here", "global"]),
+              help="Make `git loopx --help` show this help where man cannot: in this "
+              "repository (init and hooks install do it), or for every repository (your "
+              "global git config).")
 @click.pass_context
-def help_(ctx: click.Context, command: tuple[str, ...], as_man: bool) -> None:
+def help_(ctx: click.Context, command: tuple[str, ...], as_man: bool,
+          viewer: Optional[str]) -> None:
     """Show help for loopx or one of its commands."""
+    if viewer:
+        app = ctx.find_object(App)
+        done = hooking.install_help_viewer(app.cwd if app else ".", everywhere=viewer == "global")
+        click.echo(done or "the help viewer is set already (or another man viewer is configured)")
+        return
     if as_man and _man_page():
         return
     group = ctx.parent.command if ctx.parent else None

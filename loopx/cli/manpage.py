@@ -154,8 +154,10 @@ _CONVENTIONS = """\
 
 - **Help.** `git loopx --help` opens the man page; git hands it to a man viewer, and where
   `man` is missing or cannot show the page, the viewer `git loopx init` and `hooks install`
-  set up in the repository (`git config man.viewer loopx`) prints the built-in help instead.
-  `git loopx -h` and `git loopx help [COMMAND]` always print usage.
+  set up in the repository (`git config man.viewer loopx`) prints the built-in help instead;
+  `git loopx help --install-viewer global` sets it up for every repository (outside them,
+  without it, git says "no man viewer handled the request"). `git loopx -h` and
+  `git loopx help [COMMAND]` always print usage.
 - **Global options go before the command**: `git loopx --actor agent:me todo claim t`
   (`-C`, `--actor`, `--debug`, `--now`; given after the command, they are a usage error that
   says so). `--now TIME` (or `$LOOPX_NOW`, RFC 3339) pins the clock, for tests and scripted

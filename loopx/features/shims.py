@@ -179,18 +179,20 @@ HELP_VIEWER_CMD = ('loopx_man() { if [ "$1" = git-loopx ] && command -v git-loop
                    'then exec git-loopx help --man; fi; exec man "$1"; }; loopx_man')
 
 
-def install_help_viewer(*, cwd: Path | str) -> bool:
-    """Make `git loopx --help` work in this repository without man (local git config
-    ``man.viewer``); True when it was set now. Left alone when a viewer is configured."""
+def install_help_viewer(*, cwd: Path | str, scope: str = "--local") -> bool:
+    """Make `git loopx --help` work without man: git config ``man.viewer`` in this repository
+    (``scope`` ``--global``: for the user); True when it was set now. Left alone when another
+    viewer is configured."""
     viewers = gateway.out(cwd, "config", "--get-all", "man.viewer", check=False).split()
     if viewers and HELP_VIEWER not in viewers:
         return False  # the user chose their viewer: theirs it stays
-    cmd = gateway.out(cwd, "config", "--local", f"man.{HELP_VIEWER}.cmd", check=False)
+    cmd = gateway.out(cwd, "config", scope, f"man.{HELP_VIEWER}.cmd", check=False)
     if HELP_VIEWER in viewers and cmd == HELP_VIEWER_CMD:
         return False
-    gateway.run(cwd, "config", "--local", f"man.{HELP_VIEWER}.cmd", HELP_VIEWER_CMD)
-    if HELP_VIEWER not in viewers:
-        gateway.run(cwd, "config", "--local", "--add", "man.viewer", HELP_VIEWER)
+    gateway.run(cwd, "config", scope, f"man.{HELP_VIEWER}.cmd", HELP_VIEWER_CMD)
+    if HELP_VIEWER not in gateway.out(cwd, "config", scope, "--get-all", "man.viewer",
+                                      check=False).split():
+        gateway.run(cwd, "config", scope, "--add", "man.viewer", HELP_VIEWER)
     return True
 
 

@@ -255,10 +255,13 @@ def install(cwd: str, *, force: bool = False) -> tuple[Path, list[str]]:
     return shims.hooks_dir(cwd), lines
 
 
-def install_help_viewer(cwd: str) -> Optional[str]:
-    """Make `git loopx --help` work here without man (local git config); a line saying so
-    when it was set now."""
-    return HELP_VIEWER_LINE if shims.install_help_viewer(cwd=cwd) else None
+def install_help_viewer(cwd: str, *, everywhere: bool = False) -> Optional[str]:
+    """Make `git loopx --help` work here without man (local git config; ``everywhere``: the
+    user's global config); a line saying so when it was set now."""
+    if not shims.install_help_viewer(cwd=cwd, scope="--global" if everywhere else "--local"):
+        return None
+    return HELP_VIEWER_LINE.replace(" here ", " in every repository ") if everywhere else (
+        HELP_VIEWER_LINE)
 
 
 HELP_VIEWER_LINE = ("`git loopx --help` here shows the built-in help where man cannot "

@@ -95,3 +95,19 @@ complete -p git-loopx
     lines = proc.stdout.splitlines()
     assert "dashed: todo" in lines and "git: claim" in lines and "git -C: show" in lines
     assert "complete -o nosort -F _git_loopx_completion git-loopx" in lines
+
+
+def test_help_install_viewer_global_covers_repositories_without_loopx(tmp_path: Path,
+                                                                      loopx_bin: Path) -> None:
+    plain = tmp_path / "plain"
+    git(tmp_path, "init", "-q", str(plain))
+    env = dict(os.environ, PATH=str(_bin_without_man(tmp_path, loopx_bin)))
+    before = subprocess.run(["git", "loopx", "--help"], cwd=plain, env=env, capture_output=True)
+    assert before.returncode == 128  # git's own "no man viewer handled the request"
+    result = run_loopx(plain, "help", "--install-viewer", "global")
+    assert result.code == 0 and "in every repository" in result.out
+    assert git(plain, "config", "--global", "man.viewer") == "loopx"  # the test's own HOME
+    after = subprocess.run(["git", "loopx", "--help"], cwd=plain, env=env, capture_output=True,
+                           text=True)
+    assert after.returncode == 0 and "Usage: git loopx" in after.stdout
+    assert "set already" in run_loopx(plain, "help", "--install-viewer", "global").out
