@@ -82,8 +82,9 @@ def hook(app: App, name: str, args: tuple[str, ...]) -> None:
     sys.exit(result.exit_code)
 
 
-@click.command("run", context_settings={"ignore_unknown_options": True,
-                                        "allow_interspersed_args": False})
+# Not ignore_unknown_options: an option `run` does not know, before the command, is a usage
+# error (exit 2), not the first word of the command to run.
+@click.command("run", context_settings={"allow_interspersed_args": False})
 @click.option("--todo", "todo_id", metavar="TODO", help="The todo it supports.")
 @click.option("--goal", "goal_id", metavar="GOAL", help="The goal (implied by --todo).")
 @click.option("--criterion", multiple=True, metavar="ID", help="Acceptance criterion it meets.")

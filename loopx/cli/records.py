@@ -8,7 +8,8 @@ import click
 
 from loopx.cli.app import App, event_id_option, optional_duration, pass_app
 from loopx.errors import NotFound
-from loopx.ops import effects, evidence as evidence_ops, notes, quotas, wakes
+from loopx.model import plural
+from loopx.ops import effects, evidence as evidence_ops, notes, notices, quotas, wakes
 
 # --- evidence -------------------------------------------------------------------------------
 
@@ -61,17 +62,67 @@ def evidence_add(app: App, kind: str, todo_id: Optional[str], goal_id: Optional[
 @click.option("--goal", "goal_id", metavar="GOAL")
 @pass_app
 def evidence_list(app: App, todo_id: Optional[str], goal_id: Optional[str]) -> None:
-    """List evidence."""
+    """List evidence: the commit it points to now (after amends and rebases; the one it was
+    recorded on in brackets when they differ), its result and how it stands now."""
     items = evidence_ops.listing(app.ledger, todo=todo_id, goal=goal_id, now=app.now)
     app.emit(items, lambda: _evidence_text(items))
 
 
 def _evidence_text(items: list[dict[str, Any]]) -> str:
-    return "\n".join(
-        f"{e['id']:<12} {e['kind']:<7} {(e['commit'] or '-')[:10]:<10} "
-        f"{'exit ' + str(e['exit_code']) if e['exit_code'] is not None else '':<7} "
-        f"{e['summary'] or ''}" for e in items
-    ) or "no evidence"
+    if not items:
+        return "no evidence"
+    rows = [("ID", "KIND", "COMMIT", "RESULT", "NOW", "TODO", "SUMMARY")]
+    rows += [(e["id"], e["kind"], _commit(e), _result(e), e["freshness"] or "-",
+              e["todo"] or "-", e["summary"] or "") for e in items]
+    widths = [max(len(r[i]) for r in rows) for i in range(6)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[6]
+                     for r in rows).rstrip()
+
+
+def _commit(ev: dict[str, Any]) -> str:
+    if not ev["commit"]:
+        return "-"
+    now = (ev.get("current_commit") or ev["commit"])[:10]
+    return now if now == ev["commit"][:10] else f"{now} (was {ev['commit'][:10]})"
+
+
+def _result(ev: dict[str, Any]) -> str:
+    if ev["exit_code"] is None:
+        return "-"
+    return "passed" if ev["exit_code"] == 0 else f"failed ({ev['exit_code']})"
+
+
+@evidence.command("show")
+@click.argument("evidence_id", metavar="ID")
+@pass_app
+def evidence_show(app: App, evidence_id: str) -> None:
+    """Show one piece of evidence: what ran, its result and output, the commit and tree it
+    vouches for, and whether it is still fresh (and if not, which files changed)."""
+    found = evidence_ops.show(app.ledger, evidence_id, now=app.now)
+    app.emit(found, lambda: _evidence_show_text(found))
+
+
+def _evidence_show_text(ev: dict[str, Any]) -> str:
+    judged = ev["judged"]
+    lines = [f"evidence {ev['id']} ({ev['kind']}): {ev['summary'] or '-'}"]
+    fields = [("result", _result(ev)), ("command", ev["command"]), ("ran in", ev.get("cwd")),
+              ("took", f"{ev['duration_s']:.1f}s" if ev.get("duration_s") is not None else None),
+              ("goal", ev["goal"]), ("todo", ev["todo"]),
+              ("criteria", ", ".join(ev["criteria"]) or None), ("check", ev["check"]),
+              ("url", ev["url"]), ("by", f"{ev['actor']} at {ev['at']}"),
+              ("commit", _commit(ev) if ev["commit"] else None),
+              ("tree", (ev["tree"] or "")[:12] + (" (uncommitted changes included)"
+                                                  if ev["dirty"] else "") or None),
+              ("scope", ", ".join(judged["paths"]) or "the whole tree"
+               + (f" less {', '.join(judged['ignored'])}" if judged["ignored"] else "")),
+              ("now", judged["state"] + (f": {judged['reason']}" if judged["reason"] else "")),
+              ("changed", ", ".join(judged["changed"][:10]) or None),
+              ("digest", ev.get("digest"))]
+    lines += [f"  {name + ':':<9} {value}" for name, value in fields if value]
+    if ev.get("output_tail"):
+        lines += ["  output (last lines):"] + [f"    {line}" for line in
+                                                ev["output_tail"].splitlines()]
+    return "\n".join(lines)
 
 
 # --- CI ---------------------------------------------------------------------------------------
@@ -324,3 +375,49 @@ def note_add(app: App, text: str, todo_id: Optional[str], goal_id: Optional[str]
     app.emit_event(event, f"noted {event.data.id}")
 
 
+@note.command("list")
+@click.option("--todo", "todo_id", metavar="TODO", help="Only the notes on this todo.")
+@click.option("--goal", "goal_id", metavar="GOAL", help="Only the notes on this goal.")
+@pass_app
+def note_list(app: App, todo_id: Optional[str], goal_id: Optional[str]) -> None:
+    """List notes, oldest first."""
+    found = notes.listing(app.ledger, todo=todo_id, goal=goal_id)
+    app.emit(found, lambda: "\n".join(
+        f"{n['id']:<12} {n['at']}  {n['actor']}" + (f"  (on {n['todo'] or n['goal']})"
+                                                   if n["todo"] or n["goal"] else "")
+        + f"\n    {n['text']}" for n in found) or "no notes")
+
+
+
+
+# --- notices --------------------------------------------------------------------------------
+
+
+@click.group()
+def notice() -> None:
+    """Your events that were not applied (a claim that lost a race); dismiss them once read."""
+
+
+@notice.command("list")
+@click.option("--all", "show_all", is_flag=True, help="Include dismissed notices.")
+@pass_app
+def notice_list(app: App, show_all: bool) -> None:
+    """Your events that were not applied, and why (dismissed ones with --all)."""
+    found = notices.listing(app.ledger, actor=app.actor, include_dismissed=show_all)
+    app.emit(found, lambda: "\n".join(
+        f"{n['event']}  {n['type']:<16} {n['reason']}" + ("  (dismissed)" if n["dismissed"] else "")
+        for n in found) or "no notices")
+
+
+@notice.command("dismiss")
+@click.argument("events", nargs=-1, metavar="EVENT...")
+@click.option("--all", "every", is_flag=True, help="Dismiss all your notices still showing.")
+@event_id_option
+@pass_app
+def notice_dismiss(app: App, events: tuple[str, ...], every: bool, event_id: Optional[str]) -> None:
+    """Dismiss notices (by the id, or a unique prefix, of the event that was not applied): they
+    leave `status` and `next`. The events stay in the ledger, listed under problems."""
+    if events and every:
+        raise click.UsageError("give EVENT ids or --all, not both")
+    event = app.write(lambda txn: notices.dismiss(txn, events, every=every, event_id=event_id))
+    app.emit_event(event, f"dismissed {plural.counted(len(event.data.events), 'notice')}")

@@ -7,6 +7,7 @@ from typing import Any, Optional
 import click
 
 from loopx.cli.app import App, pass_app
+from loopx.model import plural
 from loopx.ops import exchange, upkeep
 
 
@@ -14,19 +15,45 @@ def _short(oid: Optional[str]) -> str:
     return oid[:12] if oid else "none"
 
 
-def _report_text(report: exchange.Report) -> str:
-    lines = [f"{report.remote}: local {_short(report.local_before)} -> {_short(report.local_after)}"
-             f" ({report.merge}), remote {_short(report.remote_before)} -> {_short(report.remote_after)}",
-             f"received {report.received} events, sent {report.sent}"
-             + (f", {report.retries} retries" if report.retries else "")]
+def _report_text(report: exchange.Report, doing: str) -> str:
+    """What moved, in words first ("received 3 events, sent 1; merged with origin"), then
+    the tips for the curious, then the claims of yours that lost a race."""
+    lines = [_summary(report, doing),
+             f"  loopx/state {_short(report.local_before)} -> {_short(report.local_after)}, "
+             f"{report.remote}'s {_short(report.remote_before)} -> {_short(report.remote_after)}"]
     if report.unknown_events:
-        lines.append(f"kept {len(report.unknown_events)} events of types this loopx does not know "
-                     "(a newer loopx wrote them)")
+        lines.append(f"kept {plural.counted(len(report.unknown_events), 'event')} of types this "
+                     "loopx does not know (a newer loopx wrote them)")
+    for notice in report.notices:
+        what = ("your claim lost a race" if notice["type"] == "todo.claimed"
+                else f"your {notice['type']} event was not applied")
+        lines.append(f"notice: {what}: {notice['reason']}")
+        lines.append(f"  once read: git loopx notice dismiss {notice['event']}")
     return "\n".join(lines)
 
 
-def _emit_report(app: App, report: exchange.Report) -> None:
-    app.emit(report.to_dict(), lambda: _report_text(report))
+def _summary(report: exchange.Report, doing: str) -> str:
+    remote = report.remote
+    moved = [f"received {plural.counted(report.received, 'event')}"] if report.received else []
+    if report.sent:
+        moved.append(f"sent {report.sent}" if moved else
+                     f"sent {plural.counted(report.sent, 'event')} to {remote}")
+    how = {"adopted": f"adopted {remote}'s state", "fast-forward": f"fast-forwarded to {remote}",
+           "union": f"merged with {remote}"}.get(report.merge)
+    if not moved:
+        text = {"push": f"{remote} already had every event",
+                "fetch": f"nothing new from {remote}"}.get(doing, f"already in step with {remote}")
+        text = f"{how}; nothing new" if how else text
+    else:
+        text = ", ".join(moved) + (f"; {how}" if how else (
+            f" from {remote}" if report.received and not report.sent else ""))
+    if report.retries:
+        text += f" (after {plural.counted(report.retries, 'retry', 'retries')}: others pushed first)"
+    return text
+
+
+def _emit_report(app: App, report: exchange.Report, doing: str) -> None:
+    app.emit(report.to_dict(), lambda: _report_text(report, doing))
 
 
 @click.command("sync")
@@ -40,7 +67,8 @@ def sync(app: App, remote: Optional[str], retries: int) -> None:
     REMOTE defaults to the current branch's upstream remote, else origin. A remote state that
     fails the incoming check is quarantined (see `git loopx doctor`); local state is untouched.
     """
-    _emit_report(app, exchange.sync_(app.ledger, remote=remote, retries=retries))
+    _emit_report(app, exchange.sync_(app.ledger, remote=remote, retries=retries,
+                                     actor=app.actor_or_none()), "sync")
 
 
 @click.command("fetch")
@@ -48,7 +76,8 @@ def sync(app: App, remote: Optional[str], retries: int) -> None:
 @pass_app
 def fetch(app: App, remote: Optional[str]) -> None:
     """Fetch, check and merge REMOTE's loopx/state (no push)."""
-    _emit_report(app, exchange.fetch(app.ledger, remote=remote))
+    _emit_report(app, exchange.fetch(app.ledger, remote=remote, actor=app.actor_or_none()),
+                 "fetch")
 
 
 @click.command("push")
@@ -56,7 +85,7 @@ def fetch(app: App, remote: Optional[str]) -> None:
 @pass_app
 def push(app: App, remote: Optional[str]) -> None:
     """Push loopx/state to REMOTE, fast-forward only (run `sync` if the remote moved)."""
-    _emit_report(app, exchange.push(app.ledger, remote=remote))
+    _emit_report(app, exchange.push(app.ledger, remote=remote), "push")
 
 
 @click.command("doctor")
@@ -72,7 +101,7 @@ def doctor(app: App, rollback: bool, verify: bool) -> None:
     final = result.get("after", result["health"])
     if not final["ok"]:
         # The report above is the answer (a JSON reader has it whole); exit 1 says "unhealthy".
-        click.echo(f"error: {final['ref']} has {len(final['problems'])} problem(s); see above"
+        click.echo(f"error: {final['ref']} has {plural.counted(len(final['problems']), 'problem')}; see above"
                    + ("" if rollback else " (`git loopx doctor --rollback` may help)"), err=True)
         raise click.exceptions.Exit(1)
 
@@ -80,10 +109,10 @@ def doctor(app: App, rollback: bool, verify: bool) -> None:
 def _doctor_text(result: dict[str, Any]) -> str:
     health = result["health"]
     lines = [f"{health['ref']} at {_short(health['tip'])}: "
-             + ("healthy" if health["ok"] else f"{len(health['problems'])} problem(s)")]
+             + ("healthy" if health["ok"] else plural.counted(len(health['problems']), 'problem'))]
     lines += [f"  problem: {p}" for p in health["problems"][:30]]
     lines += [f"  warning: {w}" for w in health["warnings"]]
-    lines.append(f"  reflog: {health['reflog_entries']} entries")
+    lines.append(f"  reflog: {plural.counted(health['reflog_entries'], 'entry', 'entries')}")
     if "verify" in result:
         lines.append(f"  verified against a replay of the events: {', '.join(result['verify']['checked'])}")
     for lock in health["locks"]:
@@ -98,7 +127,7 @@ def _doctor_text(result: dict[str, Any]) -> str:
             lines.append(rb["reason"])
         else:
             lines.append(f"rolled back {_short(rb['from'])} -> {_short(rb['to'])}, dropping "
-                         f"{len(rb['dropped'])} event file(s):")
+                         f"{plural.counted(len(rb['dropped']), 'event file')}:")
             lines += [f"  {path}" for path in rb["dropped"]]
     return "\n".join(lines)
 

@@ -30,7 +30,7 @@ _GROUPS = [
     ("loopx.cli.records", "wake"),
     ("loopx.cli.records", "quota"),
     ("loopx.cli.records", "effect"),
-    ("loopx.cli.records", "note"),
+    ("loopx.cli.records", "note"), ("loopx.cli.records", "notice"),
     ("loopx.cli.session", "session"),
     ("loopx.cli.hooks", "hooks"), ("loopx.cli.hooks", "hook"), ("loopx.cli.hooks", "run"),
     ("loopx.cli.hooks", "rerun"),
@@ -46,7 +46,7 @@ _GROUPS = [
     ("loopx.cli.core", "demo"),
     ("loopx.cli.remote", "sync"), ("loopx.cli.remote", "fetch"), ("loopx.cli.remote", "push"),
     ("loopx.cli.remote", "doctor"), ("loopx.cli.remote", "checkpoint"),
-    ("loopx.cli.core", "help_"),
+    ("loopx.cli.core", "help_"), ("loopx.cli.core", "completion"),
 ]
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -120,7 +120,8 @@ def main(argv: Optional[list[str]] = None) -> None:
     as_json = "--json" in args or "--format=json" in args or any(
         a == "--format" and b == "json" for a, b in zip(args, args[1:]))
     try:
-        code = cli.main(args=argv, prog_name="git loopx", standalone_mode=False)
+        code = cli.main(args=argv, prog_name=_prog_name(), standalone_mode=False,
+                        complete_var=COMPLETE_VAR)
         if isinstance(code, int) and code:  # click returns Exit(n)'s code when not standalone
             sys.exit(code)
     except click.exceptions.Abort:
@@ -128,7 +129,8 @@ def main(argv: Optional[list[str]] = None) -> None:
         if as_json:
             _json_error(1, "aborted", "Abort")
         sys.exit(1)
-    except click.ClickException as exc:
+    except click.ClickException as raised:
+        exc = _hint_global_option(raised)
         if as_json:
             _json_error(exc.exit_code, exc.format_message(), type(exc).__name__)
         exc.show()
@@ -150,6 +152,32 @@ def main(argv: Optional[list[str]] = None) -> None:
 
             traceback.print_exc()
         _fail(*describe(exc), as_json, "hint: rerun with --debug and report the traceback")
+
+
+# Options of `git loopx` itself: given after a command's name they are not that command's.
+_GLOBAL_OPTIONS = ("-C", "--actor", "--debug", "--now")
+
+
+# Shell completion runs as `git-loopx` (see cli/completion.py): "git loopx" has a space.
+COMPLETE_VAR = "_GIT_LOOPX_COMPLETE"
+
+
+def _prog_name() -> str:
+    if os.environ.get(COMPLETE_VAR):
+        from loopx.cli import completion  # registers the shells' classes: only when completing
+
+        return completion.PROG
+    return "git loopx"
+
+
+def _hint_global_option(exc: click.ClickException) -> click.ClickException:
+    """`git loopx todo claim t --actor X`: say where --actor goes instead of "No such option"."""
+    if not (isinstance(exc, click.NoSuchOption) and exc.option_name in _GLOBAL_OPTIONS):
+        return exc
+    path = exc.ctx.command_path.removeprefix("git loopx").strip() if exc.ctx else ""
+    return click.UsageError(
+        f"{exc.option_name} is an option of `git loopx` itself: put it before the command, "
+        f"e.g. `git loopx {exc.option_name} ... {path or 'COMMAND'} ...`", ctx=exc.ctx)
 
 
 def _fail(kind: str, message: str, code: int, as_json: bool, hint: Optional[str] = None) -> None:

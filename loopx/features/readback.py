@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Optional
 
 from loopx.errors import GitError, LoopxError
-from loopx.model import globs
+from loopx.model import globs, plural
 from loopx.storage import gateway
 
 # Files git leaves in the (per-worktree) git dir while an operation waits for the user.
@@ -186,22 +186,36 @@ def _branch_header(header: str, env: Environment, upstream: dict[str, Any]) -> N
 
 
 def state_branch(repo: gateway.Repo, ref: str, *, remote: str) -> dict[str, Any]:
-    """Events on ``ref`` not yet pushed, and events fetched but not merged."""
+    """Events on ``ref`` not yet pushed, events fetched but not merged, and the quarantine
+    holding the remote's state when the last fetch refused it."""
     short = ref.removeprefix("refs/heads/")
     tracking = f"refs/remotes/{remote}/{short}"
     result: dict[str, Any] = {"ref": ref, "remote": remote, "tracking": None,
-                              "unpushed": 0, "unmerged": 0}
+                              "unpushed": 0, "unmerged": 0, "quarantined": None}
     proc = gateway.run(repo.cwd, "rev-list", "--left-right", "--count", f"{ref}...{tracking}",
                    check=False)
     if proc.returncode != 0:  # no remote-tracking branch (never pushed or fetched), or no ledger
         return result
     result["tracking"] = tracking
+    result["quarantined"] = _quarantined(repo, remote, tracking)
+    if result["quarantined"]:
+        return result  # what was fetched was refused: nothing of it is "not merged yet"
     ahead, behind = (int(n) for n in proc.stdout.split())
     if ahead or behind:
         base = gateway.out(repo.cwd, "merge-base", ref, tracking, check=False) or None
         result["unpushed"] = _events_between(repo, base, ref) if ahead else 0
         result["unmerged"] = _events_between(repo, base, tracking) if behind else 0
     return result
+
+
+def _quarantined(repo: gateway.Repo, remote: str, tracking: str) -> Optional[str]:
+    """The quarantine ref of the remote's state as last fetched, if that state was refused
+    (sync points the remote-tracking ref at what it fetched, checked or not)."""
+    out = gateway.out(repo.cwd, "for-each-ref", "--format=%(objectname) %(refname)",
+                      f"refs/loopx/quarantine/{remote}/", tracking)
+    rows = [line.split(" ", 1) for line in out.splitlines() if line]
+    tip = next((oid for oid, name in rows if name == tracking), None)
+    return next((name for oid, name in rows if oid == tip and name != tracking), None)
 
 
 def _events_between(repo: gateway.Repo, base: Optional[str], tip: str) -> int:
@@ -356,7 +370,7 @@ class Judge:
             found.state, found.reason = "stale", "recorded on uncommitted changes it did not keep"
         elif counted:
             found.state = "stale"
-            found.reason = f"{len(counted)} file(s) in its scope changed since"
+            found.reason = f"{plural.counted(len(counted), 'file')} in its scope changed since"
         else:
             found.state = "fresh"
         return found

@@ -91,7 +91,8 @@ STATUS_SCHEMA: dict[str, Any] = {
         }},
         "problems": {"type": "array", "items": {
             "type": "object", "required": ["event", "reason"],
-            "properties": {"event": {"type": "string"}, "reason": {"type": "string"}},
+            "properties": {"event": {"type": "string"}, "reason": {"type": "string"},
+                           "dismissed": {"type": "boolean"}},
         }},
         "sessions": {"type": "array", "items": {
             "type": "object",

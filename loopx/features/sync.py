@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import random
+import re
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
@@ -28,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
 from loopx.ledger import checkpoints
 from loopx.storage import gateway
-from loopx.model import ids
+from loopx.model import ids, plural
 from loopx.features import incoming
 from loopx.errors import GitError, LoopxError, Quarantined, RefRaceError, SyncError
 from loopx.storage.gateway import Oid
@@ -65,6 +66,9 @@ class Report:
     retries: int = 0
     quarantined: list[str] = field(default_factory=list)
     unknown_events: list[str] = field(default_factory=list)
+    # The actor's events that the merge left not applied (a claim that lost a race):
+    # {event, type, reason}, filled in by the operation that knows the actor.
+    notices: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -75,6 +79,7 @@ class _Pushed:
     ok: bool
     retryable: bool
     detail: str
+    reached: bool = True  # False: git never got an answer from the remote about our ref
 
 
 def default_remote(repo: gateway.Repo) -> str:
@@ -143,13 +148,12 @@ def push_along(*, ledger: Ledger, remote: str) -> str:
     if proc.returncode == 0:
         return "" if b"[up to date]" in proc.stdout else f"pushed {ref} to {remote}"
     if b"[rejected]" not in proc.stdout:  # not a lost race: unreachable remote, no permission...
-        stderr = proc.stderr.decode("utf-8", "replace")
-        raise GitError(["push", remote, ref], proc.returncode, stderr)
+        raise SyncError(unreachable(ledger.store, remote, proc.stderr, "push"))
     report = sync(ledger=ledger, remote=remote)
     if not report.pushed:
         return f"state not pushed to {remote} after a sync: run `git loopx sync`"
     return (f"{remote} had other state changes: synced ({report.merge}, received "
-            f"{report.received}, sent {report.sent} events)")
+            f"{plural.counted(report.received, 'event')}, sent {report.sent})")
 
 
 def fetch(*, ledger: Ledger, remote: Optional[str] = None) -> Report:
@@ -167,6 +171,8 @@ def push(*, ledger: Ledger, remote: Optional[str] = None) -> Report:
     tip = Oid(ledger.tip() or "")
     report.remote_before = report.remote_after = _remote_tip(ledger.store, report)
     outcome = _push(ledger.store, report, tip)
+    if not outcome.reached:
+        raise SyncError(outcome.detail)
     if not outcome.ok:
         raise SyncError(f"{report.remote} refused loopx/state: {outcome.detail}; "
                         "run `git loopx sync` to merge its events first")
@@ -304,7 +310,7 @@ def _fetch(store: Store, report: Report, tracking: str) -> Optional[Oid]:
             store.clear_stale_ref_lock(tracking)
             time.sleep(0.05)
             continue
-        raise SyncError(f"could not fetch loopx/state from {report.remote}: {_last_line(err)}")
+        raise SyncError(unreachable(store, report.remote, proc.stderr, "fetch"))
 
 
 def _merge(ledger: Ledger, report: Report, theirs: Oid, *, previous: Optional[str],
@@ -379,7 +385,8 @@ def _push(store: Store, report: Report, tip: Oid) -> _Pushed:
         # could not take its ref lock in time is busy with another push: also worth a retry.
         retry = "[rejected]" in summary or "lock" in summary or "failed to update" in summary
         return _Pushed(False, retry, summary)
-    return _Pushed(False, False, _last_line(proc.stderr.decode("utf-8", "replace")))
+    return _Pushed(False, False, unreachable(store, report.remote, proc.stderr, "push"),
+                   reached=False)
 
 
 def _record_push(store: Store, report: Report, tip: Oid) -> None:
@@ -420,6 +427,8 @@ def _clear_remote_lock(store: Store, report: Report) -> None:
 
 
 def _retry_or_fail(report: Report, outcome: _Pushed, attempt: int, retries: int) -> None:
+    if not outcome.reached:
+        raise SyncError(outcome.detail)
     if not outcome.retryable:
         raise SyncError(f"{report.remote} refused loopx/state: {outcome.detail}")
     if attempt >= retries:
@@ -448,6 +457,31 @@ def _proposal(ledger: Ledger) -> Any:
             store.delete_ref_if(ref, expected=tip)
 
 
-def _last_line(text: str) -> str:
-    lines = [line for line in text.strip().splitlines() if line.strip()]
-    return lines[-1] if lines else "no error output"
+# What git adds after the cause of a failed fetch or push over any transport: it says nothing
+# about what went wrong (and "and the repository exists." reads like the opposite).
+_BOILERPLATE = ("Could not read from remote repository.",
+                "Please make sure you have the correct access rights",
+                "and the repository exists.")
+
+
+def unreachable(store: Store, remote: str, stderr: bytes, doing: str) -> str:
+    """One line saying that ``remote`` could not be reached to ``doing`` loopx/state, naming it
+    (with its URL, credentials left out) and git's own cause."""
+    url = gateway.out(store.cwd, "remote", "get-url", remote, check=False).strip()
+    url = re.sub(r"//[^/@]*@", "//", url)  # https://user:token@host: never print the token
+    return (f"could not reach {remote} ({url or 'no URL'}) to {doing} loopx/state: "
+            f"{_cause(stderr.decode('utf-8', 'replace'))}")
+
+
+def _cause(text: str) -> str:
+    """The line of git's stderr that says what went wrong (a line ending in ':' is joined
+    with the next: "unable to connect to host:" / "host[0: ...]: errno=Connection refused")."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    lines = [line.removeprefix("fatal: ").removeprefix("error: ") for line in lines
+             if not line.startswith(_BOILERPLATE) and not line.startswith(("hint:", "warning:"))]
+    if not lines:
+        return "git gave no reason"
+    first = lines[0]
+    if first.endswith(":") and len(lines) > 1:
+        first = f"{first} {lines[1]}"
+    return first

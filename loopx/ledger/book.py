@@ -100,7 +100,17 @@ class Ledger:
 
     def require(self) -> None:
         if not self.exists():
-            raise NotFound("this repository has no loopx ledger yet; run `git loopx init`")
+            raise NotFound(self._missing())
+
+    def _missing(self) -> str:
+        """Why there is no ledger, and what to run: with a remote, the ledger may be there
+        (a clone made before the remote had one), and `init` must not start a second one."""
+        remotes = gateway.out(self.repo.cwd, "remote", check=False).split()
+        if not remotes:
+            return "this repository has no loopx ledger yet; run `git loopx init`"
+        remote = "origin" if "origin" in remotes else remotes[0]
+        return (f"no loopx ledger here yet; if {remote} has one, fetch it with `git loopx sync` "
+                f"(`git loopx init` also looks at {remote} first, and starts one if it has none)")
 
     def fold(self) -> entities.Fold:
         """The projection of the current tip, its tables read from the cache on demand."""

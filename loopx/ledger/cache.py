@@ -40,7 +40,7 @@ _LIVE_KEY = f"{SCHEMA_VERSION}:{__version__}:live-1:{sys.version_info[:2]}".enco
 TABLES: dict[str, type] = {
     "goals": entities.Goal, "todos": entities.Todo, "gates": entities.Gate,
     "evidence": entities.Evidence, "wakes": entities.Wake, "effects": entities.Effect,
-    "quotas": entities.Quota, "sessions": entities.Session,
+    "quotas": entities.Quota, "sessions": entities.Session, "dismissed": entities.Dismissal,
 }
 FIELDS: dict[type, tuple[str, ...]] = {
     cls: tuple(f.name for f in dataclasses.fields(cls))

@@ -402,7 +402,7 @@ class Projection:
         source = self.source()
         if source:  # status says when the rows came from a checkpoint not verified here
             part.extra["source"] = source
-        for kind in ("wakes", "effects", "sessions"):
+        for kind in ("wakes", "effects", "sessions", "dismissed"):
             setattr(part, kind, dict(getattr(fold, kind).items()))
         marks = ",".join("?" * len(live_goals))
         for kind in BY_GOAL:

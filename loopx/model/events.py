@@ -362,6 +362,14 @@ class Workspace(Model):
     path: str = Field(min_length=1, max_length=4_096)
 
 
+class NoticeDismissed(Model):
+    """Its actor has read the notices about these events of theirs that were not applied
+    (a claim that lost a race, say): they no longer show as things to do."""
+
+    events: list[Annotated[str, Field(pattern=ULID_RE.pattern)]] = Field(
+        min_length=1, max_length=1_000, description="ids of the actor's events that were not applied")
+
+
 class SessionOpened(Model):
     """A task that outlives its first result; its owner (the actor) runs it."""
 
@@ -469,6 +477,7 @@ EVENT_TYPES: dict[str, tuple[type[Model], int]] = {
     "effect.confirmed": (EffectConfirmed, 1),
     "effect.failed": (EffectFailed, 1),
     "note.added": (NoteAdded, 1),
+    "notice.dismissed": (NoticeDismissed, 1),
     "session.opened": (SessionOpened, 1),
     "session.progress": (SessionProgress, 1),
     "session.responded": (SessionResponded, 1),

@@ -17,6 +17,7 @@ from typing import IO, TYPE_CHECKING, Any, Optional
 from loopx.errors import LoopxError, NotFound, UsageError
 from loopx.features import capture, readback, redact
 from loopx.ledger.book import Ledger
+from loopx.ledger import layout
 from loopx.ledger.draft import Draft
 from loopx.model import clock
 from loopx.model.ids import new_short_id
@@ -148,14 +149,68 @@ def held_by(ledger: Ledger, actor: str, *, now: Optional[datetime] = None) -> li
 
 
 def listing(ledger: Ledger, *, todo: Optional[str] = None, goal: Optional[str] = None,
-            now: Optional[datetime] = None) -> list[dict[str, Any]]:
-    """Evidence, optionally of one todo or goal (id prefixes match)."""
-    items: list[dict[str, Any]] = views.snapshot(ledger.fold(), now or clock.now())["evidence"]
+            now: Optional[datetime] = None, judged: bool = True) -> list[dict[str, Any]]:
+    """Evidence, optionally of one todo or goal (id prefixes match), oldest first. Each item
+    is the status document's ``evidence[]`` entry; ``current_commit`` is the commit it points
+    to now (after amends and rebases; ``commit`` is the one it was recorded on) and, when
+    ``judged``, ``freshness`` how it stands against the code as it is now."""
+    ledger.require()
+    fold = ledger.fold()
+    items: list[dict[str, Any]] = views.snapshot(fold, now or clock.now())["evidence"]
     if todo:
         items = [e for e in items if e["todo"] and e["todo"].startswith(todo)]
     if goal:
         items = [e for e in items if e["goal"] and e["goal"].startswith(goal)]
+    found = readback.freshness(ledger.repo, items, readback.look(ledger.repo, ledger.store.reader),
+                               fold.remaps, reader=ledger.store.reader,
+                               ignore=fold.config.get("evidence_ignore")) if judged else {}
+    for item in items:
+        item["current_commit"] = readback.follow(fold.remaps, item["commit"]) if (
+            item["commit"]) else None
+        item["freshness"] = found[item["id"]].state if item["id"] in found else (
+            "unbound" if judged else None)
     return items
+
+
+def show(ledger: Ledger, evidence: str, *, now: Optional[datetime] = None) -> dict[str, Any]:
+    """One piece of evidence: its ``listing`` entry, how it stands now (``judged``: state,
+    files in scope that changed, why, the scope it was judged on) and, from the event that
+    recorded it, the output's digest and tail and the run's duration."""
+    ledger.require()
+    fold = ledger.fold()
+    ev_id = lookup.evidence(fold, evidence)
+    item = next(e for e in listing(ledger, now=now, judged=False) if e["id"] == ev_id)
+    judge_ = judge(ledger, fold)
+    fresh = judge_.evidence(item)
+    item["freshness"] = fresh.state
+    item["judged"] = {"state": fresh.state, "changed": fresh.changed, "reason": fresh.reason,
+                      "paths": fresh.paths, "ignored": fresh.ignored,
+                      "outside_scope": fresh.outside_scope, "judged_tree": judge_.env.judged_tree}
+    recorded = _recorded(ledger, ev_id, item["at"])
+    item["event"] = recorded.id if recorded else None
+    for key in ("digest", "output_tail", "duration_s", "author", "cwd"):
+        item[key] = getattr(recorded.data, key, None) if recorded else None
+    return item
+
+
+def _recorded(ledger: Ledger, ev_id: str, at: str) -> Optional[Event[Any]]:
+    """The ``evidence.recorded`` event of ``ev_id``: looked for in the day directory of its
+    time first (where its ULID puts it unless the clock was pinned), then among all."""
+    tip = ledger.tip()
+    day = f"events/{at[:4]}/{at[5:7]}/{at[8:10]}"
+    names = [f"{day}/{name}" for name in ledger.store.read_tree(f"{tip}:{day}")]
+    for attempt in (names, None):
+        if attempt is None:
+            listed = gateway.out(ledger.repo.cwd, "ls-tree", "-r", "--name-only", f"{tip}",
+                                 "--", "events/")
+            attempt = sorted((n for n in listed.splitlines() if n not in names), reverse=True)
+        wanted = [n for n in attempt if n.endswith(".evidence.recorded.yaml")]
+        blobs = ledger.store.reader.read_many([f"{tip}:{n}" for n in wanted])
+        for name, blob in zip(wanted, blobs):
+            event = layout.read_event(name, blob[1] if blob else None)
+            if getattr(event.data, "id", None) == ev_id:
+                return event
+    return None
 
 
 # --- judging evidence now (the write rules that need the work tree) ----------------------------

@@ -106,6 +106,7 @@ def _require_fresh(txn: Txn, gid: str) -> None:
 def listing(ledger: Ledger, *, include_closed: bool = False,
             now: Optional[datetime] = None) -> list[dict[str, Any]]:
     """Goals in play (all goals with ``include_closed``), as ``status`` shows them."""
+    ledger.require()
     goals = views.snapshot(ledger.fold(), now or clock.now())["goals"]
     return [g for g in goals if include_closed or g["state"] in ("active", "paused")]
 

@@ -18,6 +18,7 @@ from typing import Any, Callable, NamedTuple, Optional
 from loopx.errors import LoopxError
 from loopx.features import capture, shims, sync
 from loopx.ledger.book import Ledger
+from loopx.model import plural
 from loopx.ops import ledgers
 from loopx.storage import gateway
 
@@ -199,7 +200,7 @@ def _post_rewrite(hook: Hook) -> list[str]:
     with ledgers.open_ledger(hook.cwd, ref=hook.state_ref) as ledger:
         result = capture.record_rewrite(ledger=ledger, actor=hook.who(), pairs=pairs)
     count = sum(len(e.data.mappings) for e in result.events)
-    return [f"evidence follows {count} rewritten commit(s)"] if count else []
+    return [f"evidence follows {plural.counted(count, 'rewritten commit')}"] if count else []
 
 
 def _amend_from_reflog(cwd: str) -> list[dict[str, str]]:
@@ -246,14 +247,33 @@ _HANDLERS: dict[str, Callable[[Hook], list[str]]] = {
 
 
 def install(cwd: str, *, force: bool = False) -> tuple[Path, list[str]]:
-    """Install the shims (chaining hooks already there); the hooks folder and one line per
-    hook saying what happened."""
-    return shims.hooks_dir(cwd), shims.install(cwd=cwd, force=force)
+    """Install the shims (chaining hooks already there) and the help viewer; the hooks
+    folder and one line per hook saying what happened."""
+    lines = shims.install(cwd=cwd, force=force)
+    if shims.install_help_viewer(cwd=cwd):
+        lines.append(HELP_VIEWER_LINE)
+    return shims.hooks_dir(cwd), lines
+
+
+def install_help_viewer(cwd: str, *, everywhere: bool = False) -> Optional[str]:
+    """Make `git loopx --help` work here without man (local git config; ``everywhere``: the
+    user's global config); a line saying so when it was set now."""
+    if not shims.install_help_viewer(cwd=cwd, scope="--global" if everywhere else "--local"):
+        return None
+    return HELP_VIEWER_LINE.replace(" here ", " in every repository ") if everywhere else (
+        HELP_VIEWER_LINE)
+
+
+HELP_VIEWER_LINE = ("`git loopx --help` here shows the built-in help where man cannot "
+                    "(git config man.viewer loopx)")
 
 
 def uninstall(cwd: str) -> list[str]:
-    """Remove the shims and put back exactly what was there before."""
-    return shims.uninstall(cwd=cwd)
+    """Remove the shims and put back exactly what was there before (and the help viewer)."""
+    lines = shims.uninstall(cwd=cwd)
+    if shims.uninstall_help_viewer(cwd=cwd):
+        lines.append("removed the help viewer (git config man.viewer loopx)")
+    return lines
 
 
 def installed(cwd: str) -> list[shims.HookState]:

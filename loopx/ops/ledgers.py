@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
-from loopx.errors import LoopxError
+from loopx.errors import LoopxError, Quarantined, SyncError
 from loopx.ledger.book import Ledger
 from loopx.storage import gateway
 from loopx.storage.store import STATE_REF
@@ -32,14 +32,27 @@ def open_ledger(path: Path | str = ".", *, ref: Optional[str] = None,
     return ledger
 
 
-def init(ledger: Ledger, *, actor: str, name: Optional[str] = None) -> Optional[Event]:
+def init(ledger: Ledger, *, actor: str, name: Optional[str] = None,
+         offline: bool = False) -> Optional[Event]:
     """Create the ledger if it does not exist yet (idempotent); returns the new event.
 
-    A clone whose origin already has state adopts it instead of starting a second ledger.
+    A clone whose remote already has state adopts it instead of starting a second ledger: the
+    remote (see :func:`remote`) is fetched first, unless ``offline``, so that a clone made
+    before the remote had a ledger does not start a second root that `sync` would then merge
+    into everyone's state. An unreachable remote is an error (``offline`` skips the look).
     """
     from loopx.features import sync  # as in open_ledger
 
     sync.adopt(ledger=ledger)
+    where = None if offline or ledger.exists() else remote(ledger)
+    if where is not None:
+        try:
+            sync.fetch(ledger=ledger, remote=where)  # adopts the remote's state, once checked
+        except Quarantined:
+            raise
+        except SyncError as exc:
+            raise SyncError(f"{exc}; to start a ledger here without looking at {where}: "
+                            "`git loopx init --offline`") from None
     return ledger.init(actor=actor, name=name)
 
 
@@ -53,3 +66,12 @@ def actor(cwd: Path | str, given: Optional[str] = None) -> str:
         raise LoopxError(
             "who is acting? pass --actor KIND:NAME, set LOOPX_ACTOR, or `git config user.email`")
     return f"human:{email}"
+
+
+def remote(ledger: Ledger) -> Optional[str]:
+    """The remote `sync` uses by default (the branch's upstream remote, else origin), if it
+    is configured."""
+    from loopx.features import sync  # as in open_ledger
+
+    name = sync.default_remote(ledger.repo)
+    return name if name in gateway.out(ledger.repo.cwd, "remote").split() else None

@@ -29,6 +29,11 @@ def gate(fold: entities.Fold, prefix: str) -> str:
     return resolve_id(fold.gates, prefix, "gate")
 
 
+def evidence(fold: entities.Fold, prefix: str) -> str:
+    """The evidence id a unique prefix names."""
+    return resolve_id(fold.evidence, prefix, "evidence")
+
+
 def optional(table: Mapping[str, Any], prefix: Optional[str], kind: str) -> Optional[str]:
     """The id ``prefix`` names in ``table``, or None when no prefix was given."""
     return resolve_id(table, prefix, kind) if prefix else None

@@ -201,6 +201,7 @@ def listing(ledger: Ledger, *, goal: Optional[str] = None, ready: bool = False,
     filters keep todos of one of the ``priority`` values, in ``state``, held by ``claimant``."""
     if state is not None and state not in STATES:
         raise UsageError(f"a todo state is one of {', '.join(STATES)}, not {state!r}")
+    ledger.require()
     fold = ledger.fold()
     todos = views.snapshot(fold, now or clock.now())["todos"]
     if goal:

@@ -34,7 +34,12 @@ def export_schemas(root: Path) -> list[str]:
 
 
 def stale_schemas(root: Path) -> list[str]:
-    """Schema files under ``root`` that are missing, different or no longer generated."""
+    """Schema files under ``root`` that are missing, different or no longer generated; one
+    line when ``root`` has none at all (a project using loopx, not loopx's sources)."""
+    if not (root / schema.SCHEMA_DIR).is_dir():
+        return [f"no {schema.SCHEMA_DIR}/ in {root}: `schema check` compares the schemas checked "
+                "in with loopx's sources against the event model (`git loopx schema export` "
+                "writes them here)"]
     return schema.stale(root)
 
 

@@ -93,6 +93,7 @@ def ack(txn: Txn, wake: str, *,
 
 def listing(ledger: Ledger, *, now: Optional[datetime] = None) -> list[dict[str, Any]]:
     """Every wake condition set."""
+    ledger.require()
     return list(views.snapshot(ledger.fold(), now or clock.now())["wakes"])
 
 

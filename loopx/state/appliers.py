@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Callable, cast
 from loopx.state import views
 from loopx.state.entities import (Effect, Evidence, Fold, Gate, Goal, Quota, Session, Todo,
                                   Wake)
+from loopx.state.entities import Dismissal
 
 if TYPE_CHECKING:  # annotations only: the state layer runs without pydantic on warm reads
     # Each rule narrows ``event.data`` to its payload with ``cast("Model", ...)``: a string,
@@ -20,6 +21,7 @@ if TYPE_CHECKING:  # annotations only: the state layer runs without pydantic on 
         TodoAcked, TodoAdded, TodoBlocked, TodoCancelled, TodoClaimed, TodoDone, TodoReleased,
         TodoRenewed, TodoReopened, TodoUpdated, WakeCleared, WakeFired, WakeSet,
     )
+    from loopx.model.events import NoticeDismissed
 
 
 def _apply_initialised(fold: Fold, event: Event) -> None:
@@ -114,6 +116,11 @@ def _apply_todo_claimed(fold: Fold, event: Event) -> None:
         todo.decisions_since_claim = []  # a new holder makes a new plan; the old one's flags go
     todo.holder, todo.until, todo.branch = event.env.actor, d.until, d.branch
     todo.claimed_clock = event.env.clock
+
+
+def _apply_notice_dismissed(fold: Fold, event: Event) -> None:
+    for event_id in cast("NoticeDismissed", event.data).events:
+        fold.dismissed[event_id] = Dismissal(event_id, event.env.actor, event.env.clock)
 
 
 def _apply_todo_acked(fold: Fold, event: Event) -> None:
@@ -356,6 +363,7 @@ _APPLY: dict[str, Callable[[Fold, Event], None]] = {
     "todo.released": _apply_todo_released,
     "todo.done": _apply_todo_done,
     "todo.acked": _apply_todo_acked,
+    "notice.dismissed": _apply_notice_dismissed,
     "todo.blocked": _apply_todo_state("blocked"),
     "todo.reopened": _apply_todo_state("open"),
     "todo.cancelled": _apply_todo_state("cancelled"),

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union, cast
 
-from loopx.model import clock as clk
+from loopx.model import clock as clk, plural
 from loopx.model.paths import transcript_chunk_path
 from loopx.state import authority, views
 from loopx.state.entities import Fold, Session, Todo
@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # annotations only: the state layer runs without pydantic on 
         TodoAcked, TodoAdded, TodoBlocked, TodoCancelled, TodoClaimed, TodoDone, TodoReleased,
         TodoRenewed, TodoReopened, TodoUpdated, WakeCleared, WakeFired, WakeSet,
     )
+    from loopx.model.events import NoticeDismissed
 
     # The payloads of the events that act on an existing session.
     SessionChange = Union[SessionProgress, SessionResponded, SessionInterjected,
@@ -163,7 +164,7 @@ def _check_todo_claimed(fold: Fold, event: Event) -> Optional[str]:
     if todo.state != "open":
         return f"todo {todo.id} is {todo.state}"
     if todo.holder and todo.holder != event.env.actor and views.lease_live(todo, event.env.at):
-        return f"todo {todo.id} is claimed by {todo.holder} until {todo.until} (contested)"
+        return f"todo {todo.id} is claimed by {todo.holder} until {todo.until}"
     why = views.not_ready(fold, todo)
     if why:
         return f"todo {todo.id} is not ready: {why}"
@@ -421,9 +422,13 @@ def _free_slot(fold: Fold, owner: str, at: str) -> Optional[str]:
     named = ", ".join(
         f"{s.id} (awaiting input for {clk.format_duration(now - clk.parse_ts(s.active_at))})"
         for s in idle[:10])
-    hint = f"idle sessions that could be closed: {named}" if idle else "none is idle (all running)"
-    return (f"{owner} already holds {len(mine)} open sessions (limit {limit}); {hint}; "
-            "free a slot with `git loopx session close ID` or `git loopx session reap`")
+    if not idle:  # the reaper closes idle sessions only: it cannot help here
+        return (f"{owner} already holds {plural.counted(len(mine), 'open session')} (limit "
+                f"{limit}); none is idle (all running); free a slot with "
+                "`git loopx session close ID`")
+    return (f"{owner} already holds {plural.counted(len(mine), 'open session')} (limit {limit}); "
+            f"idle sessions that could be closed: {named}; free a slot with "
+            "`git loopx session close ID` or `git loopx session reap`")
 
 
 def _check_session_running(fold: Fold, event: Event) -> Optional[str]:
@@ -483,6 +488,18 @@ def _check_session_closed(fold: Fold, event: Event) -> Optional[str]:
     return why
 
 
+def _check_notice_dismissed(fold: Fold, event: Event) -> Optional[str]:
+    data = cast("NoticeDismissed", event.data)
+    mine = {p.event for p in fold.problems if p.actor == event.env.actor and p.type != "file"}
+    for event_id in data.events:
+        if event_id in fold.dismissed:
+            return f"the notice about event {event_id} is already dismissed"
+        if event_id not in mine:
+            return (f"there is no notice about event {event_id} for {event.env.actor} "
+                    "(only your own events that were not applied have one)")
+    return None
+
+
 def _ok(fold: Fold, event: Event) -> Optional[str]:
     return None
 
@@ -499,6 +516,7 @@ _CHECK: dict[str, Check] = {
     "todo.released": _check_lease_holder,
     "todo.done": _check_todo_done,
     "todo.acked": _check_todo_acked,
+    "notice.dismissed": _check_notice_dismissed,
     "todo.blocked": _check_todo_blocked,
     "todo.reopened": _check_todo_reopened,
     "todo.cancelled": _check_todo_cancelled,

@@ -15,7 +15,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any, Callable, Iterable, Optional
 
-from loopx.model import clock as clk
+from loopx.model import clock as clk, plural
 
 Action = dict[str, Any]
 
@@ -137,12 +137,15 @@ def _problems(ctx: _Ctx) -> Iterable[Action]:
     damaged = [p for p in problems if p.get("type") == "file"]
     if damaged:
         first = damaged[0]
-        yield _action("repair", f"{len(damaged)} files on the state branch are not valid events "
+        yield _action("repair", f"{plural.counted(len(damaged), 'file')} on the state branch "
+                      f"{_are(len(damaged))} not valid events "
                       f"(first: {first['event']}: {first['reason']})", "git loopx doctor")
     for problem in problems:
-        if problem.get("type") != "file" and problem.get("actor") == ctx.actor:
-            yield _action("notice", f"your {problem['type']} event was not applied: "
-                          f"{problem['reason']}", "git loopx status --format json  # see .problems",
+        if problem.get("type") != "file" and problem.get("actor") == ctx.actor and not (
+                problem.get("dismissed")):
+            what = _YOUR.get(problem["type"], f"your {problem['type']} event")
+            yield _action("notice", f"{what} was not applied: {problem['reason']}; once read, "
+                          "dismiss this notice", f"git loopx notice dismiss {problem['event']}",
                           event=problem["event"])
     checkpoint = (ctx.snap.get("ledger") or {}).get("unverified_checkpoint")
     if checkpoint:
@@ -151,8 +154,13 @@ def _problems(ctx: _Ctx) -> Iterable[Action]:
                       "git loopx doctor --verify")
     unknown = ctx.snap.get("unknown_events", [])
     if unknown:
-        yield _action("repair", f"{len(unknown)} events are of types this loopx does not know; "
+        yield _action("repair", f"{plural.counted(len(unknown), 'event')} "
+                      f"{'is of a type' if len(unknown) == 1 else 'are of types'} this loopx does not know; "
                       "upgrade loopx before acting on this ledger", "pip install -U loopx")
+
+
+_YOUR = {"todo.claimed": "your claim", "todo.renewed": "your renewal",
+         "todo.done": "your `todo done`", "gate.answered": "your answer"}
 
 
 def _worktree(ctx: _Ctx) -> Iterable[Action]:
@@ -245,7 +253,8 @@ def _gates(ctx: _Ctx) -> Iterable[Action]:
         else:
             blocked = [t for t in ctx.todos.values() if gate["id"] in t.get("gates", [])
                        and t["state"] in ("open", "blocked")]
-            what = f"{', '.join(t['id'] for t in blocked)} wait" if blocked else "waiting"
+            what = (f"{', '.join(t['id'] for t in blocked)} wait{'s' if len(blocked) == 1 else ''}"
+                    if blocked else "waiting")
             yield _action("wait_gate", f"{what} for gate {gate['id']}: {gate['question']} "
                           f"(must be answered by {asks})", f"git loopx gate show {gate['id']}",
                           gate=gate["id"], goal=gate["goal"])
@@ -265,11 +274,17 @@ def _rejected(ctx: _Ctx, gate: dict[str, Any]) -> Iterable[Action]:
 
 def _sync(ctx: _Ctx) -> Iterable[Action]:
     state = ctx.env.get("state") or {}
+    if state.get("quarantined"):
+        yield _action("repair", f"{state.get('remote', 'origin')}'s loopx/state failed the incoming "
+                      f"check and is quarantined as {state['quarantined']}; sync refuses it (local "
+                      "state is intact) until the remote is fixed", "git loopx doctor")
     if state.get("unmerged"):
-        yield _action("sync", f"{state['unmerged']} fetched events are not merged into "
-                      f"{state['ref']} yet", "git loopx sync")
+        yield _action("sync", f"{plural.counted(state['unmerged'], 'fetched event')} "
+                      f"{_are(state['unmerged'])} not merged into {state['ref']} yet",
+                      "git loopx sync")
     if state.get("unpushed"):
-        yield _action("sync", f"{state['unpushed']} events are not pushed to "
+        yield _action("sync", f"{plural.counted(state['unpushed'], 'event')} "
+                      f"{_are(state['unpushed'])} not pushed to "
                       f"{state.get('remote', 'origin')} yet", "git loopx sync", order=1)
 
 
@@ -316,7 +331,7 @@ def _criterion_action(goal: dict[str, Any], crit: dict[str, Any]) -> Optional[Ac
                        f"{'met' if verdict == 'passed' else 'not met'} by it; record the result "
                        "so every clone sees it", "git loopx ci record", goal=goal["id"])
     if state in ("stale", "unknown"):
-        why = _listed(crit.get("changed") or [], "file(s) in its scope changed since") if (
+        why = _listed(crit.get("changed") or [], "in its scope changed since") if (
             state == "stale") else (crit.get("why") or "it cannot be compared here")
         return _action("rerun_evidence", f"{where} is met only by {state} evidence "
                        f"{latest}: {why}; re-run it", rerun, goal=goal["id"], evidence=latest)
@@ -327,9 +342,13 @@ def _criterion_action(goal: dict[str, Any], crit: dict[str, Any]) -> Optional[Ac
     return None
 
 
+def _are(count: int) -> str:
+    return "is" if count == 1 else "are"
+
+
 def _listed(files: list[str], what: str) -> str:
     shown = ", ".join(files[:3]) + (", ..." if len(files) > 3 else "")
-    return f"{len(files)} {what} ({shown})"
+    return f"{plural.counted(len(files), 'file')} {what} ({shown})"
 
 
 def _unfinished(ctx: _Ctx, goal: dict[str, Any]) -> bool:

@@ -173,6 +173,15 @@ class Problem:
 
 
 @dataclass
+class Dismissal:
+    """A notice its actor has dismissed: the problem of one of their events (by its id)."""
+
+    event: str
+    actor: str
+    clock: int
+
+
+@dataclass
 class Fold:
     """Everything the events say, independent of the time of day."""
 
@@ -188,6 +197,7 @@ class Fold:
     effects: MutableMapping[str, Effect] = field(default_factory=dict)
     quotas: MutableMapping[str, Quota] = field(default_factory=dict)  # "" is ledger-wide
     sessions: MutableMapping[str, Session] = field(default_factory=dict)
+    dismissed: MutableMapping[str, Dismissal] = field(default_factory=dict)  # by event id
     notes: int = 0
     remaps: MutableMapping[str, str] = field(default_factory=dict)  # rewritten commit -> new
     # Indexes the checks and appliers read instead of scanning a table (their cost must not

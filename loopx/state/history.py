@@ -186,6 +186,9 @@ _DESCRIBE: dict[str, Callable[[Any], str]] = {
     "todo.released": lambda d: _with(f"released {d.id}", d.reason),
     "todo.done": _todo_done,
     "todo.acked": lambda d: f"acknowledged decision {', '.join(d.gates)} on todo {d.id}",
+    "notice.dismissed": lambda d: (
+        f"dismissed the notice about {_n(len(d.events), 'event')} not applied: {', '.join(d.events[:5])}"
+    ),
     "todo.blocked": lambda d: _with(f"blocked todo {d.id}", d.reason),
     "todo.reopened": lambda d: _with(f"reopened todo {d.id}", d.reason),
     "todo.cancelled": lambda d: _with(f"cancelled todo {d.id}", d.reason),
@@ -412,7 +415,18 @@ def config_changes(before: dict[str, Any], after: dict[str, Any]) -> list[dict[s
     ]
 
 
+def _plain(value: Any) -> str:
+    """A config value as a reviewer reads it: ``maintainer = human:a, human:b``, not a repr."""
+    if value is None or value in ({}, []):
+        return "none"
+    if isinstance(value, dict):
+        return "; ".join(f"{k} = {_plain(v)}" for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_plain(v) for v in value)
+    return str(value)
+
+
 def _short(value: Any) -> str:
-    text = str(value) if not isinstance(value, str) else value
+    text = _plain(value)
     text = " ".join(text.split())
     return text if len(text) <= 60 else text[:59] + "…"

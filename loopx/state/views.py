@@ -235,7 +235,8 @@ def snapshot(fold: Fold, now: datetime) -> dict[str, Any]:
         "wakes": [dataclasses.asdict(w) for w in fold.wakes.values()],
         "quota": {scope or "*": _quota_view(q) for scope, q in sorted(fold.quotas.items())},
         "effects": [dataclasses.asdict(e) for e in fold.effects.values()],
-        "problems": [dataclasses.asdict(p) for p in fold.problems],
+        "problems": [dict(dataclasses.asdict(p), dismissed=p.event in fold.dismissed)
+                     for p in fold.problems],
         "unknown_events": list(fold.unknown),
         "notes": fold.notes,
         "sessions": [session_view(s, now) for s in
@@ -329,4 +330,5 @@ def resolve_id(table: Mapping[str, Any], prefix: str, kind: str) -> str:
         return matches[0]
     if not matches:
         raise NotFound(f"no {kind} matches {prefix!r} (see `git loopx {kind} list`)")
-    raise Ambiguous(f"{prefix!r} matches several {kind}s: {', '.join(sorted(matches)[:8])}")
+    kinds = kind if kind == "evidence" else f"{kind}s"  # "evidence" has no plural
+    raise Ambiguous(f"{prefix!r} matches several {kinds}: {', '.join(sorted(matches)[:8])}")

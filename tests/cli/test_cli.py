@@ -170,15 +170,6 @@ def test_schema_check_fails_when_a_file_is_stale(tmp_path: Path) -> None:
     assert result.code == 1 and "stale .loopx-schema/envelope.schema.json" in result.out
 
 
-def test_the_demo_walks_the_story_and_cleans_up(tmp_path: Path) -> None:
-    result = run_loopx(tmp_path, "demo", actor=None)
-    assert result.code == 0, result.err
-    assert "answered by role:maintainer only" in result.err
-    assert "refused, as it should be" in result.out
-    assert "closed goal json as achieved" in result.out
-    assert result.out.count("$ git loopx status") >= 5
-
-
 def test_help_works_three_ways(repo: Path) -> None:
     assert "Claim a todo" in run_loopx(repo, "todo", "-h").out
     assert "Claim a todo" in run_loopx(repo, "help", "todo").out

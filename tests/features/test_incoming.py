@@ -6,6 +6,8 @@ type from a newer loopx, accepted and reported.
 
 from __future__ import annotations
 
+import json
+
 import subprocess
 from pathlib import Path
 from typing import Any, Callable
@@ -188,6 +190,27 @@ def test_hostile_remote_state_is_quarantined_and_local_state_unchanged(
     again = invoke(victim, "sync")  # still refused, and quarantined once
     assert again.code == 1 and len(git(victim, "for-each-ref", "refs/loopx/quarantine/").splitlines()) == 1
     assert "quarantines" in invoke(victim, "doctor", "--format", "json").out
+
+
+def test_status_says_while_the_remotes_state_is_quarantined_and_not_once_it_is_fixed(
+        pair: tuple[Path, Path, Path]) -> None:
+    remote, victim, attacker = pair
+    good = git(attacker, "rev-parse", "origin/loopx/state")
+    git(attacker, "push", "-q", "-f", "origin", f"{_modified(attacker, good)}:refs/heads/loopx/state")
+    assert invoke(victim, "sync").code == 1
+
+    def repairs() -> list[dict[str, str]]:
+        doc = json.loads(invoke(victim, "status", "--json").out)
+        return [a for a in doc["actions"] if a["kind"] == "repair"]
+
+    (action,) = repairs()
+    assert "quarantined as refs/loopx/quarantine/origin/" in action["reason"]
+    assert action["command"] == "git loopx doctor"
+    assert invoke(victim, "next").code == 0
+
+    git(attacker, "push", "-q", "-f", "origin", f"{good}:refs/heads/loopx/state")  # fixed
+    assert invoke(victim, "sync").code == 0
+    assert repairs() == []
 
 
 def test_event_of_an_unknown_type_from_a_newer_loopx_is_kept(pair: tuple[Path, Path, Path]) -> None:

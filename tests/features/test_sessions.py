@@ -239,8 +239,10 @@ def test_opening_past_the_slot_limit_names_the_idle_sessions(repo_with_goal: Pat
     open_session(repo, "s-9", actor="agent:other@box")  # slots are per owner
     ok(repo, "session", "close", "s-1", now=81)
     open_session(repo, "s-4", now=82)
-    listed = ok(repo, "session", "list")
-    assert listed["slots"][OWNER] == {"used": 3, "limit": 3}
+    listed = ok(repo, "session", "list")  # a bare list, as every `list --json`
+    assert sorted(s["id"] for s in listed if s["state"] != "closed") == ["s-2", "s-3", "s-4", "s-9"]
+    stats = ok(repo, "session", "stats")
+    assert stats["slots"][OWNER] == {"used": 3, "limit": 3} and stats["slot_limit"] == 3
 
 
 # --- the reaper --------------------------------------------------------------------------------

@@ -246,3 +246,45 @@ def test_an_empty_scope_clears_a_criterions_paths(project: Path) -> None:
     ok(project, "goal", "update", "g1", "--scope", "a1", "src/**", actor=HUMAN)
     ok(project, "goal", "update", "g1", "--scope", "a1", "", actor=HUMAN)
     assert criterion(project)["paths"] == []
+
+
+def test_list_show_and_brief_follow_an_amend_and_name_the_commit_it_was_recorded_on(
+        project: Path) -> None:
+    write(project, "src/app.py", "print('hello')\n")
+    git(project, "add", "-A")
+    git(project, "commit", "-q", "-m", "the app", "-m", "Loopx-Todo: t1")
+    recorded = git(project, "rev-parse", "HEAD")
+    ok(project, "run", "--todo", "t1", "--criterion", "a1", "--id", "e-run", "--", "sh", "check.sh")
+    write(project, "src/app.py", "print('hello')  # BUG\n")
+    git(project, "commit", "-q", "-a", "--amend", "--no-edit")
+    now = git(project, "rev-parse", "HEAD")
+
+    listed = {e["id"]: e for e in json.loads(ok(project, "evidence", "list", "--json").out)}
+    assert {e["kind"] for e in listed.values()} == {"commit", "test"}  # the hook's record too
+    for ev in listed.values():
+        assert (ev["commit"], ev["current_commit"], ev["freshness"]) == (recorded, now, "stale")
+    text = ok(project, "evidence", "list").out
+    assert f"{now[:10]} (was {recorded[:10]})" in text and "stale" in text
+
+    shown = json.loads(ok(project, "evidence", "show", "e-run", "--json").out)
+    assert (shown["commit"], shown["current_commit"]) == (recorded, now)
+    assert shown["judged"]["state"] == "stale" and shown["judged"]["changed"] == ["src/app.py"]
+    assert shown["output_tail"].strip() == "1 passed" and shown["exit_code"] == 0
+    assert shown["digest"].startswith("sha256:") and shown["command"] == "sh check.sh"
+    text = ok(project, "evidence", "show", "e-r").out
+    assert text.startswith("evidence e-run (test): ")
+    assert "changed:  src/app.py" in text and "1 passed" in text and "(was " in text
+
+    brief = ok(project, "brief").out
+    assert f"e-run (test, for t1, {now[:10]} (recorded on {recorded[:10]}), stale)" in brief
+    assert "(commit, for t1, " in brief  # commit records are listed under the goal's evidence
+    assert "- [~] **a1**" in brief and "\n2. **" in brief
+
+
+def test_evidence_show_names_an_unknown_or_ambiguous_id(project: Path) -> None:
+    missing = run_loopx(project, "evidence", "show", "e-nope")
+    assert missing.code == 1 and "no evidence matches 'e-nope'" in missing.err
+    ok(project, "evidence", "add", "--kind", "note", "--goal", "g1", "--id", "e-a1")
+    ok(project, "evidence", "add", "--kind", "note", "--goal", "g1", "--id", "e-a2")
+    both = run_loopx(project, "evidence", "show", "e-a")
+    assert both.code == 1 and "matches several evidence: e-a1, e-a2" in both.err

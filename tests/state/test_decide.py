@@ -175,7 +175,7 @@ def test_a_stale_criterion_is_rerun_through_loopx_so_the_result_is_recorded() ->
                     evidence=EVIDENCE)
     action = decide.decide(snapshot, {}, NOW, ME)[0]
     assert action["command"] == "git loopx rerun --criterion g-1:c-0"
-    assert "2 file(s) in its scope changed since (a.py, b.py)" in action["reason"]
+    assert "2 files in its scope changed since (a.py, b.py)" in action["reason"]
     assert action["evidence"] == "e-1"
 
 
@@ -224,3 +224,12 @@ def test_decide_is_pure() -> None:
     assert "git" not in {n.module.rsplit(".", 1)[-1] for n in ast.walk(tree)
                          if isinstance(n, ast.ImportFrom) and n.module} | {
         a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
+
+
+def test_a_notice_names_the_command_that_dismisses_it_and_goes_once_dismissed() -> None:
+    problem = {"event": "01JDZ0000000000000000000AA", "type": "todo.claimed", "actor": ME,
+               "reason": "todo t1 is claimed by agent:a until 2026-06-01T13:00:00Z (contested)"}
+    [action] = decide.decide(snap(problems=[problem]), {}, NOW, ME)
+    assert action["kind"] == "notice" and action["reason"].startswith("your claim was not applied")
+    assert action["command"] == "git loopx notice dismiss 01JDZ0000000000000000000AA"
+    assert decide.decide(snap(problems=[dict(problem, dismissed=True)]), {}, NOW, ME) == []

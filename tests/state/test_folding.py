@@ -217,3 +217,43 @@ def test_every_event_is_either_applied_or_reported(ops: list) -> None:
         reason = checks.check(replayed, event)
         folding.apply(replayed, event)
         assert (reason is not None) == (event.id in reported)
+
+
+def _lost_claim() -> tuple[list[Event], str]:
+    first, second = sorted([new_event_id(), new_event_id()])
+    claims = [
+        ev("todo.claimed", {"id": "t1", "until": "2026-06-01T13:00:00Z"}, clock=5, actor="agent:a", event_id=first),
+        ev("todo.claimed", {"id": "t1", "until": "2026-06-01T13:00:00Z"}, clock=5, actor="agent:b", event_id=second),
+    ]
+    return base() + claims, second
+
+
+def test_a_dismissed_notice_is_kept_as_a_problem_and_marked_dismissed() -> None:
+    events, lost = _lost_claim()
+    dismissal = ev("notice.dismissed", {"events": [lost]}, clock=6, actor="agent:b")
+    state = views.snapshot(folding.replay(events + [dismissal]), NOW)
+    assert [(p["event"], p["dismissed"]) for p in state["problems"]] == [(lost, True)]
+
+
+def test_only_the_actor_whose_event_was_not_applied_may_dismiss_its_notice_and_only_once() -> None:
+    events, lost = _lost_claim()
+    fold = folding.replay(events)
+    by_other = ev("notice.dismissed", {"events": [lost]}, clock=6, actor="agent:a")
+    assert "no notice about event" in (checks.check(fold, by_other) or "")
+    applied = events[-1]  # agent:a's claim, which was applied: nothing to dismiss
+    mine = ev("notice.dismissed", {"events": [applied.id]}, clock=6, actor="agent:a")
+    assert "no notice about event" in (checks.check(fold, mine) or "")
+    dismissal = ev("notice.dismissed", {"events": [lost]}, clock=6, actor="agent:b")
+    assert checks.check(fold, dismissal) is None
+    folding.apply(fold, dismissal)
+    again = ev("notice.dismissed", {"events": [lost]}, clock=7, actor="agent:b")
+    assert "already dismissed" in (checks.check(fold, again) or "")
+
+
+def test_a_claim_refused_on_write_does_not_call_itself_contested() -> None:
+    fold = folding.replay(base() + [
+        ev("todo.claimed", {"id": "t1", "until": "2026-06-01T13:00:00Z"}, clock=5, actor="agent:a")])
+    late = ev("todo.claimed", {"id": "t1", "until": "2026-06-01T13:00:00Z"}, clock=6, actor="agent:z",
+              at="2026-06-01T11:30:00Z")
+    reason = checks.check(fold, late) or ""
+    assert reason.startswith("todo t1 is claimed by agent:a") and "contested" not in reason

@@ -29,6 +29,7 @@ EXAMPLES = {
     "todo.released": {"id": "t-3"},
     "todo.done": {"id": "t-3", "evidence": ["e-1"]},
     "todo.acked": {"id": "t-3", "gates": ["q-1"]},
+    "notice.dismissed": {"events": ["01JDZ0000000000000000000AA"]},
     "todo.blocked": {"id": "t-3", "reason": "waiting on CI"},
     "todo.reopened": {"id": "t-3"},
     "todo.cancelled": {"id": "t-3", "reason": "not needed"},
