@@ -55,3 +55,14 @@ def test_the_benchmark_ledgers_are_legal_and_tell_their_story(tmp_path: Path) ->
     assert goals["g-1"] == "achieved" and goals["g-2"] == "achieved" and goals["g-3"] == "active"
     gated = {t["id"]: t["state"] for t in data["todos"] if t["gates"]}
     assert gated["t-g-1-0"] == "done" and gated["t-g-1-5"] == "done" and "t-g-1-1" not in gated
+
+
+@pytest.mark.slow
+def test_bench_scale_runs_and_prints_every_figure(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_scale.py"), "--smoke"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode in (0, 1), proc.stderr  # 1: a goal missed (tiny counts, busy machine)
+    for figure in ("one note add at 600 vs 300: CPU", "peak memory", "plumbing floor",
+                   "cold replay at 600", "fresh clone of 600, with a checkpoint",
+                   "growth per single append once git gc --auto has packed it"):
+        assert figure in proc.stdout, figure

@@ -1,4 +1,4 @@
-"""`git loopx prime` on the demo story, compared with the expected Markdown under
+"""`git loopx prime` on a small story (the shape of the demo), compared with the expected Markdown under
 tests/snapshots/. Regenerate after an intended change with
 ``LOOPX_UPDATE_SNAPSHOTS=1 python -m pytest tests/cli/test_prime.py`` and review the diff."""
 
@@ -12,16 +12,44 @@ from pathlib import Path
 import pytest
 
 from conftest import git, invoke, run_loopx
-from loopx.cli import demo
 
 SNAPSHOTS = Path(__file__).parents[1] / "snapshots"
 UPDATE = bool(os.environ.get("LOOPX_UPDATE_SNAPSHOTS"))  # read before the hermetic fixture
 NOW = "2030-01-01T09:00:00Z"
 LATER = "2030-01-01T09:25:00Z"
-# The demo story up to the agent holding `tests`: output is done (its evidence recorded on
-# the first commit), the release waits for the maintainer's gate.
-UNTIL_TESTS_CLAIMED = next(i for i, (_, _, argv, _) in enumerate(demo.STORY)
-                           if argv == ["todo", "claim", "tests"]) + 1
+AGENT = "agent:demo-agent@laptop"
+MAINTAINER = "human:maintainer@example.com"
+APP = 'import sys\n\nprint("hello, world")\n'
+APP_JSON = ('import json, sys\n\nif "--format" in sys.argv:\n'
+            '    print(json.dumps({"greeting": "hello, world"}))\n'
+            'else:\n    print("hello, world")\n')
+# A goal with three criteria and four todos; output is done (its evidence recorded on the
+# commit that adds JSON), the agent holds `tests`, the release waits for the maintainer's gate.
+STORY: list[tuple[str, list[str]]] = [
+    (MAINTAINER, ["init", "--name", "hello-cli"]),
+    (MAINTAINER, ["config", "set", "--role", f"maintainer={MAINTAINER}"]),
+    (MAINTAINER, ["goal", "add", "Add --format json to hello-cli", "--id", "json",
+                  "--accept", "default text output unchanged",
+                  "--accept", "JSON output validates against its schema",
+                  "--accept", "CI is green on the change"]),
+    (MAINTAINER, ["todo", "add", "json", "Add the JSON output layer", "--id", "output",
+                  "--criterion", "a2"]),
+    (MAINTAINER, ["todo", "add", "json", "Test text and JSON output", "--id", "tests",
+                  "--after", "output", "--criterion", "a1", "--criterion", "a2"]),
+    (MAINTAINER, ["todo", "add", "json", "Run CI", "--id", "ci", "--after", "tests",
+                  "--criterion", "a3"]),
+    (MAINTAINER, ["gate", "open", "json", "Are the JSON field names stable?", "--id", "names",
+                  "--authority", "role:maintainer"]),
+    (MAINTAINER, ["todo", "add", "json", "Release 1.1", "--id", "release", "--after", "ci",
+                  "--gate", "names"]),
+    (AGENT, ["todo", "claim", "output", "--ttl", "30m"]),
+    (AGENT, ["@commit"]),
+    (AGENT, ["evidence", "add", "--kind", "test", "--todo", "output", "--id", "schema-test",
+             "--criterion", "a2", "--command", "python app.py --format json | check-schema",
+             "--exit-code", "0", "--summary", "JSON validates"]),
+    (AGENT, ["todo", "done", "output", "--evidence", "schema-test"]),
+    (AGENT, ["todo", "claim", "tests"]),
+]
 
 
 def _normalise(text: str) -> str:
@@ -42,10 +70,13 @@ def _check(name: str, text: str) -> None:
 def story(tmp_path: Path) -> Path:
     repo = tmp_path / "hello-cli"
     repo.mkdir()
-    demo._setup(repo)
-    for _, actor, argv, _ in demo.STORY[:UNTIL_TESTS_CLAIMED]:
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "app.py").write_text(APP)
+    git(repo, "add", "app.py")
+    git(repo, "commit", "-q", "-m", "hello-cli")
+    for actor, argv in STORY:
         if argv == ["@commit"]:
-            (repo / "app.py").write_text(demo._APP_JSON)
+            (repo / "app.py").write_text(APP_JSON)
             git(repo, "commit", "-q", "-am", "Add --format json")
             continue
         result = invoke(repo, "--now", NOW, *argv, actor=actor)
@@ -53,20 +84,20 @@ def story(tmp_path: Path) -> Path:
     # The agent's session gets a message from the maintainer; the code changes after the
     # schema test ran (its evidence goes stale); a bug found on the way is filed.
     for actor, argv in [
-        (demo.AGENT, ["session", "open", "Keep the changelog", "--id", "s-log", "--goal", "json"]),
-        (demo.AGENT, ["session", "respond", "s-log", "CHANGELOG updated"]),
-        (demo.MAINTAINER, ["session", "send", "s-log", "mention the JSON schema too"]),
-        (demo.AGENT, ["todo", "add", "json", "Fix the trailing newline", "--id", "newline",
+        (AGENT, ["session", "open", "Keep the changelog", "--id", "s-log", "--goal", "json"]),
+        (AGENT, ["session", "respond", "s-log", "CHANGELOG updated"]),
+        (MAINTAINER, ["session", "send", "s-log", "mention the JSON schema too"]),
+        (AGENT, ["todo", "add", "json", "Fix the trailing newline", "--id", "newline",
                       "--discovered-from", "tests", "--priority", "1"]),
     ]:
         assert invoke(repo, "--now", NOW, *argv, actor=actor).code == 0
-    (repo / "app.py").write_text(demo._APP_JSON.replace("hello, world", "hello, World"))
+    (repo / "app.py").write_text(APP_JSON.replace("hello, world", "hello, World"))
     git(repo, "commit", "-q", "-am", "Capitalise")
     return repo
 
 
-@pytest.mark.parametrize("who, actor", [("agent", demo.AGENT), ("maintainer", demo.MAINTAINER)])
-def test_prime_on_the_demo_story_matches_its_snapshot(story: Path, who: str, actor: str) -> None:
+@pytest.mark.parametrize("who, actor", [("agent", AGENT), ("maintainer", MAINTAINER)])
+def test_prime_on_a_story_matches_its_snapshot(story: Path, who: str, actor: str) -> None:
     result = invoke(story, "--now", LATER, "prime", "--no-ci", actor=actor)
     assert result.code == 0, result.err
     _check(f"prime-{who}.md", _normalise(result.out))
@@ -74,13 +105,13 @@ def test_prime_on_the_demo_story_matches_its_snapshot(story: Path, who: str, act
 
 def test_prime_names_what_matters_to_each_actor(story: Path) -> None:
     agent = json.loads(invoke(story, "--now", LATER, "prime", "--no-ci", "--json",
-                              actor=demo.AGENT).out)["primer"]
+                              actor=AGENT).out)["primer"]
     assert [t["id"] for t in agent["leases"]] == ["tests"]
     assert [t["id"] for t in agent["frontier"]] == ["newline"]
     assert agent["inboxes"] == [{"session": "s-log", "task": "Keep the changelog", "unread": 1}]
     assert agent["gates"] == [] and "schema-test" in agent["stale"][0]["reason"]
     maint = json.loads(invoke(story, "--now", LATER, "prime", "--no-ci", "--json",
-                              actor=demo.MAINTAINER).out)["primer"]
+                              actor=MAINTAINER).out)["primer"]
     assert maint["leases"] == [] and maint["inboxes"] == []
     assert [g["command"] for g in maint["gates"]][0].startswith("git loopx gate answer names")
 
