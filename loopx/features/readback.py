@@ -248,11 +248,12 @@ def follow(remaps: Mapping[str, str], commit: str) -> str:
     return commit
 
 
-def work_tree_tree(repo: gateway.Repo) -> Optional[str]:
+def work_tree_tree(repo: gateway.Repo, scratch: Optional[str] = None) -> Optional[str]:
     """The tree of the work tree as it is now: changes to tracked files and untracked files
     that are not ignored included. Written through a copy of the index (``git add -A`` with
     ``GIT_INDEX_FILE`` pointing at it), so the user's index is never touched; None without a
-    work tree."""
+    work tree. With ``scratch`` (see :func:`scratch_env`) the new blobs and trees go to that
+    object directory, not the repository's: a read leaves nothing behind."""
     if repo.work_tree is None:
         return None
     # Imported here: only a dirty work tree needs a scratch index (a clean `status` starts
@@ -266,7 +267,7 @@ def work_tree_tree(repo: gateway.Repo) -> Optional[str]:
             shutil.copyfile(repo.git_dir / "index", index)
         except FileNotFoundError:
             pass  # no index yet: everything is added
-        env = {"GIT_INDEX_FILE": index}
+        env = {"GIT_INDEX_FILE": index, **scratch_env(repo, scratch)}
         # A split index would write a new shared index into the user's git dir. A file that
         # cannot be read keeps its indexed content (--ignore-errors) rather than failing a run.
         added = gateway.run(repo.work_tree, "-c", "core.splitIndex=false", "add", "-A",
@@ -277,11 +278,21 @@ def work_tree_tree(repo: gateway.Repo) -> Optional[str]:
         return gateway.out(repo.work_tree, "write-tree", env=env)
 
 
-def judged_tree(repo: gateway.Repo, env: Environment) -> Optional[str]:
+def scratch_env(repo: gateway.Repo, scratch: Optional[str]) -> dict[str, str]:
+    """The environment that makes git write new objects to ``scratch`` and read the
+    repository's objects as an alternate (none without ``scratch``)."""
+    if scratch is None:
+        return {}
+    return {"GIT_OBJECT_DIRECTORY": scratch,
+            "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(repo.common_dir / "objects")}
+
+
+def judged_tree(repo: gateway.Repo, env: Environment, scratch: Optional[str] = None
+                ) -> Optional[str]:
     """The tree evidence is judged against: HEAD's when the work tree is clean, else the work
-    tree's (its changes and untracked files included)."""
+    tree's (its changes and untracked files included, written to ``scratch`` when given)."""
     if env.dirty or env.untracked or (env.tree is None and repo.work_tree is not None):
-        return work_tree_tree(repo)
+        return work_tree_tree(repo, scratch)
     return env.tree
 
 
@@ -317,6 +328,7 @@ class Judge:
         self.repo, self.env, self.remaps, self.reader = repo, env, remaps, reader
         self.ignore = list(ignore or [])
         self._judged: Optional[str] = None
+        self._scratch: Optional[str] = None
         self._looked = False
         self._trees: dict[str, Optional[str]] = {}  # commit -> its tree (None: missing)
         self._diffs: dict[str, Optional[list[str]]] = {}  # tree -> changed files (None: missing)
@@ -324,8 +336,18 @@ class Judge:
     def judged(self) -> Optional[str]:
         if not self._looked:
             self._looked = True
+            # A dirty work tree's blobs and trees go to a scratch object directory, removed
+            # with the judge: judging evidence (every `status`) adds nothing to the repository,
+            # where unreachable objects would pile up until gc complained.
+            if self.env.dirty or self.env.untracked or self.env.tree is None:
+                import shutil
+                import tempfile
+                import weakref
+
+                self._scratch = tempfile.mkdtemp(prefix="loopx-objects-")
+                weakref.finalize(self, shutil.rmtree, self._scratch, True)
             try:
-                self._judged = judged_tree(self.repo, self.env)
+                self._judged = judged_tree(self.repo, self.env, self._scratch)
             except LoopxError:  # an unreadable file, a broken filter: judge nothing, say so
                 self._judged = None
             self.env.judged_tree = self._judged
@@ -381,7 +403,8 @@ class Judge:
             return []
         if tree not in self._diffs:
             proc = gateway.run(self.repo.cwd, "diff-tree", "-r", "--name-only", "-z",
-                               "--no-renames", tree, judged, check=False)
+                               "--no-renames", tree, judged, check=False,
+                               env=scratch_env(self.repo, self._scratch))
             self._diffs[tree] = None if proc.returncode else [
                 n.decode("utf-8", "surrogateescape") for n in proc.stdout.split(b"\0") if n]
         return self._diffs[tree]

@@ -288,3 +288,29 @@ def test_evidence_show_names_an_unknown_or_ambiguous_id(project: Path) -> None:
     ok(project, "evidence", "add", "--kind", "note", "--goal", "g1", "--id", "e-a2")
     both = run_loopx(project, "evidence", "show", "e-a")
     assert both.code == 1 and "matches several evidence: e-a1, e-a2" in both.err
+
+
+def loose_objects(repo: Path) -> set[str]:
+    folder = repo / ".git" / "objects"
+    return {f"{d.name}{f.name}" for d in folder.iterdir() if len(d.name) == 2 for f in d.iterdir()}
+
+
+def test_judging_a_dirty_work_tree_adds_nothing_to_the_repository(project: Path) -> None:
+    """Every `status` on uncommitted changes hashes them to judge evidence: into a scratch
+    object directory, so unreachable objects do not pile up (gc would complain)."""
+    write(project, "src/app.py", "print('hello')\n")
+    git(project, "add", "-A")
+    git(project, "commit", "-q", "-m", "the app")
+    ok(project, "run", "--criterion", "a1", "--todo", "t1", "--", "sh", "check.sh")
+    write(project, "src/app.py", "print('hello')  # changed\n")
+    write(project, "src/new.py", "x = 1\n")  # untracked, not ignored: part of the work tree
+    before = loose_objects(project)
+    for _ in range(2):
+        found = criterion(project)
+        assert (found["freshness"], sorted(found["changed"])) == (
+            "stale", ["src/app.py", "src/new.py"])
+    assert loose_objects(project) == before
+    run = ok(project, "run", "--criterion", "a1", "--todo", "t1", "--json", "--", "sh", "check.sh")
+    tree = json.loads(run.out.split("\n", 1)[1])["data"]["tree"]
+    assert git(project, "cat-file", "-t", tree) == "tree"  # evidence keeps what it ran on
+    assert criterion(project)["freshness"] == "fresh"
