@@ -20,6 +20,8 @@ the ledger can check a remote state before adopting it.
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -110,36 +112,74 @@ def check(store: Store, *, theirs: str, ours: Optional[str], previous: Optional[
     return verdict
 
 
-def _check_whole(store: Store, tip: Oid, parse: bool) -> Verdict:
+# A line of `ls-tree -r -z -l` that needs no closer look: a plain file of the usual kind,
+# at a path of the strict shape. Uppercase ULIDs, lowercase types and hex commit ids cannot
+# collide under casefold, so such names need no collision check either.
+_PLAIN = re.compile(
+    rb"100644 blob ([0-9a-f]{40}(?:[0-9a-f]{24})?) +([0-9]{1,7})\t(?:"
+    rb"(events/[0-9]{4}/[0-9]{2}/[0-9]{2}/[0-7][0-9A-HJKMNP-TV-Z]{25}"
+    rb"\.[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*\.yaml)"
+    rb"|(checkpoints/(?:[0-9a-f]{40}|[0-9a-f]{64})/(?:manifest\.json|rows-[0-9]{4}\.tsv)))\0")
+
+
+_BULK_AREAS = (b"events", b"checkpoints")
+
+
+def _check_whole(store: Store, tip: Oid, parse: bool, *, bulk: bool = True) -> Verdict:
     """Judge every file of ``tip`` (we have no state of our own to compare with): one
-    ``ls-tree -l`` gives path, mode and size of each file, judged as they come, so that a
-    long ledger's check holds one directory's names at a time, not every path."""
+    ``ls-tree -l`` gives path, mode and size of each file. With ``bulk``, lines of the usual
+    shape are judged by one pattern (a fresh clone of a long ledger is mostly these) and the
+    others get every rule, one directory's names held at a time; when such another line lies
+    under ``events/`` or ``checkpoints/`` (whose names the pattern did not keep) the whole
+    tip is judged again line by line, so case collisions with it are found too."""
     verdict = Verdict(tip, None, None)
     listing = gateway.run(store.cwd, "ls-tree", "-r", "-z", "-l", "--full-tree", tip).stdout
+    caps = {b"e": rules.AREAS["events"][1], b"c": rules.AREAS["checkpoints"][1]}
     chunk: list[Entry] = []
     names: dict[str, dict[str, str]] = {}  # directory on the current path -> casefold -> name
-    for item in listing.split(b"\0"):
-        if not item:
-            continue
-        meta, _, raw_path = item.partition(b"\t")
-        mode, kind, oid, size = meta.decode().split()
-        path = raw_path.decode("utf-8", "surrogateescape")
-        _check_names(names, path, verdict)
-        broken = rules.path_rule(path, mode) or (
-            rules.size_rule(path, int(size)) if size.isdigit() else None)
-        if broken is not None:
-            verdict.findings.append(Finding.of(path, broken))
-        elif kind != "blob":
-            verdict.findings.append(Finding(path, "blob is missing or not a blob", "missing"))
-        elif rules.is_event(path):
-            verdict.counted += 1
-            if parse:
-                chunk.append(Entry(path, mode, kind, Oid(oid)))
+    pos, end = 0, len(listing)
+    while pos < end:
+        plain = _PLAIN.match(listing, pos) if bulk else None
+        if plain is not None and int(plain[2]) <= caps[(plain[3] or plain[4])[:1]]:
+            pos = plain.end()
+            if plain[3] is not None:
+                verdict.counted += 1
+                if parse:
+                    chunk.append(Entry(plain[3].decode(), "100644", "blob", Oid(plain[1].decode())))
+        else:
+            stop = listing.find(b"\0", pos)
+            stop = end if stop < 0 else stop
+            line = listing[pos:stop]
+            if bulk and line.partition(b"\t")[2].split(b"/", 1)[0].lower() in _BULK_AREAS:
+                return _check_whole(store, tip, parse, bulk=False)
+            _check_line(line, names, chunk, verdict, parse)
+            pos = stop + 1
         if len(chunk) >= 1000:
             _parse_events(store, chunk, verdict)
             chunk = []
     _parse_events(store, chunk, verdict)
     return verdict
+
+
+def _check_line(item: bytes, names: dict[str, dict[str, str]], chunk: list[Entry],
+                verdict: Verdict, parse: bool) -> None:
+    """Every rule for one line of the listing."""
+    if not item:
+        return
+    meta, _, raw_path = item.partition(b"\t")
+    mode, kind, oid, size = meta.decode().split()
+    path = raw_path.decode("utf-8", "surrogateescape")
+    _check_names(names, path, verdict)
+    broken = rules.path_rule(path, mode) or (
+        rules.size_rule(path, int(size)) if size.isdigit() else None)
+    if broken is not None:
+        verdict.findings.append(Finding.of(path, broken))
+    elif kind != "blob":
+        verdict.findings.append(Finding(path, "blob is missing or not a blob", "missing"))
+    elif rules.is_event(path):
+        verdict.counted += 1
+        if parse:
+            chunk.append(Entry(path, mode, kind, Oid(oid)))
 
 
 def _check_names(names: dict[str, dict[str, str]], path: str, verdict: Verdict) -> None:
