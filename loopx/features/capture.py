@@ -29,6 +29,7 @@ from loopx.ledger.book import Ledger
 from loopx.ledger.draft import Draft
 from loopx.model import clock
 from loopx.model.ids import new_short_id
+from loopx.state.appliers import ANY_EVIDENCE
 from loopx.state.views import resolve_id
 from loopx.storage import gateway
 from loopx.storage.store import STATE_REF
@@ -183,12 +184,14 @@ def _already_recorded(txn: "Txn", shas: set[str], todo: Optional[str],
 
 
 def _recorded_on(fold: Any, shas: set[str]) -> set[str]:
-    """Ids of the evidence recorded on these commits or on commits rewritten into them (the
+    """Ids of the commit records on these commits or on commits rewritten into them (the
     fold's index by commit; a rewrite is listed under its new commit as ``remap:<old>``)."""
     found: set[str] = set()
     todo, seen = list(shas), set(shas)
     while todo:
         for item in fold.by_commit.get(todo.pop()) or []:
+            if item == ANY_EVIDENCE:
+                continue  # not a commit record
             old = item.removeprefix("remap:")
             if old == item:
                 found.add(item)

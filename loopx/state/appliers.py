@@ -202,8 +202,8 @@ def _apply_evidence(fold: Fold, event: Event) -> None:
     )
     if d.todo and d.id not in fold.todos[d.todo].evidence:
         fold.todos[d.todo].evidence.append(d.id)  # shown on the todo before it is done, too
-    if d.commit:
-        _index(fold.by_commit, d.commit, d.id)
+    if d.commit:  # post-commit asks for commit records; a rewrite only whether any is there
+        _index(fold.by_commit, d.commit, d.id if d.kind == "commit" else ANY_EVIDENCE)
     if goal is not None and goal in fold.goals and views.verdict(ev) is not None:
         _count_verdict(fold.goals[goal], ev)
 
@@ -223,6 +223,11 @@ def _apply_remapped(fold: Fold, event: Event) -> None:
     for pair in d.mappings:
         fold.remaps[pair["old"]] = pair["new"]
         _index(fold.by_commit, pair["new"], f"remap:{pair['old']}")  # a rewrite's rewrite
+
+
+# In the index by commit: evidence other than commit records is there, without its ids (one
+# commit may carry thousands of test results; the list stays as short as its commit records).
+ANY_EVIDENCE = "*"
 
 
 def _index(index: MutableMapping[str, list[str]], key: str, value: str) -> None:

@@ -202,7 +202,8 @@ class Fold:
     remaps: MutableMapping[str, str] = field(default_factory=dict)  # rewritten commit -> new
     # Indexes the checks and appliers read instead of scanning a table (their cost must not
     # grow with the ledger): idempotency key -> effect, owner -> open sessions, commit ->
-    # evidence recorded on it (or remapped to it).
+    # the commit records on it, "*" when other evidence names it, "remap:<old>" for each
+    # commit rewritten into it (short lists, however many test results one commit has).
     effect_keys: MutableMapping[str, str] = field(default_factory=dict)
     open_sessions: MutableMapping[str, list[str]] = field(default_factory=dict)
     by_commit: MutableMapping[str, list[str]] = field(default_factory=dict)
