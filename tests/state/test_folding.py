@@ -257,3 +257,17 @@ def test_a_claim_refused_on_write_does_not_call_itself_contested() -> None:
               at="2026-06-01T11:30:00Z")
     reason = checks.check(fold, late) or ""
     assert reason.startswith("todo t1 is claimed by agent:a") and "contested" not in reason
+
+
+def test_the_index_by_commit_stays_short_however_many_results_a_commit_has() -> None:
+    """Post-commit asks the index for a commit's commit records, a rewrite whether any
+    evidence names it: a thousand test results on one commit are one entry, not a thousand
+    (each would copy the list: a write that grows with history)."""
+    sha = "a" * 40
+    events = base() + [
+        ev("evidence.recorded", {"id": f"e{n}", "kind": "test", "commit": sha, "tree": sha,
+                                 "exit_code": 0}, clock=5 + n, goal="g") for n in range(1000)]
+    events.append(ev("evidence.recorded", {"id": "c1", "kind": "commit", "commit": sha,
+                                           "tree": sha, "todo": "t1"}, clock=2000, goal="g"))
+    fold = folding.replay(events)
+    assert fold.by_commit == {sha: ["*", "c1"]}
