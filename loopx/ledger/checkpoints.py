@@ -107,28 +107,40 @@ def listed(store: Store, tip: str) -> list[Manifest]:
     return sorted(found, key=lambda m: (-m.events, m.commit))
 
 
-def lines_of(store: Store, tip: str, manifest: Manifest) -> Optional[list[str]]:
-    """The lines of a checkpoint's chunks, or None when one is missing or fails its sha256."""
-    names = [f"{tip}:{checkpoint_path(manifest.commit, name)}" for name, _, _ in manifest.chunks]
-    lines: list[str] = []
-    for (name, digest, count), item in zip(manifest.chunks, store.reader.read_many(names)):
+class _Unreadable(Exception):
+    """A chunk is missing, fails its sha256 or holds another number of rows."""
+
+
+def _chunks(store: Store, tip: str, manifest: Manifest) -> Iterator[list[str]]:
+    """The lines of each chunk in turn, each checked before it is given (one chunk in memory
+    at a time: loading a long ledger's checkpoint costs its largest chunk, not its size)."""
+    for name, digest, count in manifest.chunks:
+        item = store.reader.read(f"{tip}:{checkpoint_path(manifest.commit, name)}")
         if item is None or item[0] != "blob" or hashlib.sha256(item[1]).hexdigest() != digest:
-            return None
+            raise _Unreadable(name)
         chunk = item[1].decode("utf-8", "replace").splitlines(keepends=True)
         if len(chunk) != count:
-            return None
-        lines += chunk
-    return lines
+            raise _Unreadable(name)
+        yield chunk
+
+
+def lines_of(store: Store, tip: str, manifest: Manifest) -> Optional[list[str]]:
+    """The lines of a checkpoint's chunks, or None when one is missing or fails its sha256."""
+    try:
+        return [line for chunk in _chunks(store, tip, manifest) for line in chunk]
+    except _Unreadable:
+        return None
 
 
 def load(projection: rows.Projection, store: Store, tip: str, manifest: Manifest) -> bool:
-    """Fill the cache from a checkpoint (as the fold of its commit); False when it does not
-    read back whole."""
-    lines = lines_of(store, tip, manifest)
-    if lines is None:
+    """Fill the cache from a checkpoint (as the fold of its commit), streaming its chunks;
+    False (and the cache left empty) when one does not read back whole."""
+    try:
+        projection.load_rows(manifest.commit,
+                             (line for chunk in _chunks(store, tip, manifest) for line in chunk),
+                             manifest.scalars, source=f"checkpoint {manifest.commit}")
+    except _Unreadable:
         return False
-    projection.load_rows(manifest.commit, iter(lines), manifest.scalars,
-                         source=f"checkpoint {manifest.commit}")
     return True
 
 

@@ -203,3 +203,36 @@ def test_sync_commits_a_checkpoint_every_so_many_events(tmp_path: Path,
         exchange.sync_(led)
         assert len(checkpoints.listed(led.store, led.tip())) == 2
     assert git(remote, "rev-parse", STATE_REF) == git(origin, "rev-parse", STATE_REF)
+
+
+def test_a_chunk_that_fails_mid_load_leaves_the_cache_empty_not_half_filled(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chunks are checked one by one as they stream into the cache: a bad later chunk must
+    undo the rows of the earlier ones."""
+    import dataclasses
+
+    monkeypatch.setattr(checkpoints, "CHECKPOINT_CHUNK_BYTES", 300)  # many small chunks
+    repo = tmp_path / "repo"
+    git(tmp_path, "init", "-q", str(repo))
+    with Ledger.open(repo) as led:
+        led.init(actor=ACTOR)
+        led.append("goal.created", {"id": "g", "title": "The goal"}, actor=ACTOR, goal="g")
+        for n in range(20):
+            led.append("todo.added", {"id": f"t{n}", "goal": "g", "title": f"todo {n}"},
+                       actor=ACTOR, goal="g")
+        led.checkpoint(actor=ACTOR)
+        tip = led.tip()
+        assert tip is not None
+        (manifest,) = checkpoints.listed(led.store, tip)
+        assert len(manifest.chunks) >= 3
+        name, _, count = manifest.chunks[-1]
+        broken = dataclasses.replace(manifest, chunks=[*manifest.chunks[:-1],
+                                                       (name, "0" * 64, count)])
+        scratch = rows.Projection(tmp_path / "scratch.sqlite")
+        try:
+            assert checkpoints.load(scratch, led.store, tip, broken) is False
+            assert scratch.tip() is None and list(scratch.dump_rows()) == []
+            assert checkpoints.load(scratch, led.store, tip, manifest) is True
+            assert scratch.tip() == manifest.commit and list(scratch.dump_rows())
+        finally:
+            scratch.close()
