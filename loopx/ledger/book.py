@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
 from loopx.version import __version__
-from loopx.errors import GitError, NotFound, RefRaceError, UsageError
+from loopx.errors import GitError, LoopxError, NotFound, RefRaceError, UsageError
 from loopx.ledger import cache
 from loopx.ledger.draft import Draft
 from loopx.model import clock, codec
@@ -222,10 +222,17 @@ class Ledger:
         if tip is None or any(m.commit == tip for m in checkpoints.listed(self.store, tip)):
             return None
         self.fold()  # the cache at the tip, in a read transaction
-        files = checkpoints.files(tip, self.projection.scalars(), self.projection.dump_rows())
-        events = self.projection.scalars().get("events", 0)
-        self.write(lambda txn: txn.attach(files), actor=actor,
-                   message=f"loopx: checkpoint of {tip[:12]} ({events} events)")
+        scalars = self.projection.scalars()
+
+        def build(txn: Txn) -> None:  # the rows stream into blobs, a chunk at a time
+            if txn.base != tip:  # the rows read below are the base's: they must be the tip's
+                raise LoopxError("the state branch moved while the checkpoint was being made; "
+                                 "run `git loopx checkpoint` again")
+            for path, data in checkpoints.files(tip, scalars, self.projection.dump_rows()):
+                txn.attach({path: data})
+
+        self.write(build, actor=actor,
+                   message=f"loopx: checkpoint of {tip[:12]} ({scalars.get('events', 0)} events)")
         return tip
 
     def _save_live(self, tip: str) -> None:

@@ -67,30 +67,33 @@ def _parse_manifest(data: bytes) -> Optional[Manifest]:
         return None
 
 
-def files(commit: str, scalars: dict[str, Any], lines: Iterator[str]) -> dict[str, bytes]:
-    """The files of the checkpoint of ``commit``, from the cache's rows at that commit."""
-    chunks: list[bytes] = []
-    counts: list[int] = []
-    current: list[str] = []
+def files(commit: str, scalars: dict[str, Any], lines: Iterator[str]
+          ) -> Iterator[tuple[str, bytes]]:
+    """The files of the checkpoint of ``commit``, from the cache's rows at that commit: each
+    chunk as soon as it is full (one in memory at a time), the manifest last."""
+    chunks: list[tuple[str, str, int]] = []
+    current: list[bytes] = []
     size = 0
+
+    def chunk() -> tuple[str, bytes]:
+        data = b"".join(current)
+        name = f"rows-{len(chunks):04d}.tsv"
+        chunks.append((name, hashlib.sha256(data).hexdigest(), len(current)))
+        return checkpoint_path(commit, name), data
+
     for line in lines:
-        if current and size + len(line.encode()) > CHECKPOINT_CHUNK_BYTES:
-            chunks.append("".join(current).encode())
-            counts.append(len(current))
+        raw = line.encode()
+        if current and size + len(raw) > CHECKPOINT_CHUNK_BYTES:
+            yield chunk()
             current, size = [], 0
-        current.append(line)
-        size += len(line.encode())
+        current.append(raw)
+        size += len(raw)
     if current or not chunks:
-        chunks.append("".join(current).encode())
-        counts.append(len(current))
-    names = [f"rows-{n:04d}.tsv" for n in range(len(chunks))]
+        yield chunk()
     last = scalars.get("last_key") or (0, "")
     manifest = Manifest(commit, int(scalars.get("events", 0)), (int(last[0]), str(last[1])),
-                        scalars, [(name, hashlib.sha256(data).hexdigest(), count)
-                                  for name, data, count in zip(names, chunks, counts)])
-    out = {checkpoint_path(commit, name): data for name, data in zip(names, chunks)}
-    out[checkpoint_path(commit, "manifest.json")] = manifest.to_json()
-    return out
+                        scalars, chunks)
+    yield checkpoint_path(commit, "manifest.json"), manifest.to_json()
 
 
 def listed(store: Store, tip: str) -> list[Manifest]:

@@ -73,8 +73,8 @@ def test_the_same_events_give_the_same_checkpoint_bytes(tmp_path: Path) -> None:
         led.projection.clear()  # rebuilt by replay instead of by the writes that made it
         led.fold_at(first.commit)
         led.projection.replace(first.commit, led.fold_at(first.commit))
-        again = checkpoints.files(first.commit, led.projection.scalars(),
-                                  led.projection.dump_rows())
+        again = dict(checkpoints.files(first.commit, led.projection.scalars(),
+                                       led.projection.dump_rows()))
     name = checkpoint_path(first.commit, "rows-0000.tsv")
     assert lines is not None and again[name].decode() == "".join(lines)
     assert json.loads(again[checkpoint_path(first.commit, "manifest.json")])["chunks"][0][
@@ -178,7 +178,8 @@ def test_validate_refuses_a_pull_request_that_adds_a_forged_checkpoint(tmp_path:
         tip = led.tip()
         assert tip is not None
         led.fold()
-        honest = checkpoints.files(tip, led.projection.scalars(), led.projection.dump_rows())
+        honest = dict(checkpoints.files(tip, led.projection.scalars(),
+                                         led.projection.dump_rows()))
     rows_file = checkpoint_path(tip, "rows-0000.tsv")
     forged = dict(honest, **{rows_file: honest[rows_file].replace(b'"The goal"', b'"Mine"')})
     doc = json.loads(forged[checkpoint_path(tip, "manifest.json")])
