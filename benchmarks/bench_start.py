@@ -103,9 +103,9 @@ def status(bench: Bench, events: int, runs: int) -> list[Figure]:
         lambda i: bench.probe(["git", "loopx", "status", "--no-ci"], repo))
     goal = events >= 100_000
     return [
-        Figure(f"warm status --format json, {events} events", ms(as_json),
-               "<= 60 ms" if goal else "(goal at 100k: <= 60 ms)",
-               as_json.wall <= 0.060 if goal else None),
+        Figure(f"warm status --format json, {events} events"
+               + ("" if goal else " (the goal is for 100k: <= 60 ms)"), ms(as_json),
+               "<= 60 ms" if goal else "", as_json.wall <= 0.060 if goal else None),
         Figure("warm text status vs the JSON status (CPU)",
                f"{as_text.cpu * 1000:.0f} vs {as_json.cpu * 1000:.0f} ms cpu", "<= the JSON",
                as_text.cpu <= as_json.cpu * 1.05),  # 5%: the noise of two medians
@@ -113,6 +113,7 @@ def status(bench: Bench, events: int, runs: int) -> list[Figure]:
 
 
 def hooks(bench: Bench, commits: int) -> list[Figure]:
+    (bench.where / "hooks-home").mkdir()
     env = bench_hooks.sealed_env(bench.where / "hooks-home")
     loopx = ["git", "loopx"]
     ledger = [loopx + ["init"], loopx + ["hooks", "install"],

@@ -66,3 +66,16 @@ def test_bench_scale_runs_and_prints_every_figure(tmp_path: Path) -> None:
                    "cold replay at 600", "fresh clone of 600, with a checkpoint",
                    "growth per single append once git gc --auto has packed it"):
         assert figure in proc.stdout, figure
+
+
+@pytest.mark.slow
+def test_bench_start_runs_and_prints_every_figure(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_start.py"), "--smoke"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode in (0, 1), proc.stderr  # 1: a goal missed (expected for some)
+    for figure in ("git loopx --version vs python -c pass", "git loopx -h vs python -c pass",
+                   "one git loopx note add", "warm status --format json",
+                   "warm text status vs the JSON status", "nothing to record",
+                   "recording evidence for a held todo (3 recorded of 3 commits)",
+                   "note add:", "status:", "post-commit hook (recording):"):
+        assert figure in proc.stdout, figure
