@@ -3,15 +3,16 @@
 Builds a throwaway ledger of COMMITS commits x PER events, then times:
 - review.log over the whole history (one `git log` + one `cat-file --batch`), against a peer
   in the same run doing the same work the obvious way (a git process per commit and per file);
-- validate over the last 50 commits, and over the whole history.
+- validate over the last 50 commits (fewer if the ledger is shorter), and over the whole
+  history.
 
     python benchmarks/bench_review.py [COMMITS] [PER]
 """
 
 from __future__ import annotations
 
+import argparse
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -72,8 +73,15 @@ def naive_log(led: Ledger) -> None:
 
 
 def main() -> None:
-    commits = int(sys.argv[1]) if len(sys.argv) > 1 else 300
-    per = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("commits", nargs="?", type=int, default=300,
+                        help="commits in the ledger (default 300; at least 1)")
+    parser.add_argument("per", nargs="?", type=int, default=5, help="events per commit (default 5)")
+    args = parser.parse_args()
+    if args.commits < 1 or args.per < 1:
+        parser.error("COMMITS and PER must be at least 1")
+    commits, per = args.commits, args.per
+    window = min(50, commits)  # `validate` of the last commits: never past the first one
     with tempfile.TemporaryDirectory() as tmp:
         where = Path(tmp) / "repo"
         start = time.perf_counter()
@@ -84,8 +92,8 @@ def main() -> None:
         peer = timed("peer: a git process per commit and per file", lambda: naive_log(led))
         print(f"{'log vs peer':<48} {peer / ours:8.1f}x faster")
         timed(
-            "validate last 50 commits",
-            lambda: validate.validate(led, base="loopx/state~50", head="loopx/state"),
+            f"validate last {window} commits",
+            lambda: validate.validate(led, base=f"loopx/state~{window}", head="loopx/state"),
         )
         timed(
             "validate whole history", lambda: validate.validate(led, base=None, head="loopx/state")

@@ -9,10 +9,8 @@ moved by appends only, so only the new files are read), and the peak RSS of a co
 Goals (the issue's): warm at 100k <= 100 ms and <= 1.3x warm at 1k; cold >= 4k events/s;
 after 1k new events <= 1.5 s; peak RSS at 100k <= 150 MB.
 
-The generator writes event files straight through the store in big batches (blobs, one tree
-and one commit per batch), with a realistic mix: goals with acceptance criteria, todos that
-are added, claimed, renewed, noted, evidenced, charged to a quota and finished, gates that are
-opened and answered, and goals closed once achieved; the last goal is still in progress.
+The ledgers come from benchmarks/ledgers.py (a realistic mix of goals, gated todos with
+dependencies, claims, evidence, notes and quota, written with one `git fast-import`).
 """
 
 from __future__ import annotations
@@ -27,135 +25,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Iterator
+
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from loopx.model import clock  # noqa: E402
-from loopx.model import codec
-from loopx.storage import gateway
-from loopx.model import ids
-from loopx.storage.store import STATE_REF, Store  # noqa: E402
-
-TODOS_PER_GOAL = 50
-BATCH = 5000
-AGENTS = ["agent:codex@devbox", "agent:claude@laptop", "agent:ci@runner"]
-HUMAN = "human:alice@example.com"
-START_MS = 1_760_000_000_000  # 2025-10-09
-
-
-class Generator:
-    """Yields event documents in (clock) order; every event is legal where it falls."""
-
-    def __init__(self, head: str, tree: str, start_ms: int = START_MS, clock0: int = 0,
-                 prefix: str = "") -> None:
-        self.head, self.tree = head, tree
-        self.ms, self.clock, self.prefix = start_ms, clock0, prefix
-
-    def event(self, type_: str, data: dict[str, Any], *, actor: str = AGENTS[0],
-              goal: str | None = None) -> dict[str, Any]:
-        self.clock += 1
-        self.ms += 60_000  # a minute apart: a 100k ledger spans a few months
-        doc = {"id": ids.new_event_id(self.ms), "type": type_, "v": 1,
-               "at": clock.format_ts(_dt(self.ms)), "clock": self.clock, "actor": actor}
-        if goal:
-            doc["goal"] = goal
-        doc["data"] = data
-        return doc
-
-    def stream(self) -> Iterator[dict[str, Any]]:
-        if not self.prefix:
-            yield self.event("ledger.initialised", {"name": "bench", "loopx_version": "0.1.0"},
-                             actor=HUMAN)
-        n = 0
-        while True:
-            n += 1
-            yield from self.goal(f"g-{self.prefix}{n}")
-
-    def goal(self, gid: str) -> Iterator[dict[str, Any]]:
-        crits = [{"id": f"a{i}", "text": f"criterion {i}"} for i in (1, 2, 3)]
-        yield self.event("goal.created", {"id": gid, "title": f"Goal {gid}", "acceptance": crits},
-                         actor=HUMAN, goal=gid)
-        yield self.event("gate.opened", {"id": f"q-{gid}", "goal": gid, "question": "Go ahead?",
-                                         "authority": [HUMAN], "blocks": []}, actor=AGENTS[0], goal=gid)
-        yield self.event("gate.answered", {"id": f"q-{gid}", "decision": "approve"}, actor=HUMAN, goal=gid)
-        for t in range(TODOS_PER_GOAL):
-            yield from self.todo(gid, f"t-{gid}-{t}", t)
-        yield self.event("goal.closed", {"id": gid, "outcome": "achieved", "reason": "done"},
-                         actor=HUMAN, goal=gid)
-
-    def todo(self, gid: str, tid: str, t: int) -> Iterator[dict[str, Any]]:
-        actor = AGENTS[t % len(AGENTS)]
-        after = [f"t-{gid}-{t - 1}"] if t and t % 3 else []
-        yield self.event("todo.added", {"id": tid, "goal": gid, "title": f"Step {t} of {gid}",
-                                        "depends_on": after}, actor=actor, goal=gid)
-        until = clock.format_ts(_dt(self.ms + 3_600_000))
-        yield self.event("todo.claimed", {"id": tid, "until": until}, actor=actor, goal=gid)
-        yield self.event("todo.renewed", {"id": tid, "until": until}, actor=actor, goal=gid)
-        yield self.event("note.added", {"id": f"n-{tid}", "text": "made progress; " * 8, "todo": tid},
-                         actor=actor, goal=gid)
-        crit = [f"a{1 + t % 3}"] if t >= TODOS_PER_GOAL - 3 else []
-        yield self.event("evidence.recorded", {
-            "id": f"e-{tid}", "kind": "test", "commit": self.head, "tree": self.tree,
-            "command": "pytest -q", "exit_code": 0, "todo": tid, "criteria": crit,
-            "summary": "42 passed"}, actor=actor, goal=gid)
-        yield self.event("quota.spent", {"turns": 3, "tokens": 12000, "todo": tid}, actor=actor, goal=gid)
-        yield self.event("todo.done", {"id": tid, "evidence": [f"e-{tid}"]}, actor=actor, goal=gid)
-
-
-def _dt(ms: int) -> Any:
-    from datetime import datetime, timezone
-
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
-
-
-def _path(doc: dict[str, Any]) -> str:
-    day = _dt(ids.ulid_ms(doc["id"]))
-    return f"events/{day:%Y/%m/%d}/{doc['id']}.{doc['type']}.yaml"
-
-
-def write_events(repo: Path, docs: Iterator[dict[str, Any]], count: int, ref: str = STATE_REF) -> str:
-    """Append ``count`` documents to ``ref``, one commit per batch, in ONE ``git fast-import``.
-
-    (Store.write_blobs/write_tree/commit_tree would fsync each object: right for real writes,
-    far too slow for making a 100k-event ledger.)
-    """
-    store = Store(gateway.discover(repo))
-    tip = store.tip(ref)
-    stream: list[bytes] = []
-    written = 0
-    while written < count:
-        batch = [next(docs) for _ in range(min(BATCH, count - written))]
-        message = f"bench: {len(batch)} events\n".encode()
-        stream.append(b"commit %s\ncommitter bench <bench@example.com> 1760000000 +0000\n"
-                      b"data %d\n%s" % (ref.encode(), len(message), message))
-        if tip is not None and written == 0:
-            stream.append(b"from %s\n" % tip.encode())
-        for doc in batch:
-            body = codec.dump(doc)
-            stream.append(b"M 100644 inline %s\ndata %d\n%s\n" % (_path(doc).encode(), len(body), body))
-        written += len(batch)
-    gateway.run(repo, "fast-import", "--quiet", input=b"".join(stream))
-    new = store.tip(ref)
-    store.close()
-    assert new is not None
-    return new
-
-
-def make_repo(where: Path, events: int) -> tuple[Path, Generator]:
-    repo = where / f"ledger-{events}"
-    repo.mkdir()
-    gateway.run(repo, "init", "-q", "-b", "main")
-    (repo / "README").write_text("bench\n")
-    gateway.run(repo, "add", "README")
-    gateway.run(repo, "-c", "user.name=b", "-c", "user.email=b@x", "commit", "-q", "-m", "init")
-    head = gateway.out(repo, "rev-parse", "HEAD")
-    gen = Generator(head, gateway.out(repo, "rev-parse", "HEAD^{tree}"))
-    stream = gen.stream()
-    write_events(repo, stream, events)
-    gen.rest = stream  # type: ignore[attr-defined]  # to continue the same story later
-    return repo, gen
+from ledgers import AGENTS, make_repo  # noqa: E402  (the builder: benchmarks/ledgers.py)
+from loopx.storage import gateway  # noqa: E402
 
 
 # --- measuring ---------------------------------------------------------------------------------
@@ -209,7 +85,8 @@ def drop_cache(repo: Path) -> None:
 
 def measure(where: Path, events: int, runs: int) -> dict[str, float]:
     started = time.perf_counter()
-    repo, gen = make_repo(where, events)
+    built = make_repo(where, events)
+    repo = built.path
     made = time.perf_counter() - started
     status = ("status", "--format", "json", "--no-ci")
     drop_cache(repo)
@@ -221,7 +98,7 @@ def measure(where: Path, events: int, runs: int) -> dict[str, float]:
     for _ in range(runs):
         warm_runs.append((loopx(repo, *status), CPU[0], peer()))
     warm, warm_cpu, floor = (statistics.median(column) for column in zip(*warm_runs))
-    write_events(repo, gen.rest, 1000)  # type: ignore[attr-defined]
+    built.more(1000)
     fetched = loopx(repo, *status)
     return {"events": events, "generate_s": made, "warm_ms": warm * 1000,
             "warm_cpu_ms": warm_cpu * 1000, "peer_ms": floor * 1000,

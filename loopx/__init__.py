@@ -1,23 +1,25 @@
 """loopx: a git-native control plane for long-running agent work.
 
-``from loopx import Ledger`` is the library entry point; it does not import click.
+``from loopx import Ledger`` is the library entry point (with :mod:`loopx.ops`, the
+operations every interface calls); it does not import click.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from loopx.version import SCHEMA_VERSION, __version__
 
-__all__ = ["Ledger", "LoopxError", "__version__"]
-
+# typing.TYPE_CHECKING without importing typing: every `git loopx` imports this package, and
+# `--version` should not pay for more than it prints (type checkers know the name).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from loopx.errors import LoopxError
     from loopx.ledger.book import Ledger
 
+__all__ = ["Ledger", "LoopxError", "SCHEMA_VERSION", "__version__"]
 
-def __getattr__(name: str) -> Any:
-    # Lazy so that `import loopx` (done by every CLI start) stays cheap.
+
+def __getattr__(name: str) -> object:
+    # Lazy, so that `import loopx` (done by every CLI start) stays cheap.
     if name == "Ledger":
         from loopx.ledger.book import Ledger
 

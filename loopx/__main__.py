@@ -1,3 +1,3 @@
-from loopx.cli import main
+from loopx.cli.launch import main
 
 main()

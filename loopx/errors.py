@@ -78,3 +78,14 @@ class UnrelatedLedger(SyncError):
 
 class ClaimLost(LoopxError):
     """Another actor's claim on the todo reached the shared state first."""
+
+
+def describe(exc: BaseException) -> tuple[str, str, int]:
+    """``(kind, message, exit_code)`` of an error as every interface reports it (the CLI's
+    ``--format json`` error and the MCP server's tool errors): the class name and the
+    message of a loopx error (exit 1; a failed git call 3), ``unexpected`` for anything else."""
+    if isinstance(exc, GitError):
+        return "GitError", str(exc), 3
+    if isinstance(exc, LoopxError):
+        return type(exc).__name__, str(exc), 1
+    return "unexpected", f"unexpected {type(exc).__name__}: {exc}", 3

@@ -34,6 +34,9 @@ def test_the_package_keeps_every_contract() -> None:
     ("storage/store.py", "from loopx.model import events", "Layers"),
     ("ledger/book.py", "import click", "No click below the interfaces"),
     ("state/checks.py", "import subprocess", "No git and no I/O in state and model"),
+    ("mcp/tools.py", "from loopx.cli import app", "Layers"),  # the interfaces are siblings
+    ("cli/serve.py", "from loopx.mcp import tools", "Layers"),
+    ("mcp/tools.py", "import click", "No click below the interfaces"),
 ])
 def test_the_contracts_catch_a_violation(tmp_path: Path, module: str, line: str,
                                          contract: str) -> None:

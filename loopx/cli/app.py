@@ -45,7 +45,7 @@ class App:
 
             self._ledger = ledgers.open_ledger(self.cwd, ref=self.state_ref)
             if sys.stderr.isatty():
-                self._ledger.progress = _progress
+                self._ledger.progress = _ReplayBar()
         return self._ledger
 
     @property
@@ -53,14 +53,9 @@ class App:
         """Who is acting: --actor, else $LOOPX_ACTOR, else human:<git user.email>."""
         if self._actor:
             return self._actor
-        from loopx.storage import gateway  # only when no actor was given
+        from loopx.ops import ledgers  # only when no actor was given (see `ledger`)
 
-        email = gateway.out(self.cwd, "config", "user.email", check=False).strip()
-        if not email:
-            raise LoopxError(
-                "who is acting? pass --actor KIND:NAME, set LOOPX_ACTOR, or `git config user.email`"
-            )
-        self._actor = f"human:{email}"
+        self._actor = ledgers.actor(self.cwd)
         return self._actor
 
     def actor_or_none(self) -> Optional[str]:
@@ -113,11 +108,43 @@ class App:
         self.emit(event.to_dict(), f"{text}  [{event.id}]")
 
 
-def _progress(done: int, total: int) -> None:
-    """A one-line counter on stderr while a long replay rebuilds the projection cache."""
-    click.echo(f"\rloopx: replaying the ledger: {done}/{total} events", err=True, nl=False)
-    if done >= total:
-        click.echo(err=True)
+class _ReplayBar:
+    """The progress bar on a terminal's stderr while a long replay rebuilds the projection
+    cache: click's own ``click.progressbar`` (no further dependency), shown only once a
+    rebuild has taken a second, so quick ones stay silent."""
+
+    DELAY_S = 1.0
+
+    def __init__(self) -> None:
+        self._started: Optional[float] = None
+        self._bar: Any = None
+        self._done = 0
+
+    def __call__(self, done: int, total: int) -> None:
+        import time
+
+        now = time.monotonic()
+        if self._started is None or done < self._done:  # a new pass starts over
+            self._close()
+            self._started, self._done = now, 0
+        if self._bar is None:
+            if now - self._started < self.DELAY_S:
+                self._done = done
+                return
+            self._bar = click.progressbar(length=total, label="loopx: replaying the ledger",
+                                          file=sys.stderr, show_pos=True, show_eta=True)
+            self._bar.__enter__()
+            self._bar.update(self._done)  # what was done before the bar showed
+        self._bar.update(done - self._done)
+        self._done = done
+        if done >= total:
+            self._close()
+            self._started = None
+
+    def _close(self) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
+            self._bar = None
 
 
 def pass_app(fn: Callable[..., Any]) -> Callable[..., Any]:

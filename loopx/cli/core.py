@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 import sys
+from importlib import resources
 from pathlib import Path
 from typing import Any, Optional
 
@@ -12,23 +15,35 @@ import click
 from loopx.cli import render
 from loopx.cli.app import App, optional_duration, pass_app
 from loopx.errors import LoopxError, UsageError
-from loopx.ops import ledgers, settings, upkeep
+from loopx.model import plural
+from loopx.ops import hooking, ledgers, settings, upkeep
 from loopx.storage import gateway
 
 
 @click.command()
 @click.option("--name", help="A name for this ledger (shown in status).")
+@click.option("--offline", is_flag=True,
+              help="Do not look at the remote for a ledger first (start one here regardless).")
 @pass_app
-def init(app: App, name: Optional[str]) -> None:
+def init(app: App, name: Optional[str], offline: bool) -> None:
     """Create the ledger on refs/heads/loopx/state (idempotent).
 
-    In a fresh clone, adopts origin's state branch instead of starting a new one.
+    When the repository has a remote (the branch's upstream, else origin), fetches its
+    loopx/state first and adopts it instead of starting a second ledger.
     """
-    event = ledgers.init(app.ledger, actor=app.actor, name=name)
+    existed = app.ledger.exists()
+    event = ledgers.init(app.ledger, actor=app.actor, name=name, offline=offline)
     ref = app.ledger.ref
+    helped = hooking.install_help_viewer(app.cwd)
+    if helped and not app.json:
+        click.echo(helped, err=True)
     if event is None:
-        app.emit({"created": False, "ref": ref, "tip": app.ledger.tip()},
-                 f"ledger already exists on {ref}")
+        remote = ledgers.remote(app.ledger)
+        adopted = not existed and remote is not None
+        app.emit({"created": False, "ref": ref, "tip": app.ledger.tip(),
+                  "adopted": remote if adopted else None},
+                 f"adopted {remote}'s ledger on {ref}; no new ledger started" if adopted
+                 else f"ledger already exists on {ref}")
     else:
         app.emit({"created": True, "ref": ref, "event": event.to_dict()},
                  f"initialised ledger on {ref}  [{event.id}]")
@@ -50,21 +65,37 @@ def config() -> None:
               help="Require signed commits for gate answers (all, off, or gate ids).")
 @click.option("--allowed-signers", "signers_file", type=click.Path(exists=True, dir_okay=False),
               help="An ssh allowed_signers file whose keys may sign answers.")
+@click.option("--evidence-ignore", "ignore", multiple=True, metavar="GLOB",
+              help="Paths whose changes leave evidence fresh unless it (or its criterion) names "
+              "its own paths, e.g. 'docs/**' (repeatable; replaces the list).")
+@click.option("--no-evidence-ignore", "no_ignore", is_flag=True,
+              help="Clear the evidence ignore list.")
+@click.option("--ci-criterion", "ci_specs", multiple=True, metavar="CHECK=GOAL:CRITERION",
+              help="A CI check whose result meets (or un-meets) a criterion (repeatable; "
+              "CHECK= removes the check's mapping).")
 @pass_app
 def config_set(app: App, roles: tuple[str, ...], lease_ttl: Optional[str],
                session_slots: Optional[int], session_idle: Optional[str],
-               signed_answers: Optional[str], signers_file: Optional[str]) -> None:
+               signed_answers: Optional[str], signers_file: Optional[str],
+               ignore: tuple[str, ...], no_ignore: bool, ci_specs: tuple[str, ...]) -> None:
     """Change ledger settings."""
     try:
         role_map = settings.parse_roles(roles)
     except UsageError as exc:
         raise click.BadParameter(str(exc), param_hint="--role") from None
+    try:
+        ci_map = settings.parse_ci_criteria(ci_specs)
+    except UsageError as exc:
+        raise click.BadParameter(str(exc), param_hint="--ci-criterion") from None
+    if ignore and no_ignore:
+        raise click.UsageError("give --evidence-ignore or --no-evidence-ignore, not both")
     signers = Path(signers_file).read_text("utf-8") if signers_file else None
     event = app.write(lambda txn: settings.set_(
         txn, roles=role_map, lease_ttl=optional_duration(lease_ttl), session_slots=session_slots,
         session_idle=optional_duration(session_idle),
         signed_answers=settings.parse_signed_answers(signed_answers) if signed_answers else None,
-        allowed_signers=signers))
+        allowed_signers=signers, evidence_ignore=[] if no_ignore else (list(ignore) or None),
+        ci_criteria=ci_map))
     app.emit_event(event, "updated ledger config")
 
 
@@ -75,7 +106,7 @@ def config_show(app: App) -> None:
     effective = settings.effective(app.ledger)
     shown = {k: v for k, v in effective.items() if k != "allowed_signers"}
     if effective.get("allowed_signers"):
-        shown["allowed_signers"] = f"{len(effective['allowed_signers'].splitlines())} line(s)"
+        shown["allowed_signers"] = plural.counted(len(effective['allowed_signers'].splitlines()), 'line')
     app.emit(effective, lambda: render.fields_text(shown))
 
 
@@ -88,7 +119,7 @@ def batch(app: App, message: Optional[str]) -> None:
     Each line is a JSON array of arguments, e.g. ["todo", "add", "g-1", "Write tests"].
     Later lines see what earlier lines created.
     """
-    from loopx.cli import cli  # the root group imports this module: a cycle at import time
+    from loopx.cli.root import cli  # the root group imports this module: a cycle at import time
 
     lines = [(n, line) for n, line in enumerate(sys.stdin.read().splitlines(), 1) if line.strip()]
     commands = [_batch_argv(n, line) for n, line in lines]
@@ -117,7 +148,7 @@ def batch(app: App, message: Optional[str]) -> None:
     results, _ = app.ledger.write(build, actor=app.actor, message=message, now=app.now)
     app.emit(results, lambda: "\n".join(
         [f"{r['type']:<20} {r['data'].get('id', '')}  [{r['id']}]" for r in results]
-        + [f"applied {_n(len(results), 'command')} in one commit"]))
+        + [f"applied {plural.counted(len(results), 'command')} in one commit"]))
 
 
 def _run_line(cli: click.Group, app: App, argv: list[str]) -> None:
@@ -133,10 +164,6 @@ def _run_line(cli: click.Group, app: App, argv: list[str]) -> None:
                      obj=app)
 
 
-def _n(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
-
-
 def _batch_argv(n: int, line: str) -> list[str]:
     try:
         value = json.loads(line)
@@ -149,7 +176,7 @@ def _batch_argv(n: int, line: str) -> list[str]:
     if value[0].startswith("-"):
         raise UsageError(f"line {n}: options such as {value[0]} apply to the whole batch "
                          "(`git loopx --actor WHO batch`), not to one line")
-    if value[0] in ("batch", "demo", "init"):
+    if value[0] in ("batch", "demo", "init", "mcp", "wait", "watch"):
         raise UsageError(f"line {n}: `{value[0]}` cannot run inside a batch")
     return value
 
@@ -178,7 +205,8 @@ def schema_export(app: App, root: Optional[str]) -> None:
 @click.option("--root", type=click.Path(file_okay=False), help="Where .loopx-schema/ is.")
 @pass_app
 def schema_check(app: App, root: Optional[str]) -> None:
-    """Fail when the checked-in schema files differ from the model."""
+    """Fail when the checked-in schema files differ from the model (a check for loopx's own
+    sources, and for projects that keep an exported copy)."""
     problems = upkeep.stale_schemas(_project_root(root))
     app.emit({"ok": not problems, "problems": problems},
              lambda: "\n".join(problems) if problems else "schemas up to date")
@@ -187,21 +215,55 @@ def schema_check(app: App, root: Optional[str]) -> None:
 
 
 @click.command()
-@click.option("--keep", is_flag=True, help="Keep the throwaway repository and print its path.")
-@click.option("--dir", "where", type=click.Path(file_okay=False), help="Create it here.")
+@click.option("--keep", is_flag=True, help="Keep the throwaway folder and print its path.")
+@click.option("--dir", "where", type=click.Path(file_okay=False),
+              help="Create it here (and keep it).")
 @pass_app
 def demo(app: App, keep: bool, where: Optional[str]) -> None:
-    """Walk the classic story in a throwaway repository, printing status after each step."""
+    """Tell what sets loopx apart, in a throwaway folder: hooks recording a commit, a real test
+    run, evidence going stale and re-run, a second clone taking over by fetch, a claim race
+    won by exactly one agent, the maintainer's gate, the goal closing.
+
+    With --json, one JSON line per step: its key, where and as whom it ran, the command, its
+    exit code (and the one expected), and the command's own JSON output. Exits 1 when a step
+    did not end as the story expects.
+    """
     from loopx.cli import demo as story  # the demo's story and its files: only for `demo`
 
-    story.run(keep=keep, where=where, as_json=app.json)
+    if story.run(keep=keep, where=where, as_json=app.json):
+        raise click.exceptions.Exit(1)
+
+
+def _man_page() -> bool:
+    """Show the man page installed with the package through `man`; False when man is not
+    there or cannot show it (the caller prints the built-in help instead)."""
+    page = resources.files("loopx").joinpath("man/git-loopx.1")
+    man = shutil.which("man")
+    if man is None or not isinstance(page, Path) or not page.is_file():
+        return False
+    sys.stdout.flush()
+    return subprocess.run([man, str(page)], stderr=subprocess.DEVNULL).returncode == 0
 
 
 @click.command("help")
 @click.argument("command", nargs=-1)
+# Hidden: what the man viewer `init` and `hooks install` configure runs for `git loopx --help`.
+@click.option("--man", "as_man", is_flag=True, hidden=True)
+@click.option("--install-viewer", "viewer", type=click.Choice(["here", "global"]),
+              help="Make `git loopx --help` show this help where man cannot: in this "
+              "repository (init and hooks install do it), or for every repository (your "
+              "global git config).")
 @click.pass_context
-def help_(ctx: click.Context, command: tuple[str, ...]) -> None:
+def help_(ctx: click.Context, command: tuple[str, ...], as_man: bool,
+          viewer: Optional[str]) -> None:
     """Show help for loopx or one of its commands."""
+    if viewer:
+        app = ctx.find_object(App)
+        done = hooking.install_help_viewer(app.cwd if app else ".", everywhere=viewer == "global")
+        click.echo(done or "the help viewer is set already (or another man viewer is configured)")
+        return
+    if as_man and _man_page():
+        return
     group = ctx.parent.command if ctx.parent else None
     target: Any = group
     parent = ctx.parent
@@ -212,3 +274,20 @@ def help_(ctx: click.Context, command: tuple[str, ...]) -> None:
         parent = click.Context(sub, info_name=name, parent=parent)
         target = sub
     click.echo(target.get_help(parent))
+
+
+@click.command("completion")
+@click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
+@click.pass_context
+def completion(ctx: click.Context, shell: str) -> None:
+    """Print the shell completion script for SHELL (`git-loopx` and `git loopx`).
+
+    bash: eval "$(git loopx completion bash)" in ~/.bashrc (after git's own completion);
+    zsh: eval "$(git loopx completion zsh)" in ~/.zshrc (after compinit);
+    fish: git loopx completion fish > ~/.config/fish/completions/git-loopx.fish
+    """
+    from loopx.cli import completion as scripts  # click's shell classes: only for completion
+
+    root = ctx.find_root().command
+    assert isinstance(root, click.Group)
+    click.echo(scripts.script(root, shell), nl=False)

@@ -1,10 +1,12 @@
-"""`git loopx hooks install|uninstall|status`, `git loopx hook NAME` (what the shims run) and
-`git loopx run -- CMD` (a command run recorded as evidence)."""
+"""`git loopx hooks install|uninstall|status`, `git loopx hook NAME` (what the shims run),
+`git loopx run -- CMD` (a command run recorded as evidence) and `git loopx rerun` (the
+recorded commands of stale or failing evidence, run again)."""
 
 from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Any, Optional
 
 import click
@@ -81,32 +83,38 @@ def hook(app: App, name: str, args: tuple[str, ...]) -> None:
     sys.exit(result.exit_code)
 
 
-@click.command("run", context_settings={"ignore_unknown_options": True,
-                                        "allow_interspersed_args": False})
+# Not ignore_unknown_options: an option `run` does not know, before the command, is a usage
+# error (exit 2), not the first word of the command to run.
+@click.command("run", context_settings={"allow_interspersed_args": False})
 @click.option("--todo", "todo_id", metavar="TODO", help="The todo it supports.")
 @click.option("--goal", "goal_id", metavar="GOAL", help="The goal (implied by --todo).")
 @click.option("--criterion", multiple=True, metavar="ID", help="Acceptance criterion it meets.")
 @click.option("--kind", type=click.Choice(["test", "ci", "review", "receipt", "note"]),
               default="test", show_default=True)
 @click.option("--summary", help="One line on what it shows (default: command, verdict, time).")
+@click.option("--paths", "paths", multiple=True, metavar="GLOB",
+              help="The paths it covers (repeatable, e.g. 'src/**'); changes elsewhere leave it "
+              "fresh. Default: its criterion's paths, else the whole tree.")
 @click.option("--id", "ev_id", help="Evidence id to use (default: a generated e-xxxxxx).")
 @event_id_option
 @click.argument("argv", nargs=-1, required=True, type=click.UNPROCESSED, metavar="-- CMD [ARG]...")
 @pass_app
 def run(app: App, todo_id: Optional[str], goal_id: Optional[str], criterion: tuple[str, ...],
-        kind: str, summary: Optional[str], ev_id: Optional[str], event_id: Optional[str],
-        argv: tuple[str, ...]) -> None:
+        kind: str, summary: Optional[str], paths: tuple[str, ...], ev_id: Optional[str],
+        event_id: Optional[str], argv: tuple[str, ...]) -> None:
     """Run CMD (output streamed as usual) and record it as evidence; exits with CMD's code.
 
     Without --todo or --goal, the evidence goes to the one todo you hold a lease on, if any.
 
-    The evidence holds the command, exit code, duration, commit, tree, dirty flag, a sha256 of
+    The evidence holds the command, where it ran, exit code, duration, HEAD's commit, the tree
+    of the work tree as it was when CMD started (uncommitted changes included), a sha256 of
     the output and its last lines. Secrets (credential-like environment values, token
     shapes) are redacted before anything is written.
     """
     result = evidence.run(app.ledger, argv, actor=app.actor, kind=kind, todo=todo_id,
-                          goal=goal_id, criteria=criterion, summary=summary, id=ev_id,
-                          event_id=event_id, now=app.now, environ=os.environ)
+                          goal=goal_id, criteria=criterion, paths=paths, summary=summary,
+                          id=ev_id, event_id=event_id, now=app.now, environ=os.environ,
+                          cwd=Path(app.cwd))  # -C PATH: run as if started there, like git
     if result.event is None:
         # The command's own failure is the more important exit code to pass on.
         terminal.echo(f"error: evidence not recorded: {result.error}", err=True)
@@ -116,3 +124,52 @@ def run(app: App, todo_id: Optional[str], goal_id: Optional[str], criterion: tup
         terminal.echo(f"loopx: recorded {kind} evidence {result.event.data.id}: "
                    f"{result.event.data.summary}", err=True)
     sys.exit(result.outcome.exit_code)
+
+
+@click.command("rerun")
+@click.option("--stale", "stale_only", is_flag=True,
+              help="Only evidence that went stale (not evidence that failed on this code).")
+@click.option("--todo", "todo_id", metavar="TODO", help="Only the evidence of this todo.")
+@click.option("--criterion", metavar="[GOAL:]ID", help="Only the evidence of this criterion.")
+@click.option("--goal", "goal_id", metavar="GOAL", help="The goal of --criterion ID.")
+@click.option("--dry-run", is_flag=True, help="Show the commands; run nothing.")
+@pass_app
+def rerun(app: App, stale_only: bool, todo_id: Optional[str], criterion: Optional[str],
+          goal_id: Optional[str], dry_run: bool) -> None:
+    """Run again the recorded commands of evidence that went stale or failed, and record the
+    results (same todo, goal, criteria and paths) as `git loopx run` does.
+
+    The evidence re-run is the latest verdict of each criterion and open todo of the goals in
+    play. Exits 0 when every command passed (or nothing needed it), else with the first failing
+    command's code (1 when some could not be run). Commands come from the ledger: check them
+    with --dry-run first when others write to it.
+    """
+    plan = evidence.rerun(app.ledger, actor=app.actor, stale_only=stale_only, todo=todo_id,
+                          criterion=criterion, goal=goal_id, dry_run=dry_run, now=app.now,
+                          environ=os.environ)
+    if app.json:
+        app.emit([item.to_dict() for item in plan])
+    else:  # stderr: the commands' own output is on stdout
+        for line in _rerun_lines(plan, dry_run) or ["loopx: nothing to re-run"]:
+            terminal.echo(line, err=True)
+    codes = [i.result.outcome.exit_code for i in plan if i.result and i.result.outcome.exit_code]
+    sys.exit(codes[0] if codes else (1 if any(i.skipped for i in plan) else 0))
+
+
+def _rerun_lines(plan: list[evidence.Rerun], dry_run: bool) -> list[str]:
+    lines = []
+    for item in plan:
+        why = "; ".join(item.why)
+        if item.skipped:
+            lines.append(f"loopx: cannot re-run {', '.join(item.evidence)} ({why}): {item.skipped}")
+        elif dry_run:
+            where = f" (in {item.cwd})" if item.cwd else ""
+            lines.append(f"loopx: would re-run `{item.command}`{where} for {why}")
+        elif item.result and item.result.event:
+            lines.append(f"loopx: re-ran {', '.join(item.evidence)} ({why}): recorded "
+                         f"{item.result.event.data.id}: {item.result.event.data.summary}")
+        elif item.result:
+            lines.append(f"loopx: re-ran {', '.join(item.evidence)} but could not record it: "
+                         f"{item.result.error}")
+    return lines
+

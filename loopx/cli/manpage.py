@@ -1,11 +1,15 @@
 """The man page (``git-loopx.1``) and the CLI reference (``docs/cli.md``), generated from the
 click command tree so that they can never drift from the CLI.
 
-    python -m loopx.manpage           # rewrite both files
-    python -m loopx.manpage --check   # exit 1 if either is stale (CI)
+    python -m loopx.cli.manpage           # rewrite them
+    python -m loopx.cli.manpage --check   # exit 1 if one is stale (CI)
 
-``git loopx --help`` is turned into ``man git-loopx`` by git itself; the page is installed to
-``share/man/man1`` next to the ``bin`` folder holding ``git-loopx``, where ``man`` looks.
+It also writes ``loopx/data/help.txt``, the text of ``git loopx -h``.
+
+``git loopx --help`` is turned into ``git help loopx`` by git itself, which runs a man viewer:
+the page is installed to ``share/man/man1`` next to the ``bin`` folder holding ``git-loopx``,
+where ``man`` looks, and ships in the package, where the viewer that ``init`` and ``hooks
+install`` configure finds it (or prints the built-in help when ``man`` cannot).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from loopx.version import __version__
 
 MAN_PATH = Path("loopx/man/git-loopx.1")
 CLI_DOC_PATH = Path("docs/cli.md")
+HELP_PATH = Path("loopx/data/help.txt")
 
 
 @dataclass(frozen=True)
@@ -57,7 +62,7 @@ def _entry(command: click.Command, ctx: click.Context) -> Entry:
 
 def entries() -> list[Entry]:
     """The whole tree of `git loopx`."""
-    from loopx.cli import cli
+    from loopx.cli.root import cli
 
     # With the root's context settings (-h/--help): click caches each command's help option
     # on first use, so a context without them would break `git loopx -h` in this process.
@@ -126,8 +131,11 @@ def render_man(items: list[Entry]) -> str:
     """The man page text."""
     root, commands = items[0], items[1:]
     lines = [_PREAMBLE.rstrip("\n"), ".SH DESCRIPTION", *_roff_paragraphs(root.help)[1:],
-             ".PP", "\\fBgit loopx \\-\\-help\\fR shows this page; \\fBgit loopx \\-h\\fR and "
-             "\\fBgit loopx help\\fR [\\fICOMMAND\\fR] print usage.",
+             ".PP", "\\fBgit loopx \\-\\-help\\fR shows this page (or, where man cannot, the "
+             "built\\-in help); \\fBgit loopx \\-h\\fR and \\fBgit loopx help\\fR "
+             "[\\fICOMMAND\\fR] print usage. Global options go before the command. Every "
+             "\\fBlist\\fR prints a JSON list with \\fB\\-\\-json\\fR. Shell completion: "
+             "\\fBgit loopx completion\\fR \\fISHELL\\fR.",
              ".SH OPTIONS", *_roff_options(root.options), ".SH COMMANDS"]
     for item in commands:
         lines += [f'.SS "{_roff(item.name)}"', ".B " + _roff(item.usage),
@@ -144,14 +152,50 @@ def _roff_options(options: list[tuple[str, str]]) -> list[str]:
 
 # --- markdown --------------------------------------------------------------------------------
 
+_CONVENTIONS = """\
+## Conventions
+
+- **Help.** `git loopx --help` opens the man page; git hands it to a man viewer, and where
+  `man` is missing or cannot show the page, the viewer `git loopx init` and `hooks install`
+  set up in the repository (`git config man.viewer loopx`) prints the built-in help instead;
+  `git loopx help --install-viewer global` sets it up for every repository (outside them,
+  without it, git says "no man viewer handled the request"). `git loopx -h` and
+  `git loopx help [COMMAND]` always print usage.
+- **Global options go before the command**: `git loopx --actor agent:me todo claim t`
+  (`-C`, `--actor`, `--debug`, `--now`; given after the command, they are a usage error that
+  says so). `--now TIME` (or `$LOOPX_NOW`, RFC 3339) pins the clock, for tests and scripted
+  histories; it is hidden from `-h`.
+- **JSON.** Every command takes `--format json` (or `--json`). Every `list` prints a JSON
+  list of objects (`session list` included: the slots in use are in `session stats`); a
+  write prints the event it recorded; `status` prints the documented status document
+  (docs/status.md), `next` `{action, next_wake, actions, claimed, not_claimed}` (`actions` is
+  a count), `brief` `{markdown, status}`. `status` and `brief` print compact JSON to a
+  program and indented JSON to a terminal; the other commands print it indented. An error
+  is also printed on stdout as `{"error": {"message", "kind", "exit_code"}}`.
+- **Paging.** On a terminal, `status` and `log` go through your pager, as git's output does
+  (`GIT_PAGER`, `core.pager`, `PAGER`, else `less` with `LESS=FRX`); `--no-pager` (or
+  `git --no-pager loopx ...`) prints straight; never with `--json` or into a pipe.
+- **Completion** for bash, zsh and fish, of `git-loopx` and of `git loopx` (through git's own
+  completion): `git loopx completion SHELL` prints the script, e.g.
+  `eval "$(git loopx completion bash)"` in `~/.bashrc` (after git's completion is loaded),
+  `eval "$(git loopx completion zsh)"` in `~/.zshrc` (after `compinit`),
+  `git loopx completion fish > ~/.config/fish/completions/git-loopx.fish`. It is click's
+  (`_GIT_LOOPX_COMPLETE=bash_source git-loopx` prints the same).
+- **Exit codes.** 0 ok; 1 a user error (one clear line on stderr); 2 a usage error; 3
+  unexpected (rerun with `--debug`); `next` 0/10/20 (do, wait, nothing left); `run` and
+  `rerun` the command's own.
+- **Notices.** Your events the projection did not apply (a claim that lost a race in a
+  merge) show as `notice` actions until you dismiss them: `git loopx notice list`,
+  `git loopx notice dismiss EVENT|--all`.
+"""
+
 
 def render_markdown(items: list[Entry]) -> str:
     """docs/cli.md: the same tree as a page."""
     root = items[0]
     out = ["# CLI reference", "",
            "<!-- Generated by `python -m loopx.cli.manpage` from the click commands; do not edit. -->",
-           "", root.help, "", "`git loopx --help` opens the man page (`man git-loopx`); "
-           "`git loopx -h` and `git loopx help [COMMAND]` print usage.", "",
+           "", root.help, "", *_CONVENTIONS.splitlines(), "", "## Global options", "",
            *_md_options(root.options)]
     for item in items[1:]:
         level = "#" * min(item.name.count(" "), 4)  # `git loopx todo` is ##, `... todo add` ###
@@ -172,11 +216,20 @@ def _md_options(options: list[tuple[str, str]]) -> list[str]:
 def outputs(root: Path) -> dict[Path, str]:
     """Generated file -> expected content, under the source tree ``root``."""
     items = entries()
-    return {root / MAN_PATH: render_man(items), root / CLI_DOC_PATH: render_markdown(items)}
+    return {root / MAN_PATH: render_man(items), root / CLI_DOC_PATH: render_markdown(items),
+            root / HELP_PATH: render_help()}
+
+
+def render_help() -> str:
+    """What `git loopx -h` prints (from a file, so that it needs no click: loopx.cli.launch)."""
+    from loopx.cli.root import cli
+
+    ctx = click.Context(cli, info_name="git loopx", **cli.context_settings)
+    return cli.get_help(ctx) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m loopx.manpage",
+    parser = argparse.ArgumentParser(prog="python -m loopx.cli.manpage",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="fail if a generated file is stale")
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="source tree (default: cwd)")

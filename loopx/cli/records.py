@@ -1,4 +1,4 @@
-"""`git loopx evidence|wake|quota|effect|note ...`: the record-keeping commands."""
+"""`git loopx wake|quota|effect ...`: wake conditions, the budget, and external writes."""
 
 from __future__ import annotations
 
@@ -7,67 +7,7 @@ from typing import Any, Optional
 import click
 
 from loopx.cli.app import App, event_id_option, optional_duration, pass_app
-from loopx.errors import NotFound
-from loopx.ops import effects, evidence as evidence_ops, notes, quotas, wakes
-
-# --- evidence -------------------------------------------------------------------------------
-
-
-@click.group()
-def evidence() -> None:
-    """Evidence bound to a commit and tree: tests, CI, reviews, receipts."""
-
-
-@evidence.command("add")
-@click.option("--kind", type=click.Choice(evidence_ops.KINDS), required=True)
-@click.option("--todo", "todo_id", metavar="TODO", help="The todo it supports.")
-@click.option("--goal", "goal_id", metavar="GOAL", help="The goal (implied by --todo).")
-@click.option("--criterion", multiple=True, metavar="ID", help="Acceptance criterion it meets.")
-@click.option("--commit", "rev", default=None, metavar="REV",
-              help="Commit it vouches for (default HEAD, if any).")
-@click.option("--command", help="The command that produced it.")
-@click.option("--exit-code", type=int, help="That command's exit code (0 = passing).")
-@click.option("--duration", "duration_s", type=float, help="Seconds it took.")
-@click.option("--summary", help="One line on what it shows.")
-@click.option("--url", help="Where to see it (CI run, review, receipt).")
-@click.option("--digest", help="Digest of the output, e.g. sha256:...")
-@click.option("--id", "ev_id", help="Id to use (default: a generated e-xxxxxx).")
-@event_id_option
-@pass_app
-def evidence_add(app: App, kind: str, todo_id: Optional[str], goal_id: Optional[str],
-                 criterion: tuple[str, ...], rev: Optional[str], command: Optional[str],
-                 exit_code: Optional[int], duration_s: Optional[float], summary: Optional[str],
-                 url: Optional[str], digest: Optional[str], ev_id: Optional[str],
-                 event_id: Optional[str]) -> None:
-    """Record evidence; it is bound to HEAD's commit and tree unless --commit says otherwise."""
-    try:
-        bound = evidence_ops.binding(app.ledger, rev)
-    except NotFound as exc:
-        raise click.BadParameter(str(exc), param_hint="--commit") from None
-    event = app.write(lambda txn: evidence_ops.add(
-        txn, kind, bound=bound, todo=todo_id, goal=goal_id, criteria=criterion, command=command,
-        exit_code=exit_code, duration_s=duration_s, summary=summary, url=url, digest=digest,
-        id=ev_id, event_id=event_id))
-    app.emit_event(event, f"recorded {kind} evidence {event.data.id}")
-
-
-@evidence.command("list")
-@click.option("--todo", "todo_id", metavar="TODO")
-@click.option("--goal", "goal_id", metavar="GOAL")
-@pass_app
-def evidence_list(app: App, todo_id: Optional[str], goal_id: Optional[str]) -> None:
-    """List evidence."""
-    items = evidence_ops.listing(app.ledger, todo=todo_id, goal=goal_id, now=app.now)
-    app.emit(items, lambda: _evidence_text(items))
-
-
-def _evidence_text(items: list[dict[str, Any]]) -> str:
-    return "\n".join(
-        f"{e['id']:<12} {e['kind']:<7} {(e['commit'] or '-')[:10]:<10} "
-        f"{'exit ' + str(e['exit_code']) if e['exit_code'] is not None else '':<7} "
-        f"{e['summary'] or ''}" for e in items
-    ) or "no evidence"
-
+from loopx.ops import effects, quotas, wakes
 
 # --- wakes ----------------------------------------------------------------------------------
 
@@ -81,22 +21,30 @@ def wake() -> None:
 @click.option("--at", "at", metavar="TIME", help="An RFC 3339 time (UTC).")
 @click.option("--in", "in_", metavar="DURATION", help="From now, e.g. 2h.")
 @click.option("--on-gate", metavar="GATE", help="When this gate is answered.")
-@click.option("--on-ci", metavar="SHA", help="When CI finishes for this commit (or HEAD).")
+@click.option("--on-ci", metavar="REV", help="When CI finishes for this commit (a sha, HEAD, "
+              "a branch: resolved to its full commit now).")
 @click.option("--on-todo", metavar="TODO", help="When this todo is done.")
+@click.option("--every", metavar="DURATION", help="Recur: due again this long after each time "
+              "it is acted on (`wake ack`), e.g. 30m; first due --at/--in, else one DURATION "
+              "from now.")
 @click.option("--goal", "goal_id", metavar="GOAL")
 @click.option("--reason")
 @click.option("--id", "wake_id", help="Id to use (default: a generated w-xxxxxx).")
 @event_id_option
 @pass_app
 def wake_set(app: App, at: Optional[str], in_: Optional[str], on_gate: Optional[str],
-             on_ci: Optional[str], on_todo: Optional[str], goal_id: Optional[str],
-             reason: Optional[str], wake_id: Optional[str], event_id: Optional[str]) -> None:
-    """Set a wake condition."""
-    after = optional_duration(in_)
+             on_ci: Optional[str], on_todo: Optional[str], every: Optional[str],
+             goal_id: Optional[str], reason: Optional[str], wake_id: Optional[str],
+             event_id: Optional[str]) -> None:
+    """Set a wake condition (`wait` and `watch` act on it)."""
+    after, seconds = optional_duration(in_), optional_duration(every)
     event = app.write(lambda txn: wakes.set_(txn, at=at, after=after, on_gate=on_gate,
                                              on_ci=on_ci, on_todo=on_todo, goal=goal_id,
-                                             reason=reason, id=wake_id, event_id=event_id))
-    app.emit_event(event, f"set wake {event.data.id}")
+                                             reason=reason, every=seconds, id=wake_id,
+                                             event_id=event_id))
+    app.emit_event(event, f"set wake {event.data.id}"
+                   + (f" at {event.data.at}" if event.data.at else "")
+                   + (f" on CI for {event.data.on_ci[:12]}" if event.data.on_ci else ""))
 
 
 @wake.command("clear")
@@ -109,14 +57,26 @@ def wake_clear(app: App, wake_id: str, event_id: Optional[str]) -> None:
     app.emit_event(event, f"cleared wake {event.data.id}")
 
 
+@wake.command("ack")
+@click.argument("wake_id")
+@event_id_option
+@pass_app
+def wake_ack(app: App, wake_id: str, event_id: Optional[str]) -> None:
+    """Say a due wake was acted on: a one-shot wake is cleared, a recurring one re-armed."""
+    event = app.write(lambda txn: wakes.ack(txn, wake_id, event_id=event_id))
+    next_at = getattr(event.data, "next", None)
+    app.emit_event(event, f"wake {event.data.id} due again at {next_at}" if next_at
+                   else f"cleared wake {event.data.id}")
+
+
 @wake.command("list")
 @pass_app
 def wake_list(app: App) -> None:
     """List wake conditions."""
     found = wakes.listing(app.ledger, now=app.now)
     app.emit(found, lambda: "\n".join(
-        f"{w['id']:<12} " + ", ".join(f"{k}={w[k]}" for k in ("at", "on_gate", "on_ci", "on_todo")
-                                      if w[k])
+        f"{w['id']:<12} " + ", ".join(f"{k}={w[k]}" for k in ("at", "on_gate", "on_ci", "on_todo",
+                                                             "every") if w[k])
         + (f"  ({w['reason']})" if w["reason"] else "") for w in found) or "no wakes")
 
 
@@ -151,13 +111,16 @@ def quota_set(app: App, goal_id: Optional[str], turns: Optional[int], tokens: Op
 @click.option("--turns", type=click.IntRange(min=0), default=0)
 @click.option("--tokens", type=click.IntRange(min=0), default=0)
 @click.option("--cost", type=click.FloatRange(min=0), default=0.0)
+@click.option("--force", is_flag=True, help="Record it although it goes past the budget.")
+@click.option("--reason", help="Why it went past the budget (needed with --force).")
 @event_id_option
 @pass_app
 def quota_spend(app: App, goal_id: Optional[str], todo_id: Optional[str], turns: int, tokens: int,
-                cost: float, event_id: Optional[str]) -> None:
-    """Record what was spent (after the work)."""
+                cost: float, force: bool, reason: Optional[str], event_id: Optional[str]) -> None:
+    """Record what was spent (after the work); past the budget only with --force --reason."""
     event = app.write(lambda txn: quotas.spend(txn, goal=goal_id, todo=todo_id, turns=turns,
-                                               tokens=tokens, cost=cost, event_id=event_id))
+                                               tokens=tokens, cost=cost, force=force,
+                                               reason=reason, event_id=event_id))
     app.emit_event(event, f"spent {turns} turns, {tokens} tokens, {cost} cost")
 
 
@@ -236,27 +199,3 @@ def effect_list(app: App) -> None:
     app.emit(found, lambda: "\n".join(
         f"{e['id']:<12} {e['state']:<13} {e['action']} {e['target']}" for e in found)
         or "no effects")
-
-
-# --- notes ----------------------------------------------------------------------------------
-
-
-@click.group()
-def note() -> None:
-    """Free-form notes in the ledger."""
-
-
-@note.command("add")
-@click.argument("text")
-@click.option("--todo", "todo_id", metavar="TODO")
-@click.option("--goal", "goal_id", metavar="GOAL")
-@event_id_option
-@pass_app
-def note_add(app: App, text: str, todo_id: Optional[str], goal_id: Optional[str],
-             event_id: Optional[str]) -> None:
-    """Add a note."""
-    event = app.write(lambda txn: notes.add(txn, text, todo=todo_id, goal=goal_id,
-                                            event_id=event_id))
-    app.emit_event(event, f"noted {event.data.id}")
-
-

@@ -12,8 +12,9 @@ from typing import Any, Optional
 
 import click
 
-from loopx.cli import render
+from loopx.cli import pager, render
 from loopx.cli.app import App, optional_duration, pass_app
+from loopx.model import plural
 from loopx.ops import status as recovery
 
 EXIT_WAIT = 10
@@ -40,27 +41,44 @@ def _emit(app: App, data: Any, text: Any) -> None:
 @click.option("--goal", "goal_id", help="Only this goal.")
 @click.option("--all", "show_all", is_flag=True,
               help="Include achieved and abandoned goals with their todos, gates and evidence.")
+@click.option("--no-pager", "no_pager", is_flag=True, help="Do not page the text on a terminal.")
 @_inspect_options
 @pass_app
-def status(app: App, goal_id: Optional[str], show_all: bool, no_ci: bool, offline: bool) -> None:
-    """Goals, acceptance, frontier, gates, leases, the work tree and what to do next."""
+def status(app: App, goal_id: Optional[str], show_all: bool, no_pager: bool, no_ci: bool,
+           offline: bool) -> None:
+    """Goals, acceptance, frontier, gates, leases, the work tree and what to do next.
+
+    On a terminal the text goes through your pager, as git's does (GIT_PAGER, core.pager,
+    PAGER, else less with LESS=FRX: one screen prints as is); never with --json or when
+    stdout is not a terminal.
+    """
     snap = recovery.status(app.ledger, actor=app.actor_or_none(), goal=goal_id, ci=not no_ci,
                            offline=offline, include_closed=show_all, now=app.now)
+    if app.json or app.batch_txn is not None:
+        _emit(app, snap, None)
+        return
     color = sys.stdout.isatty()
-    _emit(app, snap, lambda: status_text(snap, render.status_text(snap, color=color), color=color))
+    pager.show(status_text(snap, render.status_text(snap, color=color), color=color),
+               cwd=app.cwd, enabled=not no_pager)
 
 
 @click.command("next")
 @click.option("--claim", is_flag=True, help="Claim the top frontier todo in the same call, when working on it is the best action.")
 @click.option("--ttl", default=None, metavar="DURATION", help="Lease length for --claim.")
+@click.option("--sync", "synced", is_flag=True,
+              help="With --claim: the claim counts only once the remote has it (agents on "
+              "several hosts).")
 @_inspect_options
 @pass_app
-def next_(app: App, claim: bool, ttl: Optional[str], no_ci: bool, offline: bool) -> None:
+def next_(app: App, claim: bool, ttl: Optional[str], synced: bool, no_ci: bool,
+          offline: bool) -> None:
     """The single best action for you (exit 0 do it, 10 wait, 20 nothing left)."""
+    if synced and not claim:
+        raise click.UsageError("--sync goes with --claim")
     actor = app.actor if claim else (app.actor_or_none() or "")
     result = recovery.next_action(app.ledger, actor=actor, claim=claim,
                                   ttl=optional_duration(ttl), ci=not no_ci, offline=offline,
-                                  now=app.now)
+                                  now=app.now, synced=synced)
     data = result.to_dict()
     app.emit(data, lambda: _next_text(data))
     if result.action is None:
@@ -77,6 +95,8 @@ def _next_text(result: dict[str, Any]) -> str:
     lines = [f"{best['kind']}: {best['reason']}"]
     if best.get("command"):
         lines.append(f"  {best['command']}")
+    if result.get("not_claimed") and best is not None:
+        lines.append(f"(not claimed: {result['not_claimed']})")
     return "\n".join(lines)
 
 
@@ -91,6 +111,24 @@ def brief(app: App, goal_id: Optional[str], no_ci: bool, offline: bool) -> None:
     _emit(app, {"markdown": text, "status": snap}, text)
 
 
+@click.command()
+@_inspect_options
+@pass_app
+def prime(app: App, no_ci: bool, offline: bool) -> None:
+    """A short Markdown primer for an agent starting a session (or after compaction): what
+    loopx is, the commands it needs, and what matters to you now. Made for session-start
+    hooks: in a repository without a ledger it says so and exits 0."""
+    if not app.ledger.exists():
+        app.emit({"markdown": NO_LEDGER, "primer": None}, NO_LEDGER.rstrip())
+        return
+    result = recovery.prime(app.ledger, actor=app.actor_or_none(), ci=not no_ci,
+                            offline=offline, now=app.now)
+    _emit(app, result.to_dict(), result.markdown.rstrip())
+
+
+NO_LEDGER = "This repository has no loopx ledger yet (`git loopx init` starts one).\n"
+
+
 # --- text ----------------------------------------------------------------------------------------
 
 
@@ -103,10 +141,10 @@ def status_text(snap: dict[str, Any], ledger_text: str, *, color: bool = False) 
     out = [first, *environment_lines(snap["environment"], paint)]
     actions = [a for a in snap["actions"] if a["kind"] not in ("work", "wait_lease")][:8]
     if actions:
-        out.append(paint("\nDo now:" if not actions[0]["kind"].startswith("wait") else "\nWaiting for:",
+        out.append("\n" + paint("Do now:" if not recovery.is_waiting(actions[0]) else "Waiting for:",
                          bold=True))
         for action in actions:
-            colour = "yellow" if action["kind"].startswith("wait") else "red" if action["priority"] < 30 else "cyan"
+            colour = "yellow" if recovery.is_waiting(action) else "red" if action["priority"] < 30 else "cyan"
             out.append(f"  {paint(action['kind'], fg=colour)}: {action['reason']}")
             if action.get("command"):
                 out.append(paint(f"    {action['command']}", dim=True))
@@ -125,10 +163,11 @@ def environment_lines(env: dict[str, Any], paint: Any) -> list[str]:
     if env.get("in_progress"):
         lines.append(paint(f"  {env['in_progress']} in progress", fg="red"))
     if env.get("dirty"):
-        lines.append(paint(f"  {len(env['dirty'])} changed files: {', '.join(env['dirty'][:5])}", fg="yellow"))
+        lines.append(paint(f"  {plural.counted(len(env['dirty']), 'changed file')}: "
+                           f"{', '.join(env['dirty'][:5])}", fg="yellow"))
     state = env.get("state") or {}
     if state.get("unpushed") or state.get("unmerged"):
-        lines.append(f"  ledger: {state['unpushed']} events not pushed, "
+        lines.append(f"  ledger: {plural.counted(state['unpushed'], 'event')} not pushed, "
                      f"{state['unmerged']} fetched and not merged")
     ci = env.get("ci") or {}
     if ci.get("provider"):

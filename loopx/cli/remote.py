@@ -7,6 +7,7 @@ from typing import Any, Optional
 import click
 
 from loopx.cli.app import App, pass_app
+from loopx.model import plural
 from loopx.ops import exchange, upkeep
 
 
@@ -14,19 +15,45 @@ def _short(oid: Optional[str]) -> str:
     return oid[:12] if oid else "none"
 
 
-def _report_text(report: exchange.Report) -> str:
-    lines = [f"{report.remote}: local {_short(report.local_before)} -> {_short(report.local_after)}"
-             f" ({report.merge}), remote {_short(report.remote_before)} -> {_short(report.remote_after)}",
-             f"received {report.received} events, sent {report.sent}"
-             + (f", {report.retries} retries" if report.retries else "")]
+def _report_text(report: exchange.Report, doing: str) -> str:
+    """What moved, in words first ("received 3 events, sent 1; merged with origin"), then
+    the tips for the curious, then the claims of yours that lost a race."""
+    lines = [_summary(report, doing),
+             f"  loopx/state {_short(report.local_before)} -> {_short(report.local_after)}, "
+             f"{report.remote}'s {_short(report.remote_before)} -> {_short(report.remote_after)}"]
     if report.unknown_events:
-        lines.append(f"kept {len(report.unknown_events)} events of types this loopx does not know "
-                     "(a newer loopx wrote them)")
+        lines.append(f"kept {plural.counted(len(report.unknown_events), 'event')} of types this "
+                     "loopx does not know (a newer loopx wrote them)")
+    for notice in report.notices:
+        what = ("your claim lost a race" if notice["type"] == "todo.claimed"
+                else f"your {notice['type']} event was not applied")
+        lines.append(f"notice: {what}: {notice['reason']}")
+        lines.append(f"  once read: git loopx notice dismiss {notice['event']}")
     return "\n".join(lines)
 
 
-def _emit_report(app: App, report: exchange.Report) -> None:
-    app.emit(report.to_dict(), lambda: _report_text(report))
+def _summary(report: exchange.Report, doing: str) -> str:
+    remote = report.remote
+    moved = [f"received {plural.counted(report.received, 'event')}"] if report.received else []
+    if report.sent:
+        moved.append(f"sent {report.sent}" if moved else
+                     f"sent {plural.counted(report.sent, 'event')} to {remote}")
+    how = {"adopted": f"adopted {remote}'s state", "fast-forward": f"fast-forwarded to {remote}",
+           "union": f"merged with {remote}"}.get(report.merge)
+    if not moved:
+        text = {"push": f"{remote} already had every event",
+                "fetch": f"nothing new from {remote}"}.get(doing, f"already in step with {remote}")
+        text = f"{how}; nothing new" if how else text
+    else:
+        text = ", ".join(moved) + (f"; {how}" if how else (
+            f" from {remote}" if report.received and not report.sent else ""))
+    if report.retries:
+        text += f" (after {plural.counted(report.retries, 'retry', 'retries')}: others pushed first)"
+    return text
+
+
+def _emit_report(app: App, report: exchange.Report, doing: str) -> None:
+    app.emit(report.to_dict(), lambda: _report_text(report, doing))
 
 
 @click.command("sync")
@@ -44,7 +71,8 @@ def sync(app: App, remote: Optional[str], retries: int, allow_unrelated: bool) -
     A remote ledger that shares no history with ours is refused unless --allow-unrelated.
     """
     _emit_report(app, exchange.sync_(app.ledger, remote=remote, retries=retries,
-                                     allow_unrelated=allow_unrelated))
+                                     actor=app.actor_or_none(),
+                                     allow_unrelated=allow_unrelated), "sync")
 
 
 @click.command("fetch")
@@ -54,7 +82,8 @@ def sync(app: App, remote: Optional[str], retries: int, allow_unrelated: bool) -
 @pass_app
 def fetch(app: App, remote: Optional[str], allow_unrelated: bool) -> None:
     """Fetch, check and merge REMOTE's loopx/state (no push)."""
-    _emit_report(app, exchange.fetch(app.ledger, remote=remote, allow_unrelated=allow_unrelated))
+    _emit_report(app, exchange.fetch(app.ledger, remote=remote, actor=app.actor_or_none(),
+                                     allow_unrelated=allow_unrelated), "fetch")
 
 
 @click.command("push")
@@ -62,7 +91,7 @@ def fetch(app: App, remote: Optional[str], allow_unrelated: bool) -> None:
 @pass_app
 def push(app: App, remote: Optional[str]) -> None:
     """Push loopx/state to REMOTE, fast-forward only (run `sync` if the remote moved)."""
-    _emit_report(app, exchange.push(app.ledger, remote=remote))
+    _emit_report(app, exchange.push(app.ledger, remote=remote), "push")
 
 
 @click.command("doctor")
@@ -71,20 +100,23 @@ def push(app: App, remote: Optional[str]) -> None:
               "back from the remotes, else a new commit of every readable event file).")
 @click.option("--rollback", is_flag=True,
               help="Move loopx/state back to its newest healthy reflog entry (lists what it drops).")
+@click.option("--verify", is_flag=True,
+              help="Also replay every event and compare the cache and the checkpoints with it.")
 @pass_app
-def doctor(app: App, repair: bool, rollback: bool) -> None:
+def doctor(app: App, repair: bool, rollback: bool, verify: bool) -> None:
     """Check the state branch: objects (naming every event lost or deleted), files, reflog,
     locks, quarantines."""
     if repair and rollback:
         raise click.UsageError("--repair and --rollback are two ways on: choose one")
-    result = upkeep.examine(app.cwd, ref=app.state_ref, rollback=rollback, repair=repair)
+    result = upkeep.examine(app.cwd, ref=app.state_ref, rollback=rollback, repair=repair,
+                            verify=verify)
     app.emit(result, lambda: _doctor_text(result))
     final = result.get("after", result["health"])
     if not final["ok"]:
         # The report above is the answer (a JSON reader has it whole); exit 1 says "unhealthy".
         hint = "" if rollback or repair else " (`git loopx doctor --repair` keeps every event it can)"
-        click.echo(f"error: {final['ref']} has {len(final['problems'])} problem(s); see above"
-                   + hint, err=True)
+        click.echo(f"error: {final['ref']} has {plural.counted(len(final['problems']), 'problem')}; "
+                   "see above" + hint, err=True)
         raise click.exceptions.Exit(1)
 
 
@@ -105,10 +137,12 @@ def _repair_text(done: dict[str, Any]) -> list[str]:
 def _doctor_text(result: dict[str, Any]) -> str:
     health = result["health"]
     lines = [f"{health['ref']} at {_short(health['tip'])}: "
-             + ("healthy" if health["ok"] else f"{len(health['problems'])} problem(s)")]
+             + ("healthy" if health["ok"] else plural.counted(len(health['problems']), 'problem'))]
     lines += [f"  problem: {p}" for p in health["problems"][:30]]
     lines += [f"  warning: {w}" for w in health["warnings"]]
-    lines.append(f"  reflog: {health['reflog_entries']} entries")
+    lines.append(f"  reflog: {plural.counted(health['reflog_entries'], 'entry', 'entries')}")
+    if "verify" in result:
+        lines.append(f"  verified against a replay of the events: {', '.join(result['verify']['checked'])}")
     for lock in health["locks"]:
         lines.append(f"  lock: {lock['lock']}" + (f" (pid {lock['pid']})" if "pid" in lock else
                                                    f" ({lock['age_seconds']}s old)"))
@@ -123,6 +157,16 @@ def _doctor_text(result: dict[str, Any]) -> str:
             lines.append(rb["reason"])
         else:
             lines.append(f"rolled back {_short(rb['from'])} -> {_short(rb['to'])}, dropping "
-                         f"{len(rb['dropped'])} event file(s):")
+                         f"{plural.counted(len(rb['dropped']), 'event file')}:")
             lines += [f"  {path}" for path in rb["dropped"]]
     return "\n".join(lines)
+
+
+@click.command("checkpoint")
+@pass_app
+def checkpoint(app: App) -> None:
+    """Commit a checkpoint of the projection, so fresh clones start from it (sync makes one
+    every 10,000 events on its own)."""
+    made = upkeep.checkpoint(app.ledger, actor=app.actor)
+    app.emit({"checkpoint": made}, f"checkpoint of {made[:12]} committed" if made
+             else "the tip has a checkpoint already")

@@ -8,7 +8,7 @@ from typing import Any, Optional
 import click
 
 from loopx.features.readback import local_host
-from loopx.model import clock
+from loopx.model import clock, plural
 
 
 def _style(color: bool):  # type: ignore[no-untyped-def]
@@ -22,10 +22,12 @@ def status_text(snap: dict[str, Any], *, color: bool = False) -> str:
     paint = _style(color)
     ref = snap.get("ref", "refs/heads/loopx/state").removeprefix("refs/heads/")
     count = snap["ledger"]["events"]
-    out = [f"On ledger {ref} ({count} event{'' if count == 1 else 's'})"]
-    if snap["problems"]:
-        out.append(paint(f"\nProblems ({len(snap['problems'])}), events not applied:", fg="red", bold=True))
-        out += [f"  {p['event']}: {p['reason']}" for p in snap["problems"][:10]]
+    name = f"{snap['ledger']['name']}, " if snap["ledger"].get("name") else ""
+    out = [f"On ledger {ref} ({name}{plural.counted(count, 'event')})"]
+    shown = [p for p in snap["problems"] if not p.get("dismissed")]
+    if shown:
+        out.append("\n" + paint(f"Problems ({len(shown)}), events not applied:", fg="red", bold=True))
+        out += [f"  {p['event']}: {p['reason']}" for p in shown[:10]]
     for goal in snap["goals"]:
         if goal["state"] not in ("achieved", "abandoned"):
             out += _goal(goal, paint)
@@ -33,40 +35,57 @@ def status_text(snap: dict[str, Any], *, color: bool = False) -> str:
     out += _sessions(snap.get("sessions", []), paint)
     out += _history(snap)
     if snap.get("unknown_events"):
-        out.append(f"\n{len(snap['unknown_events'])} events of types this loopx does not know "
+        out.append(f"\n{plural.counted(len(snap['unknown_events']), 'event')} of types this loopx does not know "
                    "(kept; upgrade loopx to read them)")
     if not snap["goals"]:
-        out.append("\nNo goals in play (closed ones: git loopx status --all); "
-                   "start one: git loopx goal add TITLE --accept TEXT")
+        out.append("\nNo goals in play; start one: git loopx goal add TITLE --accept TEXT "
+                   "(closed goals, if any: git loopx status --all)")
     return "\n".join(out)
 
 
 def _goal(goal: dict[str, Any], paint: Any) -> list[str]:
     met = sum(c["met"] for c in goal["acceptance"])
-    out = [paint(f"\nGoal {goal['id']}: {goal['title']}", bold=True)
-           + f"  [{goal['state']}, {met}/{len(goal['acceptance'])} criteria met]"]
+    stale = sum(bool(c["met"] and c.get("needs_rerun")) for c in goal["acceptance"])
+    out = ["\n" + paint(f"Goal {goal['id']}: {goal['title']}", bold=True)
+           + f"  [{goal['state']}, {met}/{len(goal['acceptance'])} criteria met"
+           + (f", {stale} of them by stale evidence]" if stale else "]")]
     for c in goal["acceptance"]:
         mark = paint("x", fg="green") if c["met"] else " "
         if c.get("needs_rerun"):  # met only by stale evidence (added by readback)
             mark = paint("~", fg="yellow")
-        out.append(f"  [{mark}] {c['id']}  {c['text']}"
-                   + ("  (evidence is stale: re-run)" if c.get("needs_rerun") else ""))
+        out.append(f"  [{mark}] {c['id']}  {c['text']}" + _criterion_note(c))
+    out += [f"  [-] {c['id']}  {c['text']}  (retired)" for c in goal.get("retired", [])]
     return out
+
+
+def _criterion_note(crit: dict[str, Any]) -> str:
+    if crit.get("ci"):
+        verdict = "passed" if crit["ci"]["verdict"] == "pass" else "failed"
+        return f"  (CI {verdict} for HEAD, not recorded: git loopx ci record)"
+    if crit.get("needs_rerun"):
+        changed = crit.get("changed") or []
+        shown = f": {', '.join(changed[:3])}{', ...' if len(changed) > 3 else ''} changed" if (
+            changed) else ""
+        return f"  (evidence is stale{shown}: re-run)"
+    if crit.get("verdict") == "fail":
+        return f"  (latest evidence {crit.get('latest')} failed)"
+    return ""
 
 
 def _todos(snap: dict[str, Any], paint: Any) -> list[str]:
     """Ready, claimed, waiting (with why), then the open gates they wait on."""
     todos = {t["id"]: t for t in snap["todos"]}
+    closed = {g["id"] for g in snap["goals"] if g["state"] in ("achieved", "abandoned")}
     sections = [
-        (paint("\nReady to work on:", fg="green"),
+        ("\n" + paint("Ready to work on:", fg="green"),
          [f"  {t['id']:<12} {t['title']}" for t in (todos[i] for i in snap["frontier"])]),
         ("\nClaimed:",
          [f"  {t['id']:<12} {t['title']}  ({t['claimed_by']} until {t['lease_expires']})"
           for t in todos.values() if t["state"] == "claimed"]),
-        (paint("\nWaiting:", fg="yellow"),
+        ("\n" + paint("Waiting:", fg="yellow"),
          [f"  {t['id']:<12} {t['title']}  ({t['why_not_ready']})" for t in todos.values()
-          if t["state"] in ("open", "blocked") and not t["ready"]]),
-        (paint("\nOpen gates:", fg="yellow"),
+          if t["state"] in ("open", "blocked") and not t["ready"] and t["goal"] not in closed]),
+        ("\n" + paint("Open gates:", fg="yellow"),
          [f"  {g['id']:<12} {g['question']}  (asks {', '.join(g['authority'])})"
           for g in snap["gates"] if g["state"] == "open"]),
         (paint("\nGates with decisions that did not see each other:", fg="red", bold=True),
@@ -106,14 +125,14 @@ def _sessions(sessions: list[dict[str, Any]], paint: Any) -> list[str]:
                                 ("running", "Sessions running", None)):
         rows = [s for s in sessions if s["state"] == state]
         if rows:
-            out.append(paint(f"\n{title}:", fg=color))
+            out.append("\n" + paint(f"{title}:", fg=color))
         for s in rows:
             said = s["last_response"] if state == "awaiting_input" else s["last_progress"]
             idle = f", idle {ago(s['idle_seconds'])}" if state == "awaiting_input" else ""
             out.append(f"  {s['id']:<12} {first_line(s['task'], 50)}  ({s['owner']}{idle})"
                        + elsewhere(s["workspace"], here))
             out += [f"               {first_line(said)}"] if said else []
-            out += [f"               {len(s['inbox'])} unread messages"] if s["inbox"] else []
+            out += [f"               {plural.counted(len(s['inbox']), 'unread message')}"] if s["inbox"] else []
     return out
 
 

@@ -6,6 +6,7 @@ from typing import Optional
 
 import click
 
+from loopx.cli import pager
 from loopx.cli.app import App, pass_app
 from loopx.features import changes, validate as checks
 from loopx.ops import timeline
@@ -15,14 +16,20 @@ from loopx.ops import timeline
 @click.argument("spec", required=False, metavar="[RANGE]")
 @click.option("-n", "--max-count", type=click.IntRange(min=1), help="Show at most N commits.")
 @click.option("--oneline", is_flag=True, help="One line per event: commit, actor, what changed.")
+@click.option("--no-pager", "no_pager", is_flag=True, help="Do not page the text on a terminal.")
 @pass_app
-def log(app: App, spec: Optional[str], max_count: Optional[int], oneline: bool) -> None:
+def log(app: App, spec: Optional[str], max_count: Optional[int], oneline: bool,
+        no_pager: bool) -> None:
     """The ledger's history in state terms, newest first, with the commit each change came in.
 
-    RANGE is a revision (default: the state ref) or A..B, as for `git log`.
+    RANGE is a revision (default: the state ref) or A..B, as for `git log`. On a terminal the
+    text goes through your pager, as git's does (GIT_PAGER, core.pager, PAGER, less).
     """
     rows = timeline.log(app.ledger, spec, max_count=max_count)
-    app.emit(rows, lambda: changes.log_text(rows, oneline=oneline))
+    if app.json or app.batch_txn is not None:
+        app.emit(rows)
+    else:
+        pager.show(changes.log_text(rows, oneline=oneline), cwd=app.cwd, enabled=not no_pager)
 
 
 @click.command()

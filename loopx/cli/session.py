@@ -12,6 +12,7 @@ from loopx.cli import terminal
 from loopx.cli.app import App, duration, event_id_option, optional_duration, pass_app
 from loopx.cli.render import ago, elsewhere, first_line
 from loopx.features import readback
+from loopx.model import plural
 from loopx.ops import sessions
 
 
@@ -72,7 +73,10 @@ def session_respond(app: App, session_id: str, response: str, event_id: Optional
     stdin). It stays open until closed or reaped; a --one-shot session closes as done."""
     body = _text_or_stdin(response)
     event = app.write(lambda txn: sessions.respond(txn, session_id, body, event_id=event_id))
-    app.emit_event(event, f"session {event.data.id} has responded")
+    closed = app.batch_txn is None and sessions.show(app.ledger, event.data.id,
+                                                     now=app.now)["state"] == "closed"
+    app.emit_event(event, f"session {event.data.id} has responded"
+                   + ("; one-shot, it is closed (done)" if closed else "; it awaits input"))
 
 
 @session.command("send")
@@ -125,7 +129,7 @@ def session_ack(app: App, session_id: str, through: Optional[str], event_id: Opt
     if event is None:
         app.emit({"acked": []}, "inbox already empty")
         return
-    app.emit_event(event, f"consumed {len(event.data.interjections)} messages of session "
+    app.emit_event(event, f"consumed {plural.counted(len(event.data.interjections), 'message')} of session "
                    f"{event.data.id}")
 
 
@@ -175,9 +179,12 @@ def session_show(app: App, session_id: str, want_transcript: bool, number: Optio
 @click.option("--owner", metavar="ACTOR", help="Only this owner's sessions.")
 @pass_app
 def session_list(app: App, state: Optional[str], owner: Optional[str]) -> None:
-    """Running, awaiting input (with idle time) and closed sessions; slots in use."""
+    """Running, awaiting input (with idle time) and closed sessions; slots in use.
+
+    --json prints the list of sessions, as every `list` does; the slots in use are in
+    `session stats --json`."""
     data = sessions.listing(app.ledger, state=state, owner=owner, now=app.now)
-    app.emit(data, lambda: _list_text(data))
+    app.emit(data["sessions"], lambda: _list_text(data))
 
 
 @session.command("close")
@@ -211,7 +218,8 @@ def session_reap(app: App, idle: Optional[str], dry_run: bool) -> None:
         closed = app.write(lambda txn: sessions.reap(txn, idle=limit))
     verb = "would close" if dry_run else "closed"
     app.emit({"expired": closed, "dry_run": dry_run},
-             f"{verb} {len(closed)} idle sessions" + (f": {', '.join(closed)}" if closed else ""))
+             f"{verb} {plural.counted(len(closed), 'idle session')}"
+             + (f": {', '.join(closed)}" if closed else ""))
 
 
 @session.command("stats")
@@ -242,7 +250,8 @@ def _show_text(view: dict[str, Any]) -> str:
     out += [f"  goal:      {view['goal']}"] if view["goal"] else []
     out += [f"  progress:  {view['last_progress']}"] if view["last_progress"] else []
     out += [f"  response:  {view['last_response']}"] if view["last_response"] else []
-    out += [f"  inbox:     {len(view['inbox'])} unconsumed of {len(view['messages'])} messages"]
+    out += [f"  inbox:     {len(view['inbox'])} unconsumed of "
+            f"{plural.counted(len(view['messages']), 'message')}"]
     for point in view["checkpoints"]:
         out.append(f"  checkpoint {point['number']} ({point['bytes']} bytes, {point['at']}): "
                    f"{first_line(point['summary'])}")
@@ -277,7 +286,7 @@ def _list_text(data: dict[str, Any]) -> str:
 def _stats_text(data: dict[str, Any]) -> str:
     kept, one = data["kept_open"], data["one_shot"]
     closed = ", ".join(f"{n} {why}" for why, n in sorted(data["closed"].items())) or "none"
-    out = [f"{data['sessions']} sessions: {data['open']['running']} running, "
+    out = [f"{plural.counted(data['sessions'], 'session')}: {data['open']['running']} running, "
            f"{data['open']['awaiting_input']} awaiting input; closed: {closed}",
            f"kept open: {kept['total']}; got a follow-up: {kept['got_follow_up']} "
            f"({kept['follow_ups']} follow-ups); expired unused: {kept['expired_unused']}; "

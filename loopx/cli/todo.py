@@ -23,15 +23,21 @@ def todo() -> None:
 @click.option("--gate", multiple=True, metavar="GATE", help="A gate that must be approved first.")
 @click.option("--criterion", multiple=True, metavar="ID", help="An acceptance criterion it serves.")
 @click.option("--description", help="Longer text.")
+@click.option("--priority", type=click.IntRange(0, 4), metavar="0-4",
+              help="0 most urgent .. 4 least (default 2); orders the frontier and `next`.")
+@click.option("--discovered-from", "discovered_from", metavar="TODO",
+              help="The todo whose work turned this one up.")
 @event_id_option
 @pass_app
 def todo_add(app: App, goal_id: str, title: str, todo_id: Optional[str], after: tuple[str, ...],
              gate: tuple[str, ...], criterion: tuple[str, ...], description: Optional[str],
+             priority: Optional[int], discovered_from: Optional[str],
              event_id: Optional[str]) -> None:
     """Add a todo to GOAL_ID."""
     event = app.write(lambda txn: todos.add(txn, goal_id, title, id=todo_id, after=after,
                                             gates=gate, criteria=criterion,
-                                            description=description, event_id=event_id))
+                                            description=description, priority=priority,
+                                            discovered_from=discovered_from, event_id=event_id))
     app.emit_event(event, f"added todo {event.data.id} to {event.data.goal}: {title}")
 
 
@@ -41,15 +47,20 @@ def todo_add(app: App, goal_id: str, title: str, todo_id: Optional[str], after: 
 @click.option("--description", help="A new description.")
 @click.option("--after", multiple=True, metavar="TODO", help="Also wait for this todo (refuses cycles).")
 @click.option("--gate", multiple=True, metavar="GATE", help="Also require this gate's approval.")
+@click.option("--priority", type=click.IntRange(0, 4), metavar="0-4",
+              help="A new priority: 0 most urgent .. 4 least.")
 @event_id_option
 @pass_app
 def todo_update(app: App, todo_id: str, title: Optional[str], description: Optional[str],
-                after: tuple[str, ...], gate: tuple[str, ...], event_id: Optional[str]) -> None:
-    """Change a todo's title or description, or add dependencies and gates."""
-    if not (title or description or after or gate):
-        raise click.UsageError("nothing to change: give --title, --description, --after or --gate")
+                after: tuple[str, ...], gate: tuple[str, ...], priority: Optional[int],
+                event_id: Optional[str]) -> None:
+    """Change a todo's title, description or priority, or add dependencies and gates."""
+    if not (title or description or after or gate or priority is not None):
+        raise click.UsageError("nothing to change: give --title, --description, --priority, "
+                               "--after or --gate")
     event = app.write(lambda txn: todos.update(txn, todo_id, title=title, description=description,
-                                               after=after, gates=gate, event_id=event_id))
+                                               after=after, gates=gate, priority=priority,
+                                               event_id=event_id))
     app.emit_event(event, f"updated todo {event.data.id}")
 
 
@@ -80,14 +91,30 @@ def todo_release(app: App, todo_id: str, reason: Optional[str], event_id: Option
 @click.argument("todo_id")
 @click.option("--evidence", multiple=True, metavar="ID", help="Evidence id (repeatable).")
 @click.option("--summary")
+@click.option("--reason", metavar="TEXT",
+              help="Why it is done without passing, fresh evidence (recorded and shown).")
 @event_id_option
 @pass_app
 def todo_done(app: App, todo_id: str, evidence: tuple[str, ...], summary: Optional[str],
-              event_id: Optional[str]) -> None:
-    """Mark a todo done, citing evidence."""
+              reason: Optional[str], event_id: Optional[str]) -> None:
+    """Mark a todo done, on passing evidence that still vouches for the code (cited, else the
+    latest recorded for it), or with --reason saying why not."""
     event = app.write(lambda txn: todos.done(txn, todo_id, evidence=evidence, summary=summary,
-                                             event_id=event_id))
-    app.emit_event(event, f"finished todo {event.data.id}")
+                                             reason=reason, event_id=event_id))
+    app.emit_event(event, f"finished todo {event.data.id}"
+                   + (" without passing evidence (reason recorded)" if reason else ""))
+
+
+@todo.command("ack")
+@click.argument("todo_id")
+@click.option("--gate", "gates", multiple=True, metavar="GATE",
+              help="The decision to acknowledge (repeatable; default: all of them).")
+@event_id_option
+@pass_app
+def todo_ack(app: App, todo_id: str, gates: tuple[str, ...], event_id: Optional[str]) -> None:
+    """Acknowledge decisions made since you claimed a todo: you have re-planned with them."""
+    event = app.write(lambda txn: todos.ack(txn, todo_id, gates=gates, event_id=event_id))
+    app.emit_event(event, f"acknowledged {', '.join(event.data.gates)} on todo {event.data.id}")
 
 
 @todo.command("block")
@@ -160,13 +187,21 @@ def todo_renew(app: App, todo_id: str, ttl: Optional[str], event_id: Optional[st
 
 @todo.command("list")
 @click.option("--goal", "goal_id", help="Only this goal's todos.")
-@click.option("--ready", is_flag=True, help="Only the frontier (ready to work on).")
+@click.option("--ready", is_flag=True, help="Only the frontier (ready to work on), in its order.")
 @click.option("--all", "show_all", is_flag=True, help="Include done and cancelled todos.")
+@click.option("--priority", multiple=True, type=click.IntRange(0, 4), metavar="0-4",
+              help="Only todos of this priority (repeatable).")
+@click.option("--state", type=click.Choice(todos.STATES), help="Only todos in this state.")
+@click.option("--claimed-by", "claimant", metavar="ACTOR", help="Only todos this actor holds.")
+@click.option("--mine", is_flag=True, help="Only todos you hold (same as --claimed-by YOU).")
 @pass_app
-def todo_list(app: App, goal_id: Optional[str], ready: bool, show_all: bool) -> None:
-    """List todos with their state and why they are not ready."""
+def todo_list(app: App, goal_id: Optional[str], ready: bool, show_all: bool,
+              priority: tuple[int, ...], state: Optional[str], claimant: Optional[str],
+              mine: bool) -> None:
+    """List todos with their state and why they are not ready (ledger order)."""
     found = todos.listing(app.ledger, goal=goal_id, ready=ready, include_closed=show_all,
-                          now=app.now)
+                          priority=priority, state=state,
+                          claimant=app.actor if mine else claimant, now=app.now)
     app.emit(found, lambda: _list_text(found))
 
 
@@ -174,7 +209,7 @@ def _list_text(found: list[dict[str, Any]]) -> str:
     if not found:
         return "no todos"
     return "\n".join(
-        f"{t['id']:<12} {t['state']:<9} {t['title']}"
+        f"{t['id']:<12} {t['state']:<9} P{t['priority']} {t['title']}"
         + (f"  ({t['why_not_ready']})" if t["why_not_ready"] and t["state"] != "done" else "")
         for t in found
     )
@@ -191,7 +226,9 @@ def todo_show(app: App, todo_id: str) -> None:
 
 def _show_text(found: dict[str, Any]) -> str:
     lines = [f"todo {found['id']}: {found['title']}", f"  goal:    {found['goal']}",
-             f"  state:   {found['state']}"]
+             f"  state:   {found['state']}", f"  priority: {found['priority']}"]
+    if found["discovered_from"]:
+        lines.append(f"  found while doing: {found['discovered_from']}")
     if found["depends_on"]:
         lines.append(f"  after:   {', '.join(found['depends_on'])}")
     if found["gates"]:
@@ -202,4 +239,9 @@ def _show_text(found: dict[str, Any]) -> str:
         lines.append(f"  not ready: {found['why_not_ready']}")
     if found["evidence"]:
         lines.append(f"  evidence: {', '.join(found['evidence'])}")
+    if found.get("no_evidence_reason"):
+        lines.append(f"  done without evidence: {found['no_evidence_reason']}")
+    if found["decisions_since_claim"]:
+        lines.append(f"  decisions since claim: {', '.join(found['decisions_since_claim'])} "
+                     f"(git loopx todo ack {found['id']})")
     return "\n".join(lines)

@@ -19,6 +19,60 @@ if [ -x "$chained" ]; then
     [ "$hook" = pre-push ] && [ $status -ne 0 ] && exit $status
 fi
 
+# Most commits have nothing for loopx to record: no Loopx-Todo/Loopx-Goal trailer and no lease
+# held on this branch. post-commit decides that here, from the small file the ledger keeps
+# (<git common dir>/loopx/hooks.state, see docs/hooks.md), without starting Python; a file
+# written for another state tip is ignored. Only when loopx could run at all: otherwise the
+# lines below say that it cannot.
+if [ "$hook" = post-commit ] && [ -z "${LOOPX_STATE_REF:-}${LOOPX_HOOK_TEST_FAIL:-}" ] &&
+    { command -v git-loopx >/dev/null 2>&1 || [ -x "$loopx_python" ]; }; then
+    where=$(git rev-parse --path-format=absolute --git-common-dir --absolute-git-dir \
+        --verify -q 'refs/heads/loopx/state^{commit}' 2>/dev/null)
+    found=$?
+    { read -r common; read -r gitdir; read -r tip; } <<EOF
+$where
+EOF
+    case $common in /*) ;; *) found=2 ;; esac  # a git before 2.31: loopx itself decides
+    # No ledger here, unless the ref is there and its commit is not: loopx says so then.
+    [ $found -eq 1 ] && [ ! -f "$common/refs/heads/loopx/state" ] && exit $status
+    # A rebase runs post-commit for every pick; post-rewrite remaps them once it is done.
+    if [ -d "$gitdir/rebase-merge" ] || [ -d "$gitdir/rebase-apply" ]; then exit $status; fi
+    known= leases= head=
+    read -r head 2>/dev/null < "$gitdir/HEAD"
+    for queued in "$common"/loopx/spool/*.json; do
+        [ -e "$queued" ] && found=3  # work an earlier hook queued: loopx applies it now
+        break
+    done
+    # A commit on the state branch itself: loopx warns about it.
+    [ "$head" = "ref: refs/heads/loopx/state" ] && found=3
+    if [ $found -eq 0 ] && [ -n "$tip" ] && [ -f "$common/loopx/hooks.state" ]; then
+        while read -r kind a b until; do
+            case $kind in
+                tip) [ "$a" = "$tip" ] && known=1 ;;
+                lease) leases="$leases$a $b $until
+" ;;
+            esac
+        done < "$common/loopx/hooks.state"
+    fi
+    if [ -n "$known" ] && [ -z "$(git log -1 --no-show-signature \
+            --format='%(trailers:key=Loopx-Todo,key=Loopx-Goal,valueonly)' | tr -d ' \n')" ]; then
+        held=
+        if [ -n "$leases" ]; then
+            actor=${LOOPX_ACTOR:-}
+            [ -n "$actor" ] || actor="human:$(git config user.email)"
+            branch=$(git symbolic-ref -q HEAD)
+            now=$(date +%s)
+            while read -r a b until; do
+                [ -n "$a" ] && [ "$a" = "$actor" ] && [ "$b" = "$branch" ] &&
+                    [ "$until" -gt "$now" ] && held=1
+            done <<EOF
+$leases
+EOF
+        fi
+        [ -n "$held" ] || exit $status  # nothing to record
+    fi
+fi
+
 # loopx's stderr goes through a file so that a loopx that cannot run at all (interpreter
 # gone, package removed: exit 126/127 or a traceback) is reported in one line, not raw.
 err=$(mktemp 2>/dev/null) || err=

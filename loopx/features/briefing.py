@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from loopx.model import plural
+
 
 def markdown(snap: dict[str, Any], *, goal_id: Optional[str] = None) -> str:
     """The brief for every live goal (or just ``goal_id``)."""
@@ -27,9 +29,9 @@ def markdown(snap: dict[str, Any], *, goal_id: Optional[str] = None) -> str:
 def _next_section(snap: dict[str, Any]) -> list[str]:
     out = ["## Next actions", ""]
     actions = snap["actions"][:10]
-    for action in actions:
+    for n, action in enumerate(actions, 1):
         cmd = f" — `{action['command']}`" if action.get("command") else ""
-        out.append(f"1. **{action['kind']}**: {action['reason']}{cmd}")
+        out.append(f"{n}. **{action['kind']}**: {action['reason']}{cmd}")
     if not actions:
         out.append("Nothing to do" + (f"; look again at {snap['next_wake']}." if snap.get("next_wake") else "."))
     return out + [""]
@@ -38,15 +40,19 @@ def _next_section(snap: dict[str, Any]) -> list[str]:
 def _goal_section(snap: dict[str, Any], goal: dict[str, Any]) -> list[str]:
     out = [f"## Goal {goal['id']}: {goal['title']} ({goal['state']})", "", "### Acceptance", ""]
     evidence = {e["id"]: e for e in snap["evidence"]}
+    judged = snap.get("environment", {}).get("evidence") or {}
     for crit in goal["acceptance"]:
-        mark = "x" if crit.get("freshness") == "fresh" else " "
-        out.append(f"- [{mark}] **{crit['id']}** {crit['text']} — {crit.get('freshness', 'unmet')}")
+        # As in `status`: [x] met by fresh evidence, [~] met only by evidence gone stale.
+        mark = {"fresh": "x", "stale": "~", "unknown": "~"}.get(crit.get("freshness") or "", " ")
+        out.append(f"- [{mark}] **{crit['id']}** {crit['text']} — {crit.get('freshness', 'unmet')}"
+                   + _criterion_detail(goal, crit))
         for ev_id in crit.get("evidence", []):
-            ev = evidence.get(ev_id, {})
-            commit = (ev.get("commit") or "-")[:12]
-            out.append(f"  - {ev_id} ({ev.get('kind')}, {commit}, {ev.get('freshness') or 'n/a'})"
-                       + (f": {ev['summary']}" if ev.get("summary") else "")
-                       + (f" — re-run `{ev['command']}`" if ev.get("command") and ev.get("freshness") == "stale" else ""))
+            out.append("  - " + _evidence_line(evidence.get(ev_id, {"id": ev_id}), judged))
+    out += [f"- [-] ~~{c['id']}~~ {c['text']} — retired" for c in goal.get("retired", [])]
+    recorded = [e for e in snap["evidence"] if e.get("goal") == goal["id"]]
+    if recorded:  # all of it, commit records too, newest last
+        out += ["", "### Evidence", ""] + [f"- {_evidence_line(e, judged)}"
+                                           for e in recorded[-20:]]
     todos = [t for t in snap["todos"] if t["goal"] == goal["id"]]
     out += ["", "### Done", ""] + _todo_lines([t for t in todos if t["state"] == "done"])
     out += ["", "### Frontier (ready)", ""] + _todo_lines([t for t in todos if t["ready"]])
@@ -55,10 +61,40 @@ def _goal_section(snap: dict[str, Any], goal: dict[str, Any]) -> list[str]:
     return out + [""]
 
 
+def _evidence_line(ev: dict[str, Any], judged: dict[str, Any]) -> str:
+    """``e-1 (test, for t-1, 3c76bab4d2 (recorded on 04d38397ae), stale): summary``: the commit
+    it points to now, after amends and rebases, and the one it was recorded on."""
+    recorded = str(ev.get("commit") or "")
+    now = str((judged.get(str(ev.get("id")), {}) or {}).get("commit") or recorded)
+    commit = "no commit" if not recorded else now[:10] + (
+        f" (recorded on {recorded[:10]})" if now != recorded else "")
+    todo = f"for {ev['todo']}, " if ev.get("todo") else ""
+    return (f"{ev.get('id')} ({ev.get('kind')}, {todo}{commit}, {ev.get('freshness') or 'n/a'})"
+            + (f": {ev['summary']}" if ev.get("summary") else ""))
+
+
+def _criterion_detail(goal: dict[str, Any], crit: dict[str, Any]) -> str:
+    """Why a criterion is not simply met: its scope, what changed, a failure, unrecorded CI."""
+    parts = [f"judged on {', '.join(crit['paths'])}"] if crit.get("paths") else []
+    if crit.get("changed"):
+        parts.append(f"changed since: {', '.join(crit['changed'][:5])}")
+    if crit.get("verdict") == "fail" and not crit.get("ci"):
+        parts.append(f"latest evidence {crit.get('latest')} failed")
+    if crit.get("ci"):
+        names = ", ".join(c["name"] for c in crit["ci"].get("checks", []))
+        parts.append(f"CI ({names}) {crit['ci']['verdict']} for HEAD, not recorded yet: "
+                     "`git loopx ci record`")
+    elif crit.get("needs_rerun") or crit.get("verdict") == "fail":
+        parts.append(f"re-run: `git loopx rerun --criterion {goal['id']}:{crit['id']}`")
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
 def _todo_lines(todos: list[dict[str, Any]], *, why: bool = False) -> list[str]:
     if not todos:
         return ["- (none)"]
     return [f"- {t['id']}: {t['title']}" + (f" — {t['why_not_ready']}" if why and t["why_not_ready"] else "")
+            + (f" — done without evidence: {t['no_evidence_reason']}"
+               if t.get("no_evidence_reason") else "")
             for t in todos]
 
 
@@ -99,7 +135,8 @@ def _warnings_section(snap: dict[str, Any]) -> list[str]:
     out += [f"- effect {e['id']} ({e['action']} on {e['target']}) is indeterminate: read it back"
             for e in snap.get("effects", []) if e.get("state") == "indeterminate"]
     if snap.get("unknown_events"):
-        out.append(f"- {len(snap['unknown_events'])} events of unknown types (upgrade loopx)")
+        out.append(f"- {plural.counted(len(snap['unknown_events']), 'event')} of unknown types "
+                   "(upgrade loopx)")
     return ["## Warnings", ""] + out + [""] if out else []
 
 
@@ -119,8 +156,9 @@ def _environment_section(env: dict[str, Any]) -> list[str]:
         lines.append(f"- {env['in_progress']} in progress")
     if upstream:
         lines.append(f"- upstream {upstream['name']}: {upstream['ahead']} ahead, {upstream['behind']} behind")
-    lines.append(f"- ledger vs {state.get('tracking') or 'no remote'}: {state.get('unpushed', 0)} events "
-                 f"unpushed, {state.get('unmerged', 0)} unmerged")
+    lines.append(f"- ledger vs {state.get('tracking') or 'no remote'}: "
+                 f"{plural.counted(state.get('unpushed', 0), 'event')} not pushed, "
+                 f"{state.get('unmerged', 0)} fetched and not merged")
     lines.append(f"- CI ({ci.get('provider') or 'none'}): {ci.get('state')}"
                  + (f" — {ci['detail']}" if ci.get("detail") else ""))
     return lines + [""]

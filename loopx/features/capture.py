@@ -23,14 +23,16 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Optional
 
 from loopx.errors import Ambiguous, NotFound
-from loopx.features import redact, spool
+from loopx.features import readback, redact, spool
 from loopx.ledger import cache
 from loopx.ledger.book import Ledger
 from loopx.ledger.draft import Draft
 from loopx.model import clock
 from loopx.model.ids import new_short_id
+from loopx.state.appliers import ANY_EVIDENCE
 from loopx.state.views import resolve_id
 from loopx.storage import gateway
+from loopx.storage.store import STATE_REF
 
 if TYPE_CHECKING:
     from loopx.ledger.txn import Txn
@@ -82,38 +84,60 @@ class Recorded:
 
 
 def record_commit(*, ledger: Ledger, actor: str, rev: str = "HEAD",
-                  info: Optional[CommitInfo] = None, now: Optional[datetime] = None) -> Recorded:
+                  info: Optional[CommitInfo] = None, now: Optional[datetime] = None,
+                  branch: Optional[str] = None, amended: Optional[str] = None) -> Recorded:
     """Commit evidence for ``rev``: one per todo named in its trailers, else per todo
-    ``actor`` holds a live lease on; a Loopx-Goal trailer alone gives goal-level evidence."""
+    ``actor`` holds a live lease on that was taken on ``branch`` (the branch the commit is
+    on); a Loopx-Goal trailer alone gives goal-level evidence. Never for a closed goal.
+
+    ``amended`` is the commit an amend replaced: what was recorded for it is remapped by
+    post-rewrite, so it is not recorded a second time here.
+    """
     info = info or read_commit(ledger.repo.cwd, rev)
     result = Recorded()
+    # The todos held on this branch, from the live part of the cache (leases are on goals in
+    # play): the transaction then looks them up by id, never scanning every todo.
+    held = _leased_by(ledger.live_fold(), actor, now or clock.now(), branch)
 
     def build(txn: "Txn") -> None:
         result.events.clear()
         result.notes.clear()
-        for todo, goal in _targets(txn, info, actor, now or clock.now(), result.notes):
-            if not _already_recorded(txn, info.sha, todo, goal):
+        targets = _targets(txn, info, actor, now or clock.now(), result.notes, branch, held)
+        for todo, goal in targets:
+            if not _already_recorded(txn, {info.sha, amended or info.sha}, todo, goal):
                 result.events.append(txn.add(_commit_draft(info, todo, goal)))
 
     ledger.write(build, actor=actor, now=now)
     return result
 
 
-def _targets(txn: "Txn", info: CommitInfo, actor: str, now: datetime,
-             notes: list[str]) -> list[tuple[Optional[str], Optional[str]]]:
+def _targets(txn: "Txn", info: CommitInfo, actor: str, now: datetime, notes: list[str],
+             branch: Optional[str], held: list[str]) -> list[tuple[Optional[str], Optional[str]]]:
     """(todo, goal) pairs the commit works on."""
     fold = txn.fold
     todos = [t for i in info.todos if (t := _resolve(fold.todos, i, "todo", notes))]
     goals = [g for i in info.goals if (g := _resolve(fold.goals, i, "goal", notes))]
-    if not info.todos and not info.goals:
-        todos = _leased_by(fold, actor, now)
+    if not info.todos and not info.goals:  # still held now that we are the one writer?
+        todos = [t for t in held if t in fold.todos and _leased_by(
+            {t: fold.todos[t]}, actor, now, branch)]
+    todos = [t for t in todos if _open_goal(fold, fold.todos[t].goal, f"todo {t}", notes)]
+    goals = [g for g in goals if _open_goal(fold, g, f"goal {g}", notes)]
     pairs: list[tuple[Optional[str], Optional[str]]] = [(t, None) for t in todos]
     covered = {fold.todos[t].goal for t in todos}
     pairs += [(None, g) for g in goals if g not in covered]
     return pairs
 
 
-def _resolve(table: dict[str, Any], prefix: str, kind: str, notes: list[str]) -> Optional[str]:
+def _open_goal(fold: Any, goal_id: str, what: str, notes: list[str]) -> bool:
+    goal = fold.goals.get(goal_id)
+    if goal is not None and goal.state in ("achieved", "abandoned"):
+        owner = "" if what == f"goal {goal_id}" else f"'s goal {goal_id}"
+        notes.append(f"trailer ignored: {what}{owner} is {goal.state}")
+        return False
+    return True
+
+
+def _resolve(table: Mapping[str, Any], prefix: str, kind: str, notes: list[str]) -> Optional[str]:
     try:
         return resolve_id(table, prefix, kind)
     except (NotFound, Ambiguous) as exc:
@@ -122,30 +146,59 @@ def _resolve(table: dict[str, Any], prefix: str, kind: str, notes: list[str]) ->
 
 
 def cached_leases(*, loopx_dir: Path, ref: str, tip: str, actor: str,
-                  now: Optional[datetime] = None) -> Optional[list[str]]:
-    """The todos ``actor`` holds a live lease on, from the projection cache of ``tip``; None
-    when the cache is not of that tip. Imports no pydantic: post-commit's common case (no
-    trailer, no lease) stays cheap."""
-    cached = cache.load(cache.path_for(loopx_dir / "cache", ref))
+                  branch: Optional[str] = None, now: Optional[datetime] = None
+                  ) -> Optional[list[str]]:
+    """The todos ``actor`` holds a live lease on, taken on ``branch``, from the projection
+    cache of ``tip``; None when the cache is not of that tip. Imports no pydantic:
+    post-commit's common case (no trailer, no lease) stays cheap."""
+    cached = cache.load_live(cache.paths_for(loopx_dir / "cache", ref)[1])
     if cached is None or cached[0] != tip:
         return None
-    return _leased_by(cached[1], actor, now or clock.now())
+    if ref == STATE_REF:  # the shim asked us: let it answer the next commit itself
+        cache.save_hooks_state(cache.hooks_state_path(loopx_dir), tip, cached[1])
+    return _leased_by(cached[1], actor, now or clock.now(), branch)
 
 
-def _leased_by(fold: Any, actor: str, now: datetime) -> list[str]:
+def _leased_by(fold_or_todos: Any, actor: str, now: datetime,
+               branch: Optional[str]) -> list[str]:
+    """The todos (of a fold, or a todo table) ``actor`` holds on ``branch``. Leases count for
+    commits on the branch they were taken on only: a commit elsewhere (a release branch,
+    another worktree's branch, a detached HEAD) is not that work."""
+    todos = getattr(fold_or_todos, "todos", fold_or_todos)
     return sorted(
-        todo.id for todo in fold.todos.values()
+        todo.id for todo in todos.values()
         if todo.state == "open" and todo.holder == actor and todo.until
+        and branch is not None and todo.branch == branch
         and clock.parse_ts(todo.until) > now
     )
 
 
-def _already_recorded(txn: "Txn", sha: str, todo: Optional[str], goal: Optional[str]) -> bool:
-    # post-commit can run twice for one commit (a retried hook, a chained runner); record once.
-    return any(
-        ev.kind == "commit" and ev.commit == sha and ev.todo == todo and (todo or ev.goal == goal)
-        for ev in txn.fold.evidence.values()
-    )
+def _already_recorded(txn: "Txn", shas: set[str], todo: Optional[str],
+                      goal: Optional[str]) -> bool:
+    # post-commit can run twice for one commit (a retried hook, a chained runner), and an amend
+    # is remapped by post-rewrite: record once. Commits are followed through earlier remaps.
+    fold = txn.fold
+    found = [fold.evidence[e] for e in _recorded_on(fold, shas) if e in fold.evidence]
+    return any(ev.kind == "commit" and ev.todo == todo and (todo or ev.goal == goal)
+               for ev in found)
+
+
+def _recorded_on(fold: Any, shas: set[str]) -> set[str]:
+    """Ids of the commit records on these commits or on commits rewritten into them (the
+    fold's index by commit; a rewrite is listed under its new commit as ``remap:<old>``)."""
+    found: set[str] = set()
+    todo, seen = list(shas), set(shas)
+    while todo:
+        for item in fold.by_commit.get(todo.pop()) or []:
+            if item == ANY_EVIDENCE:
+                continue  # not a commit record
+            old = item.removeprefix("remap:")
+            if old == item:
+                found.add(item)
+            elif old not in seen:
+                seen.add(old)
+                todo.append(old)
+    return found
 
 
 def _commit_draft(info: CommitInfo, todo: Optional[str], goal: Optional[str]) -> Draft:
@@ -157,7 +210,8 @@ def _commit_draft(info: CommitInfo, todo: Optional[str], goal: Optional[str]) ->
 # What a hook queues when the state branch is busy (loopx.features.spool): hook name ->
 # how the next loopx command applies it, with the hook's actor and time.
 def _spooled_commit(ledger: Ledger, entry: spool.Entry) -> None:
-    record_commit(ledger=ledger, actor=entry.actor, rev=entry.inputs["commit"], now=entry.when)
+    record_commit(ledger=ledger, actor=entry.actor, rev=entry.inputs["commit"], now=entry.when,
+                  branch=entry.inputs.get("branch"), amended=entry.inputs.get("amended"))
 
 
 def _spooled_rewrite(ledger: Ledger, entry: spool.Entry) -> None:
@@ -187,9 +241,8 @@ def record_rewrite(*, ledger: Ledger, actor: str, pairs: list[dict[str, str]],
 
     def build(txn: "Txn") -> None:
         result.events.clear()
-        known = {ev.commit for ev in txn.fold.evidence.values() if ev.commit}
-        known |= set(txn.fold.remaps.values())
-        relevant = [p for p in pairs if p["old"] in known]
+        # Evidence (or an earlier rewrite) names the commit: the fold's index by commit says.
+        relevant = [p for p in pairs if p["old"] in txn.fold.by_commit]
         for start in range(0, len(relevant), 10_000):  # the model's cap per event
             chunk = relevant[start : start + 10_000]
             result.events.append(txn.add(Draft("evidence.remapped", {"mappings": chunk})))
@@ -214,7 +267,8 @@ class RunOutcome:
 
 
 def run_command(argv: list[str], *, environ: Mapping[str, str],
-                stdout: IO[bytes], stderr: IO[bytes]) -> RunOutcome:
+                stdout: IO[bytes], stderr: IO[bytes],
+                cwd: Optional[Path] = None) -> RunOutcome:
     """Run ``argv``, streaming its output to ``stdout``/``stderr`` while capturing it.
 
     The digest and tail are of the *redacted* output: the digest is stored in git forever,
@@ -226,16 +280,16 @@ def run_command(argv: list[str], *, environ: Mapping[str, str],
     command = shlex.join(redact.redact_argv(argv, environ))[:10_000]
     started = time.monotonic()
     spool = _Spool()
-    code = _tee(argv, environ, spool, stdout, stderr)
+    code = _tee(argv, environ, spool, stdout, stderr, cwd)
     digest, tail = spool.summarise(redactor)
     return RunOutcome(command, code, round(time.monotonic() - started, 3), digest, tail)
 
 
 def _tee(argv: list[str], environ: Mapping[str, str], spool: "_Spool",
-         stdout: IO[bytes], stderr: IO[bytes]) -> int:
+         stdout: IO[bytes], stderr: IO[bytes], cwd: Optional[Path]) -> int:
     try:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                env=dict(environ))
+                                env=dict(environ), cwd=cwd)
     except OSError as exc:  # not found, not executable: the shell's 127/126
         message = f"loopx run: {argv[0]}: {exc.strerror}\n".encode()
         stderr.write(message)

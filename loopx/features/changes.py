@@ -10,12 +10,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Optional
 
-from loopx.ledger import layout
 from loopx.storage import commits
 from loopx.storage.gateway import Oversize
 from loopx.state import history
 from loopx.state import views
-from loopx.errors import NotFound, UsageError
+from loopx.errors import NotFound, SchemaError, UsageError
+from loopx.model import plain
+from loopx.model.codec import MAX_BYTES
 from loopx.ledger.book import Ledger
 
 
@@ -57,8 +58,15 @@ def _revs(ledger: Ledger, spec: Optional[str]) -> tuple[list[str], str]:
 def _event_row(
     path: str, data: Optional[bytes | Oversize], refused: dict[str, str], signed: dict[str, Any]
 ) -> dict[str, Any]:
+    # Read for display only (no event models: a warm `log` starts fast); what validation
+    # says of the file is the fold's verdict, in ``refused``.
     try:
-        event = layout.read_event(path, data)
+        if path in refused:
+            raise SchemaError(refused[path])
+        if isinstance(data, Oversize):  # sized from its header, never read
+            raise SchemaError(f"{data.size} bytes is over the {MAX_BYTES // 1024} KiB limit")
+        event = plain.read(path, data)
+        text = history.describe(event)
     except Exception as exc:  # a broken file is shown, never fatal: log is for looking
         return {
             "id": path,
@@ -76,7 +84,7 @@ def _event_row(
         "actor": event.env.actor,
         "at": event.env.at,
         "goal": event.env.goal,
-        "text": history.describe(event),
+        "text": text,
         "applied": event.id not in refused,
     }
     if event.id in refused:

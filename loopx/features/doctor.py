@@ -14,13 +14,13 @@ from __future__ import annotations
 import time
 from typing import Any, Optional
 
-from loopx.storage import gateway
-from loopx.features import incoming, salvage, spool
 from loopx.errors import GitError, LoopxError
-from loopx.ledger import book
-from loopx.ledger.book import Ledger
-from loopx.storage.store import STALE_REF_LOCK_S, Store
+from loopx.features import incoming, salvage, spool
 from loopx.features.sync import PROPOSAL_PREFIX
+from loopx.ledger import book, cache, checkpoints
+from loopx.ledger.book import Ledger
+from loopx.storage import gateway
+from loopx.storage.store import STALE_REF_LOCK_S, Store
 
 
 def examine(*, ledger: Ledger) -> dict[str, Any]:
@@ -54,6 +54,30 @@ def examine(*, ledger: Ledger) -> dict[str, Any]:
                         for ref in incoming.quarantined(store)],
         "proposals": _refs(store, PROPOSAL_PREFIX),
     }
+
+
+def verify(*, ledger: Ledger) -> dict[str, Any]:
+    """Recompute the derived data from the events and compare: the cache's fold at the tip,
+    and the checkpoints a clone would start from (the newest on the tip, and the one this
+    cache came from). A cache that differs is rebuilt from the events; a checkpoint that
+    differs is a problem (``git loopx validate`` refuses one in a pull request).
+    """
+    tip = ledger.tip()
+    if tip is None:
+        return {"ok": True, "checked": [], "problems": []}
+    replayed = ledger.reader.rebuild(tip)
+    checked, problems = ["cache"], []
+    source = (ledger.projection.source() or "").removeprefix("checkpoint ")
+    if cache.content(ledger.fold()) != cache.content(replayed):
+        problems.append("the cache differed from a replay of the events; it was rebuilt")
+        source = ""
+    ledger.recache(replayed)  # either way: what is cached is now verified
+    manifests = checkpoints.listed(ledger.store, tip)
+    for manifest in [m for n, m in enumerate(manifests) if n == 0 or m.commit == source]:
+        checked.append(f"checkpoint {manifest.commit}")
+        problems += checkpoints.verify(ledger.fold_at(manifest.commit), ledger.store, tip,
+                                       manifest)
+    return {"ok": not problems, "checked": checked, "problems": problems}
 
 
 def tip_problems(store: Store, tip: str) -> list[str]:

@@ -20,6 +20,8 @@ the ledger can check a remote state before adopting it.
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -61,6 +63,8 @@ class Verdict:
     new_files: dict[str, Oid] = field(default_factory=dict)  # not yet in ours
     findings: list[Finding] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)  # accepted events of unknown types
+    clocks: list[tuple[str, int]] = field(default_factory=list)  # (path, clock) to judge
+    counted: int = 0  # new event files when the whole tip was judged (we had no state)
 
     @property
     def ok(self) -> bool:
@@ -68,7 +72,7 @@ class Verdict:
 
     @property
     def new_events(self) -> int:
-        return sum(1 for path in self.new_files if path.startswith("events/"))
+        return self.counted + sum(1 for path in self.new_files if path.startswith("events/"))
 
     def report(self) -> str:
         lines = [f"tip {self.theirs} refused (base {self.base or 'none'}, ours {self.ours or 'none'}):"]
@@ -77,11 +81,14 @@ class Verdict:
 
 
 def check(store: Store, *, theirs: str, ours: Optional[str], previous: Optional[str] = None,
-          known_events: int = 0) -> Verdict:
+          parse: bool = True, known_events: int = 0) -> Verdict:
     """Judge the tip ``theirs`` before merging it into ``ours`` (None: we have no state yet).
 
     ``previous`` is the remote tip we accepted last time; a ``theirs`` that no longer contains
-    it means the remote's history was rewritten. ``known_events`` is how many events ``ours``
+    it means the remote's history was rewritten. Without ``parse`` the event files are judged
+    by path, mode and size only: adopting a clone's origin replays every file anyway and
+    refuses the ones that do not parse (:func:`loopx.features.sync.adopt`), so reading each
+    twice would double the first command's cost. ``known_events`` is how many events ``ours``
     holds: no event that arrives may have a clock far ahead of all the events together.
     """
     tip = store.resolve(theirs)
@@ -89,7 +96,12 @@ def check(store: Store, *, theirs: str, ours: Optional[str], previous: Optional[
         return Verdict(Oid(theirs), None, None,
                        findings=[Finding("<tip>", "is not a commit", "not-a-commit")])
     mine = store.resolve(ours) if ours else None
-    base = store.merge_base(mine, tip) if mine else None
+    if mine is None:
+        verdict = _check_whole(store, tip, parse)
+        _check_commits(store, None, tip, verdict)
+        _check_clocks(verdict, known_events + verdict.counted)
+        return verdict
+    base = store.merge_base(mine, tip)
     verdict = Verdict(tip, mine, base)
     if previous and store.resolve(previous) and not store.is_ancestor(previous, tip):
         verdict.findings.append(Finding(
@@ -103,8 +115,8 @@ def check(store: Store, *, theirs: str, ours: Optional[str], previous: Optional[
     for entry in added:
         _check_entry(entry, ours_dirs, verdict)
     _check_case(ours_dirs, added, verdict)
-    _check_contents(store, [e for e in added if e.path in verdict.new_files], verdict,
-                    known_events)
+    _check_contents(store, [e for e in added if e.path in verdict.new_files], verdict, parse)
+    _check_clocks(verdict, known_events + verdict.new_events)
     return verdict
 
 
@@ -127,6 +139,104 @@ def _check_commits(store: Store, base: Optional[str], tip: str, verdict: Verdict
             verdict.findings.append(Finding(
                 "<history>", f"commit {oid[:12]} is {size} bytes, over the "
                 f"{MAX_COMMIT_BYTES // 1024} KiB a state commit may be", "too-big"))
+
+
+# A line of `ls-tree -r -z -l` that needs no closer look: a plain file of the usual kind,
+# at a path of the strict shape. Uppercase ULIDs, lowercase types and hex commit ids cannot
+# collide under casefold, so such names need no collision check either.
+_PLAIN = re.compile(
+    rb"100644 blob ([0-9a-f]{40}(?:[0-9a-f]{24})?) +([0-9]{1,7})\t(?:"
+    rb"(events/[0-9]{4}/[0-9]{2}/[0-9]{2}/[0-7][0-9A-HJKMNP-TV-Z]{25}"
+    rb"\.[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*\.yaml)"
+    rb"|(checkpoints/(?:[0-9a-f]{40}|[0-9a-f]{64})/(?:manifest\.json|rows-[0-9]{4}\.tsv)))\0")
+
+
+_BULK_AREAS = (b"events", b"checkpoints")
+
+
+def _check_whole(store: Store, tip: Oid, parse: bool, *, bulk: bool = True) -> Verdict:
+    """Judge every file of ``tip`` (we have no state of our own to compare with): one
+    ``ls-tree -l`` gives path, mode and size of each file. With ``bulk``, lines of the usual
+    shape are judged by one pattern (a fresh clone of a long ledger is mostly these) and the
+    others get every rule, one directory's names held at a time; when such another line lies
+    under ``events/`` or ``checkpoints/`` (whose names the pattern did not keep) the whole
+    tip is judged again line by line, so case collisions with it are found too."""
+    verdict = Verdict(tip, None, None)
+    listing = gateway.run(store.cwd, "ls-tree", "-r", "-z", "-l", "--full-tree", tip).stdout
+    caps = {b"e": rules.AREAS["events"][1], b"c": rules.AREAS["checkpoints"][1]}
+    chunk: list[Entry] = []
+    names: dict[str, dict[str, str]] = {}  # directory on the current path -> casefold -> name
+    pos, end = 0, len(listing)
+    while pos < end:
+        plain = _PLAIN.match(listing, pos) if bulk else None
+        if plain is not None and int(plain[2]) <= caps[(plain[3] or plain[4])[:1]]:
+            pos = plain.end()
+            if plain[3] is not None:
+                verdict.counted += 1
+                if parse:
+                    chunk.append(Entry(plain[3].decode(), "100644", "blob", Oid(plain[1].decode())))
+        else:
+            stop = listing.find(b"\0", pos)
+            stop = end if stop < 0 else stop
+            line = listing[pos:stop]
+            if bulk and line.partition(b"\t")[2].split(b"/", 1)[0].lower() in _BULK_AREAS:
+                return _check_whole(store, tip, parse, bulk=False)
+            _check_line(line, names, chunk, verdict, parse)
+            pos = stop + 1
+        if len(chunk) >= 1000:
+            _parse_events(store, chunk, verdict)
+            chunk = []
+    _parse_events(store, chunk, verdict)
+    return verdict
+
+
+def _check_line(item: bytes, names: dict[str, dict[str, str]], chunk: list[Entry],
+                verdict: Verdict, parse: bool) -> None:
+    """Every rule for one line of the listing."""
+    if not item:
+        return
+    meta, _, raw_path = item.partition(b"\t")
+    mode, kind, oid, size = meta.decode().split()
+    path = raw_path.decode("utf-8", "surrogateescape")
+    _check_names(names, path, verdict)
+    broken = rules.path_rule(path, mode) or (
+        rules.size_rule(path, int(size)) if size.isdigit() else None)
+    if broken is not None:
+        verdict.findings.append(Finding.of(path, broken))
+    elif kind != "blob":
+        verdict.findings.append(Finding(path, "blob is missing or not a blob", "missing"))
+    elif rules.is_event(path):
+        verdict.counted += 1
+        if parse:
+            chunk.append(Entry(path, mode, kind, Oid(oid)))
+
+
+def _check_names(names: dict[str, dict[str, str]], path: str, verdict: Verdict) -> None:
+    """Names equal under casefold in one directory (they collide on macOS and Windows
+    checkouts). A recursive tree listing visits each directory's files together, so only the
+    directories on the way to ``path`` need their names kept."""
+    parts = path.split("/")
+    dirs = ["/".join(parts[:depth]) for depth in range(len(parts))]
+    for left in [d for d in names if d not in dirs]:  # never visited again
+        del names[left]
+    for directory, name in zip(dirs, parts):
+        other = names.setdefault(directory, {}).setdefault(name.casefold(), name)
+        if other != name:
+            where = f"{directory}/" if directory else ""
+            verdict.findings.append(Finding.of(f"{where}{name}", Broken(
+                "bad-path", f"collides with {where}{other} on case-insensitive disks")))
+
+
+def _parse_events(store: Store, entries: list[Entry], verdict: Verdict) -> None:
+    for entry, data in zip(entries, store.read_blobs([e.oid for e in entries])):
+        event, broken = rules.event_rule(entry.path, data)
+        if broken is not None:
+            verdict.findings.append(Finding.of(entry.path, broken))
+            continue
+        if event is not None and event.env.clock > folding.MAX_CLOCK_LEAD:
+            verdict.clocks.append((entry.path, event.env.clock))  # judged once all are counted
+        if event is not None and not event.known:
+            verdict.unknown.append(entry.path)
 
 
 def _changes(store: Store, base: Optional[str], tip: str, verdict: Verdict) -> list[Entry]:
@@ -202,10 +312,8 @@ def names_along(tree: TreeDirs, paths: list[str]) -> dict[str, set[str]]:
     return names
 
 
-def _check_contents(store: Store, entries: list[Entry], verdict: Verdict,
-                    known_events: int) -> None:
-    """Size caps first (from object headers), then parse and validate every event file, and
-    refuse clocks far ahead of every event there will be (:func:`folding.clock_ahead`)."""
+def _check_contents(store: Store, entries: list[Entry], verdict: Verdict, parse: bool) -> None:
+    """Size caps first (from object headers), then parse and validate every event file."""
     sizes = blob_sizes(store, [e.oid for e in entries])
     readable = []
     for entry in entries:
@@ -216,18 +324,18 @@ def _check_contents(store: Store, entries: list[Entry], verdict: Verdict,
                 Finding(entry.path, "blob is missing or not a blob", "missing"))
         elif broken is not None:
             verdict.findings.append(Finding.of(entry.path, broken))
-        elif rules.is_event(entry.path):
+        elif rules.is_event(entry.path) and parse:
             readable.append(entry)
-    for entry, data in zip(readable, store.read_blobs([e.oid for e in readable])):
-        event, broken = rules.event_rule(entry.path, data)
-        ahead = None if event is None else folding.clock_ahead(
-            known_events + verdict.new_events, event.env.clock)
-        if broken is not None:
-            verdict.findings.append(Finding.of(entry.path, broken))
-        elif ahead:
-            verdict.findings.append(Finding(entry.path, ahead, "clock"))
-        elif event is not None and not event.known:
-            verdict.unknown.append(entry.path)
+    _parse_events(store, readable, verdict)
+
+
+def _check_clocks(verdict: Verdict, events: int) -> None:
+    """Refuse clocks far ahead of the ``events`` there will be (:func:`folding.clock_ahead`):
+    a Lamport clock grows by one per event, so no remote can raise everyone's floor."""
+    for path, clock in verdict.clocks:
+        ahead = folding.clock_ahead(events, clock)
+        if ahead:
+            verdict.findings.append(Finding(path, ahead, "clock"))
 
 
 def blob_sizes(store: Store, oids: list[str]) -> dict[str, int]:

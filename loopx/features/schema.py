@@ -20,7 +20,8 @@ def _event_schema(type_name: str) -> dict[str, Any]:
     payload = model.model_json_schema(ref_template="#/$defs/{model}")
     defs = {**envelope.pop("$defs", {}), **payload.pop("$defs", {})}
     envelope["properties"]["type"] = {"const": type_name, "title": "Type"}
-    envelope["properties"]["v"] = {"const": version, "title": "V"}
+    envelope["properties"]["v"] = ({"const": version, "title": "V"} if version == 1 else
+                                   {"enum": list(range(1, version + 1)), "title": "V"})
     envelope["properties"]["data"] = {"$ref": f"#/$defs/{model.__name__}"}
     defs[model.__name__] = payload
     envelope["$defs"] = defs
@@ -90,7 +91,8 @@ STATUS_SCHEMA: dict[str, Any] = {
         }},
         "problems": {"type": "array", "items": {
             "type": "object", "required": ["event", "reason"],
-            "properties": {"event": {"type": "string"}, "reason": {"type": "string"}},
+            "properties": {"event": {"type": "string"}, "reason": {"type": "string"},
+                           "dismissed": {"type": "boolean"}},
         }},
         "sessions": {"type": "array", "items": {
             "type": "object",
@@ -173,7 +175,7 @@ STATUS_SCHEMA["$defs"] = {
             "command": _nullable("string"),
             "todo": {"type": "string"}, "gate": {"type": "string"}, "goal": {"type": "string"},
             "effect": {"type": "string"}, "session": {"type": "string"},
-            "evidence": {"type": "string"},
+            "evidence": {"type": "string"}, "wake": {"type": "string"},
         },
     },
 }
@@ -183,6 +185,42 @@ _criterion["properties"].update(freshness={"enum": ["fresh", "stale", "unknown",
                                 needs_rerun={"type": "boolean"})
 STATUS_SCHEMA["properties"]["evidence"]["items"]["properties"]["freshness"] = {
     "enum": [*_FRESHNESS["enum"], None]}
+STATUS_SCHEMA["properties"]["todos"]["items"]["properties"].update(
+    priority={"type": "integer", "minimum": 0, "maximum": 4},
+    discovered_from=_nullable("string"))
+
+# Added by issue 11 (evidence you can trust): the latest verdict per criterion, scopes, CI
+# results as verdicts, done-without-evidence reasons. Keys only ever added (docs/status.md).
+_CHECKS = {"type": "array", "items": {"type": "object", "required": ["name", "state"],
+                                      "properties": {"name": {"type": "string"},
+                                                     "state": {"type": "string"},
+                                                     "url": _nullable("string")}}}
+_criterion["properties"].update(
+    latest=_nullable("string"), verdict={"enum": ["pass", "fail", None]}, paths=_STR_LIST,
+    revision={"type": "integer"}, changed=_STR_LIST, why=_nullable("string"),
+    ci={"oneOf": [{"type": "null"}, {
+        "type": "object", "required": ["verdict", "checks", "recorded"],
+        "properties": {"verdict": {"enum": ["pass", "fail"]}, "checks": _CHECKS,
+                       "recorded": {"type": "boolean"}}}]})
+STATUS_SCHEMA["properties"]["goals"]["items"]["properties"].update(
+    retired={"type": "array", "items": {"type": "object", "required": ["id", "text"]}},
+    override={"type": "boolean"})
+STATUS_SCHEMA["properties"]["todos"]["items"]["properties"]["no_evidence_reason"] = _nullable(
+    "string")
+STATUS_SCHEMA["properties"]["evidence"]["items"]["properties"].update(
+    url=_nullable("string"), paths=_STR_LIST, check=_nullable("string"))
+_environment = STATUS_SCHEMA["$defs"]["environment"]["properties"]
+_environment["evidence"]["additionalProperties"]["properties"].update(
+    tree=_nullable("string"), paths=_STR_LIST, ignored=_STR_LIST,
+    outside_scope={"type": "integer"})
+_environment["judged_tree"] = _nullable("string")
+_environment["criteria"] = {"type": "object", "additionalProperties": {
+    "type": "object", "required": ["state", "evidence", "verdict", "source", "changed"],
+    "properties": {"state": {"enum": ["fresh", "stale", "unknown", "unmet"]},
+                   "evidence": _nullable("string"), "verdict": {"enum": ["pass", "fail", None]},
+                   "source": {"enum": ["ledger", "ci"]}, "changed": _STR_LIST,
+                   "reason": _nullable("string"), "evidence_state": _FRESHNESS,
+                   "checks": _CHECKS, "url": _nullable("string")}}}
 
 
 def render() -> dict[str, str]:
@@ -204,12 +242,33 @@ def render() -> dict[str, str]:
     return files
 
 
+PAYLOADS = "loopx/data/payloads.json"  # for reading events without the models (loopx.model.plain)
+
+
+def payloads() -> str:
+    """Each event type's version and the defaults of its payload's optional fields, for
+    :mod:`loopx.model.plain`, which reads events for display without loading pydantic."""
+    table = {}
+    for type_name, (model, version) in sorted(EVENT_TYPES.items()):
+        defaults = {name: field.get_default(call_default_factory=True)
+                    for name, field in model.model_fields.items() if not field.is_required()}
+        table[type_name] = {"v": version, "defaults": defaults}
+    return json.dumps(table, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _outputs() -> dict[str, str]:
+    """Every generated file, relative to the project root."""
+    files = {f"{SCHEMA_DIR}/{rel}": text for rel, text in render().items()}
+    files[PAYLOADS] = payloads()
+    return files
+
+
 def export(root: Path) -> list[str]:
-    """Write the schema files under ``root/.loopx-schema``; returns the paths written."""
-    target = root / SCHEMA_DIR
+    """Write the schema files under ``root/.loopx-schema`` (and the payload table the package
+    reads); returns the paths written."""
     written = []
-    for rel, text in render().items():
-        path = target / rel
+    for rel, text in _outputs().items():
+        path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         if not path.exists() or path.read_text("utf-8") != text:
             path.write_text(text, "utf-8")
@@ -218,19 +277,19 @@ def export(root: Path) -> list[str]:
 
 
 def stale(root: Path) -> list[str]:
-    """Schema files that are missing, different or no longer generated."""
+    """Generated files that are missing, different or no longer generated."""
     target = root / SCHEMA_DIR
-    expected = render()
+    expected = _outputs()
     problems = []
     for rel, text in expected.items():
-        path = target / rel
+        path = root / rel
         if not path.exists():
-            problems.append(f"missing {SCHEMA_DIR}/{rel}")
+            problems.append(f"missing {rel}")
         elif path.read_text("utf-8") != text:
-            problems.append(f"stale {SCHEMA_DIR}/{rel}")
+            problems.append(f"stale {rel}")
     if target.exists():
         for path in sorted(target.rglob("*.json")):
-            rel = path.relative_to(target).as_posix()
+            rel = path.relative_to(root).as_posix()
             if rel not in expected:
-                problems.append(f"extra {SCHEMA_DIR}/{rel}")
+                problems.append(f"extra {rel}")
     return problems

@@ -96,6 +96,9 @@ def _exists(path: Path) -> bool:
 def install(*, cwd: Path | str, force: bool = False, python: Optional[str] = None) -> list[str]:
     """Install the shims (idempotent); returns one line per hook saying what happened."""
     folder = hooks_dir(cwd)
+    if _exists(folder) and not folder.is_dir():  # core.hooksPath=/dev/null turns hooks off
+        raise UsageError(f"git runs hooks from {folder}, which is not a folder (core.hooksPath); "
+                         "point core.hooksPath at a folder, or unset it, then install again")
     folder.mkdir(parents=True, exist_ok=True)
     lines = [_install_one(folder, name, force, python or sys.executable) for name in HOOK_NAMES]
     return lines + _tracked_folder_note(cwd, folder)
@@ -163,6 +166,45 @@ def _uninstall_one(folder: Path, name: str) -> str:
             os.rename(aside, path)
             return f"{name}: removed; restored the previous hook"
     return f"{name}: removed"
+
+
+# `git loopx --help` is `git help loopx`, which only runs a man viewer: without `man` (most
+# containers) or without the page on man's path (an editable install, a symlinked git-loopx)
+# it fails. A repository can name its own viewer: this one shows loopx's page from the
+# installed package, or the built-in help when man cannot, and hands every other page to man
+# as git would. git runs `sh -c "<cmd> <page>"`: <cmd> ends by calling a function, so the page
+# is its $1.
+HELP_VIEWER = "loopx"
+HELP_VIEWER_CMD = ('loopx_man() { if [ "$1" = git-loopx ] && command -v git-loopx >/dev/null 2>&1; '
+                   'then exec git-loopx help --man; fi; exec man "$1"; }; loopx_man')
+
+
+def install_help_viewer(*, cwd: Path | str, scope: str = "--local") -> bool:
+    """Make `git loopx --help` work without man: git config ``man.viewer`` in this repository
+    (``scope`` ``--global``: for the user); True when it was set now. Left alone when another
+    viewer is configured."""
+    viewers = gateway.out(cwd, "config", "--get-all", "man.viewer", check=False).split()
+    if viewers and HELP_VIEWER not in viewers:
+        return False  # the user chose their viewer: theirs it stays
+    cmd = gateway.out(cwd, "config", scope, f"man.{HELP_VIEWER}.cmd", check=False)
+    if HELP_VIEWER in viewers and cmd == HELP_VIEWER_CMD:
+        return False
+    gateway.run(cwd, "config", scope, f"man.{HELP_VIEWER}.cmd", HELP_VIEWER_CMD)
+    if HELP_VIEWER not in gateway.out(cwd, "config", scope, "--get-all", "man.viewer",
+                                      check=False).split():
+        gateway.run(cwd, "config", scope, "--add", "man.viewer", HELP_VIEWER)
+    return True
+
+
+def uninstall_help_viewer(*, cwd: Path | str) -> bool:
+    """Undo :func:`install_help_viewer`; True when something was removed."""
+    cmd = gateway.out(cwd, "config", "--local", f"man.{HELP_VIEWER}.cmd", check=False)
+    if cmd != HELP_VIEWER_CMD:
+        return False
+    gateway.run(cwd, "config", "--local", "--unset-all", "man.viewer", f"^{HELP_VIEWER}$",
+                check=False)
+    gateway.run(cwd, "config", "--local", "--remove-section", f"man.{HELP_VIEWER}", check=False)
+    return True
 
 
 def render_repo_hooks(root: Path) -> dict[Path, str]:

@@ -29,10 +29,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
-from loopx.ledger import cache
+from loopx.ledger import checkpoints
 from loopx.storage import gateway
-from loopx.model import ids
+from loopx.model import ids, plural
 from loopx.features import incoming
+from loopx.state import folding
 from loopx.errors import (GitError, LoopxError, Quarantined, RefRaceError, SyncError,
                           UnrelatedLedger)
 from loopx.storage.gateway import Oid
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 DEFAULT_RETRIES = 5
 MERGE_AUTHOR = ("loopx sync", "sync@loopx.invalid")
+CHECKPOINT_ACTOR = "agent:loopx-sync"  # the author of the checkpoint commits sync makes
 FETCH_LOCK_WAIT_S = 10.0
 BACKOFF_BASE_S = 0.1
 BACKOFF_CAP_S = 3.0
@@ -73,6 +75,9 @@ class Report:
     retries: int = 0
     quarantined: list[str] = field(default_factory=list)
     unknown_events: list[str] = field(default_factory=list)
+    # The actor's events that the merge left not applied (a claim that lost a race):
+    # {event, type, reason}, filled in by the operation that knows the actor.
+    notices: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -83,6 +88,7 @@ class _Pushed:
     ok: bool
     retryable: bool
     detail: str
+    reached: bool = True  # False: git never got an answer from the remote about our ref
 
 
 def default_remote(repo: gateway.Repo) -> str:
@@ -111,8 +117,11 @@ def accepted_ref(ref: str, remote: str) -> str:
 def adopt(*, ledger: Ledger, remote: str = "origin") -> bool:
     """Point the local loopx/state at ``<remote>``'s when we have none (handoff by clone).
 
-    A hostile remote must not be adopted blindly: its state passes the incoming check first,
-    else it is quarantined and :class:`~loopx.errors.Quarantined` says how to go on.
+    A hostile remote must not be adopted blindly: its files pass the incoming check and every
+    event file must parse and validate as its state is replayed into the cache (one reading
+    of each file, not two); else it is quarantined, the cache cleared, and
+    :class:`~loopx.errors.Quarantined` says how to go on. The first command after a clone
+    therefore finds the cache ready.
     """
     store = ledger.store
     if store.tip(STATE_REF) is not None:
@@ -120,8 +129,14 @@ def adopt(*, ledger: Ledger, remote: str = "origin") -> bool:
     theirs = store.tip(tracking_ref(STATE_REF, remote))
     if theirs is None:
         return False
-    verdict = incoming.check(store, theirs=theirs, ours=None)
+    verdict = incoming.check(store, theirs=theirs, ours=None, parse=False)
+    if verdict.ok:  # files that do not parse, and clocks far ahead (found by the replay)
+        verdict.findings += [
+            incoming.Finding(p.event, p.reason, "schema" if p.type == "file" else "clock")
+            for p in ledger.prepare(theirs)
+            if p.type == "file" or folding.clock_ahead(verdict.counted, p.clock)]
     if not verdict.ok:
+        ledger.projection.clear()
         ref = incoming.quarantine(store, remote=remote, verdict=verdict)
         shown = "\n".join(f"  {f}" for f in verdict.findings[:20])
         raise Quarantined(
@@ -146,13 +161,12 @@ def push_along(*, ledger: Ledger, remote: str) -> str:
     if proc.returncode == 0:
         return "" if b"[up to date]" in proc.stdout else f"pushed {ref} to {remote}"
     if b"[rejected]" not in proc.stdout:  # not a lost race: unreachable remote, no permission...
-        stderr = proc.stderr.decode("utf-8", "replace")
-        raise GitError(["push", remote, ref], proc.returncode, stderr)
+        raise SyncError(unreachable(ledger.store, remote, proc.stderr, "push"))
     report = sync(ledger=ledger, remote=remote)
     if not report.pushed:
         return f"state not pushed to {remote} after a sync: run `git loopx sync`"
     return (f"{remote} had other state changes: synced ({report.merge}, received "
-            f"{report.received}, sent {report.sent} events)")
+            f"{plural.counted(report.received, 'event')}, sent {report.sent})")
 
 
 def fetch(*, ledger: Ledger, remote: Optional[str] = None,
@@ -171,6 +185,8 @@ def push(*, ledger: Ledger, remote: Optional[str] = None) -> Report:
     tip = Oid(ledger.tip() or "")
     report.remote_before = report.remote_after = _remote_tip(ledger.store, report)
     outcome = _push(ledger.store, report, tip)
+    if not outcome.reached:
+        raise SyncError(outcome.detail)
     if not outcome.ok:
         raise SyncError(f"{report.remote} refused loopx/state: {outcome.detail}; "
                         "run `git loopx sync` to merge its events first")
@@ -187,10 +203,12 @@ def sync(*, ledger: Ledger, remote: Optional[str] = None, retries: int = DEFAULT
     unless ``allow_unrelated``: merging two ledgers is a choice, never a side effect.
     """
     report = _start(ledger, remote)
+    _checkpoint_if_due(ledger)
     if _push_ahead(ledger, report):
         return report
     for attempt in range(retries + 1):
         theirs = _fetch_merge(ledger, report, allow_unrelated)
+        _checkpoint_if_due(ledger)
         ours = ledger.tip()
         report.local_after = ours
         if ours is None or ours == theirs:
@@ -203,6 +221,17 @@ def sync(*, ledger: Ledger, remote: Optional[str] = None, retries: int = DEFAULT
             _clear_remote_lock(ledger.store, report)
         _retry_or_fail(report, outcome, attempt, retries)
     raise AssertionError("unreachable")
+
+
+def _checkpoint_if_due(ledger: Ledger) -> None:
+    """Commit a checkpoint when the ledger has grown by checkpoints.EVERY events since the
+    newest one, so that a fresh clone of the remote starts from it."""
+    tip = ledger.tip()
+    if tip is None:
+        return
+    newest = next(iter(checkpoints.listed(ledger.store, tip)), None)
+    if ledger.fold().events - (newest.events if newest else 0) >= checkpoints.EVERY:
+        ledger.checkpoint(actor=CHECKPOINT_ACTOR)
 
 
 def _push_ahead(ledger: Ledger, report: Report) -> bool:
@@ -301,7 +330,7 @@ def _fetch(store: Store, report: Report, tracking: str) -> Optional[Oid]:
             store.clear_stale_ref_lock(tracking)
             time.sleep(0.05)
             continue
-        raise SyncError(f"could not fetch loopx/state from {report.remote}: {_last_line(err)}")
+        raise SyncError(unreachable(store, report.remote, proc.stderr, "fetch"))
 
 
 def _merge(ledger: Ledger, report: Report, theirs: Oid, *, previous: Optional[str],
@@ -442,7 +471,8 @@ def _push(store: Store, report: Report, tip: Oid) -> _Pushed:
         # could not take its ref lock in time is busy with another push: also worth a retry.
         retry = "[rejected]" in summary or "lock" in summary or "failed to update" in summary
         return _Pushed(False, retry, summary)
-    return _Pushed(False, False, _last_line(proc.stderr.decode("utf-8", "replace")))
+    return _Pushed(False, False, unreachable(store, report.remote, proc.stderr, "push"),
+                   reached=False)
 
 
 def _record_push(store: Store, report: Report, tip: Oid) -> None:
@@ -483,6 +513,8 @@ def _clear_remote_lock(store: Store, report: Report) -> None:
 
 
 def _retry_or_fail(report: Report, outcome: _Pushed, attempt: int, retries: int) -> None:
+    if not outcome.reached:
+        raise SyncError(outcome.detail)
     if not outcome.retryable:
         hint = ("; objects it needs may be missing here: `git loopx doctor` names them"
                 if _UNSENDABLE.search(outcome.detail) else "")
@@ -503,11 +535,8 @@ def _proposal(ledger: Ledger) -> Any:
     store, base = ledger.store, ledger.tip()
     ref = PROPOSAL_PREFIX + ids.new_event_id()
     store.update_ref_if(ref, base or "", expected=None, reason="loopx: propose")
-    proposal = Ledger(ledger.repo, ref=ref, scrub=ledger.scrub)
-    cache_dir = ledger.repo.loopx_dir / "cache"
-    seeded = cache.load(cache.path_for(cache_dir, ledger.ref))  # not a full replay
-    if seeded is not None:
-        cache.save(cache.path_for(cache_dir, ref), *seeded)
+    proposal = Ledger(ledger.repo, ref=ref, cache_of=ledger.ref,  # not a replay of its own
+                      scrub=ledger.scrub)
     try:
         yield proposal
     finally:
@@ -515,9 +544,33 @@ def _proposal(ledger: Ledger) -> Any:
         tip = store.tip(ref)
         if tip is not None:
             store.delete_ref_if(ref, expected=tip)
-        cache.path_for(cache_dir, ref).unlink(missing_ok=True)
 
 
-def _last_line(text: str) -> str:
-    lines = [line for line in text.strip().splitlines() if line.strip()]
-    return lines[-1] if lines else "no error output"
+# What git adds after the cause of a failed fetch or push over any transport: it says nothing
+# about what went wrong (and "and the repository exists." reads like the opposite).
+_BOILERPLATE = ("Could not read from remote repository.",
+                "Please make sure you have the correct access rights",
+                "and the repository exists.")
+
+
+def unreachable(store: Store, remote: str, stderr: bytes, doing: str) -> str:
+    """One line saying that ``remote`` could not be reached to ``doing`` loopx/state, naming it
+    (with its URL, credentials left out) and git's own cause."""
+    url = gateway.out(store.cwd, "remote", "get-url", remote, check=False).strip()
+    url = re.sub(r"//[^/@]*@", "//", url)  # https://user:token@host: never print the token
+    return (f"could not reach {remote} ({url or 'no URL'}) to {doing} loopx/state: "
+            f"{_cause(stderr.decode('utf-8', 'replace'))}")
+
+
+def _cause(text: str) -> str:
+    """The line of git's stderr that says what went wrong (a line ending in ':' is joined
+    with the next: "unable to connect to host:" / "host[0: ...]: errno=Connection refused")."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    lines = [line.removeprefix("fatal: ").removeprefix("error: ") for line in lines
+             if not line.startswith(_BOILERPLATE) and not line.startswith(("hint:", "warning:"))]
+    if not lines:
+        return "git gave no reason"
+    first = lines[0]
+    if first.endswith(":") and len(lines) > 1:
+        first = f"{first} {lines[1]}"
+    return first

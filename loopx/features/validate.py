@@ -40,7 +40,7 @@ are not failures on their own.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from loopx.storage import commits
 from loopx.state import history
@@ -48,9 +48,12 @@ from loopx.features import incoming
 from loopx.state import entities
 from loopx.ledger import layout as rules
 from loopx.errors import NotFound
+from loopx.ledger import checkpoints
 from loopx.ledger.book import Ledger
-from loopx.model.events import Event
 from loopx.storage.store import STATE_REF
+
+if TYPE_CHECKING:
+    from loopx.model.events import Event
 
 
 @dataclass
@@ -129,6 +132,7 @@ def validate(ledger: Ledger, *, base: Optional[str], head: str) -> Report:
     _check_tree_kept(store, mb, head_oid, report)
     _check_clocks(ledger, walked, added, report)
     _check_replay(ledger, mb, head_oid, added, report)
+    _check_checkpoints(ledger, head_oid, added, report)
     if base_oid is not None and base_oid != mb:
         _check_merge(ledger, base_oid, head_oid, added, report)
     return report
@@ -254,9 +258,26 @@ def _check_replay(
                      "leaves it conflicted; answer with --supersede to replace a decision")
     report.events = [
         _event_row(ours[e.id], e)
-        for e in sorted((i.event for i in ours.values() if i.event is not None), key=Event.sort_key)
+        for e in sorted((i.event for i in ours.values() if i.event is not None), key=lambda event: event.sort_key())
     ]
     report.config = history.config_changes(before.config, after.config)
+
+
+def _check_checkpoints(ledger: Ledger, head: str, added: list[Added], report: Report) -> None:
+    """A checkpoint the range adds must be the fold of its commit's events: replay and compare
+    (derived data is trusted no further than the events; docs/design.md, "Checkpoints")."""
+    new = {a.path.split("/")[1]: a.commit for a in added
+           if a.path.startswith("checkpoints/") and a.path.endswith("/manifest.json")}
+    listed = {m.commit: m for m in checkpoints.listed(ledger.store, head)}
+    for commit, where in sorted(new.items()):
+        manifest = listed.get(commit)
+        if manifest is None:
+            _fail(report, "checkpoint", f"checkpoints/{commit}", where,
+                  f"checkpoint {commit[:12]} is unreadable, of another loopx, or of a commit "
+                  "that is not in the history of the range")
+            continue
+        for problem in checkpoints.verify(ledger.fold_at(commit), ledger.store, head, manifest):
+            _fail(report, "checkpoint", f"checkpoints/{commit}", where, problem)
 
 
 def _check_merge(

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
 from loopx.version import __version__
-from loopx.errors import CheckedOut, DamagedLedger, GitError, NotFound, RefRaceError, UsageError
+from loopx.errors import (CheckedOut, DamagedLedger, GitError, LoopxError, NotFound, RefRaceError,
+                          UsageError)
 from loopx.ledger import cache
 from loopx.ledger.draft import Draft
 from loopx.model import clock, codec
@@ -26,6 +27,7 @@ from loopx.storage.store import STATE_REF, Store
 
 if TYPE_CHECKING:
     from loopx.ledger.replay import Progress, Reader
+    from loopx.ledger.rows import Projection
     from loopx.ledger.txn import Txn
     from loopx.model.events import Event
 
@@ -37,6 +39,7 @@ class Ledger:
     """A repository's ledger on ``refs/heads/loopx/state`` (or another state ref)."""
 
     def __init__(self, repo: gateway.Repo, *, ref: str = STATE_REF,
+                 cache_of: Optional[str] = None,
                  scrub: Optional[Callable[[str], str]] = None) -> None:
         self.repo = repo
         self.ref = ref
@@ -45,6 +48,11 @@ class Ledger:
         # loopx.ops.ledgers.open_ledger. A bare Ledger writes text as given.
         self.scrub = scrub
         self.store = Store(repo)
+        # A scratch proposal reads the cache of the ref it forks from (``cache_of``) and never
+        # writes it: its commits reach that ref, if at all, through a merge.
+        self._cache_owner = cache_of is None or cache_of == ref
+        self._db_path, self._live_path = cache.paths_for(repo.loopx_dir / "cache", cache_of or ref)
+        self._projection: Optional[Projection] = None
         self._fold: Optional[tuple[str, entities.Fold]] = None
         self._reader: Optional[Reader] = None
         # Called as progress(done, total) while a long rebuild parses event files; the CLI
@@ -65,6 +73,19 @@ class Ledger:
 
     def close(self) -> None:
         self.store.close()
+        if self._projection is not None:
+            self._projection.close()
+
+    @property
+    def projection(self) -> Projection:
+        """The cache's database (the rows of the fold at the tip it names)."""
+        if self._projection is None:
+            # Imported here: a warm read is answered by the live file and must not load SQLite
+            # (start-up time; see loopx.ledger.cache).
+            from loopx.ledger.rows import Projection
+
+            self._projection = Projection(self._db_path)
+        return self._projection
 
     def __enter__(self) -> Ledger:
         return self
@@ -104,32 +125,152 @@ class Ledger:
 
     def require(self) -> None:
         if not self.exists():
-            raise NotFound("this repository has no loopx ledger yet; run `git loopx init`")
+            raise NotFound(self._missing())
+
+    def _missing(self) -> str:
+        """Why there is no ledger, and what to run: with a remote, the ledger may be there
+        (a clone made before the remote had one), and `init` must not start a second one."""
+        remotes = gateway.out(self.repo.cwd, "remote", check=False).split()
+        if not remotes:
+            return "this repository has no loopx ledger yet; run `git loopx init`"
+        remote = "origin" if "origin" in remotes else remotes[0]
+        return (f"no loopx ledger here yet; if {remote} has one, fetch it with `git loopx sync` "
+                f"(`git loopx init` also looks at {remote} first, and starts one if it has none)")
 
     def fold(self) -> entities.Fold:
-        """The projection of the current tip (from the cache when possible)."""
+        """The projection of the current tip, its tables read from the cache on demand."""
         tip = self.tip()
         if tip is None:
             return entities.Fold()
         if self._fold is not None and self._fold[0] == tip:
             return self._fold[1]
-        fold = self._load_fold(tip)
+        self.projection.end()
+        self._bring_up_to(tip)
+        self.projection.begin(write=False)  # a snapshot: later writers do not change it
+        fold = self.projection.fold()
+        source = self.projection.source()
+        if source:  # the rows came from a checkpoint not yet verified here
+            fold.extra["source"] = source
         self._fold = (tip, fold)
         return fold
 
     def live_fold(self) -> entities.Fold:
         """The goals in play, what they reference, and everything ledger-wide: all a default
         `status` shows. Read-only (never validate a write against it). Comes from the cache's
-        live section when it matches the tip, so its cost does not grow with history."""
+        live file when it matches the tip, so its cost does not grow with history."""
         tip = self.tip()
         if tip is None:
             return entities.Fold()
-        if self._fold is not None and self._fold[0] == tip:
-            return cache.split(self._fold[1])[0]
-        cached = cache.load(self._cache_path(), live_only=True)
+        cached = cache.load_live(self._live_path)
         if cached is not None and cached[0] == tip:
             return cached[1]
-        return cache.split(self.fold())[0]
+        self.fold()
+        live = self.projection.live()
+        if self._cache_owner:
+            cache.save_live(self._live_path, tip, live)
+            if self.ref == STATE_REF:
+                cache.save_hooks_state(cache.hooks_state_path(self.repo.loopx_dir), tip, live)
+        return live
+
+    def prepare(self, tip: str) -> list[entities.Problem]:
+        """Bring the cache up to ``tip`` before the ref points there (adopting a clone's
+        origin); returns the problems of the fold of ``tip``, so that the caller can refuse it.
+        """
+        self.projection.end()
+        self._bring_up_to(tip)
+        self.projection.begin(write=False)
+        try:
+            return list(self.projection.fold().problems)
+        finally:
+            self.projection.end()
+
+    def _bring_up_to(self, tip: str) -> None:
+        """Make the cache's rows the fold of ``tip``: apply what was added since the tip they
+        are of; in an empty cache, start from the newest usable checkpoint; replay everything
+        when neither works."""
+        projection = self.projection
+        if projection.tip() == tip:
+            return
+        if projection.tip() is None and self._from_checkpoint(tip):
+            return
+        if self._advance_to(tip):
+            return
+        projection.replace(tip, self.reader.rebuild(tip))
+        self._save_live(tip)
+
+    def _advance_to(self, tip: str) -> bool:
+        """Apply the event files added since the cache's tip, if that is all that changed."""
+        projection = self.projection
+        projection.begin(write=True)
+        try:
+            old = projection.tip()  # again, now that we are the one writer of the cache
+            if old == tip:
+                projection.end()
+                return True
+            advanced = self.reader.advance(old, projection.fold(), tip) if old else None
+            if advanced is None:
+                projection.end()
+                return False
+            projection.commit(tip, advanced)
+        except BaseException:
+            projection.end()
+            raise
+        self._save_live(tip)
+        return True
+
+    def _from_checkpoint(self, tip: str) -> bool:
+        """Fill an empty cache from the newest checkpoint in ``tip``'s tree that the events
+        added since it extend (see :mod:`loopx.ledger.checkpoints`)."""
+        from loopx.ledger import checkpoints  # only an empty cache looks for them
+
+        for manifest in checkpoints.listed(self.store, tip):
+            if checkpoints.load(self.projection, self.store, tip, manifest) and (
+                    self._advance_to(tip)):
+                return True
+            self.projection.clear()
+        return False
+
+    def recache(self, fold: entities.Fold) -> None:
+        """Replace the cache with ``fold``, the fold of the tip replayed from its events."""
+        tip = self.tip()
+        if tip is not None:
+            self._fold = None
+            self.projection.replace(tip, fold)
+            self._save_live(tip)
+
+    def checkpoint(self, *, actor: str) -> Optional[str]:
+        """Commit a checkpoint of the tip's fold on the state branch (None when the tip has
+        one already); returns the commit it is a checkpoint of."""
+        from loopx.ledger import checkpoints  # only this command makes them
+
+        tip = self.tip()
+        if tip is None or any(m.commit == tip for m in checkpoints.listed(self.store, tip)):
+            return None
+        self.fold()  # the cache at the tip, in a read transaction
+        scalars = self.projection.scalars()
+
+        def build(txn: Txn) -> None:  # the rows stream into blobs, a chunk at a time
+            if txn.base != tip:  # the rows read below are the base's: they must be the tip's
+                raise LoopxError("the state branch moved while the checkpoint was being made; "
+                                 "run `git loopx checkpoint` again")
+            for path, data in checkpoints.files(tip, scalars, self.projection.dump_rows()):
+                txn.attach({path: data})
+
+        self.write(build, actor=actor,
+                   message=f"loopx: checkpoint of {tip[:12]} ({scalars.get('events', 0)} events)")
+        return tip
+
+    def _save_live(self, tip: str) -> None:
+        if not self._cache_owner:
+            return
+        self.projection.begin(write=False)
+        try:
+            live = self.projection.live()
+        finally:
+            self.projection.end()
+        cache.save_live(self._live_path, tip, live)
+        if self.ref == STATE_REF:
+            cache.save_hooks_state(cache.hooks_state_path(self.repo.loopx_dir), tip, live)
 
     def snapshot(self, now: Optional[datetime] = None) -> dict[str, Any]:
         return views.snapshot(self.fold(), now or clock.now())
@@ -163,22 +304,6 @@ class Ledger:
         """The event with this id on commit ``base`` (a retried append finds its earlier copy)."""
         return self.reader.find_event(base, event_id)
 
-    def _cache_path(self) -> Path:
-        return cache.path_for(self.repo.loopx_dir / "cache", self.ref)
-
-    def _load_fold(self, tip: str) -> entities.Fold:
-        path = self._cache_path()
-        cached = cache.load(path)
-        if cached is not None and cached[0] == tip:
-            return cached[1]
-        fold = None
-        if cached is not None:
-            fold = self.reader.advance(cached[0], cached[1], tip)
-        if fold is None:
-            fold = self.reader.rebuild(tip)
-        cache.save(path, tip, fold)
-        return fold
-
     # --- writing ----------------------------------------------------------------------------
 
     def write(self, build: Callable[[Txn], T], *, actor: str, message: Optional[str] = None,
@@ -196,27 +321,58 @@ class Ledger:
             with self.store.lock():
                 expected = self.store.tip(self.ref)
                 base = expected or self.tip()
-                fold = cache.copy(self._load_fold(base)) if base else entities.Fold()
+                fold = self._writable(base)
                 txn = Txn(self, fold, base, actor, now or clock.now(), sign=sign,
                           expected=expected)
                 self.store.journal()  # every object this attempt writes, for _settle
-                result = build(txn)
-                if not txn.events:
-                    return result, txn
-                refuse_checked_out(self.store, self.ref)
                 try:
+                    result = build(txn)
+                    if not txn.events and not txn.files:
+                        self.projection.end()
+                        return result, txn
+                    refuse_checked_out(self.store, self.ref)
                     new = self._commit(base, txn, message)
                 except (RefRaceError, GitError):
                     # GitError too: a concurrent `git gc` can make object writes fail for a
                     # moment (loose objects packed away, object dirs pruned); nothing was
                     # published before the CAS, so building the commit again is safe.
+                    self.projection.end()
                     if attempt == MAX_RACE_RETRIES - 1:
                         raise
                     continue
-                cache.save(self._cache_path(), new, txn.fold)
-                self._fold = (new, txn.fold)
+                except BaseException:
+                    self.projection.end()
+                    raise
+                self._keep(new, txn.fold, base)
+                self.store.maintain()
                 return result, txn
         raise AssertionError("unreachable")
+
+    def _writable(self, base: Optional[str]) -> entities.Fold:
+        """The fold of ``base`` a write is checked against: read from the cache on demand, in
+        a transaction that holds the cache for this writer until :meth:`_keep` commits it."""
+        self._fold = None
+        self.projection.end()
+        if base is None:
+            return entities.Fold()  # the ledger's first event
+        self._bring_up_to(base)
+        self.projection.begin(write=True)
+        if self.projection.tip() != base:  # someone replaced the rows between the two steps
+            self.projection.end()
+            return self._writable(base)
+        return self.projection.fold()
+
+    def _keep(self, new: str, fold: entities.Fold, base: Optional[str]) -> None:
+        """Store the fold of the new tip in the cache (the transaction :meth:`_writable`
+        opened), or drop it for a proposal, whose cache is its parent's."""
+        if not self._cache_owner:
+            self.projection.end()
+            return
+        if base is None:
+            self.projection.replace(new, fold)
+        else:
+            self.projection.commit(new, fold)
+        self._save_live(new)
 
     def run(self, op: Callable[..., T], *args: Any, actor: str, now: Optional[datetime] = None,
             **kwargs: Any) -> T:

@@ -1,8 +1,19 @@
-"""The projection cache: the fold of one state tip, saved under the common git dir.
+"""The projection cache: the fold of one state tip, kept under the common git dir.
 
-Keyed by the tip, loopx's schema version and the Python version (``marshal`` is
-version-specific). The payload carries a SHA-256 of itself: a cache that is truncated,
-corrupt or from another version is discarded and rebuilt, never trusted.
+Two files per state ref, both derived, both discarded and rebuilt when they do not check out:
+
+- ``<ref>.sqlite``: the whole fold, one row per entity (JSON of its fields), in SQLite. A write
+  reads only the rows its checks and appliers touch (:class:`Table` loads them on demand) and
+  writes back only those, so an append costs the same at a million events as at a thousand.
+  The tip the rows are the fold of is stored with them and moved in the same transaction.
+- ``<ref>.live``: the part a default ``status`` shows (goals in play, what they reference,
+  everything ledger-wide), as one marshal blob with a SHA-256. Rewritten after every write
+  from the rows in play, so its cost follows the work in progress, not the ledger's history,
+  and a warm ``status`` reads it without importing SQLite, pydantic or the YAML stack.
+
+Both are keyed by loopx's schema version (and the live file by the Python version, as marshal
+is version-specific). Never trusted beyond the events: a file from another version, a wrong
+digest, a tip that is not the ref's tip all mean "replay what is missing".
 """
 
 from __future__ import annotations
@@ -10,60 +21,76 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import marshal
+import math
 import os
 import sys
+from collections.abc import MutableMapping, MutableSequence
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
-from loopx.version import SCHEMA_VERSION, __version__
+from loopx.model import clock
 from loopx.state import entities
-_MAGIC = b"LOOPXC2\n"
-_KEY = f"{SCHEMA_VERSION}:{__version__}:{sys.version_info[:2]}".encode()
+from loopx.version import SCHEMA_VERSION, __version__
 
-# Dataclasses stored inside Fold's dict fields, by the field they live in.
-_TABLES: dict[str, type] = {
+_LIVE_MAGIC = b"LOOPXL1\n"
+_LIVE_KEY = f"{SCHEMA_VERSION}:{__version__}:live-1:{sys.version_info[:2]}".encode()
+
+# Entity tables of the fold: kind -> dataclass. Their rows carry the goal they belong to, so
+# the rows in play can be selected without reading the others.
+TABLES: dict[str, type] = {
     "goals": entities.Goal, "todos": entities.Todo, "gates": entities.Gate,
     "evidence": entities.Evidence, "wakes": entities.Wake, "effects": entities.Effect,
-    "quotas": entities.Quota, "sessions": entities.Session,
+    "quotas": entities.Quota, "sessions": entities.Session, "dismissed": entities.Dismissal,
 }
+FIELDS: dict[type, tuple[str, ...]] = {
+    cls: tuple(f.name for f in dataclasses.fields(cls))
+    for cls in (*TABLES.values(), entities.Problem)
+}
+# Kinds whose rows belong to goals and leave the live part when their goal closes.
+BY_GOAL = ("goals", "todos", "gates", "evidence", "quotas")
+LIVE_STATES = ("active", "paused")
+SCALARS = ("name", "config", "notes", "events", "max_clock", "last_key")
+INDEXES = ("effect_keys", "open_sessions", "by_commit")  # of the write path; not in the live file
+
+def paths_for(cache_dir: Path, ref: str) -> tuple[Path, Path]:
+    """(the SQLite file, the live file) of ``ref``'s cache."""
+    stem = cache_dir / hashlib.sha1(ref.encode()).hexdigest()[:16]
+    return stem.with_suffix(".sqlite"), stem.with_suffix(".live")
+
+
+# --- the live file: marshal, for reads that must start fast ----------------------------------
 
 
 def _row(obj: Any) -> tuple[Any, ...]:
-    """A dataclass as a shallow tuple (marshal copies what it writes; astuple's deep copy of
-    every list is what made saving a long ledger's cache slow)."""
-    return tuple([getattr(obj, name) for name in _FIELDS[type(obj)]])
+    return tuple([getattr(obj, name) for name in FIELDS[type(obj)]])
 
 
 def _fold_to_data(fold: entities.Fold) -> dict[str, Any]:
-    """Plain values for marshal. Shares lists with ``fold``: use :func:`copy` for a copy."""
+    """Plain values of an in-memory fold, for marshal."""
     data: dict[str, Any] = {}
     for f in dataclasses.fields(fold):
         value = getattr(fold, f.name)
-        if f.name in _TABLES:
+        if f.name in TABLES:
             value = {k: _row(v) for k, v in value.items()}
         elif f.name == "problems":
             value = [_row(p) for p in value]
+        elif f.name == "extra":  # no signed verdicts and an empty table of them are alike
+            value = {k: dict(v.items()) if isinstance(v, MutableMapping) else v
+                     for k, v in value.items() if v or k != "signed"}
+        elif isinstance(value, MutableMapping):
+            value = dict(value.items())
+        elif isinstance(value, MutableSequence):
+            value = list(value)
         data[f.name] = value
     return data
-
-
-def copy(fold: entities.Fold) -> entities.Fold:
-    """A deep copy (through marshal, which is fast for plain values)."""
-    return _fold_from_data(marshal.loads(marshal.dumps(_fold_to_data(fold))))
-
-
-_FIELDS: dict[type, tuple[str, ...]] = {
-    cls: tuple(f.name for f in dataclasses.fields(cls))
-    for cls in (*_TABLES.values(), entities.Problem)
-}
 
 
 def _fold_from_data(data: dict[str, Any]) -> entities.Fold:
     fold = entities.Fold()
     for f in dataclasses.fields(fold):
         value = data[f.name]
-        if f.name in _TABLES:
-            cls = _TABLES[f.name]
+        if f.name in TABLES:
+            cls = TABLES[f.name]
             value = {k: cls(*v) for k, v in value.items()}
         elif f.name == "problems":
             value = [entities.Problem(*p) for p in value]
@@ -73,101 +100,87 @@ def _fold_from_data(data: dict[str, Any]) -> entities.Fold:
     return fold
 
 
-def path_for(cache_dir: Path, ref: str) -> Path:
-    return cache_dir / (hashlib.sha1(ref.encode()).hexdigest()[:16] + ".fold")
+def content(fold: entities.Fold) -> dict[str, Any]:
+    """What ``fold`` says, as plain values, without where the cache got it from: two folds of
+    the same events have the same content however they were computed."""
+    data = _fold_to_data(fold)
+    data["extra"] = {k: v for k, v in data["extra"].items() if k != "source"}
+    return data
 
 
-# File layout: MAGIC, then the length of the live section (8 bytes, big-endian), the SHA-256
-# of each section, the live section, the history section. The live section (goals in play,
-# their todos, gates and evidence, and everything ledger-wide) is all a default `status`
-# needs, so the warm path reads and unmarshals only that: its cost follows the work in
-# progress, not the length of the ledger's history.
-_HEADER = len(_MAGIC) + 8 + 32 + 32
-_LIVE_GOALS = ("active", "paused")
-_SPLIT = ("goals", "todos", "gates", "evidence", "quotas")  # tables with a history part
+def materialize(fold: entities.Fold) -> entities.Fold:
+    """An in-memory fold with everything ``fold`` holds (reading all rows of a cached one)."""
+    return _fold_from_data(_fold_to_data(fold))
 
 
-def split(fold: entities.Fold) -> tuple[entities.Fold, entities.Fold]:
-    """(live, history): goals in play and what they reference, and the rest of the tables."""
-    live_goals = {g for g, goal in fold.goals.items() if goal.state in _LIVE_GOALS}
-    todos = {t for t, todo in fold.todos.items() if todo.goal in live_goals}
-    for todo_id in list(todos):  # a live todo's dependencies and gates are read by the views
-        todos.update(d for d in fold.todos[todo_id].depends_on if d in fold.todos)
-    gates = {g for g, gate in fold.gates.items() if gate.goal in live_goals}
-    gates.update(g for t in todos for g in fold.todos[t].gates if g in fold.gates)
-    keep: dict[str, Callable[[str, Any], bool]] = {
-        "goals": lambda k, v: k in live_goals, "todos": lambda k, v: k in todos,
-        "gates": lambda k, v: k in gates,
-        "evidence": lambda k, v: v.goal is None or v.goal in live_goals,
-        "quotas": lambda k, v: k == "" or k in live_goals,
-    }
-    live, history = entities.Fold(), entities.Fold()
-    for f in dataclasses.fields(fold):
-        value = getattr(fold, f.name)
-        if f.name in keep:
-            setattr(live, f.name, {k: v for k, v in value.items() if keep[f.name](k, v)})
-            setattr(history, f.name, {k: v for k, v in value.items() if not keep[f.name](k, v)})
-        else:
-            setattr(live, f.name, value)
-    return live, history
+def copy(fold: entities.Fold) -> entities.Fold:
+    """A deep copy of an in-memory fold (through marshal, which is fast for plain values)."""
+    return _fold_from_data(marshal.loads(marshal.dumps(_fold_to_data(fold))))
 
 
-def _merge(live: entities.Fold, history_data: dict[str, Any]) -> entities.Fold:
-    for name in _SPLIT:
-        cls, part = _TABLES[name], history_data[name]
-        rows = {k: cls(*v) for k, v in part["rows"].items()}
-        rows.update(getattr(live, name))
-        # The order of first appearance, as a replay builds it: snapshots list some tables in it.
-        setattr(live, name, {k: rows[k] for k in part["order"]})
-    return live
-
-
-def load(path: Path, *, live_only: bool = False) -> Optional[tuple[str, entities.Fold]]:
-    """(tip, fold) from the cache file, or None when absent or not trustworthy.
-
-    With ``live_only`` only the live section is read: a partial fold for reading status.
-    """
+def load_live(path: Path) -> Optional[tuple[str, entities.Fold]]:
+    """(tip, live fold) from the live file, or None when absent or not trustworthy."""
     try:
-        with open(path, "rb") as fh:
-            header = fh.read(_HEADER)
-            if len(header) != _HEADER or not header.startswith(_MAGIC):
-                return None
-            size = int.from_bytes(header[len(_MAGIC) : len(_MAGIC) + 8], "big")
-            live_digest, history_digest = header[-64:-32], header[-32:]
-            live_body = fh.read(size)
-            history_body = b"" if live_only else fh.read()
+        raw = path.read_bytes()
     except OSError:
         return None
+    head = len(_LIVE_MAGIC) + 32
+    if not raw.startswith(_LIVE_MAGIC) or hashlib.sha256(raw[head:]).digest() != raw[len(_LIVE_MAGIC):head]:
+        return None
     try:
-        if hashlib.sha256(live_body).digest() != live_digest:
-            return None
-        key, tip, data = marshal.loads(live_body)
-        if key != _KEY:
-            return None
-        fold = _fold_from_data(data)
-        if live_only:
-            return tip, fold
-        if hashlib.sha256(history_body).digest() != history_digest:
-            return None
-        return tip, _merge(fold, marshal.loads(history_body))
+        key, tip, data = marshal.loads(raw[head:])
+        return (tip, _fold_from_data(data)) if key == _LIVE_KEY else None
     except Exception:  # any decoding trouble means: rebuild
         return None
 
 
-def save(path: Path, tip: str, fold: entities.Fold) -> None:
+def save_live(path: Path, tip: str, fold: entities.Fold) -> None:
     """Write atomically (temp file + rename); a failure only costs a rebuild later."""
     try:
-        live, history = split(fold)
-        live_body = marshal.dumps((_KEY, tip, _fold_to_data(live)))
-        history_body = marshal.dumps({
-            name: {"rows": {k: _row(v) for k, v in getattr(history, name).items()},
-                   "order": list(getattr(fold, name))}
-            for name in _SPLIT})
-        header = (_MAGIC + len(live_body).to_bytes(8, "big") + hashlib.sha256(live_body).digest()
-                  + hashlib.sha256(history_body).digest())
+        body = marshal.dumps((_LIVE_KEY, tip, _fold_to_data(fold)))
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_bytes(header + live_body + history_body)
+        tmp.write_bytes(_LIVE_MAGIC + hashlib.sha256(body).digest() + body)
         os.replace(tmp, path)
     except (OSError, ValueError):
         pass
+
+
+def hooks_state_path(loopx_dir: Path) -> Path:
+    """The file post-commit's shim reads to see, without Python, that it has nothing to do."""
+    return loopx_dir / "hooks.state"
+
+
+def save_hooks_state(path: Path, tip: str, live: entities.Fold) -> None:
+    """What post-commit needs to know (loopx/data/hook.sh reads it with sed and awk): the tip
+    it was written for, and each live lease as ``lease ACTOR BRANCH-REF UNTIL-EPOCH``."""
+    lines = ["# loopx: what post-commit needs to know; kept by loopx (docs/hooks.md)",
+             f"tip {tip}"]
+    for todo in live.todos.values():
+        if todo.state == "open" and todo.holder and todo.until and todo.branch:
+            until = math.ceil(clock.parse_ts(todo.until).timestamp())  # never early
+            lines.append(f"lease {todo.holder} {todo.branch} {until}")
+    try:
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text("\n".join(lines) + "\n", "utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass  # without the file the shim asks loopx itself: slower, never wrong
+
+
+def split(fold: entities.Fold) -> entities.Fold:
+    """The live part of an in-memory fold: goals in play and what they reference, and
+    everything ledger-wide (the same selection as :meth:`Projection.live`)."""
+    live_goals = {g for g, goal in fold.goals.items() if goal.state in LIVE_STATES}
+    part = dataclasses.replace(fold, effect_keys={}, open_sessions={}, by_commit={})
+    part.goals = {k: v for k, v in fold.goals.items() if k in live_goals}
+    part.todos = {k: v for k, v in fold.todos.items() if v.goal in live_goals}
+    part.gates = {k: v for k, v in fold.gates.items() if v.goal in live_goals}
+    part.evidence = {k: v for k, v in fold.evidence.items()
+                     if v.goal is None or v.goal in live_goals}
+    part.quotas = {k: v for k, v in fold.quotas.items() if k == "" or k in live_goals}
+    todos = {ref for todo in part.todos.values() for ref in todo.depends_on} | set(part.todos)
+    part.todos = {k: v for k, v in fold.todos.items() if k in todos}
+    gates = {ref for todo in part.todos.values() for ref in todo.gates} | set(part.gates)
+    part.gates = {k: v for k, v in fold.gates.items() if k in gates}
+    return part

@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Optional
 
 from loopx.errors import CodecError, SchemaError
 from loopx.model import codec
-from loopx.model.paths import PATH_RE, SESSION_FILE_RE, TRANSCRIPT_CHUNK_BYTES
+from loopx.model.paths import (CHECKPOINT_CHUNK_BYTES, CHECKPOINT_FILE_RE, PATH_RE,
+                               SESSION_FILE_RE, TRANSCRIPT_CHUNK_BYTES)
 from loopx.storage.gateway import Oversize
 from loopx.storage.store import BLOB_MODE
 
@@ -38,6 +39,9 @@ if TYPE_CHECKING:
 AREAS: dict[str, tuple[re.Pattern[str], int]] = {
     "events": (PATH_RE, codec.MAX_BYTES),
     "sessions": (SESSION_FILE_RE, TRANSCRIPT_CHUNK_BYTES),  # transcript chunks (docs/sessions.md)
+    # Derived rows of the projection (docs/design.md, "Checkpoints"); a chunk holds whole
+    # lines, so a line a little longer than the chunk size makes a chunk that much longer.
+    "checkpoints": (CHECKPOINT_FILE_RE, 2 * CHECKPOINT_CHUNK_BYTES),
 }
 _MODES = {"120000": "a symlink", "160000": "a gitlink (submodule)", "100755": "executable"}
 

@@ -16,7 +16,6 @@ from loopx.model import ids
 from loopx.model.events import Event
 from loopx.model.paths import event_dir
 from loopx.state import entities, folding
-from loopx.storage.gateway import Oversize
 from loopx.storage.store import Entry, Store
 
 PROGRESS_MIN_EVENTS = 2000  # rebuilds smaller than this finish before a bar would help
@@ -24,7 +23,6 @@ PARSE_CHUNK = 1000
 _CLOCK_LINE = re.compile(rb"^clock: ([0-9]{1,18})$", re.M)  # as codec.dump writes it
 
 Progress = Callable[[int, int], None]
-_Raw = tuple[int, str, int, str, Optional[bytes | Oversize]]  # clock, id, index, path, bytes
 
 
 class Reader:
@@ -38,54 +36,56 @@ class Reader:
     def rebuild(self, tip: str) -> entities.Fold:
         """Replay every event file of ``tip`` (the same fold as :meth:`fold_at`).
 
-        Holds the raw files, sorted by ``(clock, id)``, and parses and applies them a chunk at
-        a time, so the parsed events of a long ledger are never all in memory at once. The
-        clock is read from the canonical ``clock: N`` line and checked after parsing; a file
-        where that does not hold sends us down the plain path.
+        Two passes over the files, a chunk at a time, so that neither the files nor their
+        parsed events of a long ledger are ever all in memory at once: the first reads each
+        file's clock from its canonical ``clock: N`` line, the second reads the files again in
+        ``(clock, id)`` order, parses and applies them (and checks the clock line told the
+        truth; a file where it did not sends us down the plain path).
         """
         entries = [e for e in self.store.list_files(tip) if e.path.startswith("events/")]
-        raw: list[_Raw] = []
+        order: list[tuple[int, str, int]] = []
         for start in range(0, len(entries), PARSE_CHUNK):
             chunk = entries[start : start + PARSE_CHUNK]
             blobs = self.store.read_blobs([e.oid for e in chunk])
             for n, (entry, data) in enumerate(zip(chunk, blobs)):
                 match = _CLOCK_LINE.search(data) if isinstance(data, bytes) else None
                 clock_ = int(match.group(1)) if match else -1  # -1: parse it first, below
-                raw.append((clock_, entry.path.rsplit("/", 1)[-1].split(".", 1)[0], start + n,
-                            entry.path, data))
+                order.append((clock_, entry.path.rsplit("/", 1)[-1].split(".", 1)[0], start + n))
         # Signed answers are judged during replay, so their verdicts must be known first; the
         # config events that switch signing on are few and named by their file names.
         configs = [e for e in entries if e.path.endswith(".config.set.yaml")]
         signed = signatures.verify(self.store, tip, self._parse_entries(configs, []))
-        del entries
-        raw.sort(key=lambda item: item[:3])
-        fold = self._apply_sorted(raw, signed)
+        order.sort()
+        fold = self._apply_sorted(entries, order, signed)
         if fold is None:  # a clock line that lied: replay the plain way
             fold = self.fold_at(tip)
         return fold
 
-    def _apply_sorted(self, raw: list[_Raw],
+    def _apply_sorted(self, entries: list[Entry], order: list[tuple[int, str, int]],
                       signed: signatures.Verdicts) -> Optional[entities.Fold]:
         fold = entities.Fold()
         if signed:
             fold.extra["signed"] = signed
         problems: list[tuple[int, entities.Problem]] = []
         pending: list[Event] = []  # files without a canonical clock line, applied by replay
-        for done, (clock_, event_id, index, path, data) in enumerate(raw, 1):
-            try:
-                event = layout.read_event(path, data)
-            except (CodecError, SchemaError) as exc:
-                problems.append((index, entities.Problem(path, "file", "", 0, str(exc))))
-                continue
-            if clock_ < 0:
-                pending.append(event)
-            elif event.sort_key() != (clock_, event_id):
-                return None
-            else:
-                folding.apply(fold, event)
-            if self.progress is not None and len(raw) >= PROGRESS_MIN_EVENTS and (
-                    done % PARSE_CHUNK == 0 or done == len(raw)):
-                self.progress(done, len(raw))
+        for start in range(0, len(order), PARSE_CHUNK):
+            chunk = order[start : start + PARSE_CHUNK]
+            blobs = self.store.read_blobs([entries[index].oid for _, _, index in chunk])
+            for (clock_, event_id, index), data in zip(chunk, blobs):
+                path = entries[index].path
+                try:
+                    event = layout.read_event(path, data)
+                except (CodecError, SchemaError) as exc:
+                    problems.append((index, entities.Problem(path, "file", "", 0, str(exc))))
+                    continue
+                if clock_ < 0:
+                    pending.append(event)
+                elif event.sort_key() != (clock_, event_id):
+                    return None
+                else:
+                    folding.apply(fold, event)
+            if self.progress is not None and len(order) >= PROGRESS_MIN_EVENTS:
+                self.progress(start + len(chunk), len(order))
         if pending:  # hand-written files: fine when they sort after the rest, else start over
             if any(e.sort_key() <= fold.last_key for e in pending):
                 return None

@@ -54,8 +54,17 @@ class Txn:
                 raise SchemaError(f"{path}: not a path loopx stores beside events ({why})")
         oids = self.ledger.store.write_blobs(list(files.values()))
         staged = dict(zip(files, oids))
-        self.files.update(staged)
+        # Files already on the base with the same content (a retried write) add nothing.
+        self.files.update({path: oid for path, oid in staged.items()
+                           if not self._on_base(path, oid)})
         return staged
+
+    def _on_base(self, path: str, oid: str) -> bool:
+        if self.base is None:
+            return False
+        directory, _, name = path.rpartition("/")
+        found = self.ledger.store.read_tree(f"{self.base}:{directory}").get(name)
+        return found is not None and found[1] == oid
 
     def add(self, draft: Draft) -> Event[Any]:
         """Validate ``draft`` against the state so far and stage it; raises TransitionError."""

@@ -97,7 +97,7 @@ def load(data: bytes, name: str = "<input>") -> Value:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise CodecError(f"{name}: not valid UTF-8 (byte {exc.start})") from None
-    fast = _load_canonical(text, data)
+    fast = _load_canonical(text)
     if fast is not _NO_KEY:
         return fast
     try:
@@ -277,87 +277,185 @@ def dump(value: dict[str, Value]) -> bytes:
 
 # --- the fast path for files in our own canonical form -------------------------------------------
 #
-# Nearly every event file was written by dump() above. For those, a small line parser is many
-# times faster than a YAML event stream. It needs no care about YAML's corners: its result is
-# used only when dump() gives back exactly the same bytes, and load(dump(v)) == v is the
-# codec's tested round-trip property, so the value is the one the full loader would build.
-# Anything else (hand-written files, other styles, over the limits) takes the full path.
+# Nearly every event file was written by dump() above. For those, a line parser is many times
+# faster than a YAML event stream. It accepts exactly the forms dump() writes and nothing else:
+# the block layout (two-space indents, "- " items, "{}"/"[]" for empty containers) and, per
+# scalar, the one spelling dump() would give its value (a string is plain only when
+# _plain_ok says so, and quoted only when it must be, with json's escapes; an int in str()'s
+# spelling, a float in repr()'s). So a document it accepts is one dump() reproduces byte for
+# byte, and its value is the one the full loader builds (load(dump(v)) == v is the codec's
+# tested round-trip property; tests/model/test_codec_fast.py checks that mutated documents
+# are either refused here or read exactly as dump() would write them). Anything else —
+# hand-written files, other styles, comments, over the limits — takes the full path.
+
+# Characters json.dumps (ensure_ascii=False) or _quote escape: a quoted scalar without any of
+# them and without a backslash is its own inner text.
+_ESCAPED = re.compile('[\x00-\x1f"\\\\\x7f-\x9f\u2028\u2029\ufeff]')
 
 
-def _load_canonical(text: str, data: bytes) -> Value:
+class _NotCanonical(Exception):
+    """Raised inside the fast path: not dump()'s output, take the full path."""
+
+
+def _load_canonical(text: str) -> Value:
     """The value of a canonical document, or ``_NO_KEY`` when it is not one."""
+    if not text.endswith("\n") or text[:1] in ("", " ", "-"):
+        return _NO_KEY
+    if text == "{}\n":
+        return {}
     try:
-        lines = text.split("\n")
-        if lines[-1] != "" or not lines[0] or lines[0][0] in " -":
-            return _NO_KEY
-        value, end = _block(lines, 0, 0, 1)
-        if end != len(lines) - 1 or dump(value) != data:
-            return _NO_KEY
-        return value
-    except (ValueError, IndexError, KeyError, TypeError, CodecError, RecursionError):
+        lines = [_line(line) for line in text[:-1].split("\n")]
+        value, end = _mapping(lines, 0, 0, 1)
+        return value if end == len(lines) and value else _NO_KEY
+    except (_NotCanonical, ValueError, IndexError, RecursionError):
         return _NO_KEY
 
 
-def _block(lines: list[str], i: int, indent: int, depth: int) -> tuple[Value, int]:
+# A line, classified: (form, indent, key, value). Forms: "entry" (key: scalar, or {} / []),
+# "open" (key: and a container below), "item" (- scalar), "list" (- and a list below),
+# "first" (- key: ...: a mapping item; key and value as for an entry, or value _OPEN).
+_Line = tuple[str, int, Any, Value]
+_OPEN = object()
+
+
+@functools.lru_cache(maxsize=8192)  # most lines repeat across event files: types, actors, keys
+def _line(line: str) -> _Line:
+    indent = len(line) - len(line.lstrip(" "))
+    if indent == len(line) or indent % 2:
+        raise _NotCanonical
+    if line[indent] != "-":
+        key, value = _entry(line, indent)
+        return ("entry" if value is not _OPEN else "open", indent, key, value)
+    rest = line[indent + 1:]
+    if not rest:
+        return ("list", indent, None, None)
+    if rest[0] != " " or rest[1:2] in (" ", ""):
+        raise _NotCanonical
+    if _starts_entry(rest[1:]):
+        key, value = _entry(rest[1:], 0)
+        return ("first", indent, key, value)
+    return ("item", indent, None, _inline(rest))
+
+
+def _mapping(lines: list[_Line], i: int, indent: int, depth: int) -> tuple[dict[Any, Value], int]:
+    """The mapping whose entries sit at ``indent`` from line ``i`` (a "first" line included)."""
     if depth > MAX_DEPTH:
-        raise ValueError("too deep for the fast path")
-    if lines[i].startswith("-", indent):
-        return _seq(lines, i, indent, depth)
-    out: dict[str, Value] = {}
-    while i < len(lines) - 1 and _indent(lines[i]) == indent and not lines[i].startswith("-", indent):
-        key, rest = _split_key(lines[i][indent:])
-        out[key], i = _value(lines, i, rest, indent, depth)
-    return out, i
-
-
-def _seq(lines: list[str], i: int, indent: int, depth: int) -> tuple[Value, int]:
-    out: list[Value] = []
-    while i < len(lines) - 1 and _indent(lines[i]) == indent and lines[i].startswith("-", indent):
-        rest = lines[i][indent + 1:]
-        if rest.startswith(" ") and _is_key(rest[1:]):
-            # "- key: ..." opens a mapping whose keys sit two columns further in.
-            lines[i] = " " * (indent + 2) + rest[1:]
-            item, i = _block(lines, i, indent + 2, depth + 1)
+        raise _NotCanonical
+    out: dict[Any, Value] = {}
+    n = len(lines)
+    while i < n:
+        form, at, key, value = lines[i]
+        if form == "first" and not out and at + 2 == indent:
+            pass  # the "- key: ..." line that opens a mapping item
+        elif at != indent or form not in ("entry", "open"):
+            break
+        if key in out:
+            raise _NotCanonical
+        if value is _OPEN:
+            out[key], i = _nested(lines, i + 1, indent + 2, depth)
         else:
-            item, i = _value(lines, i, rest.strip() if rest else None, indent, depth)
-        out.append(item)
+            out[key] = value
+            i += 1
     return out, i
 
 
-def _value(lines: list[str], i: int, rest: str | None, indent: int, depth: int) -> tuple[Value, int]:
-    if rest is None or rest == "":
-        return _block(lines, i + 1, indent + 2, depth + 1)
-    return _scalar_value(rest), i + 1
+def _nested(lines: list[_Line], i: int, indent: int, depth: int) -> tuple[Value, int]:
+    """The non-empty container that starts on line ``i`` at ``indent`` (after "key:" or "-")."""
+    form, at = lines[i][0], lines[i][1]
+    if at != indent:
+        raise _NotCanonical
+    if form in ("entry", "open"):
+        return _mapping(lines, i, indent, depth + 1)
+    return _sequence(lines, i, indent, depth + 1)
 
 
-def _indent(line: str) -> int:
-    return len(line) - len(line.lstrip(" "))
+def _sequence(lines: list[_Line], i: int, indent: int, depth: int) -> tuple[list[Value], int]:
+    if depth > MAX_DEPTH:
+        raise _NotCanonical
+    out: list[Value] = []
+    n = len(lines)
+    while i < n:
+        form, at, _, value = lines[i]
+        if at != indent or form not in ("item", "list", "first"):
+            break
+        if form == "item":
+            out.append(value)
+            i += 1
+        elif form == "list":
+            item, i = _nested(lines, i + 1, indent + 2, depth)
+            if not isinstance(item, list):
+                raise _NotCanonical
+            out.append(item)
+        else:
+            mapping, i = _mapping(lines, i, indent + 2, depth + 1)
+            out.append(mapping)
+    return out, i
 
 
-def _is_key(text: str) -> bool:
-    if text.startswith('"'):
-        _, end = json.JSONDecoder().raw_decode(text)
+def _starts_entry(text: str) -> bool:
+    """Whether an item's text is "key:" or "key: value" rather than a scalar."""
+    if text[:1] == '"':
+        _, end = _JSON.raw_decode(text)
         return text[end:end + 1] == ":"
     return ": " in text or text.endswith(":")
 
 
-def _split_key(text: str) -> tuple[str, str | None]:
-    if text.startswith('"'):
-        key, end = json.JSONDecoder().raw_decode(text)
+_JSON = json.JSONDecoder()
+
+
+def _entry(line: str, indent: int) -> tuple[Any, Value]:
+    """The key of the entry ``line`` and its inline value (``_OPEN`` for one below)."""
+    if line[indent] == '"':
+        _, end = _JSON.raw_decode(line, indent)
+        key = _quoted(line[indent:end])
     else:
-        end = text.index(": ") if ": " in text else len(text) - 1
-        key = resolve_plain(text[:end])
-    if text[end] != ":":
-        raise ValueError("not a mapping entry")
-    rest = text[end + 1:]
-    return key, (rest[1:] if rest.startswith(" ") else None if not rest else rest)
+        end = line.find(": ", indent)
+        if end < 0:
+            end = len(line) - 1
+        key = _plain(line[indent:end])
+    if line[end:end + 1] != ":":
+        raise _NotCanonical
+    rest = line[end + 1:]
+    if not rest:
+        return key, _OPEN
+    if rest[0] != " " or len(rest) < 2:
+        raise _NotCanonical
+    return key, _inline(rest)
 
 
-def _scalar_value(text: str) -> Value:
-    if text.startswith('"'):
-        return json.loads(text)
+def _inline(rest: str) -> Value:
+    """The value after "key:" or "-" on the same line: " {}", " []" or " <scalar>"."""
+    text = rest[1:]
     if text == "{}":
         return {}
     if text == "[]":
         return []
-    return resolve_plain(text)
+    if text[:1] == '"':
+        return _quoted(text)
+    return _plain(text)
+
+
+def _plain(text: str) -> Value:
+    """The value of a plain scalar in dump()'s spelling (raises _NotCanonical otherwise)."""
+    if _plain_ok(text):
+        return text
+    value = resolve_plain(text)
+    if isinstance(value, str) or _scalar(value) != text:
+        raise _NotCanonical
+    return value
+
+
+def _quoted(text: str) -> str:
+    """The string of a double-quoted scalar in dump()'s spelling."""
+    if len(text) < 2 or text[-1] != '"':
+        raise _NotCanonical
+    inner = text[1:-1]
+    if _ESCAPED.search(inner) is None:
+        value = inner
+    else:
+        value = json.loads(text)
+        if not isinstance(value, str) or _quote(value) != text:
+            raise _NotCanonical
+    if _plain_ok(value):  # dump() would have written it plain
+        raise _NotCanonical
+    return value

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from typing_extensions import TypeVar
 
 from loopx.errors import SchemaError
+from loopx.model.globs import GLOB_PATTERN, MAX_GLOBS
 from loopx.model.ids import ENTITY_ID_RE, EVENT_ID_RULE, ULID_RE, EventId, is_event_id
 from loopx.model.paths import (  # noqa: F401 - re-exported: where events live
     PATH_RE, SESSION_FILE_RE, file_path, TRANSCRIPT_CHUNK_BYTES, TRANSCRIPT_MAX_BYTES, event_dir,
@@ -27,11 +28,19 @@ TS_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$"
 ACTOR_PATTERN = r"^[a-z][a-z0-9_-]{0,31}:\S{1,200}$"
 ID_PATTERN = ENTITY_ID_RE.pattern
 OID_PATTERN = r"^[0-9a-f]{40}([0-9a-f]{24})?$"
+REF_PATTERN = r"^refs/[^\x00-\x20\x7f~^:?*\[\\]{1,1000}$"
+CHECK_PATTERN = r"^[^\x00-\x1f]{1,200}$"  # a CI check's name, as the provider reports it
+_ID = ENTITY_ID_RE.pattern.strip("^$")
+CRITERION_REF_PATTERN = f"^{_ID}:{_ID}$"  # GOAL:CRITERION
 
 # An actor (human:alice@example.com, agent:codex@devbox) or a role (role:maintainer).
 Identity = Annotated[str, Field(pattern=ACTOR_PATTERN)]
 EntityId = Field(pattern=ID_PATTERN)
 Text = Field(min_length=1, max_length=20_000)
+# A scope: globs of paths from the top of the repository (loopx.model.globs says how they match).
+Glob = Annotated[str, Field(pattern=GLOB_PATTERN)]
+Globs = Field(default=None, max_length=MAX_GLOBS,
+              description="path globs (docs/**, src/**/*.py); none: the whole tree")
 
 
 # Bounds of the numbers events carry. Every numeric field has both ends, and floats must be
@@ -53,6 +62,14 @@ class Criterion(Model):
 
     id: str = Field(pattern=ID_PATTERN)
     text: str = Text
+    paths: Optional[list[Glob]] = Globs
+
+
+class CriterionScope(Model):
+    """The paths a criterion's evidence is judged on (an empty list: the whole tree)."""
+
+    id: str = Field(pattern=ID_PATTERN)
+    paths: list[Glob] = Field(max_length=MAX_GLOBS)
 
 
 # --- ledger and config -----------------------------------------------------------------------
@@ -80,6 +97,14 @@ class ConfigSet(Model):
     allowed_signers: Optional[str] = Field(
         default=None, max_length=200_000, description="ssh allowed_signers text for signed answers"
     )
+    evidence_ignore: Optional[list[Glob]] = Field(
+        default=None, max_length=MAX_GLOBS,
+        description="paths whose changes never make evidence stale, unless the evidence or its "
+        "criterion names its own paths (e.g. docs/**)")
+    ci_criteria: Optional[dict[Annotated[str, Field(pattern=CHECK_PATTERN)],
+                               list[Annotated[str, Field(pattern=CRITERION_REF_PATTERN)]]]] = Field(
+        default=None, max_length=200,
+        description="CI check name -> the criteria (GOAL:CRITERION) its result meets or un-meets")
 
 
 # --- goals -----------------------------------------------------------------------------------
@@ -98,6 +123,13 @@ class GoalUpdated(Model):
     description: Optional[str] = Field(default=None, max_length=20_000)
     add_acceptance: list[Criterion] = Field(default_factory=list, max_length=200)
     state: Optional[Literal["active", "paused"]] = None
+    revise: Optional[list[Criterion]] = Field(
+        default=None, max_length=200,
+        description="new text for existing criteria: evidence recorded before no longer counts")
+    retire: Optional[list[Annotated[str, Field(pattern=ID_PATTERN)]]] = Field(
+        default=None, max_length=200, description="criteria that no longer need evidence")
+    scope: Optional[list[CriterionScope]] = Field(
+        default=None, max_length=200, description="the paths existing criteria are judged on")
 
 
 class GoalClosed(Model):
@@ -105,7 +137,8 @@ class GoalClosed(Model):
     outcome: Literal["achieved", "abandoned"]
     reason: Optional[str] = Field(default=None, max_length=20_000)
     override: bool = Field(
-        default=False, description="a human decision: achieved although criteria are unmet"
+        default=False, description="a human decision: achieved although criteria are unmet "
+        "(v2: with a reason)"
     )
 
 
@@ -120,6 +153,10 @@ class TodoAdded(Model):
     depends_on: list[str] = Field(default_factory=list, max_length=200)
     gates: list[str] = Field(default_factory=list, max_length=200)
     criteria: list[str] = Field(default_factory=list, max_length=200)
+    priority: Optional[int] = Field(
+        default=None, ge=0, le=4, description="0 most urgent .. 4 least; none given is 2")
+    discovered_from: Optional[str] = Field(
+        default=None, pattern=ID_PATTERN, description="the todo whose work turned this one up")
 
 
 class TodoUpdated(Model):
@@ -128,11 +165,16 @@ class TodoUpdated(Model):
     description: Optional[str] = Field(default=None, max_length=20_000)
     add_depends_on: list[str] = Field(default_factory=list, max_length=200)
     add_gates: list[str] = Field(default_factory=list, max_length=200)
+    priority: Optional[int] = Field(default=None, ge=0, le=4, description="a new priority")
 
 
 class TodoClaimed(Model):
     id: str = EntityId
     until: str = Field(pattern=TS_PATTERN, description="lease expiry (UTC)")
+    branch: Optional[str] = Field(
+        default=None, pattern=REF_PATTERN,
+        description="the branch checked out where the claim was made: commits without a "
+        "Loopx-Todo trailer count for the lease only on it")
 
 
 class TodoRenewed(Model):
@@ -149,6 +191,16 @@ class TodoDone(Model):
     id: str = EntityId
     evidence: list[str] = Field(default_factory=list, max_length=200)
     summary: Optional[str] = Field(default=None, max_length=20_000)
+    reason: Optional[str] = Field(
+        default=None, min_length=1, max_length=20_000,
+        description="why it is done without passing, fresh evidence (v2 needs one or the other)")
+
+
+class TodoAcked(Model):
+    """The holder has taken in decisions made since the claim (gate answers): the flag clears."""
+
+    id: str = EntityId
+    gates: list[Annotated[str, Field(pattern=ID_PATTERN)]] = Field(min_length=1, max_length=200)
 
 
 class TodoBlocked(Model):
@@ -220,6 +272,19 @@ class EvidenceRecorded(Model):
     author: Optional[str] = Field(default=None, max_length=500)
     todo: Optional[str] = Field(default=None, pattern=ID_PATTERN)
     criteria: list[str] = Field(default_factory=list, max_length=200)
+    paths: Optional[list[Glob]] = Globs
+    check: Optional[str] = Field(default=None, pattern=CHECK_PATTERN,
+                                 description="the CI check it reports (kind ci)")
+    cwd: Optional[str] = Field(
+        default=None, pattern=r"^[^/\x00\n\r][^\x00\n\r]{0,4095}$",
+        description="where the command ran, relative to the top of the work tree")
+
+    @field_validator("cwd")
+    @classmethod
+    def _inside(cls, value: Optional[str]) -> Optional[str]:
+        if value is not None and ".." in value.split("/"):
+            raise ValueError("cwd stays inside the work tree (no '..')")
+        return value
 
 
 class EvidenceRemapped(Model):
@@ -248,10 +313,21 @@ class WakeSet(Model):
     on_ci: Optional[str] = Field(default=None, max_length=200, description="a commit sha or 'HEAD'")
     on_todo: Optional[str] = Field(default=None, pattern=ID_PATTERN)
     reason: Optional[str] = Field(default=None, max_length=2_000)
+    every: Optional[int] = Field(
+        default=None, ge=60, le=366 * 86400,
+        description="seconds: a recurring time wake, next due this long after it last fired")
 
 
 class WakeCleared(Model):
     id: str = EntityId
+
+
+class WakeFired(Model):
+    """A recurring wake was acted on; it is due again at ``next``."""
+
+    id: str = EntityId
+    at: str = Field(pattern=TS_PATTERN, description="when it was acted on (UTC)")
+    next: str = Field(pattern=TS_PATTERN, description="when it is due again: at + every")
 
 
 class QuotaSet(Model):
@@ -265,6 +341,9 @@ class QuotaSpent(Model):
     tokens: int = Field(default=0, ge=0, le=MAX_COUNT)
     cost: float = Field(default=0.0, ge=0, le=MAX_COST)
     todo: Optional[str] = Field(default=None, pattern=ID_PATTERN)
+    force: Optional[bool] = Field(default=None, description="recorded past the budget (v2)")
+    reason: Optional[str] = Field(default=None, min_length=1, max_length=2_000,
+                                  description="why spending past the budget was recorded")
 
 
 class EffectIntended(Model):
@@ -301,6 +380,14 @@ class Workspace(Model):
 
     host: str = Field(min_length=1, max_length=255)
     path: str = Field(min_length=1, max_length=4_096)
+
+
+class NoticeDismissed(Model):
+    """Its actor has read the notices about these events of theirs that were not applied
+    (a claim that lost a race, say): they no longer show as things to do."""
+
+    events: list[Annotated[str, Field(pattern=ULID_RE.pattern)]] = Field(
+        min_length=1, max_length=1_000, description="ids of the actor's events that were not applied")
 
 
 class SessionOpened(Model):
@@ -377,35 +464,40 @@ class SessionClosed(Model):
     note: Optional[str] = Field(default=None, max_length=20_000)
 
 
-# type name -> (payload model, version).
+# type name -> (payload model, version). Events are written at the version listed; the rules of
+# an event's own version judge it on replay (state/checks.py), so a ledger written before a rule
+# was tightened keeps its meaning.
 EVENT_TYPES: dict[str, tuple[type[Model], int]] = {
     "ledger.initialised": (LedgerInitialised, 1),
-    "config.set": (ConfigSet, 1),
-    "goal.created": (GoalCreated, 1),
-    "goal.updated": (GoalUpdated, 1),
-    "goal.closed": (GoalClosed, 1),
-    "todo.added": (TodoAdded, 1),
-    "todo.updated": (TodoUpdated, 1),
-    "todo.claimed": (TodoClaimed, 1),
+    "config.set": (ConfigSet, 2),
+    "goal.created": (GoalCreated, 2),
+    "goal.updated": (GoalUpdated, 2),
+    "goal.closed": (GoalClosed, 2),
+    "todo.added": (TodoAdded, 2),
+    "todo.updated": (TodoUpdated, 2),
+    "todo.claimed": (TodoClaimed, 2),
     "todo.renewed": (TodoRenewed, 1),
     "todo.released": (TodoReleased, 1),
-    "todo.done": (TodoDone, 1),
+    "todo.done": (TodoDone, 2),
+    "todo.acked": (TodoAcked, 1),
     "todo.blocked": (TodoBlocked, 1),
     "todo.reopened": (TodoReopened, 1),
     "todo.cancelled": (TodoCancelled, 1),
     "gate.opened": (GateOpened, 1),
     "gate.answered": (GateAnswered, 1),
     "gate.withdrawn": (GateWithdrawn, 1),
-    "evidence.recorded": (EvidenceRecorded, 1),
+    "evidence.recorded": (EvidenceRecorded, 2),
     "evidence.remapped": (EvidenceRemapped, 1),
-    "wake.set": (WakeSet, 1),
+    "wake.set": (WakeSet, 2),
     "wake.cleared": (WakeCleared, 1),
+    "wake.fired": (WakeFired, 1),
     "quota.set": (QuotaSet, 1),
-    "quota.spent": (QuotaSpent, 1),
+    "quota.spent": (QuotaSpent, 2),
     "effect.intended": (EffectIntended, 1),
     "effect.confirmed": (EffectConfirmed, 1),
     "effect.failed": (EffectFailed, 1),
     "note.added": (NoteAdded, 1),
+    "notice.dismissed": (NoticeDismissed, 1),
     "session.opened": (SessionOpened, 1),
     "session.progress": (SessionProgress, 1),
     "session.responded": (SessionResponded, 1),
@@ -415,12 +507,28 @@ EVENT_TYPES: dict[str, tuple[type[Model], int]] = {
     "session.closed": (SessionClosed, 1),
 }
 
+# Fields added in a later version of a type ("list[].field": a field of a list's items): an
+# event of an earlier version may not carry them.
+ADDED_IN: dict[str, dict[str, int]] = {
+    "config.set": {"evidence_ignore": 2, "ci_criteria": 2},
+    "goal.created": {"acceptance[].paths": 2},
+    "goal.updated": {"revise": 2, "retire": 2, "scope": 2, "add_acceptance[].paths": 2},
+    "todo.added": {"priority": 2, "discovered_from": 2},
+    "todo.updated": {"priority": 2},
+    "todo.claimed": {"branch": 2},
+    "todo.done": {"reason": 2},
+    "evidence.recorded": {"paths": 2, "check": 2, "cwd": 2},
+    "quota.spent": {"force": 2, "reason": 2},
+    "wake.set": {"every": 2},
+}
+
 # Payload fields the writer derives from its clock (e.g. a lease's expiry from --ttl): a retry
 # of the same event id may differ in them and is still the same event.
 RETRY_VOLATILE: dict[str, frozenset[str]] = {
     "todo.claimed": frozenset({"until"}),
     "todo.renewed": frozenset({"until"}),
     "wake.set": frozenset({"at"}),
+    "wake.fired": frozenset({"at", "next"}),
 }
 
 # Text fields that hold no free text: public keys that must stay byte-exact to verify
@@ -572,7 +680,26 @@ def parse_event(doc: Any, name: str = "<event>") -> Event:
         data = known[0].model_validate(env.data)
     except ValidationError as exc:
         raise SchemaError(f"{name}: {env.type}: {_describe(exc, ('data',))}") from None
+    newer = _newer_fields(env.type, env.v, data) if env.v < known[1] else []
+    if newer:
+        raise SchemaError(f"{name}: {env.type} v{env.v} cannot carry data.{newer[0]} "
+                          f"(added in v{ADDED_IN[env.type][newer[0]]})")
     return Event(env, data)
+
+
+def _newer_fields(type_name: str, version: int, data: Model) -> list[str]:
+    """Fields of ``data`` that its event's version does not have yet."""
+    found = []
+    given = data.model_fields_set  # the common case: none of the added fields was given
+    for name, since in ADDED_IN.get(type_name, {}).items():
+        field, _, item_field = name.partition("[].")
+        if since <= version or field not in given:
+            continue
+        value = getattr(data, field)
+        if (any(getattr(item, item_field) is not None for item in value) if item_field
+                else value is not None):
+            found.append(name)
+    return found
 
 
 def make_event(

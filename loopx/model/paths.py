@@ -6,6 +6,7 @@ need not load the event models.
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import datetime, timezone
 
@@ -15,8 +16,15 @@ from loopx.model.ids import ulid_ms
 def event_dir(event_id: str) -> str:
     """``events/YYYY/MM/DD``, dated by the ULID's own timestamp so an id always maps to one
     directory (a retried append finds its earlier copy there)."""
-    day = datetime.fromtimestamp(ulid_ms(event_id) / 1000, tz=timezone.utc)
-    return f"events/{day:%Y/%m/%d}"
+    return _day_dir(ulid_ms(event_id) // _DAY_MS)
+
+
+_DAY_MS = 86_400_000
+
+
+@functools.lru_cache(maxsize=4096)  # a replay meets each day's directory thousands of times
+def _day_dir(day: int) -> str:
+    return f"events/{datetime.fromtimestamp(day * 86_400, tz=timezone.utc):%Y/%m/%d}"
 
 
 def file_path(event_id: str, event_type: str) -> str:
@@ -41,3 +49,16 @@ SESSION_FILE_RE = re.compile(
 def transcript_chunk_path(session: str, number: int, index: int) -> str:
     """``sessions/<session>/transcript-<number>/<index:04d>.txt``."""
     return f"sessions/{session}/transcript-{number}/{index:04d}.txt"
+
+
+# Checkpoints of the projection (loopx.features.checkpoints): derived data beside the events,
+# a manifest and chunks of rows per state commit whose events they fold.
+CHECKPOINT_CHUNK_BYTES = 1024 * 1024
+CHECKPOINT_FILE_RE = re.compile(
+    r"^checkpoints/([0-9a-f]{40}|[0-9a-f]{64})/(manifest\.json|rows-[0-9]{4}\.tsv)$"
+)
+
+
+def checkpoint_path(commit: str, name: str) -> str:
+    """``checkpoints/<commit>/<name>``: a file of the checkpoint of ``commit``'s events."""
+    return f"checkpoints/{commit}/{name}"

@@ -46,4 +46,5 @@ def fail(txn: Txn, effect: str, *, error: str, final: bool = False,
 
 def listing(ledger: Ledger, *, now: Optional[datetime] = None) -> list[dict[str, Any]]:
     """Every effect with its state (indeterminate, confirmed or failed)."""
+    ledger.require()
     return list(views.snapshot(ledger.fold(), now or clock.now())["effects"])

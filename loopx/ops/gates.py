@@ -75,6 +75,7 @@ def _superseded(gate: entities.Gate, supersede: bool, verb: str) -> Optional[lis
 def listing(ledger: Ledger, *, include_closed: bool = False,
             now: Optional[datetime] = None) -> list[dict[str, Any]]:
     """Open gates (all of them with ``include_closed``)."""
+    ledger.require()
     gates = views.snapshot(ledger.fold(), now or clock.now())["gates"]
     return [g for g in gates if include_closed or g["state"] == "open"]
 

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Optional
 
+from loopx.errors import TransitionError, UsageError
 from loopx.ledger.book import Ledger
 from loopx.ledger.draft import Draft
 from loopx.model import clock
 from loopx.model.ids import new_short_id
-from loopx.ops import lookup
+from loopx.ops import evidence, lookup
 from loopx.state import views
 
 if TYPE_CHECKING:
@@ -21,38 +22,91 @@ if TYPE_CHECKING:
 
 
 def add(txn: Txn, title: str, *, id: Optional[str] = None, accept: Sequence[str] = (),
-        description: Optional[str] = None, event_id: Optional[str] = None) -> Event[GoalCreated]:
-    """Create a goal; its acceptance criteria get the ids a1, a2, ... in order."""
+        scope: Optional[Mapping[str, Sequence[str]]] = None, description: Optional[str] = None,
+        event_id: Optional[str] = None) -> Event[GoalCreated]:
+    """Create a goal; its acceptance criteria get the ids a1, a2, ... in order. ``scope``
+    gives a criterion the paths its evidence is judged on (``{"a1": ["src/**"]}``)."""
     gid = id or new_short_id("g", event_id)
+    scope = scope or {}
     data: dict[str, Any] = {"id": gid, "title": title, "description": description,
-                            "acceptance": [{"id": f"a{i}", "text": t}
-                                           for i, t in enumerate(accept, 1)]}
+                            "acceptance": _numbered(accept, 1, scope)}
+    _unused(scope, {c["id"] for c in data["acceptance"]})
     return txn.add(Draft("goal.created", data, gid, event_id))
+
+
+def _numbered(texts: Sequence[str], start: int,
+              scope: Mapping[str, Sequence[str]]) -> list[dict[str, Any]]:
+    return [{"id": f"a{i}", "text": t, "paths": list(scope[f"a{i}"]) if f"a{i}" in scope else None}
+            for i, t in enumerate(texts, start)]
+
+
+def _unused(scope: Mapping[str, Sequence[str]], known: set[str]) -> None:
+    stray = sorted(set(scope) - known)
+    if stray:
+        raise UsageError(f"no criterion {', '.join(stray)} to scope "
+                         f"(criteria: {', '.join(sorted(known)) or 'none'})")
 
 
 def update(txn: Txn, goal: str, *, title: Optional[str] = None,
            description: Optional[str] = None, accept: Sequence[str] = (),
-           state: Optional[str] = None, event_id: Optional[str] = None) -> Event[GoalUpdated]:
-    """Change a goal's title, description or state (active, paused), or add criteria."""
+           state: Optional[str] = None, revise: Optional[Mapping[str, str]] = None,
+           retire: Sequence[str] = (), scope: Optional[Mapping[str, Sequence[str]]] = None,
+           event_id: Optional[str] = None) -> Event[GoalUpdated]:
+    """Change a goal's title, description or state (active, paused); add criteria, revise
+    their text (evidence recorded before no longer counts for them), retire them (they need no
+    evidence any more) or set the paths their evidence is judged on (``scope``)."""
     gid = lookup.goal(txn.fold, goal)
-    start = len(txn.fold.goals[gid].acceptance) + 1
+    found, revise, scope = txn.fold.goals[gid], revise or {}, scope or {}
+    added = _numbered(accept, len(found.acceptance) + len(found.retired) + 1, scope)
+    new = {c["id"] for c in added}
+    _unused(scope, new | {c["id"] for c in found.acceptance})
     data = {"id": gid, "title": title, "description": description, "state": state,
-            "add_acceptance": [{"id": f"a{i}", "text": t} for i, t in enumerate(accept, start)]}
+            "add_acceptance": added,
+            "revise": [{"id": c, "text": t} for c, t in revise.items()] or None,
+            "retire": list(retire) or None,
+            "scope": [{"id": c, "paths": list(p)} for c, p in scope.items() if c not in new]
+            or None}
     return txn.add(Draft("goal.updated", data, gid, event_id))
 
 
 def close(txn: Txn, goal: str, *, outcome: str, reason: Optional[str] = None,
           override: bool = False, event_id: Optional[str] = None) -> Event[GoalClosed]:
-    """Close a goal as ``achieved`` (every criterion met, or a human's override) or
-    ``abandoned``."""
+    """Close a goal as ``achieved`` or ``abandoned``.
+
+    Achieved needs every criterion's latest verdict to pass on evidence that still vouches for
+    the code as it is now (fresh), and no todo left open, claimed or blocked; ``override`` is a
+    human's decision, with a ``reason``, to close it without that evidence.
+    """
     gid = lookup.goal(txn.fold, goal)
     data = {"id": gid, "outcome": outcome, "reason": reason, "override": override}
-    return txn.add(Draft("goal.closed", data, gid, event_id))
+    event = txn.add(Draft("goal.closed", data, gid, event_id))
+    if outcome == "achieved" and not override:
+        _require_fresh(txn, gid)  # raising here writes nothing: the commit is not made
+    return event
+
+
+def _require_fresh(txn: Txn, gid: str) -> None:
+    """Refuse unless the evidence meeting each criterion vouches for the code as it is now."""
+    fold = txn.fold
+    goal = fold.goals[gid]
+    judged = evidence.judge(txn.ledger, fold)
+    for crit in goal.acceptance:
+        latest = views.criterion_verdict(fold, goal, crit["id"]).latest
+        assert latest is not None  # the check refused unmet criteria already
+        fresh = judged.evidence(views.evidence_view(fold.evidence[latest]),
+                                criterion_paths=list(crit.get("paths") or []))
+        if fresh.state not in ("fresh", "unbound"):
+            raise TransitionError(
+                f"goal {gid} cannot close as achieved: the evidence for {crit['id']} "
+                f"({latest}) is {evidence.stale_note(fresh)}; re-run it (git loopx rerun "
+                f"--criterion {gid}:{crit['id']}) or close with --override --reason TEXT "
+                "(a human decision)")
 
 
 def listing(ledger: Ledger, *, include_closed: bool = False,
             now: Optional[datetime] = None) -> list[dict[str, Any]]:
     """Goals in play (all goals with ``include_closed``), as ``status`` shows them."""
+    ledger.require()
     goals = views.snapshot(ledger.fold(), now or clock.now())["goals"]
     return [g for g in goals if include_closed or g["state"] in ("active", "paused")]
 

@@ -20,6 +20,7 @@ from typing import Any, Callable, NamedTuple, Optional
 from loopx.errors import CheckedOut, LockTimeout, LoopxError, RefRaceError
 from loopx.features import capture, redact, shims, spool, sync
 from loopx.ledger.book import Ledger
+from loopx.model import plural
 from loopx.ops import ledgers
 from loopx.storage import gateway
 
@@ -28,8 +29,11 @@ HOOKS = shims.HOOK_NAMES
 # check that a loopx failure never blocks the git command (see docs/hooks.md).
 FAIL_ENV = "LOOPX_HOOK_TEST_FAIL"
 # Set by post-commit for the detached process it starts under loopx.hooks.background=true:
-# the commit to record (HEAD may have moved on by the time it runs).
+# the commit to record (HEAD may have moved on by the time it runs), the branch it was made on
+# and, for an amend, the commit it replaced.
 COMMIT_ENV = "LOOPX_HOOK_COMMIT"
+BRANCH_ENV = "LOOPX_HOOK_BRANCH"
+AMENDED_ENV = "LOOPX_HOOK_AMENDED"
 
 
 @dataclass(frozen=True)
@@ -83,28 +87,36 @@ def _post_commit(hook: Hook) -> list[str]:
     found = _ledger_tip(hook)
     if found is None or _rebasing(found.git_dir):
         return []
-    if _on_state_branch(found.git_dir, hook.ref):
+    background_child = COMMIT_ENV in hook.environ
+    branch = (hook.environ.get(BRANCH_ENV) or None) if background_child else _head_ref(
+        hook.cwd, found.git_dir)
+    if branch == hook.ref:
         return [f"this commit is on {hook.ref.removeprefix('refs/heads/')} itself, which loopx "
                 "writes: a commit there from a stale index deletes events. `git loopx doctor` "
                 "checks; keep the state branch out of work trees (git switch --detach)"]
-    background_child = COMMIT_ENV in hook.environ
+    if _internal(branch, hook.ref):
+        return []  # a proposal or another loopx branch is not work on a todo
     notes = _apply_spooled(hook, found)
     info = capture.read_commit(hook.cwd, hook.environ.get(COMMIT_ENV, "HEAD"))
     if not info.todos and not info.goals and capture.cached_leases(
         loopx_dir=found.loopx_dir, ref=hook.ref, tip=found.tip, actor=hook.actor or "",
+        branch=branch,
     ) == []:
         return notes  # nothing to record, known without loading the event model
+    amended = (hook.environ.get(AMENDED_ENV) or None) if background_child else _amended(
+        hook.cwd, info.sha)
     if not background_child and _config_true(hook.cwd, "loopx.hooks.background"):
-        _record_in_background(hook, found.loopx_dir, info.sha)
+        _record_in_background(hook, found.loopx_dir, info.sha, branch, amended)
         return notes
     with Ledger(gateway.discover(hook.cwd), ref=hook.ref, scrub=redact.scrub) as ledger:
         if not background_child:  # the detached child is off git's path: it may wait
             ledger.store.wait_limit = spool.WAIT_S
         try:
-            result = capture.record_commit(ledger=ledger, actor=hook.who(), info=info)
+            result = capture.record_commit(ledger=ledger, actor=hook.who(), info=info,
+                                           branch=branch, amended=amended)
         except BUSY as exc:
-            return notes + [_queued(hook, found.loopx_dir, {"commit": info.sha}, exc,
-                                    "the commit's evidence")]
+            inputs = {"commit": info.sha, "branch": branch, "amended": amended}
+            return notes + [_queued(hook, found.loopx_dir, inputs, exc, "the commit's evidence")]
     return notes + result.notes + [_recorded_line(e) for e in result.events]
 
 
@@ -132,6 +144,39 @@ def _apply_spooled(hook: Hook, found: "_Found") -> list[str]:
     return lines + [f"queued entry {i} set aside: {why}" for i, why in done.failed.items()]
 
 
+def _head_ref(cwd: str, git_dir: str) -> Optional[str]:
+    """The branch HEAD points at (``refs/...``), None when detached. Read from the HEAD file:
+    no process on the path every commit takes."""
+    try:
+        with open(os.path.join(git_dir, "HEAD"), encoding="utf-8") as fh:
+            head = fh.read().strip()
+    except OSError:
+        head = ""
+    if head.startswith("ref: ") and head != "ref: refs/heads/.invalid":
+        return head[5:]
+    if head and not head.startswith("ref: "):
+        return None  # a detached HEAD holds the commit itself
+    # Unreadable, or the reftable backend's placeholder: ask git.
+    return gateway.out(cwd, "symbolic-ref", "-q", "HEAD", check=False) or None
+
+
+def _internal(branch: Optional[str], state_ref: str) -> bool:
+    """The state branch, another loopx branch or a proposal: never a todo's work."""
+    return branch is not None and (branch == state_ref or branch.startswith(
+        ("refs/heads/loopx/", "refs/loopx/")))
+
+
+def _amended(cwd: str, sha: str) -> Optional[str]:
+    """The commit an amend replaced, when ``sha`` was just made by `git commit --amend` (its
+    HEAD reflog entry says so), else None."""
+    proc = gateway.run(cwd, "log", "-g", "-2", "--format=%H%x1f%gs", "HEAD", check=False)
+    entries = [line.split("\x1f", 1) for line in proc.stdout.decode("utf-8", "replace").splitlines()]
+    if (proc.returncode != 0 or len(entries) != 2 or entries[0][0] != sha
+            or not entries[0][-1].startswith("commit (amend)")):
+        return None
+    return entries[1][0]
+
+
 def _recorded_line(event: Any) -> str:
     data = event.data
     target = f"todo {data.todo}" if data.todo else f"goal {event.env.goal}"
@@ -146,24 +191,18 @@ def _config_false(cwd: str, key: str) -> bool:
     return gateway.out(cwd, "config", "--bool", key, check=False) == "false"
 
 
-def _record_in_background(hook: Hook, loopx_dir: Path, sha: str) -> None:
+def _record_in_background(hook: Hook, loopx_dir: Path, sha: str, branch: Optional[str],
+                          amended: Optional[str]) -> None:
     """Hand the recording of ``sha`` to a detached loopx so that `git commit` returns now;
     its messages go to <git common dir>/loopx/hooks.log."""
     log_path = loopx_dir / "hooks.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    env = dict(hook.environ, **{COMMIT_ENV: sha, "LOOPX_ACTOR": hook.who()})
+    env = dict(hook.environ, **{COMMIT_ENV: sha, "LOOPX_ACTOR": hook.who(),
+                                BRANCH_ENV: branch or "", AMENDED_ENV: amended or ""})
     with open(log_path, "ab") as log:
         subprocess.Popen([sys.executable, "-m", "loopx", "hook", "post-commit"], cwd=hook.cwd,
                          env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                          start_new_session=True)
-
-
-def _on_state_branch(git_dir: str, ref: str) -> bool:
-    try:
-        with open(os.path.join(git_dir, "HEAD"), encoding="utf-8") as head:
-            return head.readline().strip() == f"ref: {ref}"
-    except OSError:
-        return False
 
 
 def _rebasing(git_dir: str) -> bool:
@@ -208,7 +247,7 @@ def _post_rewrite(hook: Hook) -> list[str]:
             return [_queued(hook, found.loopx_dir, {"pairs": pairs}, exc,
                             "the remap of the rewritten commits")]
     count = sum(len(e.data.mappings) for e in result.events)
-    return [f"evidence follows {count} rewritten commit(s)"] if count else []
+    return [f"evidence follows {plural.counted(count, 'rewritten commit')}"] if count else []
 
 
 def _amend_from_reflog(cwd: str) -> list[dict[str, str]]:
@@ -260,14 +299,33 @@ _HANDLERS: dict[str, Callable[[Hook], list[str]]] = {
 
 
 def install(cwd: str, *, force: bool = False) -> tuple[Path, list[str]]:
-    """Install the shims (chaining hooks already there); the hooks folder and one line per
-    hook saying what happened."""
-    return shims.hooks_dir(cwd), shims.install(cwd=cwd, force=force)
+    """Install the shims (chaining hooks already there) and the help viewer; the hooks
+    folder and one line per hook saying what happened."""
+    lines = shims.install(cwd=cwd, force=force)
+    if shims.install_help_viewer(cwd=cwd):
+        lines.append(HELP_VIEWER_LINE)
+    return shims.hooks_dir(cwd), lines
+
+
+def install_help_viewer(cwd: str, *, everywhere: bool = False) -> Optional[str]:
+    """Make `git loopx --help` work here without man (local git config; ``everywhere``: the
+    user's global config); a line saying so when it was set now."""
+    if not shims.install_help_viewer(cwd=cwd, scope="--global" if everywhere else "--local"):
+        return None
+    return HELP_VIEWER_LINE.replace(" here ", " in every repository ") if everywhere else (
+        HELP_VIEWER_LINE)
+
+
+HELP_VIEWER_LINE = ("`git loopx --help` here shows the built-in help where man cannot "
+                    "(git config man.viewer loopx)")
 
 
 def uninstall(cwd: str) -> list[str]:
-    """Remove the shims and put back exactly what was there before."""
-    return shims.uninstall(cwd=cwd)
+    """Remove the shims and put back exactly what was there before (and the help viewer)."""
+    lines = shims.uninstall(cwd=cwd)
+    if shims.uninstall_help_viewer(cwd=cwd):
+        lines.append("removed the help viewer (git config man.viewer loopx)")
+    return lines
 
 
 def installed(cwd: str) -> list[shims.HookState]:

@@ -5,9 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
-from loopx.errors import CheckedOut, LockTimeout, RefRaceError
-from loopx.features import redact, spool, sync
+from loopx.errors import (CheckedOut, LockTimeout, LoopxError, Quarantined, RefRaceError,
+                          SyncError)
+from loopx.features import redact, spool
 from loopx.ledger.book import Ledger
+from loopx.storage import gateway
 from loopx.storage.store import STATE_REF
 
 if TYPE_CHECKING:
@@ -27,6 +29,8 @@ def open_ledger(path: Path | str = ".", *, ref: Optional[str] = None,
     branch (after the incoming check), so handing work over is a ``git clone``."""
     ledger = Ledger.open(path, ref=state_ref(ref), scrub=redact.scrub)
     if adopt and ledger.tip() is None:  # (a proposal's tip falls back to loopx/state's)
+        from loopx.features import sync  # only a clone without state adopts: start-up time
+
         sync.adopt(ledger=ledger)
     apply_spool(ledger)
     return ledger
@@ -55,10 +59,46 @@ def apply_spool(ledger: Ledger) -> spool.Drained:
         ledger.store.wait_limit = limit
 
 
-def init(ledger: Ledger, *, actor: str, name: Optional[str] = None) -> Optional[Event]:
+def init(ledger: Ledger, *, actor: str, name: Optional[str] = None,
+         offline: bool = False) -> Optional[Event]:
     """Create the ledger if it does not exist yet (idempotent); returns the new event.
 
-    A clone whose origin already has state adopts it instead of starting a second ledger.
+    A clone whose remote already has state adopts it instead of starting a second ledger: the
+    remote (see :func:`remote`) is fetched first, unless ``offline``, so that a clone made
+    before the remote had a ledger does not start a second root that `sync` would then merge
+    into everyone's state. An unreachable remote is an error (``offline`` skips the look).
     """
+    from loopx.features import sync  # as in open_ledger
+
     sync.adopt(ledger=ledger)
+    where = None if offline or ledger.exists() else remote(ledger)
+    if where is not None:
+        try:
+            sync.fetch(ledger=ledger, remote=where)  # adopts the remote's state, once checked
+        except Quarantined:
+            raise
+        except SyncError as exc:
+            raise SyncError(f"{exc}; to start a ledger here without looking at {where}: "
+                            "`git loopx init --offline`") from None
     return ledger.init(actor=actor, name=name)
+
+
+def actor(cwd: Path | str, given: Optional[str] = None) -> str:
+    """Who is acting, the same for every interface: ``given`` (``--actor``, else
+    ``$LOOPX_ACTOR``, which the interface reads), else ``human:<git user.email>``."""
+    if given:
+        return given
+    email = gateway.out(cwd, "config", "user.email", check=False).strip()
+    if not email:
+        raise LoopxError(
+            "who is acting? pass --actor KIND:NAME, set LOOPX_ACTOR, or `git config user.email`")
+    return f"human:{email}"
+
+
+def remote(ledger: Ledger) -> Optional[str]:
+    """The remote `sync` uses by default (the branch's upstream remote, else origin), if it
+    is configured."""
+    from loopx.features import sync  # as in open_ledger
+
+    name = sync.default_remote(ledger.repo)
+    return name if name in gateway.out(ledger.repo.cwd, "remote").split() else None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Optional
 
 from loopx.ledger.draft import Draft
@@ -28,7 +29,12 @@ def gate(fold: entities.Fold, prefix: str) -> str:
     return resolve_id(fold.gates, prefix, "gate")
 
 
-def optional(table: dict[str, Any], prefix: Optional[str], kind: str) -> Optional[str]:
+def evidence(fold: entities.Fold, prefix: str) -> str:
+    """The evidence id a unique prefix names."""
+    return resolve_id(fold.evidence, prefix, "evidence")
+
+
+def optional(table: Mapping[str, Any], prefix: Optional[str], kind: str) -> Optional[str]:
     """The id ``prefix`` names in ``table``, or None when no prefix was given."""
     return resolve_id(table, prefix, kind) if prefix else None
 

@@ -195,7 +195,9 @@ def stats(ledger: Ledger, *, window: int = transcripts.DEFAULT_STATS_WINDOW_SECO
     """How sessions ended, to tune the keep-open judgement (see
     :func:`loopx.features.transcripts.stats`)."""
     ledger.require()
-    return transcripts.stats(ledger.fold(), window=window)
+    fold = ledger.fold()
+    return dict(transcripts.stats(fold, window=window), slots=transcripts.slots(fold),
+                slot_limit=views.session_slots(fold))
 
 
 def slots_used(ledger: Ledger, actor: str) -> dict[str, int]:

@@ -1,5 +1,6 @@
-"""Ledger-wide settings (roles, lease length, session slots and idle time, signed answers),
-stored as ``config.set`` events like everything else."""
+"""Ledger-wide settings (roles, lease length, session slots and idle time, signed answers, the
+paths evidence ignores, CI checks that meet criteria), stored as ``config.set`` events like
+everything else."""
 
 from __future__ import annotations
 
@@ -22,10 +23,16 @@ def set_(txn: Txn, *, roles: Optional[Mapping[str, Sequence[str]]] = None,
          lease_ttl: Optional[int] = None, session_slots: Optional[int] = None,
          session_idle: Optional[int] = None,
          signed_answers: Union[str, Sequence[str], None] = None,
-         allowed_signers: Optional[str] = None, event_id: Optional[str] = None) -> Event[ConfigSet]:
+         allowed_signers: Optional[str] = None,
+         evidence_ignore: Optional[Sequence[str]] = None,
+         ci_criteria: Optional[Mapping[str, Sequence[str]]] = None,
+         event_id: Optional[str] = None) -> Event[ConfigSet]:
     """Change ledger settings. ``roles`` maps a role to who holds it (replacing that role's
     members, other roles kept); durations are seconds; ``signed_answers`` is ``all``, ``off``
-    or gate ids; ``allowed_signers`` is the text of an ssh allowed_signers file."""
+    or gate ids; ``allowed_signers`` is the text of an ssh allowed_signers file;
+    ``evidence_ignore`` replaces the globs whose changes leave unscoped evidence fresh ([]
+    clears it); ``ci_criteria`` maps a CI check to the criteria (``GOAL:CRITERION``) its result
+    meets, replacing that check's (an empty list removes it, other checks kept)."""
     data: dict[str, Any] = {}
     if roles:
         data["roles"] = {**(txn.fold.config.get("roles") or {}),
@@ -41,10 +48,46 @@ def set_(txn: Txn, *, roles: Optional[Mapping[str, Sequence[str]]] = None,
                                   else list(signed_answers))
     if allowed_signers is not None:
         data["allowed_signers"] = allowed_signers
+    if evidence_ignore is not None:
+        data["evidence_ignore"] = list(evidence_ignore)
+    if ci_criteria:
+        data["ci_criteria"] = _ci_criteria(txn.fold, ci_criteria)
     if not data:
-        raise UsageError("nothing to set: give roles, a lease length, session limits or "
-                         "signing rules")
+        raise UsageError("nothing to set: give roles, a lease length, session limits, "
+                         "signing rules, evidence_ignore or CI criteria")
     return txn.add(Draft("config.set", data, None, event_id))
+
+
+def _ci_criteria(fold: entities.Fold, mapping: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:
+    merged = dict(fold.config.get("ci_criteria") or {})
+    for check, targets in mapping.items():
+        for target in targets:
+            gid, _, cid = target.partition(":")
+            goal = fold.goals.get(gid)
+            if goal is None or cid not in {c["id"] for c in goal.acceptance}:
+                raise UsageError(f"CI check {check!r} cannot meet {target}: "
+                                 + (f"goal {gid} has no criterion {cid} in force" if goal
+                                    else f"there is no goal {gid}"))
+        if targets:
+            merged[check] = list(dict.fromkeys(targets))
+        else:
+            merged.pop(check, None)
+    return merged
+
+
+def parse_ci_criteria(specs: Sequence[str]) -> dict[str, list[str]]:
+    """``CHECK=GOAL:CRITERION[,GOAL:CRITERION]`` specs (the CLI's ``--ci-criterion``); an empty
+    right-hand side (``CHECK=``) removes the check's mapping."""
+    mapping: dict[str, list[str]] = {}
+    for spec in specs:
+        check, sep, targets = spec.rpartition("=")
+        if not sep or not check:
+            raise UsageError(f"{spec!r}: map a CI check as CHECK=GOAL:CRITERION[,GOAL:CRITERION]")
+        found = [t.strip() for t in targets.split(",") if t.strip()]
+        if any(t.count(":") != 1 for t in found):
+            raise UsageError(f"{spec!r}: each criterion is GOAL:CRITERION, e.g. g-1:a2")
+        mapping.setdefault(check, []).extend(found)
+    return mapping
 
 
 def parse_roles(specs: Sequence[str]) -> dict[str, list[str]]:
@@ -67,4 +110,4 @@ def effective(ledger: Ledger) -> dict[str, Any]:
     """Every setting in force, defaults included."""
     return {"roles": {}, "lease_ttl_seconds": entities.DEFAULT_LEASE_TTL_S,
             "session_slots": entities.DEFAULT_SESSION_SLOTS, "signed_answers": "off",
-            **ledger.fold().config}
+            "evidence_ignore": [], "ci_criteria": {}, **ledger.fold().config}

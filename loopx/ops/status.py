@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Optional
 
-from loopx.errors import TransitionError
-from loopx.features import briefing, readback
+from loopx.errors import ClaimLost, TransitionError
+from loopx.features import briefing, primer, readback
 from loopx.ledger.book import Ledger
 from loopx.model import clock
-from loopx.ops import lookup, todos
+from loopx.ops import lookup
 from loopx.state import decide, views
 
 if TYPE_CHECKING:
@@ -43,10 +43,14 @@ def status(ledger: Ledger, *, actor: Optional[str], goal: Optional[str] = None,
     now = now or clock.now()
     snap = views.snapshot(fold, now)
     snap["ref"] = ledger.ref
+    source = fold.extra.get("source")
+    snap["ledger"]["unverified_checkpoint"] = source.removeprefix("checkpoint ") if source else None
     if goal:
         snap = only_goal(snap, lookup.goal(fold, goal))
     env = readback.inspect(ledger.repo, state_ref=ledger.ref, snapshot=snap, remaps=fold.remaps,
-                           ci=ci, offline=offline, reader=ledger.store.reader).as_dict()
+                           ci=ci, offline=offline, reader=ledger.store.reader,
+                           ignore=fold.config.get("evidence_ignore"),
+                           ci_criteria=fold.config.get("ci_criteria")).as_dict()
     decide.annotate(snap, env)
     snap["environment"] = env
     snap["actions"] = decide.decide(snap, env, now, actor or "",
@@ -65,15 +69,22 @@ def only_goal(snap: StatusDoc, goal_id: str) -> StatusDoc:
                 evidence=[e for e in snap["evidence"] if e["goal"] == goal_id])
 
 
+def is_waiting(action: Action) -> bool:
+    """Whether ``action`` is something to wait for (a gate, CI, a lease, a spent budget)."""
+    return decide.is_waiting(action)
+
+
 @dataclass
 class Next:
     """The single best action (None: nothing left), what was claimed for it, the number of
-    legal actions and when looking again could change things."""
+    legal actions and when looking again could change things; when a claim was asked for
+    and none was made, why not."""
 
     action: Optional[Action]
     claimed: Optional[Event[TodoClaimed]]
     actions: int
     next_wake: Optional[str]
+    not_claimed: Optional[str] = None
 
     @property
     def waiting(self) -> bool:
@@ -82,34 +93,59 @@ class Next:
 
     def to_dict(self) -> dict[str, Any]:
         return {"action": self.action, "next_wake": self.next_wake, "actions": self.actions,
-                "claimed": self.claimed.to_dict() if self.claimed else None}
+                "claimed": self.claimed.to_dict() if self.claimed else None,
+                "not_claimed": self.not_claimed}
 
 
 def next_action(ledger: Ledger, *, actor: str, claim: bool = False, ttl: Optional[int] = None,
-                ci: bool = True, offline: bool = False, now: Optional[datetime] = None) -> Next:
+                ci: bool = True, offline: bool = False, now: Optional[datetime] = None,
+                synced: bool = False) -> Next:
     """The single best action for ``actor``. With ``claim``, when working on a frontier todo
     is the best action, claim it in the same call (the first one still claimable: another
-    agent may have raced us)."""
+    agent may have raced us); ``synced``: each claim counts only once the remote has it
+    (:func:`loopx.ops.todos.claim_synced`), so agents on several hosts never share a todo."""
     snap = status(ledger, actor=actor, ci=ci, offline=offline, now=now)
     actions = snap["actions"]
     best = actions[0] if actions else None
     result = Next(best, None, len(actions), snap["next_wake"])
     if claim and best is not None and best["kind"] == "work":
-        result.claimed, result.action = _claim_first(ledger, actions, actor, ttl, now)
+        result.claimed, result.action = _claim_first(ledger, actions, actor, ttl, now, synced)
+        if result.claimed is None:
+            result.not_claimed = "every ready todo was claimed by someone else first"
+    elif claim:
+        result.not_claimed = _why_not_claimed(best, actions)
     return result
 
 
+def _why_not_claimed(best: Optional[Action], actions: list[Action]) -> str:
+    """Why `next --claim` took nothing: it never claims past a more important action."""
+    if best is None:
+        return "nothing is left to do"
+    if best["kind"] == "continue":
+        return f"you hold {best['todo']} already: carry on with it (or release it) first"
+    if not any(a["kind"] == "work" for a in actions):
+        return "no todo is ready to claim"
+    return f"{best['kind']} comes before new work"
+
+
 def _claim_first(ledger: Ledger, actions: list[Action], actor: str, ttl: Optional[int],
-                 now: Optional[datetime]) -> tuple[Optional[Event[TodoClaimed]], Action]:
+                 now: Optional[datetime], synced: bool
+                 ) -> tuple[Optional[Event[TodoClaimed]], Action]:
+    from loopx.ops import todos  # only `next --claim` writes: `status` starts without it
+
     work = [a for a in actions if a["kind"] == "work"]
     for action in work:
         try:
-            event = ledger.run(todos.claim, action["todo"], ttl=ttl, actor=actor, now=now)
-        except TransitionError:
+            if synced:
+                event, _ = todos.claim_synced(ledger, action["todo"], actor=actor, ttl=ttl, now=now)
+            else:
+                event = ledger.run(todos.claim, action["todo"], ttl=ttl, actor=actor, now=now)
+        except (TransitionError, ClaimLost):
             continue
         return event, dict(action, kind="continue", priority=decide.PRIORITY["continue"],
                            command=f"git loopx todo show {action['todo']}",
-                           reason=f"you claimed {action['todo']}: {action['reason']}")
+                           reason=f"you claimed {action['todo']} until {event.data.until}: "
+                           f"{action['reason'].removeprefix(action['todo'] + ' is ready: ')}")
     return None, work[0]
 
 
@@ -121,3 +157,25 @@ def brief(ledger: Ledger, *, actor: Optional[str], goal: Optional[str] = None,
     snap = status(ledger, actor=actor, goal=goal, ci=ci, offline=offline, now=now)
     goal_id = snap["goals"][0]["id"] if goal and snap["goals"] else None
     return briefing.markdown(snap, goal_id=goal_id), snap
+
+
+@dataclass
+class Primer:
+    """`git loopx prime`: the facts that matter to one actor now, and their Markdown."""
+
+    facts: dict[str, Any]
+    markdown: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"markdown": self.markdown, "primer": self.facts}
+
+
+def prime(ledger: Ledger, *, actor: Optional[str], ci: bool = True, offline: bool = False,
+          now: Optional[datetime] = None) -> Primer:
+    """A short Markdown primer for ``actor`` at the start of a session or after compaction:
+    what loopx is, the commands it needs, and its leases, the top of the frontier, the gates
+    waiting on it, its sessions' inboxes and stale evidence."""
+    now = now or clock.now()
+    snap = status(ledger, actor=actor, ci=ci, offline=offline, now=now)
+    facts = primer.facts(snap, actor=actor, now=clock.format_ts(now))
+    return Primer(facts, primer.markdown(facts))

@@ -7,47 +7,62 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Optional
 
 from loopx.errors import ClaimLost, TransitionError, UsageError
-from loopx.features import sync
+from loopx.features import readback, sync
 from loopx.ledger.book import Ledger
 from loopx.ledger.draft import Draft
 from loopx.model import clock
 from loopx.model.ids import new_short_id
-from loopx.ops import lookup
+from loopx.ops import evidence as evidence_ops, lookup
 from loopx.state import entities, views
 
 if TYPE_CHECKING:
     from loopx.ledger.txn import Txn
     from loopx.model.events import (
-        Event, TodoAdded, TodoBlocked, TodoCancelled, TodoClaimed, TodoDone, TodoReleased, TodoRenewed, TodoReopened, TodoUpdated,
+        Event, TodoAcked, TodoAdded, TodoBlocked, TodoCancelled, TodoClaimed, TodoDone, TodoReleased, TodoRenewed, TodoReopened, TodoUpdated,
     )
 
 
 def add(txn: Txn, goal: str, title: str, *, id: Optional[str] = None,
         after: Sequence[str] = (), gates: Sequence[str] = (), criteria: Sequence[str] = (),
-        description: Optional[str] = None, event_id: Optional[str] = None) -> Event[TodoAdded]:
-    """Add a todo to ``goal``; it waits for the todos ``after`` and the approval of ``gates``."""
+        description: Optional[str] = None, priority: Optional[int] = None,
+        discovered_from: Optional[str] = None,
+        event_id: Optional[str] = None) -> Event[TodoAdded]:
+    """Add a todo to ``goal``; it waits for the todos ``after`` and the approval of ``gates``.
+
+    ``priority`` runs from 0 (most urgent) to 4 (default 2) and orders the frontier;
+    ``discovered_from`` names the todo whose work turned this one up.
+    """
     fold = txn.fold
     gid = lookup.goal(fold, goal)
     data = {"id": id or new_short_id("t", event_id), "goal": gid, "title": title,
             "description": description, "criteria": list(criteria),
             "depends_on": [lookup.todo(fold, t) for t in after],
-            "gates": [lookup.gate(fold, g) for g in gates]}
+            "gates": [lookup.gate(fold, g) for g in gates],
+            "priority": _priority(priority),
+            "discovered_from": lookup.optional(fold.todos, discovered_from, "todo")}
     return txn.add(Draft("todo.added", data, gid, event_id))
 
 
 def update(txn: Txn, todo: str, *, title: Optional[str] = None,
            description: Optional[str] = None, after: Sequence[str] = (),
-           gates: Sequence[str] = (), event_id: Optional[str] = None) -> Event[TodoUpdated]:
-    """Change a todo's title or description, or make it wait for more todos and gates
-    (a dependency that would make a cycle is refused)."""
-    if not (title or description is not None or after or gates):
-        raise UsageError("nothing to change: give a title, description, todo or gate")
+           gates: Sequence[str] = (), priority: Optional[int] = None,
+           event_id: Optional[str] = None) -> Event[TodoUpdated]:
+    """Change a todo's title, description or priority, or make it wait for more todos and
+    gates (a dependency that would make a cycle is refused)."""
+    if not (title or description is not None or after or gates or priority is not None):
+        raise UsageError("nothing to change: give a title, description, priority, todo or gate")
     fold = txn.fold
     tid = lookup.todo(fold, todo)
     data = {"id": tid, "title": title, "description": description,
             "add_depends_on": [lookup.todo(fold, t) for t in after],
-            "add_gates": [lookup.gate(fold, g) for g in gates]}
+            "add_gates": [lookup.gate(fold, g) for g in gates], "priority": _priority(priority)}
     return txn.add(Draft("todo.updated", data, fold.todos[tid].goal, event_id))
+
+
+def _priority(value: Optional[int]) -> Optional[int]:
+    if value is not None and not 0 <= value <= 4:
+        raise UsageError(f"a priority is 0 (most urgent) to 4 (least), not {value}")
+    return value
 
 
 def lease_seconds(fold: entities.Fold, ttl: Optional[int]) -> int:
@@ -62,8 +77,11 @@ def lease_seconds(fold: entities.Fold, ttl: Optional[int]) -> int:
 
 def claim(txn: Txn, todo: str, *, ttl: Optional[int] = None,
           event_id: Optional[str] = None) -> Event[TodoClaimed]:
-    """Claim a todo: a lease of ``ttl`` seconds that expires unless renewed."""
-    return _lease(txn, "todo.claimed", todo, ttl, event_id)
+    """Claim a todo: a lease of ``ttl`` seconds that expires unless renewed. The branch checked
+    out is recorded with it: commits without a Loopx-Todo trailer count for the lease only
+    there (see docs/hooks.md). Refused while a budget covering the todo is spent."""
+    branch = readback.current_branch(txn.ledger.repo)
+    return _lease(txn, "todo.claimed", todo, ttl, event_id, branch=branch)
 
 
 def renew(txn: Txn, todo: str, *, ttl: Optional[int] = None,
@@ -73,11 +91,11 @@ def renew(txn: Txn, todo: str, *, ttl: Optional[int] = None,
 
 
 def _lease(txn: Txn, event_type: str, todo: str, ttl: Optional[int],
-           event_id: Optional[str]) -> Event[Any]:
+           event_id: Optional[str], **extra: Optional[str]) -> Event[Any]:
     tid = lookup.todo(txn.fold, todo)
     until = clock.format_ts(txn.now + timedelta(seconds=lease_seconds(txn.fold, ttl)))
-    return txn.add(Draft(event_type, {"id": tid, "until": until}, txn.fold.todos[tid].goal,
-                         event_id))
+    return txn.add(Draft(event_type, {"id": tid, "until": until, **extra},
+                         txn.fold.todos[tid].goal, event_id))
 
 
 def claim_synced(ledger: Ledger, todo: str, *, actor: str, ttl: Optional[int] = None,
@@ -111,11 +129,43 @@ def release(txn: Txn, todo: str, *, reason: Optional[str] = None,
 
 
 def done(txn: Txn, todo: str, *, evidence: Sequence[str] = (), summary: Optional[str] = None,
-         event_id: Optional[str] = None) -> Event[TodoDone]:
-    """Mark a todo done, citing the evidence that shows it."""
-    cited = [views.resolve_id(txn.fold.evidence, e, "evidence") for e in evidence]
-    return lookup.about(txn, "todos", todo, "todo", "todo.done",
-                        _given(evidence=cited, summary=summary), event_id)
+         reason: Optional[str] = None, event_id: Optional[str] = None) -> Event[TodoDone]:
+    """Mark a todo done, citing the evidence that shows it: a passing result that still vouches
+    for the code as it is now (the ones cited, else the latest recorded for the todo). Without
+    such evidence, ``reason`` says why it is done anyway (recorded, shown in log, brief, diff)."""
+    fold = txn.fold
+    cited = [views.resolve_id(fold.evidence, e, "evidence") for e in evidence]
+    tid = lookup.todo(fold, todo)
+    shown, _ = views.done_evidence(fold, fold.todos[tid], cited)
+    event = lookup.about(txn, "todos", tid, "todo", "todo.done",
+                         _given(evidence=cited, summary=summary, reason=reason), event_id)
+    if reason is None and shown:
+        _require_fresh(txn, tid, shown)  # raising here writes nothing: the commit is not made
+    return event
+
+
+def _require_fresh(txn: Txn, tid: str, shown: list[str]) -> None:
+    judged = evidence_ops.judge(txn.ledger, txn.fold)
+    verdicts = {e: judged.evidence(views.evidence_view(txn.fold.evidence[e])) for e in shown}
+    if any(f.state in ("fresh", "unbound") for f in verdicts.values()):
+        return
+    ev_id, fresh = next(iter(verdicts.items()))
+    raise TransitionError(
+        f"the evidence for todo {tid} ({ev_id}) is {evidence_ops.stale_note(fresh)}; re-run it "
+        f"(git loopx rerun --todo {tid}) or say why it is done without it (--reason TEXT)")
+
+
+def ack(txn: Txn, todo: str, *, gates: Sequence[str] = (),
+        event_id: Optional[str] = None) -> Event[TodoAcked]:
+    """Acknowledge decisions made since the todo was claimed (all of them by default): the
+    holder has re-planned with them, and the ``replan`` action goes away."""
+    fold = txn.fold
+    tid = lookup.todo(fold, todo)
+    named = [lookup.gate(fold, g) for g in gates] or list(fold.todos[tid].decisions_since_claim)
+    if not named:
+        raise UsageError(f"todo {tid} has no decision to acknowledge")
+    return txn.add(Draft("todo.acked", {"id": tid, "gates": named}, fold.todos[tid].goal,
+                         event_id))
 
 
 def block(txn: Txn, todo: str, *, reason: str, event_id: Optional[str] = None) -> Event[TodoBlocked]:
@@ -141,18 +191,33 @@ def _given(**fields: Any) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if v not in (None, [], ())}
 
 
+STATES = ("open", "claimed", "done", "blocked", "cancelled")
+
+
 def listing(ledger: Ledger, *, goal: Optional[str] = None, ready: bool = False,
-            include_closed: bool = False, now: Optional[datetime] = None) -> list[dict[str, Any]]:
-    """Todos with their state and why each is not ready: open ones by default, the frontier
-    with ``ready``, done and cancelled ones too with ``include_closed``."""
+            include_closed: bool = False, priority: Sequence[int] = (),
+            state: Optional[str] = None, claimant: Optional[str] = None,
+            now: Optional[datetime] = None) -> list[dict[str, Any]]:
+    """Todos with their state and why each is not ready, in ledger order: open ones by
+    default, done and cancelled ones too with ``include_closed`` (or a ``state`` that asks for
+    them). ``ready`` gives the frontier, in its order (priority, then ledger order); the other
+    filters keep todos of one of the ``priority`` values, in ``state``, held by ``claimant``."""
+    if state is not None and state not in STATES:
+        raise UsageError(f"a todo state is one of {', '.join(STATES)}, not {state!r}")
+    ledger.require()
     fold = ledger.fold()
     todos = views.snapshot(fold, now or clock.now())["todos"]
     if goal:
         gid = lookup.goal(fold, goal)
         todos = [t for t in todos if t["goal"] == gid]
     if ready:
-        return [t for t in todos if t["ready"]]
-    return [t for t in todos if include_closed or t["state"] not in ("done", "cancelled")]
+        order = {tid: n for n, tid in enumerate(views.by_priority(todos))}
+        todos = sorted((t for t in todos if t["id"] in order), key=lambda t: order[t["id"]])
+    elif state is None and not include_closed:
+        todos = [t for t in todos if t["state"] not in ("done", "cancelled")]
+    return [t for t in todos if (not priority or t["priority"] in priority)
+            and (state is None or t["state"] == state)
+            and (claimant is None or t["claimed_by"] == claimant)]
 
 
 def show(ledger: Ledger, todo: str, *, now: Optional[datetime] = None) -> dict[str, Any]:

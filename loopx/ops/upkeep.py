@@ -11,13 +11,18 @@ from loopx.ops import ledgers
 
 
 def examine(cwd: str, *, ref: Optional[str] = None, rollback: bool = False,
-            repair: bool = False) -> dict[str, Any]:
-    """A health report of the state branch; with ``repair`` also make it whole again keeping
+            repair: bool = False, verify: bool = False) -> dict[str, Any]:
+    """A health report of the state branch; with ``verify`` also recompute the cache and the
+    checkpoints from the events and compare; with ``repair`` also make it whole again keeping
     every event still at hand, with ``rollback`` move it back to its newest healthy reflog
     entry instead; then report again. Opened without adopting: doctor must work even when
     origin's state is refused."""
     with Ledger.open(cwd, ref=ledgers.state_ref(ref)) as ledger:
         result: dict[str, Any] = {"health": doctor.examine(ledger=ledger)}
+        if verify and result["health"]["damage"] and not result["health"]["damage"]["tip_missing"]:
+            result["verify"] = doctor.verify(ledger=ledger)
+            result["health"]["ok"] = result["health"]["ok"] and result["verify"]["ok"]
+            result["health"]["problems"] += result["verify"]["problems"]
         if repair:
             result["repair"] = doctor.repair(ledger=ledger)
             result["after"] = doctor.examine(ledger=ledger)
@@ -33,5 +38,17 @@ def export_schemas(root: Path) -> list[str]:
 
 
 def stale_schemas(root: Path) -> list[str]:
-    """Schema files under ``root`` that are missing, different or no longer generated."""
+    """Schema files under ``root`` that are missing, different or no longer generated; one
+    line when ``root`` has none at all (a project using loopx, not loopx's sources)."""
+    if not (root / schema.SCHEMA_DIR).is_dir():
+        return [f"no {schema.SCHEMA_DIR}/ in {root}: `schema check` compares the schemas checked "
+                "in with loopx's sources against the event model (`git loopx schema export` "
+                "writes them here)"]
     return schema.stale(root)
+
+
+def checkpoint(ledger: Ledger, *, actor: str) -> Optional[str]:
+    """Commit a checkpoint of the projection at the tip (see docs/design.md, "Checkpoints");
+    returns the commit it is of, or None when the tip has one already."""
+    ledger.require()
+    return ledger.checkpoint(actor=actor)

@@ -2,30 +2,44 @@
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Optional
+from typing import IO, TYPE_CHECKING, Any, Optional
 
-from loopx.errors import UsageError
+from loopx.errors import LoopxError, NotFound, TransitionError, UsageError
+from loopx.features import ci, readback, waker
 from loopx.ledger.book import Ledger
 from loopx.ledger.draft import Draft
 from loopx.model import clock
 from loopx.model.ids import new_short_id
-from loopx.ops import lookup
+from loopx.ops import exchange, lookup, status
 from loopx.state import views
 
 if TYPE_CHECKING:
     from loopx.ledger.txn import Txn
     from loopx.model.events import (
-        Event, WakeCleared, WakeSet,
+        Event, WakeCleared, WakeFired, WakeSet,
     )
+
+MIN_EVERY_S = 60
+_FULL_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 
 
 def set_(txn: Txn, *, at: Optional[str] = None, after: Optional[int] = None,
          on_gate: Optional[str] = None, on_ci: Optional[str] = None, on_todo: Optional[str] = None,
-         goal: Optional[str] = None, reason: Optional[str] = None, id: Optional[str] = None,
-         event_id: Optional[str] = None) -> Event[WakeSet]:
+         goal: Optional[str] = None, reason: Optional[str] = None, every: Optional[int] = None,
+         id: Optional[str] = None, event_id: Optional[str] = None) -> Event[WakeSet]:
     """Set a wake: at an RFC 3339 time ``at``, ``after`` seconds from now, when a gate is
-    answered, when CI finishes for a commit, or when a todo is done."""
+    answered, when CI finishes for a commit (``on_ci``: any revision, resolved to its full
+    commit now), or when a todo is done.
+
+    With ``every`` (seconds) the wake recurs: first due at ``at``/``after`` (default: ``every``
+    from now), then ``every`` after each time it is acted on (:func:`ack`).
+    """
     when = at
     if after is not None:
         when = clock.format_ts(txn.now + timedelta(seconds=after))
@@ -35,11 +49,28 @@ def set_(txn: Txn, *, at: Optional[str] = None, after: Optional[int] = None,
         except ValueError:
             raise UsageError(f"not a time: {at!r} (use RFC 3339, e.g. 2026-12-01T09:00:00Z)") \
                 from None
+    if every is not None:
+        if every < MIN_EVERY_S:
+            raise UsageError(f"a recurring wake repeats at most once a minute, not every {every}s")
+        when = when or clock.format_ts(txn.now + timedelta(seconds=every))
     fold = txn.fold
     data = {"id": id or new_short_id("w", event_id), "at": when, "reason": reason,
             "on_gate": lookup.optional(fold.gates, on_gate, "gate"),
-            "on_todo": lookup.optional(fold.todos, on_todo, "todo"), "on_ci": on_ci}
+            "on_todo": lookup.optional(fold.todos, on_todo, "todo"),
+            "on_ci": commit_of(txn.ledger, on_ci) if on_ci else None, "every": every}
     return txn.add(Draft("wake.set", data, lookup.goal_of(fold, goal, None), event_id))
+
+
+def commit_of(ledger: Ledger, rev: str) -> str:
+    """The full commit ``rev`` names (a short sha, ``HEAD``, a branch): what CI will judge,
+    fixed now. A full sha this clone lacks is taken as given (CI may know it)."""
+    found = ledger.store.resolve(rev)
+    if found is not None:
+        return found
+    if _FULL_SHA.match(rev):
+        return rev
+    raise NotFound(f"no commit {rev!r} in this repository; give a revision it has, or a full "
+                   "40-character sha")
 
 
 def clear(txn: Txn, wake: str, *, event_id: Optional[str] = None) -> Event[WakeCleared]:
@@ -47,6 +78,121 @@ def clear(txn: Txn, wake: str, *, event_id: Optional[str] = None) -> Event[WakeC
     return lookup.about(txn, "wakes", wake, "wake", "wake.cleared", {}, event_id)
 
 
+def ack(txn: Txn, wake: str, *,
+        event_id: Optional[str] = None) -> Event[WakeCleared] | Event[WakeFired]:
+    """Say a due wake was acted on: a one-shot wake is cleared, a recurring one re-armed
+    (due again ``every`` seconds from now)."""
+    wid = views.resolve_id(txn.fold.wakes, wake, "wake")
+    found = txn.fold.wakes[wid]
+    if not found.every:
+        return clear(txn, wid, event_id=event_id)
+    data = {"id": wid, "at": clock.format_ts(txn.now),
+            "next": clock.format_ts(txn.now + timedelta(seconds=found.every))}
+    return txn.add(Draft("wake.fired", data, found.goal, event_id))
+
+
 def listing(ledger: Ledger, *, now: Optional[datetime] = None) -> list[dict[str, Any]]:
     """Every wake condition set."""
+    ledger.require()
     return list(views.snapshot(ledger.fold(), now or clock.now())["wakes"])
+
+
+# --- acting on wakes: wait and watch (docs/agents.md) ------------------------------------------
+
+Wakeup = waker.Wakeup
+WatchReport = waker.WatchReport
+Pace = waker.Pace
+
+
+class _Probe:
+    """What a waiter looks at, for one ledger and actor (see :class:`waker.Probe`)."""
+
+    def __init__(self, ledger: Ledger, actor: Optional[str], remote: Optional[str]) -> None:
+        self.ledger, self.actor, self.remote = ledger, actor, remote
+
+    def tip(self) -> Optional[str]:
+        return self.ledger.tip()
+
+    def look(self, now: datetime) -> dict[str, Any]:
+        # CI is asked separately (ci below), only about the commits a waiter waits for.
+        return status.status(self.ledger, actor=self.actor, ci=False, now=now)
+
+    def fetch(self) -> None:
+        exchange.fetch(self.ledger, remote=self.remote)
+
+    def ci(self, sha: str, snapshot: dict[str, Any]) -> str:
+        config = readback.read_config(self.ledger.repo)  # afresh: a watch runs for days
+        provider = config.get("loopx.ci.provider")
+        if not provider:
+            return "unknown"
+        return ci.check(sha, provider=provider, repo=self.ledger.repo, config=config,
+                        snapshot=snapshot, fresh=True).state
+
+
+def wait(ledger: Ledger, *, actor: Optional[str], timeout: Optional[float] = None,
+         fetch: bool = False, remote: Optional[str] = None, pace: waker.Pace = waker.Pace(),
+         clock_fn: waker.Clock = clock.now, sleep: waker.Sleep = lambda s: None) -> Wakeup:
+    """Block until a wake is due, a gate ``actor`` waits on is answered, the state changes
+    (with ``fetch``: at the remote too, polled with backoff), CI for HEAD finishes, or
+    ``timeout`` seconds pass (0: look once). Changes nothing. ``clock_fn`` and ``sleep`` are
+    the time to use (tests pass a fake clock whose sleep only moves it on)."""
+    ledger.require()
+    return waker.wait(_Probe(ledger, actor, remote), timeout=timeout, fetch=fetch, pace=pace,
+                      clock=clock_fn, sleep=sleep)
+
+
+def ack_due(ledger: Ledger, ids: Sequence[str], *, actor: str,
+            now: Optional[datetime] = None) -> list[str]:
+    """Acknowledge (:func:`ack`) the wakes ``ids`` that a run was for, each in its own commit,
+    unless someone (the run itself, say) already did: a cleared wake is gone, a re-armed
+    recurring one is not due before a later time. Returns those acked."""
+    moment = now or clock.now()
+    done = []
+    for wake in ids:
+        found = ledger.fold().wakes.get(wake)
+        if found is None or (found.every and found.at and clock.parse_ts(found.at) > moment):
+            continue
+        try:
+            ledger.run(ack, wake, actor=actor, now=moment)
+        except (NotFound, TransitionError):
+            continue  # cleared between our look and our write
+        done.append(wake)
+    return done
+
+
+def runner(argv: Sequence[str], *, cwd: str, environ: Optional[Mapping[str, str]] = None,
+           stdout: Optional[IO[str]] = None) -> Callable[[Wakeup], int]:
+    """Runs ``argv`` for one wakeup (in ``cwd``; its output passed through, stdout to
+    ``stdout`` when given), with the wakeup in its environment: ``LOOPX_WAKE_CAUSE``,
+    ``LOOPX_WAKE_IDS`` (comma-separated), ``LOOPX_WAKE_REASON`` and ``LOOPX_WAKE_JSON``;
+    returns its exit code."""
+    def run(wakeup: Wakeup) -> int:
+        env = dict(os.environ if environ is None else environ)
+        env.update(LOOPX_WAKE_CAUSE=wakeup.cause, LOOPX_WAKE_IDS=",".join(wakeup.wakes),
+                   LOOPX_WAKE_REASON=wakeup.reason, LOOPX_WAKE_JSON=json.dumps(wakeup.to_dict()))
+        try:
+            return subprocess.run(list(argv), cwd=cwd, env=env, stdout=stdout).returncode
+        except OSError as exc:
+            raise LoopxError(f"cannot run {argv[0]!r}: {exc.strerror}") from None
+    return run
+
+
+def watch(ledger: Ledger, argv: Sequence[str], *, actor: str, max_runs: Optional[int] = None,
+          timeout: Optional[float] = None, fetch: bool = False, remote: Optional[str] = None,
+          backoff: float = 10.0, pace: waker.Pace = waker.Pace(),
+          clock_fn: waker.Clock = clock.now, sleep: waker.Sleep = lambda s: None,
+          run: Optional[Callable[[Wakeup], int]] = None) -> WatchReport:
+    """Run ``argv`` each time a wake is due, one watch per repository (a lock); when it exits
+    0 the wakes it ran for are acknowledged (one-shot cleared, recurring re-armed), when it
+    fails they stay due and the next run waits ``backoff`` seconds, doubling."""
+    ledger.require()
+    if not argv:
+        raise UsageError("give the command to run: git loopx watch -- CMD [ARG...]")
+    cwd = str(ledger.repo.work_tree or ledger.repo.cwd)
+    with waker.runner_lock(ledger.repo.loopx_dir / "watch.lock"):
+        return waker.watch(
+            _Probe(ledger, actor, remote), run=run or runner(argv, cwd=cwd),
+            ack=lambda ids: ack_due(ledger, ids, actor=actor, now=clock_fn()),
+            max_runs=max_runs, timeout=timeout, fetch=fetch, backoff=backoff, pace=pace,
+            clock=clock_fn, sleep=sleep)
+

@@ -2,23 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import MutableMapping
 from typing import TYPE_CHECKING, Any, Callable, Optional, cast
 
 from loopx.state import views
 from loopx.state.entities import (Effect, Evidence, Fold, Gate, Goal, Quota, Session, Todo,
                                   Wake)
+from loopx.state.entities import Dismissal
 
 if TYPE_CHECKING:  # annotations only: the state layer runs without pydantic on warm reads
     # Each rule narrows ``event.data`` to its payload with ``cast("Model", ...)``: a string,
     # so nothing here is imported at run time.
     from loopx.model.events import (
-        ConfigSet, EffectConfirmed, EffectFailed, EffectIntended, Event, EvidenceRecorded,
+        ConfigSet, Criterion, EffectConfirmed, EffectFailed, EffectIntended, Event, EvidenceRecorded,
         EvidenceRemapped, GateAnswered, GateOpened, GateWithdrawn, GoalClosed, GoalCreated,
         GoalUpdated, LedgerInitialised, QuotaSpent, SessionAcked, SessionCheckpointed,
         SessionClosed, SessionInterjected, SessionOpened, SessionProgress, SessionResponded,
-        TodoAdded, TodoBlocked, TodoCancelled, TodoClaimed, TodoDone, TodoReleased,
-        TodoRenewed, TodoReopened, TodoUpdated, WakeCleared, WakeSet,
+        TodoAcked, TodoAdded, TodoBlocked, TodoCancelled, TodoClaimed, TodoDone, TodoReleased,
+        TodoRenewed, TodoReopened, TodoUpdated, WakeCleared, WakeFired, WakeSet,
     )
+    from loopx.model.events import NoticeDismissed
 
 
 def _apply_initialised(fold: Fold, event: Event) -> None:
@@ -31,10 +34,14 @@ def _apply_config(fold: Fold, event: Event) -> None:
     fold.config.update(d.model_dump(exclude_none=True))
 
 
+def _criterion(crit: Criterion) -> dict[str, Any]:
+    return {"id": crit.id, "text": crit.text, "paths": list(crit.paths or []), "revision": 0}
+
+
 def _apply_goal_created(fold: Fold, event: Event) -> None:
     d = cast("GoalCreated", event.data)
     fold.goals[d.id] = Goal(d.id, d.title, d.description,
-                            [{"id": c.id, "text": c.text} for c in d.acceptance],
+                            [_criterion(c) for c in d.acceptance],
                             created_by=event.env.actor, clock=event.env.clock)
 
 
@@ -43,8 +50,23 @@ def _apply_goal_updated(fold: Fold, event: Event) -> None:
     goal = fold.goals[d.id]
     goal.title = d.title or goal.title
     goal.description = d.description if d.description is not None else goal.description
-    goal.acceptance.extend({"id": c.id, "text": c.text} for c in d.add_acceptance)
+    goal.acceptance.extend(_criterion(c) for c in d.add_acceptance)
     goal.state = d.state or goal.state
+    by_id = {c["id"]: c for c in goal.acceptance}
+    for new in d.revise or ():
+        crit = by_id[new.id]
+        crit["text"], crit["revision"] = new.text, crit.get("revision", 0) + 1
+        if new.paths is not None:
+            crit["paths"] = list(new.paths)
+        goal.verdicts.pop(new.id, None)  # what was recorded before vouches for the old text
+    for scope in d.scope or ():
+        by_id[scope.id]["paths"] = list(scope.paths)
+    retired = set(d.retire or ())
+    if retired:
+        goal.retired += [c for c in goal.acceptance if c["id"] in retired]
+        goal.acceptance = [c for c in goal.acceptance if c["id"] not in retired]
+        for crit_id in retired:
+            goal.verdicts.pop(crit_id, None)
 
 
 def _apply_goal_closed(fold: Fold, event: Event) -> None:
@@ -57,6 +79,21 @@ def _apply_todo_added(fold: Fold, event: Event) -> None:
     d = cast("TodoAdded", event.data)
     fold.todos[d.id] = Todo(d.id, d.goal, d.title, d.description, list(d.depends_on),
                             list(d.gates), list(d.criteria), clock=event.env.clock)
+    if d.priority is not None:
+        fold.todos[d.id].priority = d.priority
+    fold.todos[d.id].discovered_from = d.discovered_from
+    fold.goals[d.goal].todos.append(d.id)
+    _link(fold, d.id, d.depends_on, d.gates)
+
+
+def _link(fold: Fold, todo_id: str, depends_on: list[str], gates: list[str]) -> None:
+    """The reverse indexes: who waits for a todo, which todos a gate holds back."""
+    for dep in depends_on:
+        if todo_id not in fold.todos[dep].dependants:
+            fold.todos[dep].dependants.append(todo_id)
+    for gate_id in gates:
+        if todo_id not in fold.gates[gate_id].blocks:
+            fold.gates[gate_id].blocks.append(todo_id)
 
 
 def _apply_todo_updated(fold: Fold, event: Event) -> None:
@@ -66,6 +103,8 @@ def _apply_todo_updated(fold: Fold, event: Event) -> None:
     todo.description = d.description if d.description is not None else todo.description
     todo.depends_on += [t for t in d.add_depends_on if t not in todo.depends_on]
     todo.gates += [g for g in d.add_gates if g not in todo.gates]
+    todo.priority = d.priority if d.priority is not None else todo.priority
+    _link(fold, d.id, d.add_depends_on, d.add_gates)
 
 
 def _apply_todo_claimed(fold: Fold, event: Event) -> None:
@@ -73,9 +112,21 @@ def _apply_todo_claimed(fold: Fold, event: Event) -> None:
     todo = fold.todos[d.id]
     if todo.holder and todo.holder != event.env.actor:
         todo.contested_by.append(todo.holder)
-    todo.holder, todo.until = event.env.actor, d.until
+    if todo.holder != event.env.actor:
+        todo.decisions_since_claim = []  # a new holder makes a new plan; the old one's flags go
+    todo.holder, todo.until, todo.branch = event.env.actor, d.until, d.branch
     todo.claimed_clock = event.env.clock
-    todo.decisions_since_claim = []
+
+
+def _apply_notice_dismissed(fold: Fold, event: Event) -> None:
+    for event_id in cast("NoticeDismissed", event.data).events:
+        fold.dismissed[event_id] = Dismissal(event_id, event.env.actor, event.env.clock)
+
+
+def _apply_todo_acked(fold: Fold, event: Event) -> None:
+    d = cast("TodoAcked", event.data)
+    todo = fold.todos[d.id]
+    todo.decisions_since_claim = [g for g in todo.decisions_since_claim if g not in d.gates]
 
 
 def _apply_todo_renewed(fold: Fold, event: Event) -> None:
@@ -84,7 +135,7 @@ def _apply_todo_renewed(fold: Fold, event: Event) -> None:
 
 
 def _drop_lease(todo: Todo) -> None:
-    todo.holder = todo.until = None
+    todo.holder = todo.until = todo.branch = None
     todo.decisions_since_claim = []
 
 
@@ -97,6 +148,7 @@ def _apply_todo_done(fold: Fold, event: Event) -> None:
     d = cast("TodoDone", event.data)
     todo = fold.todos[d.id]
     todo.state, todo.reason = "done", d.summary
+    todo.no_evidence_reason = d.reason
     todo.evidence += [e for e in d.evidence if e not in todo.evidence]
     _drop_lease(todo)
 
@@ -153,9 +205,13 @@ def decide_gate(fold: Fold, event: Event, decision: dict[str, Any],
         gate.decisions = [*gate.decisions, decision]
     _show_decisions(gate)
     if decision["kind"] == "answer" or gate.state == "conflicted":
-        # A decision invalidates plans made before it: tell whoever holds a todo of this goal.
-        for todo in fold.todos.values():
-            if todo.goal == gate.goal and todo.holder and todo.claimed_clock < event.env.clock:
+        # A decision invalidates the plans it touches, made before it: the todos the gate
+        # holds back and everything that waits for them. Their holders are told until they
+        # acknowledge.
+        for todo_id in views.dependants(fold, gate.blocks):
+            todo = fold.todos[todo_id]
+            if todo.holder and todo.claimed_clock < event.env.clock and (
+                    gate.id not in todo.decisions_since_claim):
                 todo.decisions_since_claim.append(gate.id)
 
 
@@ -182,29 +238,63 @@ def _show_decisions(gate: Gate) -> None:
 def _apply_evidence(fold: Fold, event: Event) -> None:
     d = cast("EvidenceRecorded", event.data)
     goal = event.env.goal or (fold.todos[d.todo].goal if d.todo else None)
-    fold.evidence[d.id] = Evidence(
+    ev = fold.evidence[d.id] = Evidence(
         d.id, d.kind, goal, d.todo, list(d.criteria), d.commit, d.tree, d.dirty, d.exit_code,
-        d.command, d.summary, d.url, event.env.actor, event.env.at,
+        d.command, d.summary, d.url, event.env.actor, event.env.at, paths=list(d.paths or []),
+        check=d.check, cwd=d.cwd,
     )
     if d.todo and d.id not in fold.todos[d.todo].evidence:
         fold.todos[d.todo].evidence.append(d.id)  # shown on the todo before it is done, too
+    if d.commit:  # post-commit asks for commit records; a rewrite only whether any is there
+        _index(fold.by_commit, d.commit, d.id if d.kind == "commit" else ANY_EVIDENCE)
+    if goal is not None and goal in fold.goals and views.verdict(ev) is not None:
+        _count_verdict(fold.goals[goal], ev)
+
+
+def _count_verdict(goal: Goal, ev: Evidence) -> None:
+    """The newest verdict for each criterion in force it names (events apply in ledger order)."""
+    in_force = {c["id"] for c in goal.acceptance}
+    for crit_id in ev.criteria:
+        if crit_id in in_force:
+            entry = goal.verdicts.setdefault(crit_id, {"latest": None, "evidence": []})
+            entry["evidence"].append(ev.id)
+            entry["latest"] = ev.id
 
 
 def _apply_remapped(fold: Fold, event: Event) -> None:
     d = cast("EvidenceRemapped", event.data)
     for pair in d.mappings:
         fold.remaps[pair["old"]] = pair["new"]
+        _index(fold.by_commit, pair["new"], f"remap:{pair['old']}")  # a rewrite's rewrite
+
+
+# In the index by commit: evidence other than commit records is there, without its ids (one
+# commit may carry thousands of test results; the list stays as short as its commit records).
+ANY_EVIDENCE = "*"
+
+
+def _index(index: MutableMapping[str, list[str]], key: str, value: str) -> None:
+    """Add ``value`` under ``key`` (assigning the list anew: a cached index sees the change)."""
+    values = index.get(key) or []
+    if value not in values:
+        index[key] = [*values, value]
 
 
 def _apply_wake_set(fold: Fold, event: Event) -> None:
     d = cast("WakeSet", event.data)
     fold.wakes[d.id] = Wake(d.id, event.env.goal, d.at, d.on_gate, d.on_ci, d.on_todo, d.reason,
-                            event.env.actor)
+                            event.env.actor, d.every)
 
 
 def _apply_wake_cleared(fold: Fold, event: Event) -> None:
     d = cast("WakeCleared", event.data)
     del fold.wakes[d.id]
+
+
+def _apply_wake_fired(fold: Fold, event: Event) -> None:
+    d = cast("WakeFired", event.data)
+    wake = fold.wakes[d.id]
+    wake.at, wake.fired_at = d.next, d.at
 
 
 def _apply_quota_set(fold: Fold, event: Event) -> None:
@@ -229,6 +319,7 @@ def _apply_effect_intended(fold: Fold, event: Event) -> None:
     d = cast("EffectIntended", event.data)
     fold.effects[d.id] = Effect(d.id, event.env.goal, d.todo, d.target, d.action,
                                 d.idempotency_key, event.env.actor, event.env.at)
+    fold.effect_keys[d.idempotency_key] = d.id
 
 
 def _apply_effect_confirmed(fold: Fold, event: Event) -> None:
@@ -253,6 +344,7 @@ def _apply_session_opened(fold: Fold, event: Event) -> None:
     fold.sessions[d.id] = Session(
         d.id, d.task, goal, d.todo, env.actor, d.keep_open, d.keep_open_reason,
         d.workspace.host, d.workspace.path, env.at, clock=env.clock, active_at=env.at)
+    _index(fold.open_sessions, env.actor, d.id)
 
 
 def _apply_session_progress(fold: Fold, event: Event) -> None:
@@ -302,6 +394,8 @@ def _apply_session_closed(fold: Fold, event: Event) -> None:
     session.state, session.closed_reason = "closed", d.reason
     session.closed_note, session.closed_at = d.note, event.env.at
     session.closed_by = event.env.actor
+    fold.open_sessions[session.owner] = [
+        s for s in fold.open_sessions.get(session.owner, []) if s != session.id]
 
 
 _APPLY: dict[str, Callable[[Fold, Event], None]] = {
@@ -316,6 +410,8 @@ _APPLY: dict[str, Callable[[Fold, Event], None]] = {
     "todo.renewed": _apply_todo_renewed,
     "todo.released": _apply_todo_released,
     "todo.done": _apply_todo_done,
+    "todo.acked": _apply_todo_acked,
+    "notice.dismissed": _apply_notice_dismissed,
     "todo.blocked": _apply_todo_state("blocked"),
     "todo.reopened": _apply_todo_state("open"),
     "todo.cancelled": _apply_todo_state("cancelled"),
@@ -326,6 +422,7 @@ _APPLY: dict[str, Callable[[Fold, Event], None]] = {
     "evidence.remapped": _apply_remapped,
     "wake.set": _apply_wake_set,
     "wake.cleared": _apply_wake_cleared,
+    "wake.fired": _apply_wake_fired,
     "quota.set": _apply_quota_set,
     "quota.spent": _apply_quota_spent,
     "effect.intended": _apply_effect_intended,

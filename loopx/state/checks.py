@@ -3,9 +3,10 @@ write the CLI refuses is exactly an event the projection would list under ``prob
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union, cast
 
-from loopx.model import clock as clk
+from loopx.model import clock as clk, plural
 from loopx.model.paths import transcript_chunk_path
 from loopx.state import authority, views
 from loopx.state.entities import Fold, Session, Todo
@@ -18,9 +19,10 @@ if TYPE_CHECKING:  # annotations only: the state layer runs without pydantic on 
         EvidenceRemapped, GateAnswered, GateOpened, GateWithdrawn, GoalClosed, GoalCreated,
         GoalUpdated, LedgerInitialised, QuotaSpent, SessionAcked, SessionCheckpointed,
         SessionClosed, SessionInterjected, SessionOpened, SessionProgress, SessionResponded,
-        TodoAdded, TodoBlocked, TodoCancelled, TodoClaimed, TodoDone, TodoReleased,
-        TodoRenewed, TodoReopened, TodoUpdated, WakeCleared, WakeSet,
+        TodoAcked, TodoAdded, TodoBlocked, TodoCancelled, TodoClaimed, TodoDone, TodoReleased,
+        TodoRenewed, TodoReopened, TodoUpdated, WakeCleared, WakeFired, WakeSet,
     )
+    from loopx.model.events import NoticeDismissed
 
     # The payloads of the events that act on an existing session.
     SessionChange = Union[SessionProgress, SessionResponded, SessionInterjected,
@@ -64,10 +66,23 @@ def _check_goal_updated(fold: Fold, event: Event) -> Optional[str]:
     why = _need_goal(fold, data.id)
     if why:
         return why
-    known = {c["id"] for c in fold.goals[data.id].acceptance}
+    goal = fold.goals[data.id]
+    in_force = {c["id"] for c in goal.acceptance}
+    known = in_force | {c["id"] for c in goal.retired}  # a retired id is never reused
     added = [c.id for c in data.add_acceptance]
     if known & set(added) or len(added) != len(set(added)):
         return f"goal {data.id} already has a criterion with that id"
+    changed = [c.id for c in data.revise or ()] + list(data.retire or ()) + [
+        s.id for s in data.scope or ()]
+    missing = [c for c in changed if c not in in_force]
+    if missing:
+        retired = [c for c in missing if c in known]
+        what = "is retired" if retired else "is not one of its criteria"
+        return (f"criterion {(retired or missing)[0]} of goal {data.id} {what} "
+                f"(in force: {', '.join(sorted(in_force)) or 'none'})")
+    revised, retiring = [c.id for c in data.revise or ()], set(data.retire or ())
+    if len(revised) != len(set(revised)) or retiring & set(revised):
+        return "a criterion is revised or retired once per update, not both"
     return None
 
 
@@ -76,13 +91,27 @@ def _check_goal_closed(fold: Fold, event: Event) -> Optional[str]:
     why = _need_goal(fold, data.id)
     if why or data.outcome != "achieved":
         return why
-    unmet = views.unmet_criteria(fold, data.id)
+    rules_v2 = event.env.v >= 2  # version 1 ledgers keep the rules they were written under
+    unmet = views.unmet_criteria(fold, data.id, latest=rules_v2)
     if unmet and not data.override:
         return (f"goal {data.id} has criteria without passing evidence ({', '.join(unmet)}); "
-                "record evidence or close with --override (a human decision)")
+                f"record it (git loopx run --goal {data.id} --criterion ID -- CMD) or close "
+                "with --override --reason TEXT (a human decision)")
     if data.override and not event.env.actor.startswith("human:"):
         return "only a human may override unmet acceptance criteria"
+    if data.override and rules_v2 and not data.reason:
+        return "an override is a decision on the record: say why with --reason TEXT"
+    unfinished = views.unfinished_todos(fold, fold.goals[data.id]) if rules_v2 else []
+    if unfinished:
+        named = ", ".join(f"{t.id} ({_todo_state(t, event.env.at)})" for t in unfinished[:5])
+        more = f" and {len(unfinished) - 5} more" if len(unfinished) > 5 else ""
+        return (f"goal {data.id} still has work: todos {named}{more}; finish or cancel them "
+                f"first (git loopx todo cancel {unfinished[0].id} --reason TEXT)")
     return None
+
+
+def _todo_state(todo: Todo, at: str) -> str:
+    return "claimed" if todo.state == "open" and views.lease_live(todo, at) else todo.state
 
 
 def _check_todo_added(fold: Fold, event: Event) -> Optional[str]:
@@ -94,17 +123,20 @@ def _check_todo_added(fold: Fold, event: Event) -> Optional[str]:
         or _unknown(fold.todos, data.depends_on, "todo")
         or _unknown(fold.gates, data.gates, "gate")
         or _unknown_criteria(fold, data.goal, data.criteria)
+        or _unknown(fold.todos, [data.discovered_from] if data.discovered_from else [], "todo")
     )
 
 
-def _unknown(table: dict[str, Any], ids: list[str], kind: str) -> Optional[str]:
+def _unknown(table: Mapping[str, Any], ids: list[str], kind: str) -> Optional[str]:
     missing = [i for i in ids if i not in table]
     return f"unknown {kind} {', '.join(missing)}" if missing else None
 
 
 def _unknown_criteria(fold: Fold, goal_id: str, criteria: list[str]) -> Optional[str]:
     goal = fold.goals.get(goal_id)
-    known = {c["id"] for c in goal.acceptance} if goal else set()
+    # Retired criteria are still known: a todo or evidence that crossed the retirement in a
+    # merge is kept (it simply no longer counts).
+    known = {c["id"] for c in [*goal.acceptance, *goal.retired]} if goal else set()
     missing = [c for c in criteria if c not in known]
     return f"goal {goal_id} has no criterion {', '.join(missing)}" if missing else None
 
@@ -132,9 +164,25 @@ def _check_todo_claimed(fold: Fold, event: Event) -> Optional[str]:
     if todo.state != "open":
         return f"todo {todo.id} is {todo.state}"
     if todo.holder and todo.holder != event.env.actor and views.lease_live(todo, event.env.at):
-        return f"todo {todo.id} is claimed by {todo.holder} until {todo.until} (contested)"
+        return f"todo {todo.id} is claimed by {todo.holder} until {todo.until}"
     why = views.not_ready(fold, todo)
-    return f"todo {todo.id} is not ready: {why}" if why else None
+    if why:
+        return f"todo {todo.id} is not ready: {why}"
+    if event.env.v < 2:
+        return None
+    spent = views.quota_exhausted(fold, todo.goal)
+    if spent:
+        scope, name, said = spent
+        return (f"{said}: no new claims until it is raised "
+                f"(git loopx quota set{f' --goal {scope}' if scope else ''} --{name} N)")
+    return _positive_lease(todo.id, event.env.at, data.until)
+
+
+def _positive_lease(todo_id: str, at: str, until: str) -> Optional[str]:
+    if clk.parse_ts(until) <= clk.parse_ts(at):
+        return (f"a lease on todo {todo_id} must end after it starts ({until} is not after "
+                f"{at}); give a positive --ttl, e.g. 45m")
+    return None
 
 
 def _check_lease_holder(fold: Fold, event: Event) -> Optional[str]:
@@ -164,7 +212,29 @@ def _check_todo_done(fold: Fold, event: Event) -> Optional[str]:
     if failing:
         return (f"evidence {', '.join(failing)} does not pass (failed, or only a note); "
                 "cite passing evidence, or block the todo instead")
-    return _unknown(fold.evidence, data.evidence, "evidence")
+    why = _unknown(fold.evidence, data.evidence, "evidence")
+    if why or event.env.v < 2 or data.reason:
+        return why
+    _, missing = views.done_evidence(fold, todo, data.evidence)
+    if missing:
+        return (f"{missing}: record a passing result (git loopx run --todo {todo.id} -- CMD) "
+                "or say why it is done without one (--reason TEXT)")
+    return None
+
+
+def _check_todo_acked(fold: Fold, event: Event) -> Optional[str]:
+    data = cast("TodoAcked", event.data)
+    todo, why = _need_todo(fold, data.id)
+    if why or todo is None:
+        return why
+    if todo.holder != event.env.actor and not event.env.actor.startswith("human:"):
+        return f"todo {todo.id} is held by {todo.holder or 'nobody'}, not {event.env.actor}"
+    unknown = [g for g in data.gates if g not in todo.decisions_since_claim]
+    if unknown:
+        flagged = ", ".join(todo.decisions_since_claim) or "none"
+        return (f"todo {todo.id} has no unacknowledged decision {', '.join(unknown)} "
+                f"(flagged: {flagged})")
+    return None
 
 
 def _check_todo_blocked(fold: Fold, event: Event) -> Optional[str]:
@@ -261,12 +331,22 @@ def _check_wake_set(fold: Fold, event: Event) -> Optional[str]:
         return f"unknown gate {data.on_gate}"
     if data.on_todo and data.on_todo not in fold.todos:
         return f"unknown todo {data.on_todo}"
+    if data.every and (not data.at or data.on_gate or data.on_ci or data.on_todo):
+        return "a recurring wake is a time wake: give it a first time, and no gate, CI or todo"
     return None
 
 
 def _check_wake_cleared(fold: Fold, event: Event) -> Optional[str]:
     data = cast("WakeCleared", event.data)
     return None if data.id in fold.wakes else f"unknown wake {data.id}"
+
+
+def _check_wake_fired(fold: Fold, event: Event) -> Optional[str]:
+    data = cast("WakeFired", event.data)
+    wake = fold.wakes.get(data.id)
+    if wake is None:
+        return f"unknown wake {data.id}"
+    return None if wake.every else f"wake {data.id} is not recurring; clear it instead"
 
 
 def _check_quota(fold: Fold, event: Event) -> Optional[str]:
@@ -276,14 +356,28 @@ def _check_quota(fold: Fold, event: Event) -> Optional[str]:
     return None
 
 
+def _check_quota_spent(fold: Fold, event: Event) -> Optional[str]:
+    data = cast("QuotaSpent", event.data)
+    why = _check_quota(fold, event)
+    if why or event.env.v < 2:
+        return why
+    if data.force:
+        return None if data.reason else "spending past the budget needs --reason TEXT"
+    over = views.quota_overrun(fold, event.env.goal,
+                               {"turns": data.turns, "tokens": data.tokens, "cost": data.cost})
+    return (f"{over}: raise the budget first (git loopx quota set ...), or record it anyway "
+            "with --force --reason TEXT") if over else None
+
+
 def _check_effect_intended(fold: Fold, event: Event) -> Optional[str]:
     data = cast("EffectIntended", event.data)
     if data.id in fold.effects:
         return f"effect {data.id} already exists"
-    for effect in fold.effects.values():
-        if effect.key == data.idempotency_key and effect.state != "failed":
-            return (f"idempotency key {data.idempotency_key} is already used by effect "
-                    f"{effect.id} ({effect.state})")
+    earlier = fold.effect_keys.get(data.idempotency_key)
+    effect = fold.effects.get(earlier) if earlier else None
+    if effect is not None and effect.state != "failed":
+        return (f"idempotency key {data.idempotency_key} is already used by effect "
+                f"{effect.id} ({effect.state})")
     return None
 
 
@@ -325,7 +419,7 @@ def _check_session_opened(fold: Fold, event: Event) -> Optional[str]:
 
 def _free_slot(fold: Fold, owner: str, at: str) -> Optional[str]:
     limit = views.session_slots(fold)
-    mine = [s for s in fold.sessions.values() if s.owner == owner and s.state != "closed"]
+    mine = [fold.sessions[s] for s in fold.open_sessions.get(owner, [])]
     if len(mine) < limit:
         return None
     idle = sorted((s for s in mine if s.state == "awaiting_input"), key=lambda s: (s.active_at, s.id))
@@ -333,9 +427,13 @@ def _free_slot(fold: Fold, owner: str, at: str) -> Optional[str]:
     named = ", ".join(
         f"{s.id} (awaiting input for {clk.format_duration(now - clk.parse_ts(s.active_at))})"
         for s in idle[:10])
-    hint = f"idle sessions that could be closed: {named}" if idle else "none is idle (all running)"
-    return (f"{owner} already holds {len(mine)} open sessions (limit {limit}); {hint}; "
-            "free a slot with `git loopx session close ID` or `git loopx session reap`")
+    if not idle:  # the reaper closes idle sessions only: it cannot help here
+        return (f"{owner} already holds {plural.counted(len(mine), 'open session')} (limit "
+                f"{limit}); none is idle (all running); free a slot with "
+                "`git loopx session close ID`")
+    return (f"{owner} already holds {plural.counted(len(mine), 'open session')} (limit {limit}); "
+            f"idle sessions that could be closed: {named}; free a slot with "
+            "`git loopx session close ID` or `git loopx session reap`")
 
 
 def _check_session_running(fold: Fold, event: Event) -> Optional[str]:
@@ -395,6 +493,18 @@ def _check_session_closed(fold: Fold, event: Event) -> Optional[str]:
     return why
 
 
+def _check_notice_dismissed(fold: Fold, event: Event) -> Optional[str]:
+    data = cast("NoticeDismissed", event.data)
+    mine = {p.event for p in fold.problems if p.actor == event.env.actor and p.type != "file"}
+    for event_id in data.events:
+        if event_id in fold.dismissed:
+            return f"the notice about event {event_id} is already dismissed"
+        if event_id not in mine:
+            return (f"there is no notice about event {event_id} for {event.env.actor} "
+                    "(only your own events that were not applied have one)")
+    return None
+
+
 def _ok(fold: Fold, event: Event) -> Optional[str]:
     return None
 
@@ -410,6 +520,8 @@ _CHECK: dict[str, Check] = {
     "todo.renewed": _check_lease_holder,
     "todo.released": _check_lease_holder,
     "todo.done": _check_todo_done,
+    "todo.acked": _check_todo_acked,
+    "notice.dismissed": _check_notice_dismissed,
     "todo.blocked": _check_todo_blocked,
     "todo.reopened": _check_todo_reopened,
     "todo.cancelled": _check_todo_cancelled,
@@ -419,8 +531,9 @@ _CHECK: dict[str, Check] = {
     "evidence.recorded": _check_evidence,
     "wake.set": _check_wake_set,
     "wake.cleared": _check_wake_cleared,
+    "wake.fired": _check_wake_fired,
     "quota.set": _check_quota,
-    "quota.spent": _check_quota,
+    "quota.spent": _check_quota_spent,
     "effect.intended": _check_effect_intended,
     "effect.confirmed": _check_effect_outcome,
     "effect.failed": _check_effect_outcome,

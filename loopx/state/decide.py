@@ -15,7 +15,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any, Callable, Iterable, Optional
 
-from loopx.model import clock as clk
+from loopx.model import clock as clk, plural
 
 Action = dict[str, Any]
 
@@ -23,11 +23,14 @@ Action = dict[str, Any]
 PRIORITY = {
     "repair": 10, "finish_operation": 12, "stop_quota": 15, "read_back_effect": 20,
     "replan": 25, "release_lease": 30, "renew_lease": 32, "session_waiting": 35,
-    "answer_gate": 40, "sync": 45, "fix_ci": 48, "rerun_evidence": 50, "close_goal": 55,
+    "answer_gate": 40, "sync": 45, "fix_ci": 48, "record_ci": 49, "rerun_evidence": 50,
+    "close_goal": 55,
     "wake_due": 60, "continue": 65, "work": 70, "wait_ci": 80, "wait_gate": 85,
     "wait_lease": 88, "notice": 95,
 }
-WAIT_KINDS = frozenset({"wait_ci", "wait_gate", "wait_lease"})
+# Things to wait for rather than do (`git loopx next` exits 10). A spent budget is one: more
+# work would only be refused until someone raises it.
+WAIT_KINDS = frozenset({"stop_quota", "wait_ci", "wait_gate", "wait_lease"})
 RENEW_WINDOW = timedelta(minutes=10)  # renew a lease this long before it runs out
 MAX_WORK = 20  # frontier todos listed as actions; the frontier itself is complete in status
 
@@ -56,18 +59,35 @@ def is_waiting(action: Action) -> bool:
 
 
 def annotate(snapshot: dict[str, Any], environment: dict[str, Any]) -> None:
-    """Add ``freshness`` to evidence and acceptance criteria of ``snapshot``, in place.
+    """Add what readback saw to the evidence and acceptance criteria of ``snapshot``, in place.
 
-    A criterion is ``fresh`` when some supporting evidence is fresh (or not tied to code),
-    ``stale``/``unknown`` when it is met only by evidence that needs a re-run, else ``unmet``.
+    A criterion is ``fresh`` when its latest verdict passed and still vouches for the code
+    being judged, ``stale``/``unknown`` when it passed on code that changed in its scope (or
+    cannot be compared here), ``unmet`` when there is no verdict or the latest failed. A
+    finished CI check mapped to it that the ledger does not hold yet is its newest verdict
+    (``ci``): it meets or un-meets the criterion here, until ``git loopx ci record`` keeps it.
     """
     fresh = environment.get("evidence") or {}
+    judged = environment.get("criteria") or {}
     for ev in snapshot.get("evidence", []):
         ev["freshness"] = (fresh.get(ev["id"]) or {}).get("state")
     for goal in snapshot.get("goals", []):
         for crit in goal["acceptance"]:
-            crit["freshness"] = _criterion_state(fresh, crit.get("evidence", []))
-            crit["needs_rerun"] = crit["freshness"] in ("stale", "unknown")
+            _annotate_criterion(crit, judged.get(f"{goal['id']}:{crit['id']}"))
+
+
+def _annotate_criterion(crit: dict[str, Any], judged: Optional[dict[str, Any]]) -> None:
+    crit["ci"] = None
+    if judged is None:  # not inspected (history of closed goals): as it was recorded
+        crit["freshness"], crit["changed"] = ("fresh" if crit["met"] else "unmet"), []
+    else:
+        crit["freshness"], crit["changed"] = judged["state"], list(judged.get("changed") or [])
+        crit["why"] = judged.get("reason")
+        if judged.get("source") == "ci":
+            crit["met"] = judged["verdict"] == "pass"
+            crit["ci"] = {"verdict": judged["verdict"], "checks": judged.get("checks", []),
+                          "recorded": False}
+    crit["needs_rerun"] = crit["freshness"] in ("stale", "unknown")
 
 
 def _action(kind: str, reason: str, command: Optional[str], order: int = 0, **refs: Any) -> Action:
@@ -87,7 +107,6 @@ class _Ctx:
         self.goals = {g["id"]: g for g in snapshot.get("goals", [])}
         self.todos = {t["id"]: t for t in snapshot.get("todos", [])}
         self.gates = {g["id"]: g for g in snapshot.get("gates", [])}
-        self.fresh: dict[str, dict[str, Any]] = env.get("evidence") or {}
 
     def live_goal(self, goal_id: Optional[str]) -> bool:
         goal = self.goals.get(goal_id or "")
@@ -118,17 +137,30 @@ def _problems(ctx: _Ctx) -> Iterable[Action]:
     damaged = [p for p in problems if p.get("type") == "file"]
     if damaged:
         first = damaged[0]
-        yield _action("repair", f"{len(damaged)} files on the state branch are not valid events "
+        yield _action("repair", f"{plural.counted(len(damaged), 'file')} on the state branch "
+                      f"{_are(len(damaged))} not valid events "
                       f"(first: {first['event']}: {first['reason']})", "git loopx doctor")
     for problem in problems:
-        if problem.get("type") != "file" and problem.get("actor") == ctx.actor:
-            yield _action("notice", f"your {problem['type']} event was not applied: "
-                          f"{problem['reason']}", "git loopx status --format json  # see .problems",
+        if problem.get("type") != "file" and problem.get("actor") == ctx.actor and not (
+                problem.get("dismissed")):
+            what = _YOUR.get(problem["type"], f"your {problem['type']} event")
+            yield _action("notice", f"{what} was not applied: {problem['reason']}; once read, "
+                          "dismiss this notice", f"git loopx notice dismiss {problem['event']}",
                           event=problem["event"])
+    checkpoint = (ctx.snap.get("ledger") or {}).get("unverified_checkpoint")
+    if checkpoint:
+        yield _action("notice", f"this clone's cache started from checkpoint {checkpoint[:12]}, "
+                      "not yet verified against a replay of the events here",
+                      "git loopx doctor --verify")
     unknown = ctx.snap.get("unknown_events", [])
     if unknown:
-        yield _action("repair", f"{len(unknown)} events are of types this loopx does not know; "
+        yield _action("repair", f"{plural.counted(len(unknown), 'event')} "
+                      f"{'is of a type' if len(unknown) == 1 else 'are of types'} this loopx does not know; "
                       "upgrade loopx before acting on this ledger", "pip install -U loopx")
+
+
+_YOUR = {"todo.claimed": "your claim", "todo.renewed": "your renewal",
+         "todo.done": "your `todo done`", "gate.answered": "your answer"}
 
 
 def _worktree(ctx: _Ctx) -> Iterable[Action]:
@@ -170,8 +202,10 @@ def _replan(ctx: _Ctx) -> Iterable[Action]:
             said = gate.get("answer") or gate.get("decision") or "answered"
             yield _action(
                 "replan", f"the plan you are executing for {todo['id']} predates decision "
-                f"{gate_id} ({said} by {gate.get('answered_by')}: {gate.get('question', '')})",
-                f"git loopx gate show {gate_id}", todo=todo["id"], gate=gate_id)
+                f"{gate_id} ({said} by {gate.get('answered_by')}: {gate.get('question', '')}); "
+                "re-plan with it, then acknowledge it",
+                f"git loopx todo ack {todo['id']} --gate {gate_id}", todo=todo["id"],
+                gate=gate_id)
 
 
 def _leases(ctx: _Ctx) -> Iterable[Action]:
@@ -221,7 +255,8 @@ def _gates(ctx: _Ctx) -> Iterable[Action]:
         else:
             blocked = [t for t in ctx.todos.values() if gate["id"] in t.get("gates", [])
                        and t["state"] in ("open", "blocked")]
-            what = f"{', '.join(t['id'] for t in blocked)} wait" if blocked else "waiting"
+            what = (f"{', '.join(t['id'] for t in blocked)} wait{'s' if len(blocked) == 1 else ''}"
+                    if blocked else "waiting")
             yield _action("wait_gate", f"{what} for gate {gate['id']}: {gate['question']} "
                           f"(must be answered by {asks})", f"git loopx gate show {gate['id']}",
                           gate=gate["id"], goal=gate["goal"])
@@ -255,11 +290,17 @@ def _rejected(ctx: _Ctx, gate: dict[str, Any]) -> Iterable[Action]:
 
 def _sync(ctx: _Ctx) -> Iterable[Action]:
     state = ctx.env.get("state") or {}
+    if state.get("quarantined"):
+        yield _action("repair", f"{state.get('remote', 'origin')}'s loopx/state failed the incoming "
+                      f"check and is quarantined as {state['quarantined']}; sync refuses it (local "
+                      "state is intact) until the remote is fixed", "git loopx doctor")
     if state.get("unmerged"):
-        yield _action("sync", f"{state['unmerged']} fetched events are not merged into "
-                      f"{state['ref']} yet", "git loopx sync")
+        yield _action("sync", f"{plural.counted(state['unmerged'], 'fetched event')} "
+                      f"{_are(state['unmerged'])} not merged into {state['ref']} yet",
+                      "git loopx sync")
     if state.get("unpushed"):
-        yield _action("sync", f"{state['unpushed']} events are not pushed to "
+        yield _action("sync", f"{plural.counted(state['unpushed'], 'event')} "
+                      f"{_are(state['unpushed'])} not pushed to "
                       f"{state.get('remote', 'origin')} yet", "git loopx sync", order=1)
 
 
@@ -278,14 +319,52 @@ def _criteria(ctx: _Ctx) -> Iterable[Action]:
     for goal in ctx.goals.values():
         if goal["state"] != "active":
             continue
-        verdicts = [_criterion(ctx, goal, c) for c in goal["acceptance"]]
-        for crit, (verdict, evidence) in zip(goal["acceptance"], verdicts):
-            if verdict in ("stale", "unknown"):
-                yield _rerun(ctx, goal, crit, verdict, evidence)
-        if verdicts and all(v == "fresh" for v, _ in verdicts) and not _unfinished(ctx, goal):
+        for crit in goal["acceptance"]:
+            action = _criterion_action(goal, crit)
+            if action is not None:
+                yield action
+        if goal["acceptance"] and all(_state(c) == "fresh" and not c.get("ci")
+                                      for c in goal["acceptance"]) and not _unfinished(ctx, goal):
             yield _action("close_goal", f"every criterion of goal {goal['id']} is met by fresh "
                           "evidence", f"git loopx goal close {goal['id']} --achieved",
                           goal=goal["id"])
+
+
+def _state(crit: dict[str, Any]) -> str:
+    """fresh | stale | unknown | unmet (a snapshot decide() was not given annotated counts
+    its criteria as recorded)."""
+    return str(crit.get("freshness") or ("fresh" if crit.get("met") else "unmet"))
+
+
+def _criterion_action(goal: dict[str, Any], crit: dict[str, Any]) -> Optional[Action]:
+    where = f"criterion {crit['id']} of goal {goal['id']}"
+    rerun = f"git loopx rerun --criterion {goal['id']}:{crit['id']}"
+    state, latest = _state(crit), crit.get("latest")
+    if crit.get("ci"):
+        checks = ", ".join(c["name"] for c in crit["ci"].get("checks", []))
+        verdict = "passed" if crit["ci"]["verdict"] == "pass" else "failed"
+        return _action("record_ci", f"CI ({checks}) {verdict} for HEAD: {where} is "
+                       f"{'met' if verdict == 'passed' else 'not met'} by it; record the result "
+                       "so every clone sees it", "git loopx ci record", goal=goal["id"])
+    if state in ("stale", "unknown"):
+        why = _listed(crit.get("changed") or [], "in its scope changed since") if (
+            state == "stale") else (crit.get("why") or "it cannot be compared here")
+        return _action("rerun_evidence", f"{where} is met only by {state} evidence "
+                       f"{latest}: {why}; re-run it", rerun, goal=goal["id"], evidence=latest)
+    if state == "unmet" and crit.get("verdict") == "fail":
+        why = crit.get("why") or f"{latest} failed"
+        return _action("rerun_evidence", f"{where} is not met: {why}; fix it, then re-run",
+                       rerun, goal=goal["id"], evidence=latest)
+    return None
+
+
+def _are(count: int) -> str:
+    return "is" if count == 1 else "are"
+
+
+def _listed(files: list[str], what: str) -> str:
+    shown = ", ".join(files[:3]) + (", ..." if len(files) > 3 else "")
+    return f"{plural.counted(len(files), 'file')} {what} ({shown})"
 
 
 def _unfinished(ctx: _Ctx, goal: dict[str, Any]) -> bool:
@@ -295,39 +374,6 @@ def _unfinished(ctx: _Ctx, goal: dict[str, Any]) -> bool:
         g["goal"] == goal["id"] and g["state"] == "open" for g in ctx.snap.get("gates", []))
 
 
-def _criterion(ctx: _Ctx, goal: dict[str, Any], crit: dict[str, Any]) -> tuple[str, list[str]]:
-    """(fresh | stale | unknown | unmet, the supporting evidence) for one criterion."""
-    support = crit.get("evidence", [])
-    return _criterion_state(ctx.fresh, support), support
-
-
-def _criterion_state(fresh: dict[str, Any], support: list[str]) -> str:
-    if not support:
-        return "unmet"
-    # Evidence readback did not look at (history of closed goals) is taken as it was recorded.
-    states = [(fresh.get(e) or {}).get("state", "unbound") for e in support]
-    if any(s in ("fresh", "unbound") for s in states):
-        return "fresh"
-    return "stale" if "stale" in states else "unknown"
-
-
-def _rerun(ctx: _Ctx, goal: dict[str, Any], crit: dict[str, Any], verdict: str,
-           support: list[str]) -> Action:
-    evidence = {e["id"]: e for e in ctx.snap.get("evidence", [])}
-    latest = support[-1]
-    info = ctx.fresh.get(latest, {})
-    if verdict == "stale":
-        changed = info.get("changed") or []
-        why = f"{len(changed)} file(s) changed since ({', '.join(changed[:3])}{', ...' if len(changed) > 3 else ''})"
-    else:
-        why = info.get("reason") or "its commit is not in this repository"
-    command = evidence.get(latest, {}).get("command")
-    return _action("rerun_evidence", f"criterion {crit['id']} of goal {goal['id']} is met only by "
-                   f"{verdict} evidence {latest}: {why}; re-run it",
-                   command or f"git loopx evidence add --goal {goal['id']} --criterion {crit['id']} ...",
-                   goal=goal["id"], evidence=latest)
-
-
 def _wakes(ctx: _Ctx) -> Iterable[Action]:
     ci_state = (ctx.env.get("ci") or {}).get("state")
     for wake in ctx.snap.get("wakes", []):
@@ -335,7 +381,9 @@ def _wakes(ctx: _Ctx) -> Iterable[Action]:
         if due:
             yield _action("wake_due", f"wake {wake['id']} is due ({due})"
                           + (f": {wake['reason']}" if wake.get("reason") else ""),
-                          f"git loopx wake clear {wake['id']}", goal=wake.get("goal"))
+                          # a recurring wake is re-armed (`ack`), a one-shot one cleared
+                          f"git loopx wake {'ack' if wake.get('every') else 'clear'} {wake['id']}",
+                          goal=wake.get("goal"), wake=wake["id"])
 
 
 def _wake_due(ctx: _Ctx, wake: dict[str, Any], ci_state: Optional[str]) -> Optional[str]:

@@ -8,11 +8,13 @@ derives what readers show. Pure: no git, no I/O, no pydantic.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from collections.abc import MutableMapping, MutableSequence
+from typing import Any, Optional, Protocol, runtime_checkable
 
 DEFAULT_LEASE_TTL_S = 45 * 60
 MAX_LEASE_TTL_S = 30 * 86400  # as ConfigSet.lease_ttl_seconds allows
 DEFAULT_SESSION_SLOTS = 20
+DEFAULT_PRIORITY = 2  # todo priorities run from 0 (most urgent) to 4
 
 
 @dataclass
@@ -20,12 +22,17 @@ class Goal:
     id: str
     title: str
     description: Optional[str]
-    acceptance: list[dict[str, str]]
+    acceptance: list[dict[str, Any]]  # {id, text, paths, revision}
     state: str = "active"
     reason: Optional[str] = None
     override: bool = False
     created_by: str = ""
     clock: int = 0
+    retired: list[dict[str, Any]] = field(default_factory=list)  # criteria no longer in force
+    # criterion id -> {"latest": evidence id or None, "evidence": [ids]}: the verdicts (passed or
+    # failed, not notes or commits) recorded for it since its last revision, in ledger order.
+    verdicts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    todos: list[str] = field(default_factory=list)  # its todos, in ledger order
 
 
 @dataclass
@@ -46,6 +53,11 @@ class Todo:
     contested_by: list[str] = field(default_factory=list)
     decisions_since_claim: list[str] = field(default_factory=list)
     clock: int = 0
+    branch: Optional[str] = None  # where the lease was taken (refs/heads/...), if on a branch
+    no_evidence_reason: Optional[str] = None  # done without evidence: why
+    dependants: list[str] = field(default_factory=list)  # todos that wait for this one
+    priority: int = DEFAULT_PRIORITY
+    discovered_from: Optional[str] = None
 
 
 @dataclass
@@ -84,6 +96,9 @@ class Evidence:
     url: Optional[str]
     actor: str
     at: str
+    paths: list[str] = field(default_factory=list)  # its scope; empty: see views.scope
+    check: Optional[str] = None
+    cwd: Optional[str] = None
 
 
 @dataclass
@@ -96,6 +111,8 @@ class Wake:
     on_todo: Optional[str]
     reason: Optional[str]
     actor: str
+    every: Optional[int] = None  # seconds; a recurring wake's `at` moves on when it fires
+    fired_at: Optional[str] = None  # when a recurring wake was last acted on
 
 
 @dataclass
@@ -160,24 +177,51 @@ class Problem:
 
 
 @dataclass
+class Dismissal:
+    """A notice its actor has dismissed: the problem of one of their events (by its id)."""
+
+    event: str
+    actor: str
+    clock: int
+
+
+@dataclass
 class Fold:
     """Everything the events say, independent of the time of day."""
 
     name: Optional[str] = None
     config: dict[str, Any] = field(default_factory=dict)
-    goals: dict[str, Goal] = field(default_factory=dict)
-    todos: dict[str, Todo] = field(default_factory=dict)
-    gates: dict[str, Gate] = field(default_factory=dict)
-    evidence: dict[str, Evidence] = field(default_factory=dict)
-    wakes: dict[str, Wake] = field(default_factory=dict)
-    effects: dict[str, Effect] = field(default_factory=dict)
-    quotas: dict[str, Quota] = field(default_factory=dict)  # "" is the ledger-wide budget
-    sessions: dict[str, Session] = field(default_factory=dict)
+    # The tables are dicts in a fold built in memory, and read on demand from the cache's
+    # database in the fold a write is checked against (loopx.ledger.cache.Table).
+    goals: MutableMapping[str, Goal] = field(default_factory=dict)
+    todos: MutableMapping[str, Todo] = field(default_factory=dict)
+    gates: MutableMapping[str, Gate] = field(default_factory=dict)
+    evidence: MutableMapping[str, Evidence] = field(default_factory=dict)
+    wakes: MutableMapping[str, Wake] = field(default_factory=dict)
+    effects: MutableMapping[str, Effect] = field(default_factory=dict)
+    quotas: MutableMapping[str, Quota] = field(default_factory=dict)  # "" is ledger-wide
+    sessions: MutableMapping[str, Session] = field(default_factory=dict)
+    dismissed: MutableMapping[str, Dismissal] = field(default_factory=dict)  # by event id
     notes: int = 0
-    remaps: dict[str, str] = field(default_factory=dict)  # rewritten commit -> new commit
-    problems: list[Problem] = field(default_factory=list)
-    unknown: list[dict[str, Any]] = field(default_factory=list)
+    remaps: MutableMapping[str, str] = field(default_factory=dict)  # rewritten commit -> new
+    # Indexes the checks and appliers read instead of scanning a table (their cost must not
+    # grow with the ledger): idempotency key -> effect, owner -> open sessions, commit ->
+    # the commit records on it, "*" when other evidence names it, "remap:<old>" for each
+    # commit rewritten into it (short lists, however many test results one commit has).
+    effect_keys: MutableMapping[str, str] = field(default_factory=dict)
+    open_sessions: MutableMapping[str, list[str]] = field(default_factory=dict)
+    by_commit: MutableMapping[str, list[str]] = field(default_factory=dict)
+    problems: MutableSequence[Problem] = field(default_factory=list)
+    unknown: MutableSequence[dict[str, Any]] = field(default_factory=list)
     events: int = 0
     max_clock: int = 0
     last_key: tuple[int, str] = (0, "")
     extra: dict[str, Any] = field(default_factory=dict)  # room for later entity kinds
+
+
+@runtime_checkable
+class PrefixSearch(Protocol):
+    """A table that finds the ids starting with a prefix without reading every id."""
+
+    def with_prefix(self, prefix: str, *, limit: int) -> list[str]:
+        ...

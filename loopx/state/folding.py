@@ -34,9 +34,10 @@ def apply(fold: Fold, event: Event) -> Optional[str]:
         return None
     reason = checks.check(fold, event)
     if reason is not None:
+        if _note_contest(fold, event):  # two claims crossed in a merge: this one lost
+            reason += " (contested)"
         fold.problems.append(
             Problem(event.id, event.type, event.env.actor, event.env.clock, reason))
-        _note_contest(fold, event)
         return reason
     appliers.apply(fold, event)
     return None
@@ -67,14 +68,17 @@ def clock_ahead(events_before: int, clock: int) -> Optional[str]:
             f"most {limit}): not applied, and not counted as the ledger's clock")
 
 
-def _note_contest(fold: Fold, event: Event) -> None:
-    """A claim that lost to a live lease (two claims crossed in a merge): the todo shows who
-    else wanted it."""
+def _note_contest(fold: Fold, event: Event) -> bool:
+    """A claim that lost to someone else's lease (two claims crossed in a merge): the todo
+    shows who else wanted it. True when it was such a claim."""
     if event.type != "todo.claimed":
-        return
+        return False
     todo = fold.todos.get(cast("TodoClaimed", event.data).id)
-    if todo is not None and todo.holder and event.env.actor not in (todo.holder, *todo.contested_by):
+    if todo is None or not todo.holder or todo.holder == event.env.actor:
+        return False
+    if event.env.actor not in todo.contested_by:
         todo.contested_by.append(event.env.actor)
+    return True
 
 
 def replay(events: list[Event], fold: Optional[Fold] = None) -> Fold:

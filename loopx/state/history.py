@@ -8,9 +8,14 @@ approve — 'error_code is stable'"); :func:`diff` compares two snapshots of the
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
-from loopx.model.events import Event
+from loopx.model import clock
+
+if TYPE_CHECKING:  # describe() reads validated events and plain ones alike
+    from loopx.model.events import Event
+    from loopx.model.plain import PlainEvent
 
 _QUOTE_MAX = 80
 
@@ -57,6 +62,12 @@ def _config(d: Any) -> str:
             + ", ".join(sorted({ln.split()[0] for ln in keys}))
             + ")"
         )
+    if d.evidence_ignore is not None:
+        parts.append("evidence ignores " + (", ".join(d.evidence_ignore) or "nothing"))
+    if d.ci_criteria is not None:
+        parts.append("CI checks meet " + ("; ".join(
+            f"{check} -> {', '.join(crits)}" for check, crits in sorted(d.ci_criteria.items()))
+            or "no criteria"))
     return "set config: " + ", ".join(parts)
 
 
@@ -68,6 +79,10 @@ def _goal_created(d: Any) -> str:
 def _goal_updated(d: Any) -> str:
     parts = [f"title {_quote(d.title)}"] if d.title else []
     parts += [f"criterion {c.id} {_quote(c.text)}" for c in d.add_acceptance]
+    parts += [f"revised criterion {c.id} to {_quote(c.text)}" for c in d.revise or ()]
+    parts += [f"retired criterion {c}" for c in d.retire or ()]
+    parts += [f"criterion {c.id} judged on {', '.join(c.paths) or 'the whole tree'}"
+              for c in d.scope or ()]
     parts += [f"state {d.state}"] if d.state else []
     parts += ["description"] if d.description is not None else []
     return f"updated goal {d.id}: " + ", ".join(parts)
@@ -85,6 +100,8 @@ def _todo_added(d: Any) -> str:
     extra = [f"after {', '.join(d.depends_on)}"] if d.depends_on else []
     extra += [f"gates {', '.join(d.gates)}"] if d.gates else []
     extra += [f"for {', '.join(d.criteria)}"] if d.criteria else []
+    extra += [f"priority {d.priority}"] if d.priority is not None else []
+    extra += [f"found while doing {d.discovered_from}"] if d.discovered_from else []
     tail = f" ({'; '.join(extra)})" if extra else ""
     return f"added todo {d.id} to {d.goal}: {_quote(d.title)}{tail}"
 
@@ -93,12 +110,15 @@ def _todo_updated(d: Any) -> str:
     parts = [f"title {_quote(d.title)}"] if d.title else []
     parts += [f"now waits for {', '.join(d.add_depends_on)}"] if d.add_depends_on else []
     parts += [f"now needs gates {', '.join(d.add_gates)}"] if d.add_gates else []
+    parts += [f"priority {d.priority}"] if d.priority is not None else []
     parts += ["description"] if d.description is not None else []
     return f"updated todo {d.id}: " + ", ".join(parts)
 
 
 def _todo_done(d: Any) -> str:
     proof = f" with evidence {', '.join(d.evidence)}" if d.evidence else ""
+    if d.reason:
+        proof += f" without passing evidence, because {_quote(d.reason)}"
     return _with(f"finished todo {d.id}{proof}", d.summary, " — ")
 
 
@@ -129,6 +149,7 @@ def _evidence(d: Any) -> str:
     for_ = [f"todo {d.todo}"] if d.todo else []
     for_ += [f"criteria {', '.join(d.criteria)}"] if d.criteria else []
     tail = f" for {', '.join(for_)}" if for_ else ""
+    tail += f" (on {', '.join(d.paths)})" if d.paths else ""
     return _with(f"recorded {d.kind} evidence {d.id}{result}{where}{tail}", d.summary or d.command)
 
 
@@ -137,13 +158,19 @@ def _wake_set(d: Any) -> str:
     when += [f"on gate {d.on_gate}"] if d.on_gate else []
     when += [f"on CI for {d.on_ci}"] if d.on_ci else []
     when += [f"on todo {d.on_todo}"] if d.on_todo else []
-    return _with(f"set wake {d.id} {' or '.join(when)}", d.reason)
+    every = f" and every {_seconds(d.every)}" if d.every else ""
+    return _with(f"set wake {d.id} {' or '.join(when)}{every}", d.reason)
+
+
+def _seconds(seconds: int) -> str:
+    return clock.format_duration(timedelta(seconds=seconds))
 
 
 def _quota(verb: str) -> Callable[[Any], str]:
     def text(d: Any) -> str:
         parts = [f"{n} {getattr(d, n)}" for n in ("turns", "tokens", "cost") if getattr(d, n)]
-        return f"{verb} quota: " + (", ".join(parts) or "nothing")
+        forced = f", past the budget: {_quote(d.reason)}" if getattr(d, "force", None) else ""
+        return f"{verb} quota: " + (", ".join(parts) or "nothing") + forced
 
     return text
 
@@ -162,6 +189,10 @@ _DESCRIBE: dict[str, Callable[[Any], str]] = {
     "todo.renewed": lambda d: f"renewed the lease on {d.id} until {_hhmm(d.until)}",
     "todo.released": lambda d: _with(f"released {d.id}", d.reason),
     "todo.done": _todo_done,
+    "todo.acked": lambda d: f"acknowledged decision {', '.join(d.gates)} on todo {d.id}",
+    "notice.dismissed": lambda d: (
+        f"dismissed the notice about {_n(len(d.events), 'event')} not applied: {', '.join(d.events[:5])}"
+    ),
     "todo.blocked": lambda d: _with(f"blocked todo {d.id}", d.reason),
     "todo.reopened": lambda d: _with(f"reopened todo {d.id}", d.reason),
     "todo.cancelled": lambda d: _with(f"cancelled todo {d.id}", d.reason),
@@ -174,6 +205,7 @@ _DESCRIBE: dict[str, Callable[[Any], str]] = {
     ),
     "wake.set": _wake_set,
     "wake.cleared": lambda d: f"cleared wake {d.id}",
+    "wake.fired": lambda d: f"acted on wake {d.id}; due again at {_hhmm(d.next)}",
     "quota.set": _quota("set"),
     "quota.spent": _quota("spent"),
     "effect.intended": lambda d: f"intends effect {d.id}: {d.action} on {d.target}",
@@ -200,7 +232,7 @@ _DESCRIBE: dict[str, Callable[[Any], str]] = {
 }
 
 
-def describe(event: Event) -> str:
+def describe(event: Union[Event, PlainEvent]) -> str:
     """One line saying what ``event`` does, in the ledger's terms."""
     if not event.known:
         return f"{event.type} (v{event.env.v}, a type this loopx does not know; kept)"
@@ -271,6 +303,14 @@ def _goal(old: Optional[dict[str, Any]], new: dict[str, Any]) -> str:
         for c in new["acceptance"]
         if c["id"] in was and was[c["id"]]["met"] and not c["met"]
     ]
+    parts += [
+        f"criterion {c['id']} revised to {_quote(c['text'])}"
+        for c in new["acceptance"]
+        if c["id"] in was and was[c["id"]]["text"] != c["text"]
+    ]
+    retired = {c["id"] for c in old.get("retired", [])}
+    parts += [f"criterion {c['id']} retired" for c in new.get("retired", [])
+              if c["id"] not in retired]
     return "; ".join(parts)
 
 
@@ -280,8 +320,12 @@ def _todo(old: Optional[dict[str, Any]], new: dict[str, Any]) -> str:
     parts = []
     if old["state"] != new["state"]:
         parts.append(f"{old['state']} -> {new['state']}")
+        if new["state"] == "done" and new.get("no_evidence_reason"):
+            parts.append(f"without passing evidence: {_quote(new['no_evidence_reason'])}")
     if old["claimed_by"] != new["claimed_by"] or old["lease_expires"] != new["lease_expires"]:
         parts.append(f"lease {_lease(old)} -> {_lease(new)}")
+    if old.get("priority") != new.get("priority"):
+        parts.append(f"priority {old.get('priority')} -> {new.get('priority')}")
     for field in ("depends_on", "gates", "evidence"):
         added = [x for x in new[field] if x not in old[field]]
         if added:
@@ -375,7 +419,18 @@ def config_changes(before: dict[str, Any], after: dict[str, Any]) -> list[dict[s
     ]
 
 
+def _plain(value: Any) -> str:
+    """A config value as a reviewer reads it: ``maintainer = human:a, human:b``, not a repr."""
+    if value is None or value in ({}, []):
+        return "none"
+    if isinstance(value, dict):
+        return "; ".join(f"{k} = {_plain(v)}" for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_plain(v) for v in value)
+    return str(value)
+
+
 def _short(value: Any) -> str:
-    text = str(value) if not isinstance(value, str) else value
+    text = _plain(value)
     text = " ".join(text.split())
     return text if len(text) <= 60 else text[:59] + "…"

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import datetime
+from collections.abc import Mapping
 from typing import Any, Optional
 
 from loopx.errors import Ambiguous, NotFound
 from loopx.model import clock as clk
+from loopx.state import entities
 from loopx.state.entities import (DEFAULT_SESSION_SLOTS, Evidence, Fold, Gate, Goal, Quota,
                                   Session, Todo)
 
@@ -73,23 +75,123 @@ def interjection_kind(session: Session) -> str:
 
 
 def passing(evidence: Evidence) -> bool:
+    """Not a failure: neither a failed command nor a mere note."""
     return evidence.kind != "note" and evidence.exit_code in (None, 0)
 
 
-def criterion_evidence(fold: Fold, goal_id: str) -> dict[str, list[str]]:
-    """criterion id -> ids of passing evidence that supports it."""
+NO_VERDICT = ("note", "commit")  # a note says nothing; a commit is work, not a result
+
+
+def verdict(evidence: Evidence) -> Optional[bool]:
+    """What a piece of evidence says: True it passed, False it failed, None it is no verdict."""
+    return None if evidence.kind in NO_VERDICT else evidence.exit_code in (None, 0)
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """Where a criterion stands: its latest verdict in ledger order, and the passing evidence
+    recorded for it since its last revision."""
+
+    latest: Optional[str]
+    passed: bool
+    support: list[str]
+
+
+def criterion_verdict(fold: Fold, goal: Goal, crit_id: str) -> Verdict:
+    """The latest verdict for one criterion of ``goal`` (kept up to date by the fold)."""
+    entry = goal.verdicts.get(crit_id) or {"latest": None, "evidence": []}
+    support = [e for e in entry["evidence"] if e in fold.evidence and verdict(fold.evidence[e])]
+    latest = entry["latest"]
+    passed = latest is not None and latest in fold.evidence and bool(verdict(fold.evidence[latest]))
+    return Verdict(latest, passed, support)
+
+
+def unmet_criteria(fold: Fold, goal_id: str, *, latest: bool = True) -> list[str]:
+    """Criteria in force whose latest verdict is not a pass (``latest=False``: that have no
+    passing evidence at all, the rule of version 1 ledgers)."""
     goal = fold.goals[goal_id]
-    found: dict[str, list[str]] = {c["id"]: [] for c in goal.acceptance}
-    for ev in fold.evidence.values():
-        if ev.goal == goal_id and passing(ev):
-            for crit in ev.criteria:
-                if crit in found:
-                    found[crit].append(ev.id)
-    return found
+    unmet = []
+    for crit in goal.acceptance:
+        found = criterion_verdict(fold, goal, crit["id"])
+        if not (found.passed if latest else found.support):
+            unmet.append(crit["id"])
+    return unmet
 
 
-def unmet_criteria(fold: Fold, goal_id: str) -> list[str]:
-    return [crit for crit, ids in criterion_evidence(fold, goal_id).items() if not ids]
+def unfinished_todos(fold: Fold, goal: Goal) -> list[Todo]:
+    """The goal's todos still to do: open (claimed or not) or blocked."""
+    return [fold.todos[t] for t in goal.todos
+            if t in fold.todos and fold.todos[t].state in ("open", "blocked")]
+
+
+def done_evidence(fold: Fold, todo: Todo, cited: list[str]) -> tuple[list[str], Optional[str]]:
+    """The evidence that shows ``todo`` done (passing verdicts: the cited ones, else the latest
+    recorded for it) and, when there is none, why not."""
+    if cited:
+        found = [e for e in cited if e in fold.evidence and verdict(fold.evidence[e])]
+        return found, None if found else (
+            f"none of the evidence cited for todo {todo.id} is a passing result "
+            "(notes and commits are not)")
+    latest = latest_verdict(fold, todo)
+    if not latest:
+        return [], f"todo {todo.id} has no passing evidence"
+    if not verdict(fold.evidence[latest[0]]):
+        return [], f"the latest evidence for todo {todo.id} ({latest[0]}) failed"
+    return latest, None
+
+
+def latest_verdict(fold: Fold, todo: Todo) -> list[str]:
+    """The newest evidence recorded for ``todo`` that passed or failed ([] when none has)."""
+    for ev_id in reversed(todo.evidence):
+        if ev_id in fold.evidence and verdict(fold.evidence[ev_id]) is not None:
+            return [ev_id]
+    return []
+
+
+def dependants(fold: Fold, seeds: list[str]) -> list[str]:
+    """``seeds`` and every todo that waits for one of them, directly or through others."""
+    seen: list[str] = []
+    stack = [t for t in reversed(seeds) if t in fold.todos]
+    while stack:
+        todo_id = stack.pop()
+        if todo_id not in seen:
+            seen.append(todo_id)
+            stack.extend(t for t in reversed(fold.todos[todo_id].dependants) if t in fold.todos)
+    return seen
+
+
+def quota_scopes(fold: Fold, goal: Optional[str]) -> list[tuple[str, Quota]]:
+    """The budgets that cover work on ``goal``: the ledger-wide one and the goal's own."""
+    scopes = ["", goal] if goal else [""]
+    return [(scope, fold.quotas[scope]) for scope in scopes if scope in fold.quotas]
+
+
+def _budget(scope: str) -> str:
+    return "the ledger-wide budget" if not scope else f"goal {scope}'s budget"
+
+
+def quota_exhausted(fold: Fold, goal: Optional[str]) -> Optional[tuple[str, str, str]]:
+    """(scope, limit name, what to say) of a spent budget covering ``goal``, or None."""
+    for scope, quota in quota_scopes(fold, goal):
+        for name, limit, spent in _limits(quota):
+            if limit is not None and spent >= limit:
+                return scope, name, f"{_budget(scope)} is spent ({name} {spent:g}/{limit:g})"
+    return None
+
+
+def quota_overrun(fold: Fold, goal: Optional[str], spend: dict[str, float]) -> Optional[str]:
+    """Which budget covering ``goal`` spending ``spend`` would take past its limit, or None."""
+    for scope, quota in quota_scopes(fold, goal):
+        for name, limit, spent in _limits(quota):
+            if limit is not None and spend.get(name) and spent + spend[name] > limit:
+                return (f"spending {spend[name]:g} {name} would take {_budget(scope)} past its "
+                        f"limit ({spent:g} + {spend[name]:g} > {limit:g})")
+    return None
+
+
+def _limits(quota: Quota) -> list[tuple[str, Optional[float], float]]:
+    return [("turns", quota.turns, quota.spent_turns), ("tokens", quota.tokens, quota.spent_tokens),
+            ("cost", quota.cost, quota.spent_cost)]
 
 
 def todo_view(fold: Fold, todo: Todo, now: datetime) -> dict[str, Any]:
@@ -111,13 +213,21 @@ def todo_view(fold: Fold, todo: Todo, now: datetime) -> dict[str, Any]:
         "contested_by": list(todo.contested_by),
         "decisions_since_claim": list(todo.decisions_since_claim) if live else [],
         "ready": why is None, "why_not_ready": why, "evidence": list(todo.evidence),
+        "no_evidence_reason": todo.no_evidence_reason,
+        "priority": todo.priority, "discovered_from": todo.discovered_from,
     }
 
 
 def frontier(fold: Fold, now: datetime) -> list[str]:
-    """Open todos that are ready and unleased, oldest first (by clock, then id)."""
+    """Open todos that are ready and unleased: by priority (0 first), then oldest first (by
+    clock, then id)."""
     ready = [t for t in fold.todos.values() if todo_view(fold, t, now)["ready"]]
-    return [t.id for t in sorted(ready, key=lambda t: (t.clock, t.id))]
+    return [t.id for t in sorted(ready, key=lambda t: (t.priority, t.clock, t.id))]
+
+
+def by_priority(todos: list[dict[str, Any]]) -> list[str]:
+    """The ids of the ready ones among ``todos`` (views in ledger order), in frontier order."""
+    return [t["id"] for t in sorted((t for t in todos if t["ready"]), key=lambda t: t["priority"])]
 
 
 def snapshot(fold: Fold, now: datetime) -> dict[str, Any]:
@@ -127,13 +237,14 @@ def snapshot(fold: Fold, now: datetime) -> dict[str, Any]:
         "ledger": {"name": fold.name, "events": fold.events, "clock": fold.max_clock},
         "goals": [_goal_view(fold, g) for g in sorted(fold.goals.values(), key=lambda g: (g.clock, g.id))],
         "todos": todos,
-        "frontier": [t["id"] for t in todos if t["ready"]],
+        "frontier": by_priority(todos),
         "gates": [_gate_view(g) for g in fold.gates.values()],
-        "evidence": [_evidence_view(e) for e in fold.evidence.values()],
+        "evidence": [evidence_view(e) for e in fold.evidence.values()],
         "wakes": [dataclasses.asdict(w) for w in fold.wakes.values()],
         "quota": {scope or "*": _quota_view(q) for scope, q in sorted(fold.quotas.items())},
         "effects": [dataclasses.asdict(e) for e in fold.effects.values()],
-        "problems": [dataclasses.asdict(p) for p in fold.problems],
+        "problems": [dict(dataclasses.asdict(p), dismissed=p.event in fold.dismissed)
+                     for p in fold.problems],
         "unknown_events": list(fold.unknown),
         "notes": fold.notes,
         "sessions": [session_view(s, now) for s in
@@ -162,14 +273,21 @@ def session_view(session: Session, now: datetime) -> dict[str, Any]:
 
 
 def _goal_view(fold: Fold, goal: Goal) -> dict[str, Any]:
-    support = criterion_evidence(fold, goal.id)
     return {
         "id": goal.id, "title": goal.title, "state": goal.state, "reason": goal.reason,
-        "acceptance": [
-            {"id": c["id"], "text": c["text"], "met": bool(support[c["id"]]),
-             "evidence": support[c["id"]]}
-            for c in goal.acceptance
-        ],
+        "acceptance": [_criterion_view(fold, goal, c) for c in goal.acceptance],
+        "retired": [{"id": c["id"], "text": c["text"]} for c in goal.retired],
+        "override": goal.override,
+    }
+
+
+def _criterion_view(fold: Fold, goal: Goal, crit: dict[str, Any]) -> dict[str, Any]:
+    found = criterion_verdict(fold, goal, crit["id"])
+    return {
+        "id": crit["id"], "text": crit["text"], "met": found.passed, "evidence": found.support,
+        "latest": found.latest, "verdict": None if found.latest is None else (
+            "pass" if found.passed else "fail"),
+        "paths": list(crit.get("paths") or []), "revision": crit.get("revision", 0),
     }
 
 
@@ -183,11 +301,12 @@ def _gate_view(gate: Gate) -> dict[str, Any]:
     }
 
 
-def _evidence_view(ev: Evidence) -> dict[str, Any]:
+def evidence_view(ev: Evidence) -> dict[str, Any]:
     return {
         "id": ev.id, "kind": ev.kind, "goal": ev.goal, "todo": ev.todo, "criteria": list(ev.criteria),
         "commit": ev.commit, "tree": ev.tree, "dirty": ev.dirty, "exit_code": ev.exit_code,
         "summary": ev.summary, "command": ev.command, "actor": ev.actor, "at": ev.at,
+        "url": ev.url, "paths": list(ev.paths), "check": ev.check,
     }
 
 
@@ -208,13 +327,17 @@ def _quota_view(q: Quota) -> dict[str, Any]:
 
 
 
-def resolve_id(table: dict[str, Any], prefix: str, kind: str) -> str:
+def resolve_id(table: Mapping[str, Any], prefix: str, kind: str) -> str:
     """An entity id from its unique prefix, like git's short hashes."""
     if prefix in table:
         return prefix
-    matches = [key for key in table if key.startswith(prefix)]
+    if isinstance(table, entities.PrefixSearch):
+        matches = table.with_prefix(prefix, limit=9)
+    else:
+        matches = [key for key in table if key.startswith(prefix)]
     if len(matches) == 1:
         return matches[0]
     if not matches:
         raise NotFound(f"no {kind} matches {prefix!r} (see `git loopx {kind} list`)")
-    raise Ambiguous(f"{prefix!r} matches several {kind}s: {', '.join(sorted(matches)[:8])}")
+    kinds = kind if kind == "evidence" else f"{kind}s"  # "evidence" has no plural
+    raise Ambiguous(f"{prefix!r} matches several {kinds}: {', '.join(sorted(matches)[:8])}")

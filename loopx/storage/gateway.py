@@ -78,6 +78,22 @@ def run(
     return proc
 
 
+def spawn(cwd: Path | str, *args: str) -> None:
+    """Start ``git <args>`` in the background and do not wait for it (maintenance): it
+    outlives us in its own session, with no terminal to write to."""
+    if DEBUG:
+        print(f"loopx: git {' '.join(args)} (in the background)", file=sys.stderr)
+    # Only the hooks setting: a deprecation warning about core.fsyncObjectFiles (git >= 2.36)
+    # would land in gc.log, and a gc.log stops every later `git gc --auto`, the user's too.
+    try:
+        subprocess.Popen(["git", "-c", f"core.hooksPath={os.devnull}", *args], cwd=cwd,
+                         env=_env(None),
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+    except OSError:
+        pass  # maintenance is an optimisation: the next write tries again
+
+
 def out(cwd: Path | str, *args: str, **kwargs: object) -> str:
     """Run git and return stdout decoded, without the trailing newline."""
     return run(cwd, *args, **kwargs).stdout.decode("utf-8", "surrogateescape").rstrip("\n")  # type: ignore[arg-type]

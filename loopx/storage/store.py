@@ -55,6 +55,9 @@ STALE_REF_LOCK_S = 2.0
 MAX_FILE_BYTES = 256 * 1024
 MAX_TREE_BYTES = 64 * 1024 * 1024
 
+# git's own default for gc.auto: about this many loose objects make `git gc --auto` pack them.
+GC_AUTO_LOOSE = 6700
+
 # A batch at least this big is written as one pack rather than as loose objects.
 PACK_MIN_BLOBS = 16
 
@@ -68,7 +71,7 @@ BLOB_MODE = "100644"
 TREE_MODE = "40000"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: a tree listing of a long ledger holds many
 class Entry:
     """One file of a tree listing."""
 
@@ -519,6 +522,22 @@ class Store:
                 entries.append((Oid(parts[0]), Oid(parts[1]), message))
         return entries
 
+    def maintain(self) -> None:
+        """Let git pack loose objects once there are enough of them, as `git gc --auto` would
+        after a porcelain command: single appends leave a blob, a few trees and a commit each.
+
+        Counts the files of one object directory, as git does to estimate (``objects/17``:
+        1/256 of them); only past the threshold does it start ``git gc --auto`` in the
+        background, which honours ``gc.auto`` (0 turns it off) and prunes nothing younger
+        than ``gc.pruneExpire`` (two weeks): safe beside writers.
+        """
+        try:
+            loose = len(os.listdir(self.repo.common_dir / "objects" / "17"))
+        except OSError:
+            return
+        if loose * 256 > GC_AUTO_LOOSE:
+            gateway.spawn(self.cwd, "gc", "--auto", "--quiet")
+
     # --- the clone lock ---------------------------------------------------------------------
 
     @contextlib.contextmanager
@@ -637,12 +656,13 @@ class _TreeBuilder:
         entries: dict[str, tuple[str, str]] = {}
         oid = self._tree_oid(path) if self.base_commit is not None else None
         if oid is not None:
-            found = self.store.reader.read(oid)
-            if found is None or found[0] != "tree":
+            found = self.store.read_trees([oid])[0]  # capped: sized from its header first
+            if found is None:
                 raise DamagedLedger(
                     f"tree {oid} ({path or 'the root'} of {self.base_commit}) is missing from "
-                    "this repository; nothing was written: run `git loopx doctor`")
-            entries = _parse_tree(found[1], self.store.hash_len // 2)
+                    "this repository (or not a readable tree); nothing was written: run "
+                    "`git loopx doctor`")
+            entries = found
         self.dirs[path] = entries
         return entries
 

@@ -54,10 +54,12 @@ def test_status_marks_criteria_met_only_by_stale_evidence(repo: Path) -> None:
     _validate(doc)
     criterion = doc["goals"][0]["acceptance"][0]
     assert criterion["met"] and criterion["needs_rerun"] and criterion["freshness"] == "stale"
+    assert criterion["changed"] == ["src.py"]
     assert doc["actions"][0]["kind"] == "rerun_evidence"
-    assert doc["actions"][0]["command"] == "pytest -q"
+    # The suggestion records what it runs (issue 11): not the bare test command.
+    assert doc["actions"][0]["command"] == "git loopx rerun --criterion g-1:a1"
     text = invoke(repo, "status").out
-    assert "evidence is stale" in text and "rerun_evidence" in text
+    assert "evidence is stale: src.py changed" in text and "rerun_evidence" in text
 
 
 def test_next_exit_codes_do_wait_nothing(repo: Path) -> None:
@@ -83,15 +85,24 @@ def test_next_claim_claims_the_top_frontier_todo(repo: Path) -> None:
     assert status["todos"][0]["claimed_by"] == AGENT
 
 
-def test_next_surfaces_a_decision_made_after_the_claim(repo: Path) -> None:
+def test_next_surfaces_a_decision_made_after_the_claim_until_acknowledged(repo: Path) -> None:
     _project(repo)
-    invoke(repo, "gate", "open", "g-1", "Use Postgres?", "--id", "q-2",
-           "--authority", "human:boss@example.com")
     invoke(repo, "todo", "claim", "t-1", actor=AGENT)
-    assert invoke(repo, "gate", "answer", "q-2", "--reject",
-                  actor="human:boss@example.com").code == 0
+    for gate, blocks in (("q-2", ["--blocks", "t-1"]), ("q-3", [])):
+        assert invoke(repo, "gate", "open", "g-1", f"Question {gate}?", "--id", gate,
+                      "--authority", "human:boss@example.com", *blocks).code == 0
+        assert invoke(repo, "gate", "answer", gate, "--reject",
+                      actor="human:boss@example.com").code == 0
     best = invoke(repo, "next", "--json", actor=AGENT).json()["action"]
     assert best["kind"] == "replan" and "predates decision q-2" in best["reason"]
+    replans = [a for a in invoke(repo, "status", "--json", actor=AGENT).json()["actions"]
+               if a["kind"] == "replan" and a.get("todo") == "t-1"]
+    assert [a["gate"] for a in replans] == ["q-2"]  # q-3 holds nothing back: no flag
+    command = best["command"].split()[2:]
+    assert command == ["todo", "ack", "t-1", "--gate", "q-2"]
+    assert invoke(repo, *command, actor=AGENT).code == 0
+    after = invoke(repo, "next", "--json", actor=AGENT).json()["action"]
+    assert after["kind"] != "replan"
 
 
 def test_brief_is_a_markdown_handoff(repo: Path) -> None:

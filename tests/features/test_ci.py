@@ -184,3 +184,120 @@ def test_ledger_provider_reads_ci_evidence_for_the_commit(repo: Path) -> None:
 def test_unknown_provider_says_which_exist(repo: Path) -> None:
     status = ci.check(SHA, provider="jenkins", repo=gitmod.discover(repo), config={}, snapshot={})
     assert status.state == "unknown" and "github" in (status.detail or "")
+
+
+# --- CI as evidence (issue 11): a mapped check meets a criterion and is recorded -------------
+
+
+def _ci_project(repo: Path) -> Path:
+    from conftest import invoke
+
+    for args in (["init"], ["goal", "add", "Ship", "--id", "g1", "--accept", "tests pass",
+                            "--accept", "CI is green"],
+                 ["config", "set", "--ci-criterion", "tests (3.12)=g1:a2"]):
+        result = invoke(repo, *args)
+        assert result.code == 0, result.err
+    return repo
+
+
+def _command_ci(repo: Path, state: str) -> None:
+    doc = {"state": state, "checks": [{"name": "tests (3.12)", "state": state,
+                                       "url": f"https://ci.example/run/{state}"}]}
+    git(repo, "config", "loopx.ci.provider", "command")
+    git(repo, "config", "loopx.ci.command", f"printf '%s' '{json.dumps(doc)}'")
+
+
+def _a2(doc: dict[str, Any]) -> dict[str, Any]:
+    (goal,) = doc["goals"]
+    return goal["acceptance"][1]  # type: ignore[no-any-return]
+
+
+def test_a_green_mapped_check_meets_its_criterion_and_is_recorded_for_every_clone(
+        repo: Path, tmp_path: Path) -> None:
+    from conftest import invoke
+
+    _ci_project(repo)
+    _command_ci(repo, "success")
+    doc = invoke(repo, "status", "--json").json()
+    crit = _a2(doc)  # type: ignore[arg-type]
+    assert (crit["met"], crit["freshness"], crit["ci"]["recorded"]) == (True, "fresh", False)
+    record = [a for a in doc["actions"] if a["kind"] == "record_ci"]  # type: ignore[index]
+    assert record and record[0]["command"] == "git loopx ci record"
+    assert not [a for a in doc["actions"] if a["kind"] == "close_goal"]  # type: ignore[index]
+    dry = invoke(repo, "ci", "record", "--dry-run", "--json").json()
+    assert dry["planned"][0]["criteria"] == ["a2"] and dry["recorded"] == []  # type: ignore[index]
+    text = invoke(repo, "ci", "record").out
+    assert "recorded ci evidence" in text and "https://ci.example/run/success" in text
+    (ev,) = invoke(repo, "evidence", "list", "--json").json()  # type: ignore[misc]
+    assert (ev["kind"], ev["check"], ev["url"], ev["criteria"], ev["commit"]) == (
+        "ci", "tests (3.12)", "https://ci.example/run/success", ["a2"],
+        git(repo, "rev-parse", "HEAD"))
+    assert "nothing new to record" in invoke(repo, "ci", "record").out
+    after = invoke(repo, "status", "--json").json()
+    assert (_a2(after)["met"], _a2(after)["ci"]) == (True, None)  # type: ignore[arg-type]
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(repo), str(clone))
+    git(clone, "fetch", "-q", "origin", "loopx/state:loopx/state")
+    theirs = invoke(clone, "status", "--json", "--no-ci").json()  # no provider asked there
+    assert (_a2(theirs)["met"], _a2(theirs)["freshness"]) == (True, "fresh")  # type: ignore[arg-type]
+
+
+def test_a_red_mapped_check_unmeets_its_criterion(repo: Path) -> None:
+    from conftest import invoke
+
+    _ci_project(repo)
+    assert invoke(repo, "evidence", "add", "--kind", "test", "--goal", "g1", "--criterion", "a2",
+                  "--exit-code", "0").code == 0
+    _command_ci(repo, "failure")
+    doc = invoke(repo, "status", "--json").json()
+    assert (_a2(doc)["met"], _a2(doc)["ci"]["verdict"]) == (False, "fail")  # type: ignore[arg-type]
+    kinds = [a["kind"] for a in doc["actions"]]  # type: ignore[index]
+    assert "fix_ci" in kinds and "record_ci" in kinds
+    assert invoke(repo, "ci", "record").code == 0
+    after = invoke(repo, "status", "--json", "--no-ci").json()
+    assert (_a2(after)["met"], _a2(after)["verdict"]) == (False, "fail")  # type: ignore[arg-type]
+
+
+def test_github_check_runs_meet_criteria_through_the_stand_in(repo: Path,
+                                                              stand_in: StandIn) -> None:
+    from conftest import invoke
+
+    _ci_project(repo)
+    stand_in.answer([_run("tests (3.12)")], [])
+    for key, value in (("provider", "github"), ("githubApi", stand_in.url),
+                       ("githubRepo", "acme/widget")):
+        git(repo, "config", f"loopx.ci.{key}", value)
+    assert _a2(invoke(repo, "status", "--json").json())["met"]  # type: ignore[arg-type]
+    assert invoke(repo, "ci", "record").code == 0
+    (ev,) = invoke(repo, "evidence", "list", "--json").json()  # type: ignore[misc]
+    assert ev["url"] == "https://ci.example/tests (3.12)"
+    assert f"/repos/acme/widget/commits/{git(repo, 'rev-parse', 'HEAD')}/check-runs" in (
+        stand_in.requests[0][0])
+
+
+def test_a_mapping_must_name_a_criterion_in_force(repo: Path) -> None:
+    from conftest import invoke
+
+    _ci_project(repo)
+    result = invoke(repo, "config", "set", "--ci-criterion", "lint=g9:a1")
+    assert result.code == 1 and "there is no goal g9" in result.err
+    bad = invoke(repo, "config", "set", "--ci-criterion", "lint")
+    assert bad.code == 2 and "CHECK=GOAL:CRITERION" in bad.err
+    assert invoke(repo, "config", "set", "--ci-criterion", "tests (3.12)=").code == 0
+    assert invoke(repo, "config", "show", "--json").json()["ci_criteria"] == {}  # type: ignore[index]
+
+
+def test_the_ledger_provider_results_are_tied_to_criteria_by_ci_record(repo: Path) -> None:
+    from conftest import invoke
+
+    _ci_project(repo)
+    git(repo, "config", "loopx.ci.provider", "ledger")
+    assert invoke(repo, "evidence", "add", "--kind", "ci", "--check", "tests (3.12)",
+                  "--exit-code", "0", "--url", "https://ci.example/job/7").code == 0
+    doc = invoke(repo, "status", "--json").json()
+    assert _a2(doc)["ci"]["verdict"] == "pass"  # type: ignore[arg-type]
+    assert invoke(repo, "ci", "record").code == 0
+    after = invoke(repo, "status", "--json").json()
+    assert (_a2(after)["met"], _a2(after)["ci"]) == (True, None)  # type: ignore[arg-type]
+    tied = [e for e in after["evidence"] if e["criteria"]]  # type: ignore[index]
+    assert [(e["check"], e["url"]) for e in tied] == [("tests (3.12)", "https://ci.example/job/7")]

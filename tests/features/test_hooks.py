@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -45,13 +46,14 @@ def evidence(repo: Path) -> list[dict[str, object]]:
     return result.json()  # type: ignore[return-value]
 
 
-def commit(repo: Path, message: str, *extra: str) -> subprocess.CompletedProcess[str]:
+def commit(repo: Path, message: str, *extra: str,
+           env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """A real `git commit` of a new file; returns the process (hooks write to its stderr)."""
     name = f"f-{uuid.uuid4().hex[:8]}"
     (repo / name).write_text(message + "\n")
     git(repo, "add", name)
     return subprocess.run(["git", "commit", "-q", "-m", message, *extra], cwd=repo,
-                          capture_output=True, text=True, check=True)
+                          capture_output=True, text=True, check=True, env=env)
 
 
 @pytest.fixture
@@ -166,7 +168,65 @@ def test_amend_remaps_the_evidence_to_the_new_commit(work: Path) -> None:
     git(work, "commit", "-q", "--amend", "-m", "v2\n\nLoopx-Todo: t1")
     new = git(work, "rev-parse", "HEAD")
     assert remaps(work) == {old: new}
-    assert {e["commit"] for e in evidence(work)} == {old, new}  # amend is a commit too
+    # One record, remapped: an amend does not add a second commit record beside it.
+    assert [e["commit"] for e in evidence(work)] == [old]
+    git(work, "commit", "-q", "--amend", "-m", "v3\n\nLoopx-Todo: t1")  # followed through remaps
+    assert len(evidence(work)) == 1
+
+
+def test_an_amend_that_names_a_new_todo_records_it(work: Path) -> None:
+    invoke(work, "todo", "add", "g1", "U", "--id", "t2")
+    commit(work, "v1\n\nLoopx-Todo: t1")
+    git(work, "commit", "-q", "--amend", "-m", "v2\n\nLoopx-Todo: t1\nLoopx-Todo: t2")
+    new = git(work, "rev-parse", "HEAD")
+    assert {(e["todo"], e["commit"]) for e in evidence(work) if e["todo"] == "t2"} == {("t2", new)}
+    assert len(evidence(work)) == 2
+
+
+def test_commits_on_the_state_branch_or_a_proposal_are_never_recorded(work: Path) -> None:
+    invoke(work, "todo", "claim", "t1")
+    git(work, "checkout", "-q", "loopx/state")
+    proc = commit(work, "poking at the ledger\n\nLoopx-Todo: t1")
+    # Nothing is recorded; the hook says that a commit there can delete events (issue 12).
+    assert "this commit is on loopx/state itself" in proc.stderr and evidence(work) == []
+    git(work, "checkout", "-q", "main")
+    git(work, "update-ref", "refs/loopx/proposals/p", "HEAD")
+    git(work, "symbolic-ref", "HEAD", "refs/loopx/proposals/p")
+    commit(work, "a proposal\n\nLoopx-Todo: t1")
+    assert evidence(work) == []
+
+
+def test_todos_of_closed_goals_are_never_attributed(work: Path) -> None:
+    for args in (("goal", "add", "Old", "--id", "g2"), ("todo", "add", "g2", "Old work", "--id", "t9"),
+                 ("goal", "close", "g2", "--abandoned")):
+        assert invoke(work, *args).code == 0
+    proc = commit(work, "late\n\nLoopx-Todo: t9\nLoopx-Goal: g2")
+    assert evidence(work) == []
+    assert "todo t9's goal g2 is abandoned" in proc.stderr and "goal g2 is abandoned" in proc.stderr
+
+
+def test_a_lease_counts_only_for_commits_on_the_branch_it_was_taken_on(work: Path,
+                                                                     tmp_path: Path) -> None:
+    assert invoke(work, "todo", "claim", "t1").code == 0  # on main
+    git(work, "checkout", "-q", "-b", "release")
+    commit(work, "release chore")
+    assert evidence(work) == []
+    git(work, "checkout", "-q", "main")
+    commit(work, "the work")
+    assert [e["todo"] for e in evidence(work)] == ["t1"]
+    wt = tmp_path / "wt"
+    git(work, "worktree", "add", "-q", "-b", "elsewhere", str(wt))
+    commit(wt, "another worktree's work")
+    assert len(evidence(work)) == 1
+    commit(wt, "named\n\nLoopx-Todo: t1")  # a trailer is honoured on any branch
+    assert len(evidence(work)) == 2
+
+
+def test_a_lease_taken_on_a_detached_head_attributes_nothing(work: Path) -> None:
+    git(work, "checkout", "-q", "--detach")
+    assert invoke(work, "todo", "claim", "t1").code == 0
+    commit(work, "detached work")
+    assert evidence(work) == []
 
 
 def test_rewriting_commits_no_evidence_names_records_nothing(work: Path) -> None:
@@ -421,3 +481,74 @@ def test_the_common_post_commit_path_loads_no_pydantic() -> None:
             "print('pydantic' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == "False", "a module on the post-commit path imports pydantic"
+
+
+# --- post-commit without Python --------------------------------------------------------------
+
+
+@pytest.fixture
+def probe(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """An environment whose `git-loopx` notes each start in a file, then runs the real one."""
+    real = shutil.which("git-loopx")
+    assert real, "git-loopx is not on PATH"
+    folder, marker = tmp_path / "probe-bin", tmp_path / "started"
+    write_hook(folder, "git-loopx", f'echo "$*" >> {marker}\nexec {real} "$@"\n')
+    return dict(os.environ, PATH=f"{folder}{os.pathsep}{os.environ['PATH']}",
+                LOOPX_ACTOR="human:test@example.com"), marker
+
+
+def hooks_state(repo: Path) -> list[str]:
+    return (repo / ".git" / "loopx" / "hooks.state").read_text().splitlines()[1:]
+
+
+def test_a_commit_with_nothing_to_record_starts_no_loopx(
+        work: Path, probe: tuple[dict[str, str], Path]) -> None:
+    env, started = probe
+    assert hooks_state(work) == [f"tip {git(work, 'rev-parse', 'refs/heads/loopx/state')}"]
+    commit(work, "plain", env=env)
+    assert not started.exists() and evidence(work) == []
+    commit(work, "with a trailer\n\nloopx-todo : t1", env=env)  # any spelling git accepts
+    assert started.read_text() == "hook post-commit\n"
+    assert [e["todo"] for e in evidence(work)] == ["t1"]
+
+
+def test_a_held_lease_is_seen_by_the_shim_and_recorded_by_loopx(
+        work: Path, probe: tuple[dict[str, str], Path]) -> None:
+    env, started = probe
+    assert invoke(work, "todo", "claim", "t1").code == 0
+    (lease,) = [line for line in hooks_state(work) if line.startswith("lease ")]
+    assert lease.split()[:3] == ["lease", "human:test@example.com", "refs/heads/main"]
+    commit(work, "work on it", env=env)
+    assert started.exists() and [e["todo"] for e in evidence(work)] == ["t1"]
+    started.unlink()
+    other = dict(env, LOOPX_ACTOR="agent:someone-else")
+    commit(work, "not theirs", env=other)  # the lease is not this committer's
+    git(work, "checkout", "-q", "-b", "elsewhere")
+    commit(work, "other branch", env=env)  # nor was it taken on this branch
+    assert not started.exists() and len(evidence(work)) == 1
+
+
+def test_an_expired_lease_starts_no_loopx(work: Path, probe: tuple[dict[str, str], Path]) -> None:
+    env, started = probe
+    assert invoke(work, "todo", "claim", "t1", "--ttl", "1s").code == 0
+    subprocess.run(["sleep", "1.1"], check=True)
+    commit(work, "after the lease ran out", env=env)
+    assert not started.exists() and evidence(work) == []
+
+
+def test_a_stale_or_missing_state_file_makes_the_shim_ask_loopx(
+        work: Path, probe: tuple[dict[str, str], Path]) -> None:
+    """The file is only a shortcut: one that does not match the state tip never hides a
+    lease, and loopx writes a fresh one."""
+    env, started = probe
+    assert invoke(work, "todo", "claim", "t1").code == 0
+    path = work / ".git" / "loopx" / "hooks.state"
+    # As an older state would have it: no lease; written for the tip before the claim.
+    path.write_text(f"tip {git(work, 'rev-parse', 'refs/heads/loopx/state~1')}\n")
+    commit(work, "one", env=env)
+    assert started.exists() and len(evidence(work)) == 1
+    assert hooks_state(work)[0] == f"tip {git(work, 'rev-parse', 'refs/heads/loopx/state')}"
+    started.unlink()
+    path.unlink()
+    commit(work, "two", env=env)
+    assert started.exists() and len(evidence(work)) == 2

@@ -6,6 +6,8 @@ type from a newer loopx, accepted and reported.
 
 from __future__ import annotations
 
+import json
+
 import subprocess
 from pathlib import Path
 from typing import Any, Callable
@@ -190,6 +192,27 @@ def test_hostile_remote_state_is_quarantined_and_local_state_unchanged(
     assert "quarantines" in invoke(victim, "doctor", "--format", "json").out
 
 
+def test_status_says_while_the_remotes_state_is_quarantined_and_not_once_it_is_fixed(
+        pair: tuple[Path, Path, Path]) -> None:
+    remote, victim, attacker = pair
+    good = git(attacker, "rev-parse", "origin/loopx/state")
+    git(attacker, "push", "-q", "-f", "origin", f"{_modified(attacker, good)}:refs/heads/loopx/state")
+    assert invoke(victim, "sync").code == 1
+
+    def repairs() -> list[dict[str, str]]:
+        doc = json.loads(invoke(victim, "status", "--json").out)
+        return [a for a in doc["actions"] if a["kind"] == "repair"]
+
+    (action,) = repairs()
+    assert "quarantined as refs/loopx/quarantine/origin/" in action["reason"]
+    assert action["command"] == "git loopx doctor"
+    assert invoke(victim, "next").code == 0
+
+    git(attacker, "push", "-q", "-f", "origin", f"{good}:refs/heads/loopx/state")  # fixed
+    assert invoke(victim, "sync").code == 0
+    assert repairs() == []
+
+
 def test_event_of_an_unknown_type_from_a_newer_loopx_is_kept(pair: tuple[Path, Path, Path]) -> None:
     remote, victim, attacker = pair
     path, data = _event("widget.added", {"anything": [1, 2]}, v=3)
@@ -227,3 +250,53 @@ def test_a_session_transcript_chunk_is_accepted(pair: tuple[Path, Path, Path]) -
     result = invoke(victim, "sync")
     assert result.code == 0, result.err
     assert chunk in state_files(victim)
+
+
+def test_the_bulk_check_of_a_whole_tip_finds_what_every_rule_finds(
+        pair: tuple[Path, Path, Path]) -> None:
+    """A fresh clone judges the whole tip, most lines by one pattern: on every hostile
+    shape (and neighbours the pattern almost accepts) it must find exactly what the
+    line-by-line rules find."""
+    from loopx.features import incoming
+    from loopx.storage import gateway
+    from loopx.storage.store import Store
+
+    _, _, attacker = pair
+    base = git(attacker, "rev-parse", "origin/loopx/state")
+    path, data = _event()
+    day, name = path.rsplit("/", 1)
+    cp = "checkpoints/" + "a" * 40
+    neighbours = {
+        f"{day}/{name.lower()}": ("100644", data),  # a lowercase id
+        f"{day}/{name[:-5]}.yml": ("100644", data),
+        f"{day}/{name.replace('.note.added', '.Note.added')}": ("100644", data),
+        f"{day}/x{name}": ("100644", data),
+        f"Events/{path[7:]}": ("100644", data),
+        f"{cp}/rows-0001.tsv": ("100644", b"x\n"),
+        f"{cp}/manifest.json": ("100755", b"{}"),
+        f"{cp}/rows-1.tsv": ("100644", b"x\n"),
+        "checkpoints/" + "A" * 40 + "/manifest.json": ("100644", b"{}"),
+        f"{day}/{_event()[0].rsplit('/', 1)[1]}": ("100644", b"x" * (256 * 1024 + 1)),
+        _event()[0]: ("100644", b"x" * (256 * 1024)),  # exactly the cap: allowed
+        "sessions/s-1/transcript-1/0000.txt": ("100644", b"t"),
+    }
+    tips = [make(attacker, base) for make, _ in CORPUS.values() if make is not _rewritten]
+    tips.append(forge(attacker, base, add=neighbours))
+    other = "checkpoints/" + "b" * 40  # only plain files: a collision with them alone
+    tips.append(forge(attacker, base, add={f"{other}/manifest.json": ("100644", b"{}"),
+                                          f"{other.upper()}/manifest.json": ("100644", b"{}")}))
+    tips.append(forge(attacker, base, add={f"EVENTS/{path[7:]}": ("100644", data)}))
+    store = Store(gateway.discover(attacker))
+    refused: list[bool] = []
+    try:
+        for tip in tips:
+            bulk = incoming._check_whole(store, tip, True)
+            each = incoming._check_whole(store, tip, True, bulk=False)  # every rule, each line
+            assert bulk.counted == each.counted
+            found, expected = set(map(repr, bulk.findings)), set(map(repr, each.findings))
+            assert found == expected, (found - expected, expected - found)
+            assert bulk.unknown == each.unknown
+            refused.append(bool(each.findings))
+    finally:
+        store.close()
+    assert refused[-3:] == [True, True, True]  # the neighbours are refused, not just alike

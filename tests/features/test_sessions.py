@@ -239,8 +239,10 @@ def test_opening_past_the_slot_limit_names_the_idle_sessions(repo_with_goal: Pat
     open_session(repo, "s-9", actor="agent:other@box")  # slots are per owner
     ok(repo, "session", "close", "s-1", now=81)
     open_session(repo, "s-4", now=82)
-    listed = ok(repo, "session", "list")
-    assert listed["slots"][OWNER] == {"used": 3, "limit": 3}
+    listed = ok(repo, "session", "list")  # a bare list, as every `list --json`
+    assert sorted(s["id"] for s in listed if s["state"] != "closed") == ["s-2", "s-3", "s-4", "s-9"]
+    stats = ok(repo, "session", "stats")
+    assert stats["slots"][OWNER] == {"used": 3, "limit": 3} and stats["slot_limit"] == 3
 
 
 # --- the reaper --------------------------------------------------------------------------------
@@ -377,20 +379,21 @@ def test_a_transcript_over_the_size_cap_is_refused(repo_with_goal: Path, tmp_pat
 def test_the_projection_cache_advances_past_transcript_files(repo_with_goal: Path,
                                                                tmp_path: Path) -> None:
     from loopx import Ledger
+    from loopx.ledger import cache
 
     repo = repo_with_goal
     open_session(repo)
     with Ledger.open(repo) as ledger:
-        ledger.fold()
-        cache_file = ledger._cache_path()
-    before = cache_file.read_bytes()
+        before = ledger.tip()
+        assert before is not None
     (tmp_path / "t").write_text("hello")
     ok(repo, "session", "checkpoint", "s-1", "--transcript", str(tmp_path / "t"), "--summary", "s")
-    cache_file.write_bytes(before)  # as if another clone's writer moved the tip
+    with Ledger.open(repo) as ledger:  # as if another clone's writer moved the tip
+        ledger.projection.replace(before, ledger.fold_at(before))
 
     with Ledger.open(repo) as ledger:
-        ledger.read_events = None  # a full rebuild would call this and fail
-        fold = ledger.fold()
+        ledger.reader.rebuild = None  # type: ignore[assignment,method-assign]  # must not run
+        fold = cache.materialize(ledger.fold())
     assert fold.problems == [] and len(fold.sessions["s-1"].checkpoints) == 1
 
 
@@ -508,8 +511,10 @@ def test_the_cache_keeps_sessions(repo_with_goal: Path) -> None:
     open_session(repo)
     ok(repo, "session", "send", "s-1", "hi", actor=BOSS)
     with Ledger.open(repo) as ledger:
-        tip, fold = cache.load(ledger._cache_path()) or (None, None)
+        tip, fold = cache.load_live(ledger._live_path) or (None, None)
         assert tip == ledger.tip()
+        assert ledger.projection.tip() == tip
+        assert ledger.projection.fold().sessions["s-1"].messages[0]["message"] == "hi"
     assert fold is not None and fold.sessions["s-1"].messages[0]["message"] == "hi"
 
 

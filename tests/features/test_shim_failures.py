@@ -9,8 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git
+from conftest import git, invoke
 from loopx.features import shims
+
+
+def _ledger_and_trailer(repo: Path) -> None:
+    """A ledger, and a HEAD whose trailer names a todo: the shim has work for loopx (it
+    decides "nothing to record" by itself otherwise, without running loopx at all)."""
+    assert invoke(repo, "init").code == 0
+    git(repo, "commit", "-q", "--allow-empty", "-m", "work\n\nLoopx-Todo: t1")
 
 
 def _git_loopx(bindir: Path, body: str) -> Path:
@@ -30,25 +37,27 @@ def test_a_shim_whose_loopx_cannot_run_prints_one_line_and_the_commit_goes_on(
         repo: Path, tmp_path: Path, broken: str) -> None:
     bindir = tmp_path / "broken-bin"
     _git_loopx(bindir, broken)
+    assert invoke(repo, "init").code == 0
     hook = repo / ".git" / "hooks" / "post-commit"
     hook.write_text(shims.shim_text("post-commit"))
     hook.chmod(0o755)
     env = dict(os.environ, PATH=f"{bindir}{os.pathsep}/usr/bin{os.pathsep}/bin")
     (repo / "f").write_text("x\n")
     git(repo, "add", "f")
-    proc = subprocess.run(["git", "commit", "-q", "-m", "x"], cwd=repo, env=env,
-                          capture_output=True, text=True)
+    proc = subprocess.run(["git", "commit", "-q", "-m", "x\n\nLoopx-Todo: t1"], cwd=repo,
+                          env=env, capture_output=True, text=True)
     assert proc.returncode == 0
     lines = proc.stderr.splitlines()
     assert len(lines) == 1, proc.stderr
     assert lines[0].startswith("loopx: post-commit hook skipped: git-loopx could not run (exit ")
     assert lines[0].endswith("; reinstall loopx, or remove .git/hooks/post-commit")  # git runs it as $0
-    assert git(repo, "log", "-1", "--format=%s") == "x"
+    assert git(repo, "log", "-1", "--format=%s", "HEAD") == "x"
 
 
 def test_loopx_own_lines_still_reach_the_user_through_the_shim(repo: Path, tmp_path: Path) -> None:
     bindir = tmp_path / "talking-bin"
     _git_loopx(bindir, "#!/bin/sh\necho 'loopx: recorded something' >&2\nexit 0\n")
+    _ledger_and_trailer(repo)
     hook = tmp_path / "post-commit"
     hook.write_text(shims.shim_text("post-commit"))
     hook.chmod(0o755)

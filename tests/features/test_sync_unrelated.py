@@ -13,7 +13,8 @@ from syncutil import STATE, bare_remote, clone, do_sync, open_ledger, snapshot, 
 
 
 def _ledger_with_goal(path: Path, title: str) -> None:
-    for args in (("init",), ("goal", "add", title, "--id", "g-1")):
+    # --offline: a ledger of its own, without adopting the remote's (what `init` does first)
+    for args in (("init", "--offline"), ("goal", "add", title, "--id", "g-1")):
         result = invoke(path, *args)
         assert result.code == 0, result.err
 
@@ -77,7 +78,7 @@ def test_a_fresh_local_ledger_holding_only_its_initialisation_merges_without_ask
     a, b = clone(remote, tmp_path / "a"), clone(remote, tmp_path / "b")
     _ledger_with_goal(a, "Upstream")
     do_sync(a)
-    assert invoke(b, "init").code == 0  # raced: b started its own ledger before fetching
+    assert invoke(b, "init", "--offline").code == 0  # b started its own ledger, not looking
     assert do_sync(b).merge == "union"
     assert [g["title"] for g in snapshot(b)["goals"]] == ["Upstream"]
 

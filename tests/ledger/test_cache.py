@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import git
-from loopx.ledger import cache, replay
+from loopx.ledger import cache, replay, rows
 from loopx.errors import TransitionError
 from loopx.ledger.txn import Txn
 from loopx.model import clock
@@ -86,6 +86,16 @@ def _new_repo(where: Path) -> Path:
     return path
 
 
+def _rewind(led: Ledger, tip: str) -> None:
+    """Put the cache back at an older tip, as if the newer events had arrived by fetch."""
+    led.projection.replace(tip, led.fold_at(tip))
+    led._live_path.unlink(missing_ok=True)
+
+
+def _data(fold: entities.Fold) -> object:
+    return cache.content(fold)
+
+
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(steps, min_size=1, max_size=5))
 def test_incremental_update_equals_full_rebuild(batches: list[list[tuple[str, int]]]) -> None:
@@ -95,26 +105,29 @@ def test_incremental_update_equals_full_rebuild(batches: list[list[tuple[str, in
         with Ledger.open(repo) as writer:
             writer.init(actor=ACTOR)
             for batch in batches:
-                path = writer._cache_path()
-                before = path.read_bytes()
+                before = writer.tip()
+                assert before is not None
                 _append(writer, batch, counter)
-                path.write_bytes(before)  # as if these events had arrived by fetch
+                written = _data(writer.fold())  # what the write path itself cached
+                _rewind(writer, before)
                 with Ledger.open(repo) as reader:
                     incremental = reader.fold()
                     full = _full(reader)
-                    assert cache._fold_to_data(incremental) == cache._fold_to_data(full)
+                    assert _data(incremental) == _data(full) == written
                     for table in ("goals", "todos", "gates", "evidence"):  # order counts too
                         assert list(getattr(incremental, table)) == list(getattr(full, table))
                     _check_live(reader, full)
                     rebuilt = reader.reader.rebuild(reader.tip())
-                    assert cache._fold_to_data(rebuilt) == cache._fold_to_data(full)
+                    assert _data(rebuilt) == _data(full)
 
 
 def _check_live(reader: Ledger, full: entities.Fold) -> None:
-    """The live section alone gives the default status: the full one minus closed goals."""
-    loaded = cache.load(reader._cache_path(), live_only=True)
-    assert loaded is not None
-    live = loaded[1]
+    """The live file alone gives the default status: the full one minus closed goals."""
+    live = reader.live_fold()
+    loaded = cache.load_live(reader._live_path)
+    assert loaded is not None and loaded[0] == reader.tip()
+    assert _data(loaded[1]) == _data(live)
+    assert _data(live) == _data(cache.split(full))
     now = clock.parse_ts("2030-01-01T00:00:00Z")
     whole, part = views.snapshot(full, now), views.snapshot(live, now)
     in_play = {g["id"] for g in whole["goals"] if g["state"] in ("active", "paused")}
@@ -125,11 +138,11 @@ def _check_live(reader: Ledger, full: entities.Fold) -> None:
 
 
 def test_incremental_update_reads_only_the_new_files(ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = ledger._cache_path()
-    before = path.read_bytes()
+    before = ledger.tip()
+    assert before is not None
     ledger.append("note.added", {"id": "n-1", "text": "one"}, actor=ACTOR)
     ledger.append("note.added", {"id": "n-2", "text": "two"}, actor=ACTOR)
-    path.write_bytes(before)
+    _rewind(ledger, before)
     parsed: list[int] = []
     original = replay.Reader._parse_entries
 
@@ -144,41 +157,80 @@ def test_incremental_update_reads_only_the_new_files(ledger: Ledger, monkeypatch
     assert parsed == [2]
 
 
-@pytest.mark.parametrize("damage", ["garbage", "flipped", "truncated", "empty"])
-def test_corrupt_cache_is_ignored_and_rebuilt(ledger: Ledger, damage: str) -> None:
+def test_a_write_reads_and_writes_only_the_rows_it_touches(ledger: Ledger) -> None:
+    for n in range(30):
+        ledger.append("goal.created", {"id": f"g-{n}", "title": "G"}, actor=ACTOR, goal=f"g-{n}")
+    statements: list[str] = []
+    ledger.projection.conn.set_trace_callback(statements.append)
+    ledger.append("todo.added", {"id": "t-1", "goal": "g-7", "title": "T"}, actor=ACTOR,
+                  goal="g-7")
+    ledger.projection.conn.set_trace_callback(None)
+    # The new todo's goal is read (is it open?) and the todo itself looked up (is the id free?).
+    # No statement reads a table of rows that belong to goals whole: the live file is made
+    # from the rows of the goals in play (all thirty here), selected by goal.
+    whole = [s for s in statements if s.startswith("SELECT") and "FROM rows WHERE kind=" in s
+             and " AND " not in s and "MAX(seq)" not in s
+             and any(f"kind='{k}'" in s for k in ("todos", "gates", "evidence", "quotas"))]
+    assert not whole, whole
+    rows_read = [s for s in statements if "FROM rows WHERE kind='goals' AND id=" in s]
+    assert rows_read and all("g-7" in s for s in rows_read), rows_read
+
+
+@pytest.mark.parametrize("damage", ["garbage", "empty", "truncated"])
+def test_a_corrupt_database_is_ignored_and_rebuilt(ledger: Ledger, damage: str) -> None:
     ledger.append("note.added", {"id": "n-1", "text": "one"}, actor=ACTOR)
-    path = ledger._cache_path()
+    ledger.close()
+    path = ledger.projection.path
     raw = path.read_bytes()
-    broken = {"garbage": b"not a cache at all", "empty": b"",
-              "flipped": raw[:-5] + bytes([raw[-5] ^ 0xFF]) + raw[-4:],
-              "truncated": raw[: len(raw) // 2]}[damage]
-    path.write_bytes(broken)
-    assert cache.load(path) is None
+    for suffix in ("-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    path.write_bytes({"garbage": b"not a cache at all" * 100, "empty": b"",
+                      "truncated": raw[: len(raw) // 2]}[damage])
+    ledger._live_path.unlink()
     with Ledger.open(ledger.repo.cwd) as reader:
         assert reader.fold().notes == 1
-    assert cache.load(path) is not None  # rewritten
+        assert reader.projection.tip() == reader.tip()  # rewritten
 
 
-def test_cache_from_another_schema_version_is_ignored(ledger: Ledger,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    path = ledger._cache_path()
-    assert cache.load(path) is not None
-    monkeypatch.setattr(cache, "_KEY", b"999:0.0:(3, 0)")
-    assert cache.load(path) is None
+@pytest.mark.parametrize("damage", ["garbage", "flipped", "truncated", "empty"])
+def test_a_corrupt_live_file_is_ignored(ledger: Ledger, damage: str) -> None:
+    ledger.append("note.added", {"id": "n-1", "text": "one"}, actor=ACTOR)
+    path = ledger._live_path
+    raw = path.read_bytes()
+    path.write_bytes({"garbage": b"not a cache at all", "empty": b"",
+                      "flipped": raw[:-5] + bytes([raw[-5] ^ 0xFF]) + raw[-4:],
+                      "truncated": raw[: len(raw) // 2]}[damage])
+    assert cache.load_live(path) is None
+    with Ledger.open(ledger.repo.cwd) as reader:
+        assert reader.live_fold().notes == 1
+    assert cache.load_live(path) is not None  # rewritten
 
 
-def test_cache_lives_in_the_common_dir_shared_by_worktrees(ledger: Ledger, repo: Path,
-                                                           tmp_path: Path) -> None:
+def test_a_cache_from_another_schema_version_is_ignored(ledger: Ledger,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    ledger.append("note.added", {"id": "n-1", "text": "one"}, actor=ACTOR)
+    ledger.close()
+    assert cache.load_live(ledger._live_path) is not None
+    monkeypatch.setattr(rows, "ROWS_KEY", "999:0.0:rows-0")
+    monkeypatch.setattr(cache, "_LIVE_KEY", b"999")
+    assert cache.load_live(ledger._live_path) is None
+    with Ledger.open(ledger.repo.cwd) as reader:
+        assert reader.projection.tip() is None  # cleared, not misread
+        assert reader.fold().notes == 1
+
+
+def test_the_cache_lives_in_the_common_dir_shared_by_worktrees(ledger: Ledger, repo: Path,
+                                                               tmp_path: Path) -> None:
     git(repo, "worktree", "add", "-q", str(tmp_path / "wt"))
     with Ledger.open(tmp_path / "wt") as other:
-        assert other._cache_path() == ledger._cache_path()
-        assert other._cache_path().parent == repo / ".git" / "loopx" / "cache"
+        assert other.projection.path == ledger.projection.path
+        assert other.projection.path.parent == repo / ".git" / "loopx" / "cache"
 
 
 def test_long_rebuild_reports_progress(ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
     for n in range(5):
         ledger.append("note.added", {"id": f"n-{n}", "text": "x"}, actor=ACTOR)
-    ledger._cache_path().unlink()
+    ledger.projection.clear()
     monkeypatch.setattr(replay, "PROGRESS_MIN_EVENTS", 3)
     monkeypatch.setattr(replay, "PARSE_CHUNK", 2)
     seen: list[tuple[int, int]] = []
@@ -206,9 +258,9 @@ def test_rebuild_equals_plain_replay_with_broken_and_hand_written_files(ledger: 
     tree = store.write_tree(base, {hand: oids[0], broken: oids[1]})
     commit = store.commit_tree(tree, [base], "hand\n", author=("t", "t@x"))
     store.update_ref_if(STATE_REF, commit, expected=base, reason="test")
-    ledger._cache_path().unlink()
+    ledger.projection.clear()
     with Ledger.open(ledger.repo.cwd) as reader:
-        rebuilt = reader.fold()
+        rebuilt = cache.materialize(reader.fold())
         plain = _full(reader)
     assert rebuilt.notes == 4 and len(rebuilt.problems) == 1
-    assert cache._fold_to_data(rebuilt) == cache._fold_to_data(plain)
+    assert _data(rebuilt) == _data(plain)

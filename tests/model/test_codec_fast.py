@@ -24,11 +24,43 @@ def _full(data: bytes) -> object:
 @given(st.dictionaries(st.text(max_size=10), values, min_size=1, max_size=5))
 def test_fast_path_matches_the_full_loader(doc: dict[str, object]) -> None:
     data = codec.dump(doc)
-    fast = codec._load_canonical(data.decode(), data)
+    fast = codec._load_canonical(data.decode())
     assert fast is not codec._NO_KEY
     assert fast == _full(data) == doc
 
 
 def test_non_canonical_text_takes_the_full_path() -> None:
     for text in ("a:   1\n", "a: 1\na: 2\n", "{a: 1}\n", "a: &x 1\nb: *x\n", "a: !tag 1\n"):
-        assert codec._load_canonical(text, text.encode()) is codec._NO_KEY
+        assert codec._load_canonical(text) is codec._NO_KEY
+
+
+# Spellings of the same values that dump() would not write: each must take the full path.
+NOT_DUMPS = [
+    "a:   1\n", "a: 1\na: 2\n", "{a: 1}\n", "a: &x 1\nb: *x\n", "a: !tag 1\n",
+    "a: 1 # comment\n", "a: 01\n", "a: +1\n", "a: 1.0e3\n", "a: 0x1f\n", "a: ~\n",
+    "a: True\n", "a: \"plain\"\n", "a: 'single'\n", "a: b \n", "a:\n    b: 1\n",
+    "a:\n- 1\n", "a:\n  -  1\n", "a:\n  - b: 1\n     c: 2\n", "a: \"x\\u0041\"\n",
+    "a: |\n  text\n", "a: >\n  text\n", "\"a\": 1\n", "a: 1\n\n", "a: 1", "- a\n",
+    "a: 1\n---\nb: 2\n", "a: [1, 2]\n", "a: {}\nb:\n", "a:\n", "a: b: c\n",
+    "a:\tb\n", "a: \"tab\there\"\n",
+]
+
+
+def test_other_spellings_of_the_same_values_take_the_full_path() -> None:
+    for text in NOT_DUMPS:
+        assert codec._load_canonical(text) is codec._NO_KEY, text
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.text(max_size=10), values, min_size=1, max_size=5),
+       st.integers(min_value=0), st.sampled_from(list(" -:#\"'{}[]&*!|>\n\t0aZ.")))
+def test_a_mutated_document_is_refused_or_read_as_dump_writes_it(doc: dict[str, object],
+                                                                 where: int, char: str) -> None:
+    # The fast path may only accept what dump() writes: so whatever it accepts, dump() of
+    # the value it read must give back exactly the text it was given.
+    text = codec.dump(doc).decode()
+    at = where % (len(text) + 1)
+    for mutated in (text[:at] + char + text[at:], text[:at] + text[at + 1:]):
+        fast = codec._load_canonical(mutated)
+        if fast is not codec._NO_KEY:
+            assert codec.dump(fast).decode() == mutated

@@ -69,3 +69,24 @@ def test_entity_ids_cannot_escape_a_path(text: str) -> None:
     except SchemaError:
         return
     assert "/" not in event.data.id and ".." not in event.data.id
+
+
+
+def test_priority_discovered_from_and_every_are_fields_of_v2() -> None:
+    """A v1 event (written by an older loopx) cannot carry them; a newer version is kept as
+    unknown rather than refused."""
+    from loopx.model.events import make_event, parse_event
+
+    urgent = make_event(type="todo.added", event_id="01J0000000000000000000000A",
+                        data={"id": "t-1", "goal": "g", "title": "T", "priority": 0,
+                              "discovered_from": "t-0"},
+                        at="2030-01-01T00:00:00Z", clock=1, actor="agent:a@b")
+    assert urgent.env.v == 2
+    doc = urgent.to_dict()
+    with pytest.raises(SchemaError, match="todo.added v1 cannot carry data.priority"):
+        parse_event(dict(doc, v=1))
+    wake = dict(doc, type="wake.set", v=1, data={"id": "w-1", "at": "2030-01-01T00:00:00Z",
+                                                  "every": 600})
+    with pytest.raises(SchemaError, match="wake.set v1 cannot carry data.every"):
+        parse_event(wake)
+    assert not parse_event(dict(doc, v=3)).known  # from a newer loopx: kept as unknown

@@ -15,9 +15,12 @@ ME = "agent:me"
 
 
 def goal(gid: str = "g-1", state: str = "active", evidence: list[str] | None = None,
-         criteria: int = 1) -> dict[str, Any]:
+         criteria: int = 1, freshness: str | None = None, **crit: Any) -> dict[str, Any]:
+    """A goal whose criteria are annotated as `status` annotates them (decide.annotate)."""
     return {"id": gid, "title": gid, "state": state, "acceptance": [
-        {"id": f"c-{n}", "text": "t", "met": bool(evidence), "evidence": evidence or []}
+        {"id": f"c-{n}", "text": "t", "met": bool(evidence), "evidence": evidence or [],
+         "latest": (evidence or [None])[-1], "verdict": "pass" if evidence else None,
+         "freshness": freshness or ("fresh" if evidence else "unmet"), **crit}
         for n in range(criteria)]}
 
 
@@ -31,7 +34,7 @@ def todo(tid: str, *, state: str = "open", ready: bool = True, holder: str | Non
 
 def _half_met() -> dict[str, Any]:
     half = goal(evidence=["e-1"], criteria=2)
-    half["acceptance"][1].update(met=False, evidence=[])
+    half["acceptance"][1].update(met=False, evidence=[], latest=None, freshness="unmet")
     return half
 
 
@@ -89,18 +92,25 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], str, list[str]]] = [
     ("a rejected gate asks to re-plan the todos it blocks",
      snap(gates=[dict(GATE, state="answered", decision="reject", answered_by="human:alice")],
           todos=[todo("t-1"), todo("t-2", ready=False, gates=["q-1"])]), {}, ME, ["replan", "work"]),
-    ("quota spent stops work", snap(todos=[todo("t-1")], quota={"*": {
+    ("quota spent stops work (and is waited on)", snap(todos=[todo("t-1")], quota={"*": {
         "exhausted": True, "turns": 5, "tokens": None, "cost": None,
         "spent": {"turns": 5, "tokens": 0, "cost": 0}}}), {}, ME, ["stop_quota"]),
     ("fresh evidence closes the goal", snap(goals=[goal(evidence=["e-1"])], evidence=EVIDENCE),
-     {"evidence": {"e-1": {"state": "fresh"}}}, ME, ["close_goal"]),
+     {}, ME, ["close_goal"]),
     ("not while a todo of the goal is still open",
      snap(goals=[goal(evidence=["e-1"])], evidence=EVIDENCE, todos=[todo("t-1")]),
-     {"evidence": {"e-1": {"state": "fresh"}}}, ME, ["work"]),
-    ("stale evidence must be re-run", snap(goals=[goal(evidence=["e-1"])], evidence=EVIDENCE),
-     {"evidence": {"e-1": {"state": "stale", "changed": ["a.py"]}}}, ME, ["rerun_evidence"]),
+     {}, ME, ["work"]),
+    ("stale evidence must be re-run",
+     snap(goals=[goal(evidence=["e-1"], freshness="stale", changed=["a.py"])], evidence=EVIDENCE),
+     {}, ME, ["rerun_evidence"]),
+    ("a newer failure is to fix and re-run",
+     snap(goals=[goal(evidence=["e-1"], met=False, verdict="fail", freshness="unmet")],
+          evidence=EVIDENCE), {}, ME, ["rerun_evidence"]),
+    ("an unrecorded CI result is recorded before the goal closes",
+     snap(goals=[goal(evidence=["e-1"], ci={"verdict": "pass", "checks": [{"name": "tests"}]})],
+          evidence=EVIDENCE), {}, ME, ["record_ci"]),
     ("one fresh criterion is not enough", snap(goals=[_half_met()], evidence=EVIDENCE),
-     {"evidence": {"e-1": {"state": "fresh"}}}, ME, []),
+     {}, ME, []),
     ("state branch behind and ahead", snap(), {"state": {"ref": "r", "unmerged": 2, "unpushed": 1}},
      ME, ["sync", "sync"]),
     ("CI pending is waited for", snap(todos=[todo("t-1")]), {"ci": {"state": "pending"}}, ME,
@@ -160,11 +170,39 @@ def test_role_authority_answers_gates() -> None:
     assert [a["kind"] for a in actions] == ["answer_gate"]
 
 
-def test_stale_rerun_carries_the_recorded_command() -> None:
-    snapshot = snap(goals=[goal(evidence=["e-1"])], evidence=EVIDENCE)
-    env = {"evidence": {"e-1": {"state": "stale", "changed": ["a.py", "b.py"]}}}
-    action = decide.decide(snapshot, env, NOW, ME)[0]
-    assert action["command"] == "pytest -q" and "a.py, b.py" in action["reason"]
+def test_a_stale_criterion_is_rerun_through_loopx_so_the_result_is_recorded() -> None:
+    snapshot = snap(goals=[goal(evidence=["e-1"], freshness="stale", changed=["a.py", "b.py"])],
+                    evidence=EVIDENCE)
+    action = decide.decide(snapshot, {}, NOW, ME)[0]
+    assert action["command"] == "git loopx rerun --criterion g-1:c-0"
+    assert "2 files in its scope changed since (a.py, b.py)" in action["reason"]
+    assert action["evidence"] == "e-1"
+
+
+def test_replan_suggests_the_acknowledgement_that_clears_it() -> None:
+    snapshot = snap(gates=[dict(GATE, state="answered", decision="approve", answered_by="human:alice")],
+                    todos=[todo("t-1", ready=False, holder=ME, until="2026-01-01T13:00:00Z",
+                                decisions=["q-1"])])
+    replan = decide.decide(snapshot, {}, NOW, ME)[0]
+    assert replan["command"] == "git loopx todo ack t-1 --gate q-1"
+
+
+def test_a_spent_quota_is_something_to_wait_for() -> None:
+    assert decide.is_waiting({"kind": "stop_quota"})
+
+
+def test_annotate_takes_readback_verdicts_and_ci_meets_a_criterion() -> None:
+    snapshot = snap(goals=[goal(criteria=2)])
+    env = {"criteria": {
+        "g-1:c-0": {"state": "fresh", "verdict": "pass", "source": "ci", "changed": [],
+                    "checks": [{"name": "tests", "state": "success", "url": "https://ci/1"}]},
+        "g-1:c-1": {"state": "stale", "verdict": "pass", "source": "ledger",
+                    "changed": ["src/a.py"]}}}
+    decide.annotate(snapshot, env)
+    first, second = snapshot["goals"][0]["acceptance"]
+    assert first["met"] and first["ci"]["checks"][0]["name"] == "tests"
+    assert (second["freshness"], second["needs_rerun"], second["changed"]) == (
+        "stale", True, ["src/a.py"])
 
 
 def test_next_wake_is_the_earliest_future_time() -> None:
@@ -186,3 +224,12 @@ def test_decide_is_pure() -> None:
     assert "git" not in {n.module.rsplit(".", 1)[-1] for n in ast.walk(tree)
                          if isinstance(n, ast.ImportFrom) and n.module} | {
         a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
+
+
+def test_a_notice_names_the_command_that_dismisses_it_and_goes_once_dismissed() -> None:
+    problem = {"event": "01JDZ0000000000000000000AA", "type": "todo.claimed", "actor": ME,
+               "reason": "todo t1 is claimed by agent:a until 2026-06-01T13:00:00Z (contested)"}
+    [action] = decide.decide(snap(problems=[problem]), {}, NOW, ME)
+    assert action["kind"] == "notice" and action["reason"].startswith("your claim was not applied")
+    assert action["command"] == "git loopx notice dismiss 01JDZ0000000000000000000AA"
+    assert decide.decide(snap(problems=[dict(problem, dismissed=True)]), {}, NOW, ME) == []

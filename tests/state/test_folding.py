@@ -107,21 +107,26 @@ def test_an_expired_lease_may_be_claimed_by_someone_else() -> None:
 def test_a_decision_after_a_claim_is_surfaced_to_the_claimer() -> None:
     events = base() + [
         ev("todo.claimed", {"id": "t1", "until": "2026-06-01T13:00:00Z"}, clock=5, actor="agent:a"),
-        ev("gate.answered", {"id": "q", "decision": "reject", "comment": "no"}, clock=6),
+        ev("gate.opened", {"id": "q2", "goal": "g", "question": "Postgres?",
+                           "authority": [MAINTAINER], "blocks": ["t1"]}, clock=6, goal="g"),
+        ev("gate.answered", {"id": "q2", "decision": "reject", "comment": "no"}, clock=7),
     ]
     state = views.snapshot(folding.replay(events), NOW)
-    assert state["todos"][0]["decisions_since_claim"] == ["q"]
+    assert state["todos"][0]["decisions_since_claim"] == ["q2"]
 
 
 def test_achieved_needs_evidence_for_every_criterion_unless_a_human_overrides() -> None:
-    close = ev("goal.closed", {"id": "g", "outcome": "achieved"}, clock=5)
-    assert "criteria without passing evidence (a1)" in folding.replay(base() + [close]).problems[0].reason
-    override = ev("goal.closed", {"id": "g", "outcome": "achieved", "override": True}, clock=5)
-    assert folding.replay(base() + [override]).goals["g"].state == "achieved"
+    cancelled = [ev("todo.cancelled", {"id": t}, clock=5) for t in ("t1", "t2")]
+    close = ev("goal.closed", {"id": "g", "outcome": "achieved"}, clock=6)
+    assert "criteria without passing evidence (a1)" in folding.replay(
+        base() + cancelled + [close]).problems[0].reason
+    override = ev("goal.closed", {"id": "g", "outcome": "achieved", "override": True,
+                                  "reason": "shipped; tested by hand"}, clock=6)
+    assert folding.replay(base() + cancelled + [override]).goals["g"].state == "achieved"
     evidence = ev("evidence.recorded", {"id": "e", "kind": "test", "exit_code": 0, "criteria": ["a1"]},
-                  clock=5, goal="g")
-    close6 = ev("goal.closed", {"id": "g", "outcome": "achieved"}, clock=6)
-    assert folding.replay(base() + [evidence, close6]).goals["g"].state == "achieved"
+                  clock=6, goal="g")
+    close7 = ev("goal.closed", {"id": "g", "outcome": "achieved"}, clock=7)
+    assert folding.replay(base() + cancelled + [evidence, close7]).goals["g"].state == "achieved"
 
 
 def test_a_todo_cannot_be_done_on_failing_evidence() -> None:
@@ -178,7 +183,7 @@ def simulate(ops: list[tuple[int, str, int]]) -> list[Event]:
             "todo": ("todo.added", {"id": f"t{len(everything)}", "goal": "g", "title": "x",
                                     "depends_on": [target]}),
             "claim": ("todo.claimed", {"id": target, "until": "2026-06-01T13:00:00Z"}),
-            "done": ("todo.done", {"id": target}),
+            "done": ("todo.done", {"id": target, **({"reason": "sim"} if n % 2 else {})}),
             "answer": ("gate.answered", {"id": "q", "decision": ["approve", "reject"][n % 2]}),
             "evidence": ("evidence.recorded", {"id": f"e{len(everything)}", "kind": "test",
                                                "todo": target, "criteria": ["a1"]}),
@@ -214,3 +219,57 @@ def test_every_event_is_either_applied_or_reported(ops: list) -> None:
         reason = checks.check(replayed, event)
         folding.apply(replayed, event)
         assert (reason is not None) == (event.id in reported)
+
+
+def _lost_claim() -> tuple[list[Event], str]:
+    first, second = sorted([new_event_id(), new_event_id()])
+    claims = [
+        ev("todo.claimed", {"id": "t1", "until": "2026-06-01T13:00:00Z"}, clock=5, actor="agent:a", event_id=first),
+        ev("todo.claimed", {"id": "t1", "until": "2026-06-01T13:00:00Z"}, clock=5, actor="agent:b", event_id=second),
+    ]
+    return base() + claims, second
+
+
+def test_a_dismissed_notice_is_kept_as_a_problem_and_marked_dismissed() -> None:
+    events, lost = _lost_claim()
+    dismissal = ev("notice.dismissed", {"events": [lost]}, clock=6, actor="agent:b")
+    state = views.snapshot(folding.replay(events + [dismissal]), NOW)
+    assert [(p["event"], p["dismissed"]) for p in state["problems"]] == [(lost, True)]
+
+
+def test_only_the_actor_whose_event_was_not_applied_may_dismiss_its_notice_and_only_once() -> None:
+    events, lost = _lost_claim()
+    fold = folding.replay(events)
+    by_other = ev("notice.dismissed", {"events": [lost]}, clock=6, actor="agent:a")
+    assert "no notice about event" in (checks.check(fold, by_other) or "")
+    applied = events[-1]  # agent:a's claim, which was applied: nothing to dismiss
+    mine = ev("notice.dismissed", {"events": [applied.id]}, clock=6, actor="agent:a")
+    assert "no notice about event" in (checks.check(fold, mine) or "")
+    dismissal = ev("notice.dismissed", {"events": [lost]}, clock=6, actor="agent:b")
+    assert checks.check(fold, dismissal) is None
+    folding.apply(fold, dismissal)
+    again = ev("notice.dismissed", {"events": [lost]}, clock=7, actor="agent:b")
+    assert "already dismissed" in (checks.check(fold, again) or "")
+
+
+def test_a_claim_refused_on_write_does_not_call_itself_contested() -> None:
+    fold = folding.replay(base() + [
+        ev("todo.claimed", {"id": "t1", "until": "2026-06-01T13:00:00Z"}, clock=5, actor="agent:a")])
+    late = ev("todo.claimed", {"id": "t1", "until": "2026-06-01T13:00:00Z"}, clock=6, actor="agent:z",
+              at="2026-06-01T11:30:00Z")
+    reason = checks.check(fold, late) or ""
+    assert reason.startswith("todo t1 is claimed by agent:a") and "contested" not in reason
+
+
+def test_the_index_by_commit_stays_short_however_many_results_a_commit_has() -> None:
+    """Post-commit asks the index for a commit's commit records, a rewrite whether any
+    evidence names it: a thousand test results on one commit are one entry, not a thousand
+    (each would copy the list: a write that grows with history)."""
+    sha = "a" * 40
+    events = base() + [
+        ev("evidence.recorded", {"id": f"e{n}", "kind": "test", "commit": sha, "tree": sha,
+                                 "exit_code": 0}, clock=5 + n, goal="g") for n in range(1000)]
+    events.append(ev("evidence.recorded", {"id": "c1", "kind": "commit", "commit": sha,
+                                           "tree": sha, "todo": "t1"}, clock=2000, goal="g"))
+    fold = folding.replay(events)
+    assert fold.by_commit == {sha: ["*", "c1"]}

@@ -28,6 +28,8 @@ EXAMPLES = {
     "todo.renewed": {"id": "t-3", "until": "2026-11-29T15:05:00Z"},
     "todo.released": {"id": "t-3"},
     "todo.done": {"id": "t-3", "evidence": ["e-1"]},
+    "todo.acked": {"id": "t-3", "gates": ["q-1"]},
+    "notice.dismissed": {"events": ["01JDZ0000000000000000000AA"]},
     "todo.blocked": {"id": "t-3", "reason": "waiting on CI"},
     "todo.reopened": {"id": "t-3"},
     "todo.cancelled": {"id": "t-3", "reason": "not needed"},
@@ -38,6 +40,7 @@ EXAMPLES = {
     "evidence.remapped": {"mappings": [{"old": SHA, "new": SHA}]},
     "wake.set": {"id": "w-1", "at": "2026-11-29T14:05:00Z"},
     "wake.cleared": {"id": "w-1"},
+    "wake.fired": {"id": "w-1", "at": "2026-11-29T14:05:00Z", "next": "2026-11-29T14:35:00Z"},
     "quota.set": {"turns": 10},
     "quota.spent": {"tokens": 500},
     "effect.intended": {

@@ -61,14 +61,20 @@ def overall(states: list[str]) -> str:
 
 
 def check(sha: str, *, provider: str, repo: gateway.Repo, config: dict[str, str],
-          snapshot: dict[str, Any], offline: bool = False) -> CiStatus:
-    """CI status of ``sha``; cached, and ``unknown`` rather than an error when anything fails."""
+          snapshot: dict[str, Any], offline: bool = False, fresh: bool = False) -> CiStatus:
+    """CI status of ``sha``; cached, and ``unknown`` rather than an error when anything fails.
+
+    ``fresh`` asks the provider even when a pending result is cached (a final one still
+    counts): what a waiter polling for CI to finish needs.
+    """
     module_name = PROVIDERS.get(provider)
     if module_name is None:
         return CiStatus(provider, "unknown", detail=f"unknown CI provider {provider!r} "
                         f"(loopx.ci.provider is one of {', '.join(PROVIDERS)})")
     cache = None if provider == "ledger" else _cache_path(repo, provider, sha)
     cached = _load(cache, offline=offline)
+    if fresh and not offline and cached is not None and cached.state not in ("success", "failure"):
+        cached = None
     if cached is not None:
         return cached
     if offline and provider != "ledger":

@@ -1,0 +1,160 @@
+"""`git loopx evidence|ci ...`: evidence bound to code, and CI results recorded as evidence."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import click
+
+from loopx.cli.app import App, event_id_option, pass_app
+from loopx.errors import NotFound
+from loopx.ops import evidence as evidence_ops
+
+# --- evidence -------------------------------------------------------------------------------
+
+
+@click.group()
+def evidence() -> None:
+    """Evidence bound to a commit and tree: tests, CI, reviews, receipts."""
+
+
+@evidence.command("add")
+@click.option("--kind", type=click.Choice(evidence_ops.KINDS), required=True)
+@click.option("--todo", "todo_id", metavar="TODO", help="The todo it supports.")
+@click.option("--goal", "goal_id", metavar="GOAL", help="The goal (implied by --todo).")
+@click.option("--criterion", multiple=True, metavar="ID", help="Acceptance criterion it meets.")
+@click.option("--commit", "rev", default=None, metavar="REV",
+              help="Commit it vouches for (default HEAD, if any).")
+@click.option("--command", help="The command that produced it.")
+@click.option("--exit-code", type=int, help="That command's exit code (0 = passing).")
+@click.option("--duration", "duration_s", type=float, help="Seconds it took.")
+@click.option("--summary", help="One line on what it shows.")
+@click.option("--url", help="Where to see it (CI run, review, receipt).")
+@click.option("--digest", help="Digest of the output, e.g. sha256:...")
+@click.option("--paths", "paths", multiple=True, metavar="GLOB",
+              help="The paths it covers (repeatable, e.g. 'src/**'); changes elsewhere leave it "
+              "fresh. Default: its criterion's paths, else the whole tree.")
+@click.option("--check", metavar="NAME", help="The CI check it reports (kind ci).")
+@click.option("--id", "ev_id", help="Id to use (default: a generated e-xxxxxx).")
+@event_id_option
+@pass_app
+def evidence_add(app: App, kind: str, todo_id: Optional[str], goal_id: Optional[str],
+                 criterion: tuple[str, ...], rev: Optional[str], command: Optional[str],
+                 exit_code: Optional[int], duration_s: Optional[float], summary: Optional[str],
+                 url: Optional[str], digest: Optional[str], paths: tuple[str, ...],
+                 check: Optional[str], ev_id: Optional[str], event_id: Optional[str]) -> None:
+    """Record evidence. It is bound to HEAD and the work tree as it is now (uncommitted changes
+    and untracked files included), or to --commit's commit and tree."""
+    try:
+        bound = evidence_ops.binding(app.ledger, rev)
+    except NotFound as exc:
+        raise click.BadParameter(str(exc), param_hint="--commit") from None
+    event = app.write(lambda txn: evidence_ops.add(
+        txn, kind, bound=bound, todo=todo_id, goal=goal_id, criteria=criterion, command=command,
+        exit_code=exit_code, duration_s=duration_s, summary=summary, url=url, digest=digest,
+        paths=paths, check=check, id=ev_id, event_id=event_id))
+    app.emit_event(event, f"recorded {kind} evidence {event.data.id}")
+
+
+@evidence.command("list")
+@click.option("--todo", "todo_id", metavar="TODO")
+@click.option("--goal", "goal_id", metavar="GOAL")
+@pass_app
+def evidence_list(app: App, todo_id: Optional[str], goal_id: Optional[str]) -> None:
+    """List evidence: the commit it points to now (after amends and rebases; the one it was
+    recorded on in brackets when they differ), its result and how it stands now."""
+    items = evidence_ops.listing(app.ledger, todo=todo_id, goal=goal_id, now=app.now)
+    app.emit(items, lambda: _evidence_text(items))
+
+
+def _evidence_text(items: list[dict[str, Any]]) -> str:
+    if not items:
+        return "no evidence"
+    rows = [("ID", "KIND", "COMMIT", "RESULT", "NOW", "TODO", "SUMMARY")]
+    rows += [(e["id"], e["kind"], _commit(e), _result(e), e["freshness"] or "-",
+              e["todo"] or "-", e["summary"] or "") for e in items]
+    widths = [max(len(r[i]) for r in rows) for i in range(6)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[6]
+                     for r in rows).rstrip()
+
+
+def _commit(ev: dict[str, Any]) -> str:
+    if not ev["commit"]:
+        return "-"
+    now = (ev.get("current_commit") or ev["commit"])[:10]
+    return now if now == ev["commit"][:10] else f"{now} (was {ev['commit'][:10]})"
+
+
+def _result(ev: dict[str, Any]) -> str:
+    if ev["exit_code"] is None:
+        return "-"
+    return "passed" if ev["exit_code"] == 0 else f"failed ({ev['exit_code']})"
+
+
+@evidence.command("show")
+@click.argument("evidence_id", metavar="ID")
+@pass_app
+def evidence_show(app: App, evidence_id: str) -> None:
+    """Show one piece of evidence: what ran, its result and output, the commit and tree it
+    vouches for, and whether it is still fresh (and if not, which files changed)."""
+    found = evidence_ops.show(app.ledger, evidence_id, now=app.now)
+    app.emit(found, lambda: _evidence_show_text(found))
+
+
+def _evidence_show_text(ev: dict[str, Any]) -> str:
+    judged = ev["judged"]
+    lines = [f"evidence {ev['id']} ({ev['kind']}): {ev['summary'] or '-'}"]
+    fields = [("result", _result(ev)), ("command", ev["command"]), ("ran in", ev.get("cwd")),
+              ("took", f"{ev['duration_s']:.1f}s" if ev.get("duration_s") is not None else None),
+              ("goal", ev["goal"]), ("todo", ev["todo"]),
+              ("criteria", ", ".join(ev["criteria"]) or None), ("check", ev["check"]),
+              ("url", ev["url"]), ("by", f"{ev['actor']} at {ev['at']}"),
+              ("commit", _commit(ev) if ev["commit"] else None),
+              ("tree", (ev["tree"] or "")[:12] + (" (uncommitted changes included)"
+                                                  if ev["dirty"] else "") or None),
+              ("scope", ", ".join(judged["paths"]) or "the whole tree"
+               + (f" less {', '.join(judged['ignored'])}" if judged["ignored"] else "")),
+              ("now", judged["state"] + (f": {judged['reason']}" if judged["reason"] else "")),
+              ("changed", ", ".join(judged["changed"][:10]) or None),
+              ("digest", ev.get("digest"))]
+    lines += [f"  {name + ':':<9} {value}" for name, value in fields if value]
+    if ev.get("output_tail"):
+        lines += ["  output (last lines):"] + [f"    {line}" for line in
+                                                ev["output_tail"].splitlines()]
+    return "\n".join(lines)
+
+
+# --- CI ---------------------------------------------------------------------------------------
+
+
+@click.group()
+def ci() -> None:
+    """CI results as evidence (checks mapped to criteria with `config set --ci-criterion`)."""
+
+
+@ci.command("record")
+@click.option("--dry-run", is_flag=True, help="Show what would be recorded; record nothing.")
+@click.option("--offline", is_flag=True, help="Use no network (CI from its cache only).")
+@pass_app
+def ci_record(app: App, dry_run: bool, offline: bool) -> None:
+    """Record the finished CI checks for HEAD that are mapped to criteria, as evidence of kind
+    ci (with each check's URL), so every clone sees them without asking the provider."""
+    found = evidence_ops.record_ci(app.ledger, actor=app.actor, offline=offline,
+                                   dry_run=dry_run, now=app.now)
+    data = {"commit": found.commit, "ci": found.ci, "planned": found.planned,
+            "recorded": [e.to_dict() for e in found.events], "pending": found.pending}
+    app.emit(data, lambda: _ci_text(found, dry_run))
+
+
+def _ci_text(found: evidence_ops.CiRecord, dry_run: bool) -> str:
+    verb = "would record" if dry_run else "recorded"
+    ids = [e.data.id for e in found.events] or ["-"] * len(found.planned)
+    lines = [f"{verb} ci evidence {ev_id} for goal {p['goal']} ({', '.join(p['criteria'])}): "
+             f"{p['check']} {p['state']}" + (f" {p['url']}" if p.get("url") else "")
+             for ev_id, p in zip(ids, found.planned)]
+    lines += [f"still running: {name}" for name in found.pending]
+    if not found.planned:
+        state = found.ci.get("state")
+        detail = f" ({found.ci['detail']})" if found.ci.get("detail") else ""
+        lines.append(f"nothing new to record for {found.commit[:12]}: CI is {state}{detail}")
+    return "\n".join(lines)

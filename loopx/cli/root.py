@@ -1,0 +1,198 @@
+"""`git loopx`: the root command group, and :func:`main`, which maps errors to exit codes.
+
+Exit codes: 0 ok, 1 a user error (one clear line), 2 usage, 3 unexpected (rerun with --debug).
+Each command group lives in its own module and is registered in ``_GROUPS`` below.
+"""
+
+from __future__ import annotations
+
+import importlib
+import io
+import os
+import sys
+from datetime import datetime
+from typing import Any, Callable, Optional
+
+import click
+
+from loopx.version import __version__
+from loopx.cli import terminal
+from loopx.cli.app import App
+from loopx.errors import GitError, LoopxError, describe
+
+# (module, attribute) of each command or group, imported when the CLI starts.
+_GROUPS = [
+    ("loopx.cli.core", "init"),
+    ("loopx.cli.core", "config"),
+    ("loopx.cli.goal", "goal"),
+    ("loopx.cli.todo", "todo"),
+    ("loopx.cli.gate", "gate"),
+    ("loopx.cli.evidence", "evidence"), ("loopx.cli.evidence", "ci"),
+    ("loopx.cli.records", "wake"),
+    ("loopx.cli.records", "quota"),
+    ("loopx.cli.records", "effect"),
+    ("loopx.cli.notes", "note"), ("loopx.cli.notes", "notice"),
+    ("loopx.cli.session", "session"),
+    ("loopx.cli.hooks", "hooks"), ("loopx.cli.hooks", "hook"), ("loopx.cli.hooks", "run"),
+    ("loopx.cli.hooks", "rerun"),
+    ("loopx.cli.recovery", "status"),
+    ("loopx.cli.recovery", "next_"),
+    ("loopx.cli.recovery", "brief"),
+    ("loopx.cli.recovery", "prime"),
+    ("loopx.cli.waiting", "wait"), ("loopx.cli.waiting", "watch"),
+    ("loopx.cli.serve", "mcp"),
+    ("loopx.cli.review", "log"), ("loopx.cli.review", "diff"), ("loopx.cli.review", "validate"),
+    ("loopx.cli.core", "batch"),
+    ("loopx.cli.core", "schema"),
+    ("loopx.cli.core", "demo"),
+    ("loopx.cli.remote", "sync"), ("loopx.cli.remote", "fetch"), ("loopx.cli.remote", "push"),
+    ("loopx.cli.remote", "doctor"), ("loopx.cli.remote", "checkpoint"),
+    ("loopx.cli.core", "help_"), ("loopx.cli.core", "completion"),
+]
+
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+class LoopxGroup(click.Group):
+    """Loads command modules lazily and keeps `git loopx help CMD` working."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        self._load()
+        return super().list_commands(ctx)
+
+    def get_command(self, ctx: click.Context, name: str) -> Optional[click.Command]:
+        # Import only the module that defines `name` when its attribute says so: a git hook
+        # runs loopx on every commit and should not import every command module.
+        for module, attr in _GROUPS:
+            if attr.rstrip("_") == name and name not in self.commands:
+                self.add_command(getattr(importlib.import_module(module), attr))
+        if name not in self.commands:
+            self._load()
+        return super().get_command(ctx, name)
+
+    def _load(self) -> None:
+        if getattr(self, "_loaded", False):
+            return
+        self._loaded = True
+        for module, attr in _GROUPS:
+            self.add_command(getattr(importlib.import_module(module), attr))
+
+
+@click.group(cls=LoopxGroup, context_settings=CONTEXT_SETTINGS)
+@click.version_option(__version__, "--version", prog_name="git-loopx")
+@click.option("-C", "cwd", default=".", metavar="PATH", help="Run as if started in PATH.")
+@click.option("--actor", envvar="LOOPX_ACTOR", help="Who is acting, e.g. agent:codex@devbox "
+              "(default: $LOOPX_ACTOR, else human:<git user.email>).")
+@click.option("--state-ref", envvar="LOOPX_STATE_REF", metavar="REF",
+              help="Read and write this state branch instead of loopx/state (for proposals).")
+@click.option("--debug", is_flag=True, envvar="LOOPX_DEBUG", help="Log git calls; show tracebacks.")
+# Hidden: pins "now" (RFC 3339) for tests and scripted histories, e.g. the session reaper.
+@click.option("--now", "now_text", envvar="LOOPX_NOW", hidden=True, metavar="TIME")
+@click.pass_context
+def cli(ctx: click.Context, cwd: str, actor: Optional[str], state_ref: Optional[str], debug: bool,
+        now_text: Optional[str]) -> None:
+    """loopx: durable goals, todos, gates and evidence for long-running agent work.
+
+    State lives in this repository on refs/heads/loopx/state as one YAML file per event.
+    Start with `git loopx init`, or try `git loopx demo`.
+    """
+    if debug:
+        from loopx.storage import gateway  # only under --debug
+
+        gateway.DEBUG = True
+    if ctx.obj is None:  # `batch` re-enters with its own App already set
+        ctx.obj = App(cwd=cwd, actor=actor, state_ref=state_ref, debug=debug)
+        ctx.obj.now = _parse_now(now_text) if now_text else None
+
+
+def _parse_now(text: str) -> datetime:
+    from loopx.model import clock  # only under --now
+
+    try:
+        return clock.parse_ts(text)
+    except ValueError:
+        raise click.BadParameter(f"not an RFC 3339 time: {text!r}", param_hint="--now") from None
+
+
+def main(argv: Optional[list[str]] = None) -> None:
+    """Console entry point: maps errors to exit codes (and to JSON on stdout with --json)."""
+    args = argv if argv is not None else sys.argv[1:]
+    debug = "--debug" in args or bool(os.environ.get("LOOPX_DEBUG"))
+    as_json = "--json" in args or "--format=json" in args or any(
+        a == "--format" and b == "json" for a, b in zip(args, args[1:]))
+    try:
+        code = cli.main(args=argv, prog_name=_prog_name(), standalone_mode=False,
+                        complete_var=COMPLETE_VAR)
+        if isinstance(code, int) and code:  # click returns Exit(n)'s code when not standalone
+            sys.exit(code)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        if as_json:
+            _json_error(1, "aborted", "Abort")
+        sys.exit(1)
+    except click.ClickException as raised:
+        exc = _hint_global_option(raised)
+        if as_json:
+            _json_error(exc.exit_code, exc.format_message(), type(exc).__name__)
+        shown = io.StringIO()  # click repeats the offending input: made safe like all output
+        exc.show(file=shown)
+        terminal.echo(shown.getvalue(), err=True, nl=False)
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except GitError as exc:
+        hint = exc.stderr if debug else "hint: rerun with --debug for details"
+        _fail(*describe(exc), as_json, hint)
+    except LoopxError as exc:
+        _fail(*describe(exc), as_json)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(0)
+    except Exception as exc:  # the safety net: never a bare traceback for users
+        if debug:
+            import traceback  # only under --debug
+
+            traceback.print_exc()
+        _fail(*describe(exc), as_json, "hint: rerun with --debug and report the traceback")
+
+
+# Options of `git loopx` itself: given after a command's name they are not that command's.
+_GLOBAL_OPTIONS = ("-C", "--actor", "--debug", "--now")
+
+
+# Shell completion runs as `git-loopx` (see cli/completion.py): "git loopx" has a space.
+COMPLETE_VAR = "_GIT_LOOPX_COMPLETE"
+
+
+def _prog_name() -> str:
+    if os.environ.get(COMPLETE_VAR):
+        from loopx.cli import completion  # registers the shells' classes: only when completing
+
+        return completion.PROG
+    return "git loopx"
+
+
+def _hint_global_option(exc: click.ClickException) -> click.ClickException:
+    """`git loopx todo claim t --actor X`: say where --actor goes instead of "No such option"."""
+    if not (isinstance(exc, click.NoSuchOption) and exc.option_name in _GLOBAL_OPTIONS):
+        return exc
+    path = exc.ctx.command_path.removeprefix("git loopx").strip() if exc.ctx else ""
+    return click.UsageError(
+        f"{exc.option_name} is an option of `git loopx` itself: put it before the command, "
+        f"e.g. `git loopx {exc.option_name} ... {path or 'COMMAND'} ...`", ctx=exc.ctx)
+
+
+def _fail(kind: str, message: str, code: int, as_json: bool, hint: Optional[str] = None) -> None:
+    """One clear line on stderr (plus a hint); with --json also a JSON error on stdout."""
+    terminal.echo(f"error: {message}", err=True)
+    if hint:
+        terminal.echo(hint, err=True)
+    if as_json:
+        _json_error(code, message, kind)
+    sys.exit(code)
+
+
+def _json_error(code: int, message: str, kind: str) -> None:
+    click.echo(terminal.json_text({"error": {"message": message, "kind": kind,
+                                             "exit_code": code}}))

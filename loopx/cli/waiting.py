@@ -1,0 +1,126 @@
+"""`git loopx wait` and `git loopx watch -- CMD`: something that acts on wakes (docs/agents.md).
+
+Exit codes of `wait` (besides 1/2/3 for errors, as everywhere): 0 a wake is due, 11 a gate you
+wait on was answered, 12 the state changed, 13 CI for HEAD finished, 124 the timeout passed.
+`watch` exits with the last run's exit code (0 when nothing ran).
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+import time
+from datetime import datetime, timedelta
+from typing import Callable, Optional
+
+import click
+
+from loopx.cli import terminal
+from loopx.cli.app import App, pass_app
+from loopx.model import clock
+from loopx.ops import wakes
+
+EXIT = {"wake": 0, "gate": 11, "state": 12, "ci": 13, "timeout": 124}
+
+
+def _seconds(text: Optional[str], option: str, *, zero: bool = True) -> Optional[float]:
+    """A number of seconds (``0.5``) or a duration (``30m``); never negative (nor 0 unless
+    ``zero``)."""
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        try:
+            value = clock.parse_duration(text).total_seconds()
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint=option) from None
+    if value < 0 or (value == 0 and not zero) or value != value or value == float("inf"):
+        least = "0 or more" if zero else "more than 0"
+        raise click.BadParameter(f"{text!r} is not a time span of {least} seconds",
+                                 param_hint=option)
+    return value
+
+
+def _clock(app: App) -> Callable[[], datetime]:
+    """Now; under --now, the pinned time moving on with the real one (so a wait can end)."""
+    if app.now is None:
+        return clock.now
+    pinned, started = app.now, time.monotonic()
+    return lambda: pinned + timedelta(seconds=time.monotonic() - started)
+
+
+def _pace(poll: Optional[str], fetch_every: Optional[str]) -> wakes.Pace:
+    default = wakes.Pace()
+    return wakes.Pace(poll=_seconds(poll, "--poll", zero=False) or default.poll,
+                      fetch_first=_seconds(fetch_every, "--fetch-every", zero=False)
+                      or default.fetch_first)
+
+
+def _common(fn: Callable[..., None]) -> Callable[..., None]:
+    fn = click.option("--fetch-every", metavar="SECONDS", help="First gap between fetches "
+                      "(default 5s); it doubles while nothing arrives, up to 5m.")(fn)
+    fn = click.option("--poll", metavar="SECONDS", help="How often to look at the local state "
+                      "(default 1s).")(fn)
+    fn = click.option("--remote", metavar="NAME", help="The remote to fetch from (default: the "
+                      "branch's upstream remote, else origin).")(fn)
+    fn = click.option("--fetch", is_flag=True, help="Also fetch the remote's state (with "
+                      "backoff), so changes made in other clones wake you.")(fn)
+    return fn
+
+
+@click.command()
+@click.option("--timeout", metavar="DURATION", help="Give up after this long (exit 124); 0 "
+              "looks once. Default: wait for ever.")
+@_common
+@pass_app
+def wait(app: App, timeout: Optional[str], fetch: bool, remote: Optional[str],
+         poll: Optional[str], fetch_every: Optional[str]) -> None:
+    """Block until a wake is due (0), a gate you wait on is answered (11), the state changes
+    (12) or CI for HEAD finishes (13); 124 when --timeout passes first. Prints why."""
+    result = wakes.wait(app.ledger, actor=app.actor_or_none(), timeout=_seconds(timeout, "--timeout"),
+                        fetch=fetch, remote=remote, pace=_pace(poll, fetch_every),
+                        clock_fn=_clock(app), sleep=time.sleep)
+    app.emit(result.to_dict(), f"{result.cause}: {result.reason}")
+    if EXIT[result.cause]:
+        raise click.exceptions.Exit(EXIT[result.cause])
+
+
+@click.command(context_settings={"ignore_unknown_options": True,
+                                 "allow_interspersed_args": False})
+@click.option("--max-runs", type=click.IntRange(min=1), help="Stop after this many runs of CMD.")
+@click.option("--timeout", metavar="DURATION", help="Stop after this long; 0 runs CMD only for "
+              "wakes due now (for cron).")
+@click.option("--backoff", metavar="SECONDS", default="10", show_default=True,
+              help="Wait this long after a failed run before trying again; doubles with each "
+              "failure in a row, up to 15m.")
+@_common
+@click.argument("argv", nargs=-1, required=True, type=click.UNPROCESSED, metavar="-- CMD [ARG]...")
+@pass_app
+def watch(app: App, max_runs: Optional[int], timeout: Optional[str], backoff: str, fetch: bool,
+          remote: Optional[str], poll: Optional[str], fetch_every: Optional[str],
+          argv: tuple[str, ...]) -> None:
+    """Run CMD each time a wake is due; one watch per repository. When CMD exits 0 the wakes
+    are acknowledged (a one-shot wake cleared, a recurring one re-armed); when it fails they
+    stay due and the next try backs off. Exits with the last run's exit code."""
+    # With --json, stdout is for the report: the command's own output goes to stderr.
+    run = wakes.runner(argv, cwd=str(app.ledger.repo.work_tree or app.cwd),
+                       stdout=sys.stderr if app.json else None)
+    command = shlex.join(argv)
+
+    def logged(wakeup: wakes.Wakeup) -> int:
+        terminal.echo(f"loopx watch: {wakeup.reason}; running {command}", err=True)
+        code = run(wakeup)
+        if code:
+            terminal.echo(f"loopx watch: {command} exited {code}; the wake stays due", err=True)
+        return code
+
+    report = wakes.watch(app.ledger, argv, actor=app.actor, max_runs=max_runs,
+                         timeout=_seconds(timeout, "--timeout"), fetch=fetch, remote=remote,
+                         backoff=_seconds(backoff, "--backoff") or 0.0,
+                         pace=_pace(poll, fetch_every), clock_fn=_clock(app), sleep=time.sleep,
+                         run=logged)
+    app.emit(report.to_dict(), f"loopx watch: {report.runs} run(s), stopped ({report.stopped})"
+             + (f"; acknowledged {', '.join(report.wakes)}" if report.wakes else ""))
+    if report.last_code:
+        raise click.exceptions.Exit(report.last_code)

@@ -1,0 +1,183 @@
+"""Checkpoints: the projection's rows at a state commit, committed beside the events, so that
+a fresh clone of a long ledger is ready in seconds instead of replaying every event.
+
+A checkpoint of commit C is ``checkpoints/<C>/manifest.json`` plus ``rows-NNNN.tsv`` chunks:
+the rows of the cache's database (:meth:`loopx.ledger.rows.Projection.dump_rows`) for the
+fold of exactly the events in C's tree, and the fold's other values. The same events give the
+same bytes on every clone with the same loopx (the manifest names the cache's schema key, and
+a checkpoint of another version is not used).
+
+Derived data, trusted no further than the events (docs/design.md, "Checkpoints"):
+
+- *Which events it folds* is cheap to prove: they are C's events. A clone uses it only when C
+  is an ancestor of its tip and every event added since C sorts after the checkpoint's last
+  key ``(clock, id)`` (else the fold of the tip is not "checkpoint + newer events", and the
+  cache falls back to an older checkpoint or a replay).
+- *That it is that fold* is what :func:`verify` recomputes: ``git loopx validate`` does it for
+  every checkpoint a pull request adds, ``git loopx doctor --verify`` for the one a clone
+  started from; until then ``status`` says the cache came from an unverified checkpoint.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+from loopx.ledger import rows
+from loopx.model.paths import CHECKPOINT_CHUNK_BYTES, checkpoint_path
+from loopx.storage.store import Store
+
+# The largest checkpoint file the layout allows (ledger.layout.AREAS): nothing bigger is read.
+_CAP = 2 * CHECKPOINT_CHUNK_BYTES
+
+FORMAT = 1
+EVERY = 10_000  # events between the checkpoints sync makes on its own
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """What a checkpoint says about itself (``manifest.json``)."""
+
+    commit: str
+    events: int
+    last_key: tuple[int, str]
+    scalars: dict[str, Any]
+    chunks: list[tuple[str, str, int]]  # file name, sha256, lines
+
+    def to_json(self) -> bytes:
+        return (json.dumps({"format": FORMAT, "key": rows.ROWS_KEY, "commit": self.commit,
+                            "events": self.events, "last_key": list(self.last_key),
+                            "scalars": self.scalars,
+                            "chunks": [{"file": f, "sha256": h, "rows": n}
+                                       for f, h, n in self.chunks]},
+                           ensure_ascii=False, sort_keys=True, indent=1) + "\n").encode()
+
+
+def _parse_manifest(data: bytes) -> Optional[Manifest]:
+    try:
+        doc = json.loads(data)
+        if doc.get("format") != FORMAT or doc.get("key") != rows.ROWS_KEY:
+            return None  # another loopx wrote it: its rows may mean something else
+        return Manifest(str(doc["commit"]), int(doc["events"]),
+                        (int(doc["last_key"][0]), str(doc["last_key"][1])), dict(doc["scalars"]),
+                        [(str(c["file"]), str(c["sha256"]), int(c["rows"]))
+                         for c in doc["chunks"]])
+    except (ValueError, KeyError, TypeError, IndexError):
+        return None
+
+
+def files(commit: str, scalars: dict[str, Any], lines: Iterator[str]
+          ) -> Iterator[tuple[str, bytes]]:
+    """The files of the checkpoint of ``commit``, from the cache's rows at that commit: each
+    chunk as soon as it is full (one in memory at a time), the manifest last."""
+    chunks: list[tuple[str, str, int]] = []
+    current: list[bytes] = []
+    size = 0
+
+    def chunk() -> tuple[str, bytes]:
+        data = b"".join(current)
+        name = f"rows-{len(chunks):04d}.tsv"
+        chunks.append((name, hashlib.sha256(data).hexdigest(), len(current)))
+        return checkpoint_path(commit, name), data
+
+    for line in lines:
+        raw = line.encode()
+        if current and size + len(raw) > CHECKPOINT_CHUNK_BYTES:
+            yield chunk()
+            current, size = [], 0
+        current.append(raw)
+        size += len(raw)
+    if current or not chunks:
+        yield chunk()
+    last = scalars.get("last_key") or (0, "")
+    manifest = Manifest(commit, int(scalars.get("events", 0)), (int(last[0]), str(last[1])),
+                        scalars, chunks)
+    yield checkpoint_path(commit, "manifest.json"), manifest.to_json()
+
+
+def listed(store: Store, tip: str) -> list[Manifest]:
+    """The checkpoints in ``tip``'s tree of commits in its history, newest (most events)
+    first."""
+    dirs = store.read_tree(f"{tip}:checkpoints")
+    names = [f"{tip}:checkpoints/{commit}/manifest.json" for commit in dirs]
+    found = []
+    for item in store.read_blobs(names, max_size=_CAP):  # sized from the header first
+        manifest = _parse_manifest(item) if isinstance(item, bytes) else None
+        if manifest is not None and manifest.commit in dirs and store.is_ancestor(
+                manifest.commit, tip):
+            found.append(manifest)
+    return sorted(found, key=lambda m: (-m.events, m.commit))
+
+
+class _Unreadable(Exception):
+    """A chunk is missing, fails its sha256 or holds another number of rows."""
+
+
+def _chunks(store: Store, tip: str, manifest: Manifest) -> Iterator[list[str]]:
+    """The lines of each chunk in turn, each checked before it is given (one chunk in memory
+    at a time: loading a long ledger's checkpoint costs its largest chunk, not its size)."""
+    for name, digest, count in manifest.chunks:
+        item = store.read_blobs([f"{tip}:{checkpoint_path(manifest.commit, name)}"],
+                                max_size=_CAP)[0]  # sized from the header first
+        if not isinstance(item, bytes) or hashlib.sha256(item).hexdigest() != digest:
+            raise _Unreadable(name)
+        chunk = item.decode("utf-8", "replace").splitlines(keepends=True)
+        if len(chunk) != count:
+            raise _Unreadable(name)
+        yield chunk
+
+
+def lines_of(store: Store, tip: str, manifest: Manifest) -> Optional[list[str]]:
+    """The lines of a checkpoint's chunks, or None when one is missing or fails its sha256."""
+    try:
+        return [line for chunk in _chunks(store, tip, manifest) for line in chunk]
+    except _Unreadable:
+        return None
+
+
+def load(projection: rows.Projection, store: Store, tip: str, manifest: Manifest) -> bool:
+    """Fill the cache from a checkpoint (as the fold of its commit), streaming its chunks;
+    False (and the cache left empty) when one does not read back whole."""
+    try:
+        projection.load_rows(manifest.commit,
+                             (line for chunk in _chunks(store, tip, manifest) for line in chunk),
+                             manifest.scalars, source=f"checkpoint {manifest.commit}")
+    except _Unreadable:
+        return False
+    return True
+
+
+def verify(reader_fold: Any, store: Store, tip: str, manifest: Manifest) -> list[str]:
+    """Why the checkpoint is not the fold of its commit's events (empty: it is).
+
+    ``reader_fold`` is the fold of ``manifest.commit`` replayed from its events; the check
+    writes it into a scratch database and compares the rows, line by line.
+    """
+    lines = lines_of(store, tip, manifest)
+    if lines is None:
+        return [f"checkpoint {manifest.commit[:12]}: a chunk is missing or fails its sha256"]
+    scratch = rows.Projection(Path(":memory:"))
+    try:
+        scratch.replace(manifest.commit, reader_fold)
+        expected = list(scratch.dump_rows())
+        scalars = scratch.scalars()
+    finally:
+        scratch.close()
+    problems = []
+    if scalars != manifest.scalars:
+        changed = sorted(k for k in set(scalars) | set(manifest.scalars)
+                         if scalars.get(k) != manifest.scalars.get(k))
+        problems.append(f"checkpoint {manifest.commit[:12]}: {', '.join(changed)} differ from "
+                        "the replay of its events")
+    if expected != lines:
+        wrong = next((n for n, (a, b) in enumerate(zip(expected, lines)) if a != b),
+                     min(len(expected), len(lines)))
+        shown = (lines[wrong] if wrong < len(lines) else "(missing)").split("\t")[:2]
+        problems.append(f"checkpoint {manifest.commit[:12]}: row {wrong + 1} ({' '.join(shown)}) "
+                        f"differs from the replay of its events ({len(lines)} rows, replay "
+                        f"{len(expected)})")
+    return problems

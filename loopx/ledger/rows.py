@@ -1,0 +1,451 @@
+"""The projection cache's database: the whole fold of a state tip in SQLite, one row per
+entity (JSON of its fields), read on demand by :class:`Table` and written back by the rows a
+write touched (see :mod:`loopx.ledger.cache` for the cache as a whole).
+
+Imported only when the rows are needed (a write, a read the live file cannot answer, a
+replay): a warm `status` is answered by the live file without loading SQLite.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sqlite3
+from collections.abc import Iterator, MutableMapping, MutableSequence
+from pathlib import Path
+from typing import Any, Callable, Optional, overload
+
+from loopx.ledger.cache import BY_GOAL, FIELDS, INDEXES, LIVE_STATES, SCALARS, TABLES
+from loopx.state import entities
+from loopx.version import SCHEMA_VERSION, __version__
+
+ROWS_KEY = f"{SCHEMA_VERSION}:{__version__}:rows-1"  # what a row means; checkpoints carry it too
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS rows (
+    kind TEXT NOT NULL, id TEXT NOT NULL, seq INTEGER NOT NULL, goal TEXT,
+    data TEXT NOT NULL, PRIMARY KEY (kind, id)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS rows_by_seq ON rows (kind, seq);
+CREATE INDEX IF NOT EXISTS rows_by_goal ON rows (goal, kind);
+"""
+
+
+def _encode_row(obj: Any) -> str:
+    values = [getattr(obj, name) for name in FIELDS[type(obj)]]
+    return json.dumps(values, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+def _decoder(cls: type) -> Callable[[str], Any]:
+    def decode(text: str) -> Any:
+        return cls(*json.loads(text))
+
+    return decode
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+def _goal_of(kind: str, key: str, value: Any) -> Optional[str]:
+    if kind == "goals":
+        return key
+    if kind == "quotas":
+        return key or None
+    goal = getattr(value, "goal", None)
+    return goal if isinstance(goal, str) else None
+
+
+class Table(MutableMapping[str, Any]):
+    """One entity table of a fold backed by the database: rows are read when first asked for
+    and every row read or written is written back by :meth:`Projection.commit` (appliers
+    change entities in place, so a row read may have changed)."""
+
+    def __init__(self, conn: sqlite3.Connection, kind: str, decode: Callable[[str], Any]) -> None:
+        self._conn, self.kind, self._decode = conn, kind, decode
+        self.touched: dict[str, Any] = {}
+        self.added: list[str] = []  # keys not in the database before, in insertion order
+        self.gone: set[str] = set()
+
+    def _row(self, key: str) -> Optional[str]:
+        found = self._conn.execute("SELECT data FROM rows WHERE kind=? AND id=?",
+                                   (self.kind, key)).fetchone()
+        return None if found is None else str(found[0])
+
+    def __getitem__(self, key: str) -> Any:
+        if key in self.touched:
+            return self.touched[key]
+        if key in self.gone or not isinstance(key, str):
+            raise KeyError(key)
+        text = self._row(key)
+        if text is None:
+            raise KeyError(key)
+        value = self.touched[key] = self._decode(text)
+        return value
+
+    def __contains__(self, key: object) -> bool:
+        if key in self.touched:
+            return True
+        return isinstance(key, str) and key not in self.gone and self._row(key) is not None
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        if key not in self:
+            self.added.append(key)
+        self.gone.discard(key)
+        self.touched[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        if key not in self:
+            raise KeyError(key)
+        self.touched.pop(key, None)
+        if key in self.added:
+            self.added.remove(key)
+        else:
+            self.gone.add(key)
+
+    def __iter__(self) -> Iterator[str]:
+        stored = [str(row[0]) for row in self._conn.execute(
+            "SELECT id FROM rows WHERE kind=? ORDER BY seq", (self.kind,))]
+        yield from (key for key in stored if key not in self.gone)
+        yield from list(self.added)
+
+    def __len__(self) -> int:
+        stored = self._conn.execute("SELECT COUNT(*) FROM rows WHERE kind=?",
+                                    (self.kind,)).fetchone()[0]
+        return int(stored) - len(self.gone) + len(self.added)
+
+    def with_prefix(self, prefix: str, *, limit: int) -> list[str]:
+        """Up to ``limit`` ids that start with ``prefix`` (an index range, not a scan)."""
+        found = [str(row[0]) for row in self._conn.execute(
+            "SELECT id FROM rows WHERE kind=? AND id >= ? AND id < ? ORDER BY id LIMIT ?",
+            (self.kind, prefix, prefix + "\U0010ffff", limit + len(self.gone)))]
+        found += [key for key in self.added if key.startswith(prefix)]
+        return [key for key in found if key not in self.gone][:limit]
+
+    def values(self) -> Any:  # one query for a scan, not one per row
+        rows = self._conn.execute("SELECT id, data FROM rows WHERE kind=? ORDER BY seq",
+                                  (self.kind,)).fetchall()
+        for key, text in rows:
+            if key not in self.touched and key not in self.gone:
+                self.touched[key] = self._decode(text)
+        return [self.touched[key] for key in self]
+
+    def items(self) -> Any:
+        return list(zip(list(self), self.values()))
+
+
+class Appended(MutableSequence[Any]):
+    """An append-only list of the fold (problems, unknown events): a write appends without
+    reading what is there; iterating reads it all."""
+
+    def __init__(self, conn: sqlite3.Connection, kind: str,
+                 decode: Callable[[str], Any]) -> None:
+        self._conn, self.kind, self._decode = conn, kind, decode
+        self.new: list[Any] = []
+        self._stored: Optional[list[Any]] = None
+
+    def _all(self) -> list[Any]:
+        if self._stored is None:
+            rows = self._conn.execute("SELECT data FROM rows WHERE kind=? ORDER BY seq",
+                                      (self.kind,))
+            self._stored = [self._decode(text) for (text,) in rows]
+        return self._stored + self.new
+
+    @overload
+    def __getitem__(self, index: int) -> Any: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Any]: ...
+    def __getitem__(self, index: Any) -> Any:
+        return self._all()[index]
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+    def insert(self, index: int, value: Any) -> None:
+        if index < len(self):
+            raise TypeError(f"{self.kind} in the cache are append-only")
+        self.new.append(value)
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        raise TypeError(f"{self.kind} in the cache are append-only")
+
+    def __delitem__(self, index: Any) -> None:
+        raise TypeError(f"{self.kind} in the cache are append-only")
+
+
+def _problem(text: str) -> entities.Problem:
+    return entities.Problem(*json.loads(text))
+
+
+class Projection:
+    """The SQLite half of the cache for one state ref (see the module docstring)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._conn: Optional[sqlite3.Connection] = None
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        if self._conn is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")  # derived data: a lost tail is replayed
+            conn.executescript(_SCHEMA)
+            self._conn = conn
+            if self._meta("key") != ROWS_KEY:
+                self.clear()
+        return self._conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def _meta(self, key: str) -> Optional[str]:
+        found = self.conn.execute("SELECT v FROM meta WHERE k=?", (key,)).fetchone()
+        return None if found is None else str(found[0])
+
+    def clear(self) -> None:
+        """Forget everything (another schema version, a corrupt file)."""
+        conn = self.conn
+        self.end()
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("DELETE FROM rows")
+        conn.execute("DELETE FROM meta")
+        conn.execute("INSERT INTO meta VALUES ('key', ?)", (ROWS_KEY,))
+        conn.execute("COMMIT")
+
+    def tip(self) -> Optional[str]:
+        """The state commit the rows are the fold of (None: empty)."""
+        try:
+            return self._meta("tip")
+        except sqlite3.DatabaseError:
+            self._reset()
+            return None
+
+    def _reset(self) -> None:
+        """A database that does not open as one: remove it, so the next use starts afresh."""
+        self.close()
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+
+    # --- reading and writing through a transaction ----------------------------------------
+
+    def begin(self, *, write: bool) -> None:
+        """Start a transaction: a snapshot to read from, or the one writer's lock. A fold
+        read earlier through this connection is not to be used after this."""
+        self.end()
+        self.conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+
+    def end(self) -> None:
+        """End a transaction without writing (a read, or a write that was refused)."""
+        if self._conn is not None and self._conn.in_transaction:
+            self._conn.execute("ROLLBACK")
+
+    def fold(self) -> entities.Fold:
+        """The fold at :meth:`tip`, its tables read on demand inside the open transaction."""
+        conn = self.conn
+        scalars = {k: json.loads(v) for k, v in conn.execute(
+            f"SELECT k, v FROM meta WHERE k IN ({','.join('?' * len(SCALARS))})", SCALARS)}
+        fold = entities.Fold(
+            remaps=Table(conn, "remaps", json.loads),
+            problems=Appended(conn, "problems", _problem),
+            unknown=Appended(conn, "unknown", json.loads),
+            extra={"signed": Table(conn, "signed", json.loads)},
+        )
+        for kind, cls in TABLES.items():
+            setattr(fold, kind, Table(conn, kind, _decoder(cls)))
+        for index in INDEXES:
+            setattr(fold, index, Table(conn, index, json.loads))
+        for name in SCALARS:
+            if name in scalars:
+                setattr(fold, name, scalars[name])
+        fold.last_key = (int(fold.last_key[0]), str(fold.last_key[1]))
+        return fold
+
+    def commit(self, tip: str, fold: entities.Fold) -> None:
+        """Write what the transaction's fold read or changed, and the new tip; then commit."""
+        conn = self.conn
+        for kind in (*TABLES, "remaps", *INDEXES):
+            self._write_table(getattr(fold, kind), kind)
+        signed = fold.extra.get("signed")
+        if isinstance(signed, Table):
+            self._write_table(signed, "signed")
+        for name in ("problems", "unknown"):
+            seq = self._next_seq(name)
+            rows = getattr(fold, name).new
+            conn.executemany("INSERT INTO rows VALUES (?, ?, ?, NULL, ?)", [
+                (name, f"{seq + n:012d}", seq + n, _encode(value)) for n, value in enumerate(rows)])
+        self._write_scalars(tip, fold)
+        conn.execute("COMMIT")
+
+    def _write_table(self, table: Any, kind: str) -> None:
+        conn = self.conn
+        conn.executemany("DELETE FROM rows WHERE kind=? AND id=?",
+                         [(kind, key) for key in table.gone])
+        added = set(table.added)
+        seq = self._next_seq(kind)
+        for key, value in table.touched.items():
+            if key in added:
+                continue
+            conn.execute("UPDATE rows SET data=?, goal=? WHERE kind=? AND id=?",
+                         (_encode(value), _goal_of(kind, key, value), kind, key))
+        conn.executemany("INSERT INTO rows VALUES (?, ?, ?, ?, ?)", [
+            (kind, key, seq + n, _goal_of(kind, key, table.touched[key]),
+             _encode(table.touched[key])) for n, key in enumerate(table.added)])
+
+    def _next_seq(self, kind: str) -> int:
+        found = self.conn.execute("SELECT MAX(seq) FROM rows WHERE kind=?", (kind,)).fetchone()
+        return 0 if found[0] is None else int(found[0]) + 1
+
+    def _write_scalars(self, tip: str, fold: entities.Fold) -> None:
+        values = [("tip", tip)] + [(name, _json(getattr(fold, name))) for name in SCALARS]
+        values.append(("live_goals", _json(self._live_goals(fold))))
+        self.conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", values)
+
+    def _live_goals(self, fold: entities.Fold) -> list[str]:
+        """The goals in play after this write: those before, updated by the goals it touched
+        (a cached fold's), or all of an in-memory fold's: never a scan of every goal row."""
+        goals = fold.goals
+        if not isinstance(goals, Table):
+            return sorted(g for g, goal in goals.items() if goal.state in LIVE_STATES)
+        live = set(json.loads(self._meta("live_goals") or "[]")) - goals.gone
+        for key, goal in goals.touched.items():
+            (live.add if goal.state in LIVE_STATES else live.discard)(key)
+        return sorted(live)
+
+    def replace(self, tip: str, fold: entities.Fold) -> None:
+        """Store a whole in-memory fold (after a replay) as the fold of ``tip``."""
+        conn = self.conn
+        self.end()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute("DELETE FROM rows")
+            for kind in TABLES:  # generators: the rows are never all in memory as text
+                table = getattr(fold, kind)
+                conn.executemany("INSERT INTO rows VALUES (?, ?, ?, ?, ?)", (
+                    (kind, key, n, _goal_of(kind, key, value), _encode_row(value))
+                    for n, (key, value) in enumerate(table.items())))
+            simple = {"remaps": fold.remaps, "signed": fold.extra.get("signed") or {},
+                      **{index: getattr(fold, index) for index in INDEXES}}
+            for kind, mapping in simple.items():
+                conn.executemany("INSERT INTO rows VALUES (?, ?, ?, NULL, ?)", [
+                    (kind, key, n, _json(value)) for n, (key, value) in enumerate(mapping.items())])
+            for kind in ("problems", "unknown"):
+                conn.executemany("INSERT INTO rows VALUES (?, ?, ?, NULL, ?)", [
+                    (kind, f"{n:012d}", n, _encode(value))
+                    for n, value in enumerate(getattr(fold, kind))])
+            self._write_scalars(tip, fold)
+            conn.execute("DELETE FROM meta WHERE k='source'")  # replayed here
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    # --- checkpoints: the rows as text, the same for the same events --------------------
+
+    def dump_rows(self) -> Iterator[str]:
+        """Every row as one line ``kind TAB id TAB rank TAB goal TAB data``, in (kind, order)
+        order; ``rank`` is the row's place in its table, so two caches that reached the same
+        fold by different paths (a replay, a run of writes) give the same lines."""
+        kind_now, rank = None, 0
+        for kind, key, goal, data in self.conn.execute(
+                "SELECT kind, id, goal, data FROM rows ORDER BY kind, seq"):
+            rank = rank + 1 if kind == kind_now else 0
+            kind_now = kind
+            yield f"{kind}\t{key}\t{rank}\t{goal or ''}\t{data}\n"
+
+    def scalars(self) -> dict[str, Any]:
+        """The fold's values outside its tables (name, config, counters, last key)."""
+        return {k: json.loads(v) for k, v in self.conn.execute(
+            f"SELECT k, v FROM meta WHERE k IN ({','.join('?' * len(SCALARS))})", SCALARS)}
+
+    def load_rows(self, tip: str, lines: Iterator[str], scalars: dict[str, Any],
+                  source: str) -> None:
+        """Replace everything with rows from :meth:`dump_rows` lines, as the fold of ``tip``;
+        ``source`` says where they came from (a checkpoint not yet verified here)."""
+        conn = self.conn
+        self.end()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute("DELETE FROM rows")
+            conn.executemany("INSERT INTO rows VALUES (?, ?, ?, ?, ?)", (
+                (kind, key, int(rank), goal or None, data)
+                for kind, key, rank, goal, data in (line.rstrip("\n").split("\t", 4)
+                                                    for line in lines)))
+            state = FIELDS[entities.Goal].index("state")
+            live = sorted(str(key) for key, text in conn.execute(
+                "SELECT id, data FROM rows WHERE kind='goals'")
+                if json.loads(text)[state] in LIVE_STATES)  # once per checkpoint loaded
+            conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                             [("tip", tip), ("source", source), ("live_goals", _json(live))]
+                             + [(k, _json(scalars[k])) for k in SCALARS if k in scalars])
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def source(self) -> Optional[str]:
+        """Where the rows came from when not from replaying events here: a checkpoint's name."""
+        return self._meta("source")
+
+    def live(self) -> entities.Fold:
+        """An in-memory fold of the rows in play (see :func:`split`), read in the open
+        transaction: what the live file holds."""
+        conn = self.conn
+        fold = self.fold()
+        live_goals = json.loads(self._meta("live_goals") or "[]")
+        part = entities.Fold(**{name: getattr(fold, name) for name in SCALARS},
+                             remaps=dict(fold.remaps.items()), problems=list(fold.problems),
+                             unknown=list(fold.unknown), extra={"signed": {}})
+        source = self.source()
+        if source:  # status says when the rows came from a checkpoint not verified here
+            part.extra["source"] = source
+        for kind in ("wakes", "effects", "sessions", "dismissed"):
+            setattr(part, kind, dict(getattr(fold, kind).items()))
+        marks = ",".join("?" * len(live_goals))
+        for kind in BY_GOAL:
+            rows = conn.execute(
+                f"SELECT seq, id, data FROM rows WHERE kind=? AND (goal IS NULL OR goal IN "
+                f"({marks}))", (kind, *live_goals)).fetchall()
+            setattr(part, kind, _in_order(kind, rows))
+        wanted = {kind: _referenced(part, kind) for kind in ("todos", "gates")}
+        for kind, keys in wanted.items():
+            if keys:
+                rows = conn.execute(
+                    f"SELECT seq, id, data FROM rows WHERE kind=? AND id IN "
+                    f"({','.join('?' * len(keys))})", (kind, *keys)).fetchall()
+                setattr(part, kind, {**getattr(part, kind), **_in_order(kind, rows)})
+                setattr(part, kind, dict(sorted(getattr(part, kind).items(),
+                                                key=lambda item: _SEQ[id(item[1])])))
+        return part
+
+
+_SEQ: dict[int, int] = {}  # row object -> its seq, while live() orders what it read
+
+
+def _in_order(kind: str, rows: list[tuple[int, str, str]]) -> dict[str, Any]:
+    decode = _decoder(TABLES[kind])
+    out: dict[str, Any] = {}
+    for seq, key, text in sorted(rows):
+        out[str(key)] = value = decode(text)
+        _SEQ[id(value)] = seq
+    return out
+
+
+def _referenced(part: entities.Fold, kind: str) -> list[str]:
+    """Todos and gates outside the live goals that a live todo depends on or waits for (the
+    views read them)."""
+    field = "depends_on" if kind == "todos" else "gates"
+    table = getattr(part, kind)
+    return sorted({ref for todo in part.todos.values() for ref in getattr(todo, field)
+                   if ref not in table})
+
+
+def _encode(value: Any) -> str:
+    if dataclasses.is_dataclass(value):
+        return _encode_row(value)
+    return _json(value)
+
+

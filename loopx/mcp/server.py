@@ -1,0 +1,217 @@
+"""`git loopx mcp`: the Model Context Protocol server over stdio, on the official SDK's
+low-level ``Server`` (so each tool's input schema is the pydantic model of its arguments).
+
+One long-lived process per repository. Every call re-reads the state ref, so a write by any
+other process is seen by the next call (``Ledger.fold`` reloads when the tip moved; nothing
+else is kept between calls). Errors come back as tool errors (``isError``) carrying the same
+one-line message and ``kind`` as ``--format json``; only an unknown tool or resource is a
+protocol error. stdout is the protocol: nothing else may reach it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import sys
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Optional, TypeVar
+
+from mcp.server import Server, ServerRequestContext
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+from mcp.shared.uri_template import UriTemplate
+from mcp.types import (
+    INVALID_PARAMS, CallToolRequestParams, CallToolResult, ListResourcesResult,
+    ListResourceTemplatesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResult, Resource, ResourceTemplate, TextContent,
+    TextResourceContents, Tool, ToolAnnotations,
+)
+from pydantic import BaseModel, ValidationError
+
+from loopx.errors import LoopxError, describe
+from loopx.features.schema import STATUS_SCHEMA
+from loopx.ledger.book import Ledger
+from loopx.mcp import tools
+from loopx.ops import goals, status
+from loopx.version import __version__
+
+log = logging.getLogger("loopx.mcp")
+T = TypeVar("T")
+
+INSTRUCTIONS = (
+    "loopx keeps this repository's goals, todos, gates (questions for a named human) and "
+    "evidence on the git branch loopx/state; it outlives your session. Start with `prime` (or "
+    "read loopx://prime), then `next` with claim=true. Record results with `evidence_run`, "
+    "finish with `todo_done`; ask a human with `gate_open` instead of guessing.")
+BRIEF = "loopx://brief"
+PRIME = "loopx://prime"
+GOAL = UriTemplate.parse("loopx://goal/{id}")
+
+
+class Worker:
+    """The one thread every ledger call runs in, one call at a time: the ledger's SQLite cache
+    may only be used by the thread that opened it, and the event loop stays free to answer
+    pings during a long `evidence_run`."""
+
+    def __init__(self) -> None:
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="loopx-mcp")
+
+    def call(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn`` in the worker and wait for it (outside the event loop)."""
+        return self.pool.submit(fn, *args).result()
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.wrap_future(self.pool.submit(fn, *args))
+
+
+@dataclass
+class Config:
+    """What the server serves: one repository's ledger (opened in ``worker``), and who acts
+    when a call does not say."""
+
+    ledger: Ledger
+    actor: Optional[str]
+    worker: Worker
+
+
+def schema(model: type[BaseModel]) -> dict[str, Any]:
+    """A tool's input schema: the JSON Schema of its arguments' model, references inlined
+    (clients up to protocol 2025-11-25 read only type/properties/required reliably)."""
+    doc = model.model_json_schema(by_alias=True)
+    defs = doc.pop("$defs", {})
+
+    def inline(node: Any) -> Any:
+        if isinstance(node, dict):
+            if "$ref" in node:
+                return inline(defs[node["$ref"].rsplit("/", 1)[1]])
+            return {k: inline(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [inline(v) for v in node]
+        return node
+
+    doc = inline(doc)
+    doc.setdefault("properties", {})
+    return doc  # type: ignore[no-any-return]
+
+
+def tool_list() -> list[Tool]:
+    """Every tool as tools/list advertises it."""
+    out = []
+    for spec in tools.TOOLS.values():
+        out.append(Tool(
+            name=spec.name, description=spec.description, input_schema=schema(spec.args),
+            output_schema=STATUS_SCHEMA if spec.name == "status" else None,
+            annotations=ToolAnnotations(read_only_hint=spec.read_only)))
+    return out
+
+
+def call(config: Config, name: str, arguments: Optional[dict[str, Any]]) -> CallToolResult:
+    """Run tool ``name``; every failure is a tool error, never an exception."""
+    spec = tools.TOOLS[name]
+    try:
+        args = spec.args.model_validate(arguments or {})
+        data = tools.plain(spec.body(tools.Context(config.ledger, config.actor), args))
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
+                             for e in exc.errors(include_url=False)[:5])
+        return _error("UsageError", f"invalid arguments for {name}: {problems}", 2)
+    except Exception as exc:  # noqa: BLE001 - an exception here would be a protocol error
+        if not isinstance(exc, LoopxError):
+            log.exception("tool %s failed", name)
+        return _error(*describe(exc))
+    return CallToolResult(content=[TextContent(text=json.dumps(data, ensure_ascii=False))],
+                          structured_content=data)
+
+
+def _error(kind: str, message: str, code: int) -> CallToolResult:
+    doc = {"error": {"message": message, "kind": kind, "exit_code": code}}
+    return CallToolResult(content=[TextContent(text=message)], structured_content=doc,
+                          is_error=True)
+
+
+def read(config: Config, uri: str) -> ReadResourceResult:
+    """The brief, this actor's primer, or one goal."""
+    if uri == BRIEF:
+        text, _ = status.brief(config.ledger, actor=config.actor)
+        return _text(uri, text, "text/markdown")
+    if uri == PRIME:
+        return _text(uri, status.prime(config.ledger, actor=config.actor).markdown,
+                     "text/markdown")
+    found = GOAL.match(uri)
+    if found is not None:
+        try:
+            goal = goals.show(config.ledger, str(found["id"]))
+        except LoopxError as exc:
+            raise MCPError(code=INVALID_PARAMS, message=str(exc), data={"uri": uri}) from None
+        return _text(uri, json.dumps(tools.plain(goal), ensure_ascii=False), "application/json")
+    raise MCPError(code=INVALID_PARAMS, message=f"unknown resource {uri} (loopx serves "
+                   f"{BRIEF}, {PRIME} and loopx://goal/ID)", data={"uri": uri})
+
+
+def _text(uri: str, text: str, mime: str) -> ReadResourceResult:
+    return ReadResourceResult(contents=[TextResourceContents(uri=uri, text=text, mime_type=mime)])
+
+
+def resources(config: Config) -> list[Resource]:
+    """The brief, the primer, and each goal in play."""
+    listed = [Resource(uri=BRIEF, name="brief", mime_type="text/markdown",
+                       description="A Markdown handoff packet: next actions, goals, evidence"),
+              Resource(uri=PRIME, name="prime", mime_type="text/markdown",
+                       description="Your primer: the commands and what matters to you now")]
+    if config.ledger.exists():
+        listed += [Resource(uri=f"loopx://goal/{g['id']}", name=f"goal {g['id']}",
+                            description=g["title"], mime_type="application/json")
+                   for g in goals.listing(config.ledger)]
+    return listed
+
+
+def build(config: Config) -> Server[Any]:
+    """The server: every call runs in the config's worker thread, one at a time."""
+    serial = config.worker.run
+
+    async def on_list_tools(ctx: ServerRequestContext[Any],
+                            params: Optional[PaginatedRequestParams]) -> ListToolsResult:
+        return ListToolsResult(tools=tool_list())
+
+    async def on_call_tool(ctx: ServerRequestContext[Any],
+                           params: CallToolRequestParams) -> CallToolResult:
+        if params.name not in tools.TOOLS:
+            raise MCPError(code=INVALID_PARAMS, message=f"unknown tool {params.name!r}")
+        result: CallToolResult = await serial(call, config, params.name, params.arguments)
+        return result
+
+    async def on_list_resources(ctx: ServerRequestContext[Any],
+                                params: Optional[PaginatedRequestParams]) -> ListResourcesResult:
+        return ListResourcesResult(resources=await serial(resources, config))
+
+    async def on_list_resource_templates(
+            ctx: ServerRequestContext[Any],
+            params: Optional[PaginatedRequestParams]) -> ListResourceTemplatesResult:
+        return ListResourceTemplatesResult(resource_templates=[ResourceTemplate(
+            uri_template=str(GOAL), name="goal", mime_type="application/json",
+            description="One goal: its criteria with their evidence, its todos and gates")])
+
+    async def on_read_resource(ctx: ServerRequestContext[Any],
+                               params: ReadResourceRequestParams) -> ReadResourceResult:
+        result: ReadResourceResult = await serial(read, config, params.uri)
+        return result
+
+    return Server("loopx", version=__version__, instructions=INSTRUCTIONS,
+                  on_list_tools=on_list_tools, on_call_tool=on_call_tool,
+                  on_list_resources=on_list_resources,
+                  on_list_resource_templates=on_list_resource_templates,
+                  on_read_resource=on_read_resource)
+
+
+async def serve(config: Config) -> None:
+    """Speak MCP on stdin/stdout until the client closes stdin."""
+    server = build(config)
+    async with stdio_server() as (read_stream, write_stream):
+        # stdio_server points fd 1 at stderr while serving, but a stray print() sits in
+        # Python's buffer and would reach the wire after it is restored (at exit).
+        with contextlib.redirect_stdout(sys.stderr):
+            await server.run(read_stream, write_stream, server.create_initialization_options())

@@ -1,0 +1,158 @@
+"""`git loopx wait` and `git loopx watch` as real processes: each cause that ends a wait (a time
+wake, a gate answered in another clone and pushed to a bare remote, a write by another
+process), and watch running a command on a wake, with its lock and --max-runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import git, invoke, run_loopx
+from syncutil import bare_remote, clone
+
+AGENT = "agent:codex@devbox"
+ALICE = "human:alice@example.com"
+FAST = ["--poll", "0.1", "--fetch-every", "0.2"]
+
+
+class Waiter:
+    """`git loopx --debug ...` in the background; its stderr (every git call, with --debug)
+    tells when it has taken its first look, after which a change is news to it."""
+
+    def __init__(self, cwd: Path, *args: str, actor: str = AGENT) -> None:
+        env = dict(os.environ, LOOPX_ACTOR=actor)
+        self.proc = subprocess.Popen(["git", "loopx", "--debug", *args], cwd=cwd, env=env,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.err: list[str] = []
+        assert self.proc.stderr is not None
+        threading.Thread(target=self._read, args=(self.proc.stderr,), daemon=True).start()
+
+    def _read(self, stream: object) -> None:
+        for line in stream:  # type: ignore[attr-defined]
+            self.lines.put(line)
+
+    def looked(self, timeout: float = 30) -> None:
+        """Block until the waiter has read the work tree (its first status look)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                line = self.lines.get(timeout=0.1)
+            except queue.Empty:
+                assert self.proc.poll() is None, f"exited early: {self.proc.stderr}"
+                continue
+            self.err.append(line)
+            if "git status --porcelain" in line:
+                return
+        raise AssertionError("the waiter never looked: " + "".join(self.err))
+
+    def result(self, timeout: float = 60) -> tuple[int, dict[str, object]]:
+        out, _ = self.proc.communicate(timeout=timeout)
+        return self.proc.returncode, json.loads(out)
+
+
+def _ledger(repo: Path) -> None:
+    for args in (["init"], ["config", "set", "--role", f"maintainer={ALICE}"],
+                 ["goal", "add", "Ship", "--id", "g"], ["todo", "add", "g", "Release", "--id", "rel"],
+                 ["gate", "open", "g", "Release now?", "--id", "q", "--authority",
+                  "role:maintainer", "--blocks", "rel"]):
+        assert invoke(repo, *args, actor=ALICE).code == 0
+
+
+def test_wait_returns_0_when_a_time_wake_is_due(repo: Path) -> None:
+    _ledger(repo)
+    assert run_loopx(repo, "wake", "set", "--in", "1s", "--id", "w-soon").code == 0
+    started = time.monotonic()
+    result = run_loopx(repo, "wait", "--timeout", "30", "--json", *FAST, actor=AGENT)
+    assert result.code == 0, result.err
+    assert result.json()["cause"] == "wake" and result.json()["wakes"] == ["w-soon"]  # type: ignore[index]
+    assert time.monotonic() - started < 15
+
+
+def test_wait_returns_12_when_another_process_writes(repo: Path) -> None:
+    _ledger(repo)
+    waiter = Waiter(repo, "wait", "--timeout", "60", "--json", *FAST)
+    waiter.looked()
+    assert run_loopx(repo, "note", "add", "hello").code == 0
+    code, doc = waiter.result()
+    assert code == 12 and doc["cause"] == "state"
+    assert doc["tip"] == git(repo, "rev-parse", "loopx/state")
+
+
+def test_wait_returns_11_when_a_gate_is_answered_in_another_clone(tmp_path: Path) -> None:
+    remote = bare_remote(tmp_path)
+    agent = clone(remote, tmp_path / "agent")
+    git(agent, "commit", "-q", "--allow-empty", "-m", "initial")
+    git(agent, "push", "-q", "origin", "HEAD")
+    _ledger(agent)
+    assert run_loopx(agent, "sync").code == 0
+    human = clone(remote, tmp_path / "human")
+
+    waiter = Waiter(agent, "wait", "--fetch", "--timeout", "60", "--json", *FAST)
+    waiter.looked()
+    assert run_loopx(human, "gate", "answer", "q", "--approve", actor=ALICE).code == 0
+    assert run_loopx(human, "sync", actor=ALICE).code == 0
+    code, doc = waiter.result()
+    assert code == 11 and doc["cause"] == "gate" and doc["gate"] == "q"
+    assert "approved by human:alice@example.com" in str(doc["reason"])
+
+
+def test_wait_times_out_with_124(repo: Path) -> None:
+    _ledger(repo)
+    result = run_loopx(repo, "wait", "--timeout", "0")
+    assert result.code == 124 and result.out.startswith("timeout: nothing happened")
+
+
+def test_watch_runs_the_command_on_a_wake_holds_its_lock_and_stops_after_max_runs(
+        repo: Path) -> None:
+    _ledger(repo)
+    ran = repo.parent / "ran.txt"
+    watcher = Waiter(repo, "watch", "--max-runs", "1", "--json", *FAST, "--",
+                     "sh", "-c", f'echo "$LOOPX_WAKE_CAUSE $LOOPX_WAKE_IDS" >> {ran}')
+    watcher.looked()
+    second = run_loopx(repo, "watch", "--max-runs", "1", "--", "true", actor=AGENT)
+    assert second.code == 1 and "another `git loopx watch` (pid" in second.err
+
+    assert run_loopx(repo, "wake", "set", "--at", "2020-01-01T00:00:00Z", "--id", "w-now").code == 0
+    code, report = watcher.result()
+    assert code == 0 and report["runs"] == 1 and report["wakes"] == ["w-now"]
+    assert ran.read_text() == "wake w-now\n"
+    assert json.loads(run_loopx(repo, "wake", "list", "--json").out) == []  # acknowledged
+    assert run_loopx(repo, "watch", "--timeout", "0", "--", "true").code == 0  # lock released
+
+
+def test_watch_passes_on_a_failing_command_exit_code_and_keeps_the_wake(repo: Path) -> None:
+    _ledger(repo)
+    assert run_loopx(repo, "wake", "set", "--at", "2020-01-01T00:00:00Z", "--id", "w-1").code == 0
+    result = run_loopx(repo, "watch", "--max-runs", "1", "--", "sh", "-c", "exit 3")
+    assert result.code == 3 and "exited 3; the wake stays due" in result.err
+    assert [w["id"] for w in json.loads(run_loopx(repo, "wake", "list", "--json").out)] == ["w-1"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["watch"], "Missing argument"),
+    (["wait", "--timeout", "soon"], "not a duration: 'soon'"),
+    (["wait", "--timeout", "-5"], "'-5' is not a time span of 0 or more seconds"),
+    (["wait", "--poll", "0"], "'0' is not a time span of more than 0 seconds"),
+    (["wait", "--fetch-every", "nan"], "'nan' is not a time span"),
+    (["watch", "--backoff", "-1", "--", "true"], "'-1' is not a time span of 0 or more"),
+])
+def test_bad_arguments_say_what_to_give(repo: Path, args: list[str], message: str) -> None:
+    _ledger(repo)
+    result = invoke(repo, *args)
+    assert result.code == 2 and message in result.err
+
+
+@pytest.mark.parametrize("line", ['["wait", "--timeout", "0"]', '["watch", "--", "true"]',
+                                  '["mcp"]'])
+def test_long_running_commands_cannot_run_inside_a_batch(repo: Path, line: str) -> None:
+    _ledger(repo)
+    result = invoke(repo, "batch", input=line + "\n")
+    assert result.code == 1 and "cannot run inside a batch" in result.err

@@ -1,0 +1,239 @@
+"""Checkpoints: a fresh clone starts from the projection's rows committed beside the events,
+and gets exactly the fold a full replay gives, or does not use them at all."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import pytest
+
+from conftest import git, invoke
+from statekit import commit_files
+from loopx.ledger import cache, checkpoints, rows
+from loopx.ledger.book import Ledger
+from loopx.model.paths import checkpoint_path
+from loopx.ops import exchange, ledgers
+from loopx.storage.store import STATE_REF
+
+ACTOR = "agent:a@x"
+
+
+def _notes(led: Ledger, start: int, count: int, actor: str = ACTOR) -> None:
+    for n in range(start, start + count):
+        led.append("note.added", {"id": f"n-{n}", "text": f"note {n}"}, actor=actor)
+
+
+def _data(fold: object) -> object:
+    return cache.content(fold)  # type: ignore[arg-type]
+
+
+def _bare_with(tmp: Path, events: int) -> tuple[Path, Path]:
+    """A bare remote holding a ledger with ``events`` notes and a checkpoint of its tip."""
+    remote = tmp / "remote.git"
+    git(tmp, "init", "-q", "--bare", str(remote))
+    origin = tmp / "origin"
+    git(tmp, "clone", "-q", str(remote), str(origin))
+    git(origin, "commit", "-q", "--allow-empty", "-m", "start")
+    with ledgers.open_ledger(origin) as led:
+        led.init(actor=ACTOR)
+        led.append("goal.created", {"id": "g", "title": "The goal"}, actor=ACTOR, goal="g")
+        _notes(led, 0, events)
+        assert led.checkpoint(actor=ACTOR) == git(origin, "rev-parse", f"{STATE_REF}~1")
+    git(origin, "push", "-q", "origin", "HEAD", f"{STATE_REF}:{STATE_REF}")
+    return remote, origin
+
+
+def test_a_fresh_clone_starts_from_the_checkpoint_and_folds_what_a_replay_folds(
+        tmp_path: Path) -> None:
+    remote, origin = _bare_with(tmp_path, 12)
+    with Ledger.open(origin) as led:
+        _notes(led, 100, 3)  # after the checkpoint: applied on top of it
+    git(origin, "push", "-q", "origin", STATE_REF)
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(remote), str(clone))
+    with ledgers.open_ledger(clone) as led:
+        fold = led.fold()
+        assert led.projection.source() == f"checkpoint {git(origin, 'rev-parse', STATE_REF + '~4')}"
+        assert fold.notes == 15 and fold.goals['g'].title == 'The goal'
+        assert _data(fold) == _data(led.fold_at(led.tip()))
+
+
+def test_the_same_events_give_the_same_checkpoint_bytes(tmp_path: Path) -> None:
+    _, origin = _bare_with(tmp_path, 8)
+    with Ledger.open(origin) as led:
+        tip = led.tip()
+        first = checkpoints.listed(led.store, tip)[0]
+        lines = checkpoints.lines_of(led.store, tip, first)
+        led.projection.clear()  # rebuilt by replay instead of by the writes that made it
+        led.fold_at(first.commit)
+        led.projection.replace(first.commit, led.fold_at(first.commit))
+        again = dict(checkpoints.files(first.commit, led.projection.scalars(),
+                                       led.projection.dump_rows()))
+    name = checkpoint_path(first.commit, "rows-0000.tsv")
+    assert lines is not None and again[name].decode() == "".join(lines)
+    assert json.loads(again[checkpoint_path(first.commit, "manifest.json")])["chunks"][0][
+        "sha256"] == first.chunks[0][1]
+
+
+def _tamper(origin: Path) -> None:
+    """Rewrite the checkpoint's first chunk (and its sha256, so only a replay can tell): the
+    goal's title changes, as a forger's would."""
+    with Ledger.open(origin) as led:
+        tip = led.tip()
+        assert tip is not None
+        manifest = checkpoints.listed(led.store, tip)[0]
+        lines = checkpoints.lines_of(led.store, tip, manifest)
+    assert lines is not None and any('"The goal"' in line for line in lines)
+    text = "".join(lines).replace('"The goal"', '"Another goal"').encode()
+    doc = json.loads(manifest.to_json())
+    doc["chunks"][0]["sha256"] = hashlib.sha256(text).hexdigest()
+    commit_files(origin, STATE_REF, {
+        checkpoint_path(manifest.commit, "rows-0000.tsv"): text,
+        checkpoint_path(manifest.commit, "manifest.json"): json.dumps(doc).encode()})
+
+
+def test_verify_names_a_checkpoint_that_is_not_the_fold_of_its_events(tmp_path: Path) -> None:
+    _, origin = _bare_with(tmp_path, 6)
+    _tamper(origin)
+    with Ledger.open(origin) as led:
+        tip = led.tip()
+        manifest = checkpoints.listed(led.store, tip)[0]
+        problems = checkpoints.verify(led.fold_at(manifest.commit), led.store, tip, manifest)
+    assert problems and "differs from the replay of its events" in problems[0]
+
+
+def test_a_checkpoint_of_another_loopx_version_is_not_used(tmp_path: Path) -> None:
+    remote, _ = _bare_with(tmp_path, 5)
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(remote), str(clone))
+    original = rows.ROWS_KEY
+    try:
+        rows.ROWS_KEY = "999:9.9:rows-9"
+        with ledgers.open_ledger(clone) as led:
+            assert led.fold().notes == 5 and led.projection.source() is None  # replayed
+    finally:
+        rows.ROWS_KEY = original
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(1, 6), st.integers(0, 4), st.integers(0, 4))
+def test_a_late_older_clocked_event_still_gives_what_a_full_replay_gives(
+        before: int, late: int, after: int) -> None:
+    # Clone B writes `late` events while offline (clocks from the old tip); meanwhile the
+    # origin writes, checkpoints and writes more. A fresh clone of the merge must fold the
+    # late events where their clocks put them: before the checkpoint's last key.
+    with tempfile.TemporaryDirectory(prefix="loopx-cp-") as tmp_:
+        tmp = Path(tmp_)
+        remote, origin = _bare_with(tmp, before)
+        offline = tmp / "offline"
+        git(tmp, "clone", "-q", str(remote), str(offline))
+        with ledgers.open_ledger(offline) as led:
+            _notes(led, 1000, late, actor="agent:b@x")
+        with Ledger.open(origin) as led:
+            _notes(led, 2000, after)
+            led.checkpoint(actor=ACTOR)
+        git(origin, "push", "-q", "origin", STATE_REF)
+        with ledgers.open_ledger(offline) as led:
+            exchange.sync_(led)
+        fresh = tmp / "fresh"
+        git(tmp, "clone", "-q", str(remote), str(fresh))
+        with ledgers.open_ledger(fresh) as led:
+            assert _data(led.fold()) == _data(led.fold_at(led.tip()))
+
+
+def test_doctor_verify_clears_the_notice_or_names_a_forged_checkpoint(tmp_path: Path) -> None:
+    remote, origin = _bare_with(tmp_path, 4)
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(remote), str(clone))
+    status = invoke(clone, "status", "--json", "--no-ci").json()
+    assert status["ledger"]["unverified_checkpoint"]
+    assert any(a["command"] == "git loopx doctor --verify" for a in status["actions"])
+    checked = invoke(clone, "doctor", "--verify", "--json")
+    assert checked.code == 0, checked.out + checked.err
+    status = invoke(clone, "status", "--json", "--no-ci").json()
+    assert status["ledger"]["unverified_checkpoint"] is None
+
+    _tamper(origin)
+    git(origin, "push", "-q", "origin", STATE_REF)
+    forged = tmp_path / "forged"
+    git(tmp_path, "clone", "-q", str(remote), str(forged))
+    assert invoke(forged, "status", "--json", "--no-ci").json()["goals"][0]["title"] == (
+        "Another goal")  # used at once, as a clone trusts its origin's files...
+    result = invoke(forged, "doctor", "--verify", "--json")
+    assert result.code == 1  # ...until the replay tells
+    assert any("differs from the replay" in p for p in result.json()["verify"]["problems"])
+    assert invoke(forged, "status", "--json", "--no-ci").json()["goals"][0]["title"] == "The goal"
+
+
+def test_validate_refuses_a_pull_request_that_adds_a_forged_checkpoint(tmp_path: Path) -> None:
+    _, origin = _bare_with(tmp_path, 4)
+    with Ledger.open(origin) as led:
+        _notes(led, 50, 2)
+        tip = led.tip()
+        assert tip is not None
+        led.fold()
+        honest = dict(checkpoints.files(tip, led.projection.scalars(),
+                                         led.projection.dump_rows()))
+    rows_file = checkpoint_path(tip, "rows-0000.tsv")
+    forged = dict(honest, **{rows_file: honest[rows_file].replace(b'"The goal"', b'"Mine"')})
+    doc = json.loads(forged[checkpoint_path(tip, "manifest.json")])
+    doc["chunks"][0]["sha256"] = hashlib.sha256(forged[rows_file]).hexdigest()
+    forged[checkpoint_path(tip, "manifest.json")] = json.dumps(doc).encode()
+    for name, files in (("honest", honest), ("forged", forged)):
+        commit_files(origin, f"refs/heads/loopx/pr-{name}", dict(files), parent=tip)
+        result = invoke(origin, "validate", "--range", f"{STATE_REF}..loopx/pr-{name}", "--json")
+        found = [f["rule"] for f in result.json()["findings"]]
+        assert found == ([] if name == "honest" else ["checkpoint"]), result.out
+
+
+def test_sync_commits_a_checkpoint_every_so_many_events(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(checkpoints, "EVERY", 5)
+    remote, origin = _bare_with(tmp_path, 2)
+    with ledgers.open_ledger(origin) as led:
+        _notes(led, 10, 3)
+        exchange.sync_(led)  # 3 events since the checkpoint: none yet
+        assert len(checkpoints.listed(led.store, led.tip())) == 1
+        _notes(led, 20, 2)
+        exchange.sync_(led)
+        assert len(checkpoints.listed(led.store, led.tip())) == 2
+    assert git(remote, "rev-parse", STATE_REF) == git(origin, "rev-parse", STATE_REF)
+
+
+def test_a_chunk_that_fails_mid_load_leaves_the_cache_empty_not_half_filled(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chunks are checked one by one as they stream into the cache: a bad later chunk must
+    undo the rows of the earlier ones."""
+    import dataclasses
+
+    monkeypatch.setattr(checkpoints, "CHECKPOINT_CHUNK_BYTES", 300)  # many small chunks
+    repo = tmp_path / "repo"
+    git(tmp_path, "init", "-q", str(repo))
+    with Ledger.open(repo) as led:
+        led.init(actor=ACTOR)
+        led.append("goal.created", {"id": "g", "title": "The goal"}, actor=ACTOR, goal="g")
+        for n in range(20):
+            led.append("todo.added", {"id": f"t{n}", "goal": "g", "title": f"todo {n}"},
+                       actor=ACTOR, goal="g")
+        led.checkpoint(actor=ACTOR)
+        tip = led.tip()
+        assert tip is not None
+        (manifest,) = checkpoints.listed(led.store, tip)
+        assert len(manifest.chunks) >= 3
+        name, _, count = manifest.chunks[-1]
+        broken = dataclasses.replace(manifest, chunks=[*manifest.chunks[:-1],
+                                                       (name, "0" * 64, count)])
+        scratch = rows.Projection(tmp_path / "scratch.sqlite")
+        try:
+            assert checkpoints.load(scratch, led.store, tip, broken) is False
+            assert scratch.tip() is None and list(scratch.dump_rows()) == []
+            assert checkpoints.load(scratch, led.store, tip, manifest) is True
+            assert scratch.tip() == manifest.commit and list(scratch.dump_rows())
+        finally:
+            scratch.close()

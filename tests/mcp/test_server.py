@@ -1,0 +1,245 @@
+"""`git loopx mcp` driven by the MCP SDK's own client over stdio, as an agent's tool would:
+tools are listed with schemas from their argument models, calls run the same operations as
+the CLI, errors come back as tool errors with the CLI's message and kind, and a write by
+another process is seen by the next call."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.shared.exceptions import MCPError
+
+from conftest import git, invoke, run_loopx
+
+pytestmark = pytest.mark.anyio
+AGENT = "agent:claude@laptop"
+ALICE = "human:alice@example.com"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def project(repo: Path) -> Path:
+    for args in (["init"], ["config", "set", "--role", f"maintainer={ALICE}"],
+                 ["goal", "add", "Add --format json", "--id", "json", "--accept", "JSON works"],
+                 ["todo", "add", "json", "Output layer", "--id", "output", "--criterion", "a1"],
+                 ["todo", "add", "json", "Docs", "--id", "docs", "--after", "output"]):
+        assert invoke(repo, *args, actor=ALICE).code == 0
+    return repo
+
+
+def _params(repo: Path, *global_args: str) -> StdioServerParameters:
+    # The client passes the child only a few variables by default: give it the sealed test
+    # environment (HOME, git config, PATH with the test's git-loopx).
+    return StdioServerParameters(command="git", args=["loopx", "-C", str(repo), *global_args,
+                                                      "mcp"], env=dict(os.environ))
+
+
+@pytest.fixture
+async def session(project: Path) -> AsyncIterator[ClientSession]:
+    params = _params(project)
+    params.args.extend(["--actor", AGENT])  # git loopx -C REPO mcp --actor AGENT
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as client:
+            await client.initialize()
+            yield client
+
+
+async def _call(client: ClientSession, name: str, **arguments: Any) -> dict[str, Any]:
+    result = await client.call_tool(name, arguments)
+    assert not result.is_error, result.content
+    assert json.loads(result.content[0].text) == result.structured_content  # type: ignore[union-attr]
+    return result.structured_content  # type: ignore[return-value]
+
+
+async def test_an_agent_turn_list_status_claim_evidence_done(session: ClientSession,
+                                                             project: Path) -> None:
+    tools = {t.name: t for t in (await session.list_tools()).tools}
+    assert {"status", "next", "todo_add", "todo_claim", "todo_renew", "todo_release",
+            "todo_done", "evidence_run", "evidence_add", "evidence_rerun", "gate_open", "gate_answer",
+            "gate_show", "note_add", "session_open", "session_progress", "session_respond",
+            "session_send", "session_inbox", "session_ack", "session_checkpoint", "wake_set",
+            "wake_clear", "quota_spend", "prime"} <= set(tools)
+    claim = tools["todo_claim"].input_schema
+    assert claim["required"] == ["todo"] and claim["additionalProperties"] is False
+    assert tools["status"].annotations.read_only_hint is True  # type: ignore[union-attr]
+    assert "$ref" not in json.dumps(tools["gate_open"].input_schema)
+
+    doc = await _call(session, "status", ci=False)
+    cli = run_loopx(project, "status", "--format", "json", "--no-ci", actor=AGENT).json()
+    assert doc["frontier"] == cli["frontier"] == ["output"]  # type: ignore[index]
+    assert [a["kind"] for a in doc["actions"]] == [a["kind"] for a in cli["actions"]]  # type: ignore[index]
+
+    claimed = await _call(session, "todo_claim", todo="out", ttl="30m")
+    assert (claimed["type"], claimed["actor"], claimed["data"]["id"]) == (
+        "todo.claimed", AGENT, "output")
+    ran = await _call(session, "evidence_run", argv=[sys.executable, "-c", "print('3 passed')"],
+                      criteria=["a1"])
+    assert ran["exit_code"] == 0 and "3 passed" in ran["output_tail"]
+    evidence_id = ran["event"]["data"]["id"]
+    assert ran["event"]["data"]["todo"] == "output"  # the one todo the agent holds
+    done = await _call(session, "todo_done", todo="output", evidence=[evidence_id])
+    assert done["type"] == "todo.done"
+
+    shown = run_loopx(project, "todo", "show", "output", "--json").json()
+    assert shown["state"] == "done" and shown["evidence"] == [evidence_id]  # type: ignore[index]
+    nxt = await _call(session, "next", claim=True, ci=False)
+    assert nxt["claimed"]["data"]["id"] == "docs" and nxt["action"]["kind"] == "continue"
+
+
+async def test_errors_are_tool_errors_with_the_clis_message_and_kind(session: ClientSession,
+                                                                     project: Path) -> None:
+    result = await session.call_tool("todo_claim", {"todo": "docs"})
+    cli = run_loopx(project, "todo", "claim", "docs", "--format", "json", actor=AGENT)
+    assert result.is_error and cli.code == 1
+    assert result.structured_content == {"error": cli.json()["error"]}  # type: ignore[index]
+    assert result.content[0].text == "todo docs is not ready: waits for todo output"  # type: ignore[union-attr]
+    assert result.structured_content["error"]["kind"] == "TransitionError"  # type: ignore[index]
+
+    bad = await session.call_tool("todo_claim", {"todo": "output", "ttl": "soon", "x": 1})
+    assert bad.is_error and bad.structured_content["error"]["kind"] == "UsageError"  # type: ignore[index]
+    assert "x: Extra inputs are not permitted" in bad.content[0].text  # type: ignore[union-attr]
+    bad = await session.call_tool("todo_claim", {"todo": "output", "ttl": "soon"})
+    assert bad.is_error and "not a duration: 'soon'" in bad.content[0].text  # type: ignore[union-attr]
+    with pytest.raises(MCPError, match="unknown tool 'nope'"):
+        await session.call_tool("nope", {})
+    assert (await _call(session, "todo_show", todo="output"))["state"] == "open"  # still serving
+
+
+async def test_a_write_by_another_process_is_seen_by_the_next_call(session: ClientSession,
+                                                                   project: Path) -> None:
+    before = await _call(session, "status", ci=False)
+    assert run_loopx(project, "todo", "add", "json", "Urgent fix", "--id", "fix",
+                     "--priority", "0", actor=ALICE).code == 0
+    after = await _call(session, "status", ci=False)
+    assert after["frontier"] == ["fix", "output"] != before["frontier"]
+    assert after["ledger"]["events"] == before["ledger"]["events"] + 1
+    assert (await _call(session, "todo_claim", todo="fix"))["data"]["id"] == "fix"
+
+
+async def test_the_actor_comes_from_the_server_or_the_call(session: ClientSession,
+                                                           project: Path) -> None:
+    opened = await _call(session, "gate_open", goal="json", question="Ship it?",
+                         authority=["role:maintainer"], id="ship")
+    assert opened["actor"] == AGENT
+    refused = await session.call_tool("gate_answer", {"gate": "ship", "decision": "approve"})
+    assert refused.is_error and "answered by role:maintainer only" in refused.content[0].text  # type: ignore[union-attr]
+    answered = await _call(session, "gate_answer", gate="ship", decision="approve", actor=ALICE)
+    assert answered["actor"] == ALICE
+    assert (await _call(session, "gate_show", gate="ship"))["answered_by"] == ALICE
+
+
+async def test_sessions_notes_wakes_and_quota_through_tools(session: ClientSession) -> None:
+    opened = await _call(session, "session_open", task="Keep the changelog", id="s-log")
+    assert opened["data"]["workspace"]["path"]
+    await _call(session, "session_progress", session="s-log", text="halfway")
+    await _call(session, "session_respond", session="s-log", text="done for now")
+    await _call(session, "session_send", session="s-log", text="one more thing", actor=ALICE)
+    inbox = await _call(session, "session_inbox", session="s-log", ack=True)
+    assert [m["message"] for m in inbox["messages"]] == ["one more thing"]
+    assert await _call(session, "session_ack", session="s-log") == {"acked": []}
+    point = await _call(session, "session_checkpoint", session="s-log", transcript="é" * 10,
+                        summary="so far")
+    assert point["data"]["transcript"]["bytes"] == 20
+    assert (await _call(session, "note_add", text="hello", todo="output"))["type"] == "note.added"
+    wake = await _call(session, "wake_set", **{"in": "1h", "every": "30m", "reason": "poll"})
+    assert wake["data"]["every"] == 1800
+    assert (await _call(session, "wake_clear", wake=wake["data"]["id"]))["type"] == "wake.cleared"
+    spent = await _call(session, "quota_spend", goal="json", tokens=1200, turns=1)
+    assert spent["data"]["tokens"] == 1200
+    primer = await _call(session, "prime", ci=False)
+    assert primer["markdown"].startswith(f"# loopx primer for {AGENT}")
+
+
+async def test_resources_the_brief_the_primer_and_one_goal(session: ClientSession) -> None:
+    listed = [str(r.uri) for r in (await session.list_resources()).resources]
+    assert listed == ["loopx://brief", "loopx://prime", "loopx://goal/json"]
+    templates = (await session.list_resource_templates()).resource_templates
+    assert [t.uri_template for t in templates] == ["loopx://goal/{id}"]
+    brief = (await session.read_resource("loopx://brief")).contents[0]
+    assert brief.text.startswith("# loopx brief") and brief.mime_type == "text/markdown"  # type: ignore[union-attr]
+    goal = json.loads((await session.read_resource("loopx://goal/js")).contents[0].text)  # type: ignore[union-attr]
+    assert goal["id"] == "json" and [t["id"] for t in goal["todos"]] == ["output", "docs"]
+    with pytest.raises(MCPError, match="no goal matches 'nope'"):
+        await session.read_resource("loopx://goal/nope")
+
+
+async def test_without_an_actor_a_write_asks_who_is_acting(project: Path) -> None:
+    git(project, "config", "--global", "--unset", "user.email")
+    env = {k: v for k, v in os.environ.items() if k != "LOOPX_ACTOR"}
+    params = StdioServerParameters(command="git", args=["loopx", "-C", str(project), "mcp"],
+                                   env=env)
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
+        await client.initialize()
+        result = await client.call_tool("note_add", {"text": "hi"})
+        assert result.is_error and "who is acting?" in result.content[0].text  # type: ignore[union-attr]
+        ok = await client.call_tool("note_add", {"text": "hi", "actor": AGENT})
+        assert not ok.is_error
+
+
+def test_without_the_sdk_mcp_says_how_to_install_it(project: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "mcp", None)  # as if not installed: find_spec finds nothing
+    result = invoke(project, "mcp", "--format", "json")
+    assert result.code == 1
+    assert result.err.strip() == ("error: the MCP server needs the MCP SDK: "
+                                  "pip install 'mcp>=2.3,<3' (loopx's [mcp] extra)")
+    assert json.loads(result.out)["error"]["kind"] == "LoopxError"
+
+
+def test_stdout_carries_only_the_protocol(project: Path) -> None:
+    """Raw JSON-RPC over a pipe: every line the server writes is a JSON-RPC message, even
+    when a tool runs a command that prints."""
+    import subprocess
+
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "evidence_run", "arguments": {
+                "argv": ["sh", "-c", "echo to-stdout; echo to-stderr >&2"], "goal": "json"}}},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "status", "arguments": {"ci": False}}},
+    ]
+    proc = subprocess.Popen(["git", "loopx", "--actor", AGENT, "mcp"], cwd=project,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write("".join(json.dumps(r) + "\n" for r in requests))
+    proc.stdin.flush()
+    answers = [json.loads(proc.stdout.readline()) for _ in range(3)]  # fails on anything else
+    proc.stdin.close()
+    rest = proc.stdout.read()
+    assert proc.wait(timeout=30) == 0 and rest.strip() == ""
+    assert [a["id"] for a in answers] == [1, 2, 3]
+    ran = answers[1]["result"]["structuredContent"]
+    assert ran["exit_code"] == 0 and "to-stdout" in ran["output_tail"]
+
+
+async def test_evidence_rerun_runs_stale_evidence_again(session: ClientSession,
+                                                        project: Path) -> None:
+    await _call(session, "todo_claim", todo="output")
+    ran = await _call(session, "evidence_run", argv=[sys.executable, "-c", "print('ok')"],
+                      criteria=["a1"])
+    assert ran["exit_code"] == 0
+    (project / "README").write_text("changed\n")
+    git(project, "commit", "-q", "-am", "change the code")
+    planned = await _call(session, "evidence_rerun", dry_run=True)
+    assert [r["evidence"] for r in planned["reruns"]] == [[ran["event"]["data"]["id"]]]
+    assert planned["reruns"][0]["recorded"] is None
+    rerun = await _call(session, "evidence_rerun", stale=True)
+    (item,) = rerun["reruns"]
+    assert item["exit_code"] == 0 and item["recorded"]["type"] == "evidence.recorded"

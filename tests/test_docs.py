@@ -1,0 +1,84 @@
+"""The README and docs/ work when pasted: every shell block meant to be pasted runs, in order,
+in a fresh repository with real git and `git loopx` on PATH, and must exit 0. A block that is
+not meant to be pasted (a synopsis, an install) has `<!-- not run ... -->` just before it.
+
+The README's blocks run in a scratch repository made as the README says; each docs page's
+blocks run in one where the README's blocks ran first (the pages build on what it set up: the
+goal json, its todos, the hooks, a remote).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import git
+
+ROOT = Path(__file__).resolve().parents[1]
+FENCE = re.compile(r"(?P<skip><!--\s*not run[^>]*-->[ \t]*\n)?^```(?P<lang>sh|python)\n(?P<code>.*?)^```",
+                   re.S | re.M)
+PAGES = ["hooks.md", "sync.md", "recovery.md", "sessions.md", "review.md", "cli.md", "status.md",
+         "design.md", "library.md", "benchmarks.md"]
+
+
+def blocks(path: Path) -> list[tuple[str, str, int]]:
+    """(language, code, line) of each block meant to be pasted, in order."""
+    text = path.read_text()
+    return [(m["lang"], m["code"], text.count("\n", 0, m.start("code")) + 1)
+            for m in FENCE.finditer(text) if not m["skip"]]
+
+
+def scratch(tmp_path: Path) -> Path:
+    """What the README says to make: `git init try-loopx && cd try-loopx && git commit
+    --allow-empty -m start`."""
+    repo = tmp_path / "try-loopx"
+    git(tmp_path, "init", "-q", str(repo))
+    git(repo, "commit", "-q", "--allow-empty", "-m", "start")
+    return repo
+
+
+def paste(repo: Path, path: Path, lang: str, code: str, line: int) -> str:
+    """Run one block as a reader would paste it; fail naming the file and line."""
+    env = dict(os.environ)
+    env.pop("LOOPX_ACTOR", None)  # the README's identity: human:<git user.email>
+    argv = ["bash", "-e", "-o", "pipefail", "-c", code] if lang == "sh" else [sys.executable, "-c", code]
+    proc = subprocess.run(argv, cwd=repo, capture_output=True, text=True, env=env, timeout=300)
+    where = f"{path.relative_to(ROOT)}:{line}"
+    assert proc.returncode == 0, f"{where} failed (exit {proc.returncode}):\n{code}\n--- stdout\n" \
+        f"{proc.stdout}\n--- stderr\n{proc.stderr}"
+    return proc.stdout
+
+
+def test_every_readme_block_runs_when_pasted_in_order(tmp_path: Path) -> None:
+    readme = ROOT / "README.md"
+    found = blocks(readme)
+    assert len([b for b in found if b[0] == "sh"]) >= 5
+    repo = scratch(tmp_path)
+    outputs = [paste(repo, readme, *block) for block in found]
+    assert any(o.startswith("On ledger loopx/state") for o in outputs)  # "Use it" ends in status
+    status = subprocess.run(["git", "loopx", "status", "--json"], cwd=repo, capture_output=True,
+                            text=True, check=True)
+    assert '"problems":[]' in status.stdout.replace(" ", "")
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if blocks(ROOT / "docs" / p)])
+def test_every_docs_block_runs_when_pasted_after_the_readme(tmp_path: Path, page: str) -> None:
+    readme = ROOT / "README.md"
+    repo = scratch(tmp_path)
+    for block in blocks(readme):
+        paste(repo, readme, *block)
+    path = ROOT / "docs" / page
+    for block in blocks(path):
+        paste(repo, path, *block)
+
+
+def test_the_runner_skips_only_blocks_marked_not_run(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("<!-- not run: a synopsis -->\n```sh\ngit loopx nope [X]\n```\n\n"
+                    "```sh\necho pasted\n```\n```text\nnot a shell block\n```\n")
+    assert [(lang, code) for lang, code, _ in blocks(page)] == [("sh", "echo pasted\n")]
