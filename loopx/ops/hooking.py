@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, NamedTuple, Optional
 
 from loopx.errors import CheckedOut, LockTimeout, LoopxError, RefRaceError
-from loopx.features import capture, redact, shims, spool, sync
+from loopx.features import capture, shims, spool, sync
 from loopx.ledger.book import Ledger
 from loopx.model import plural
 from loopx.ops import ledgers
@@ -108,7 +108,7 @@ def _post_commit(hook: Hook) -> list[str]:
     if not background_child and _config_true(hook.cwd, "loopx.hooks.background"):
         _record_in_background(hook, found.loopx_dir, info.sha, branch, amended)
         return notes
-    with Ledger(gateway.discover(hook.cwd), ref=hook.ref, scrub=redact.scrub) as ledger:
+    with Ledger(gateway.discover(hook.cwd), ref=hook.ref, scrub=ledgers.scrub) as ledger:
         if not background_child:  # the detached child is off git's path: it may wait
             ledger.store.wait_limit = spool.WAIT_S
         try:
@@ -138,8 +138,10 @@ def _apply_spooled(hook: Hook, found: "_Found") -> list[str]:
     """Apply what earlier hooks queued (the common case, nothing queued, costs one listing)."""
     if not spool.has_pending(found.loopx_dir):
         return []
-    with Ledger(gateway.discover(hook.cwd), ref=hook.ref, scrub=redact.scrub) as ledger:
+    with Ledger(gateway.discover(hook.cwd), ref=hook.ref, scrub=ledgers.scrub) as ledger:
         done = ledgers.apply_spool(ledger)
+    if done is None:
+        return []
     lines = [f"recorded {len(done.applied)} queued hook entries"] if done.applied else []
     return lines + [f"queued entry {i} set aside: {why}" for i, why in done.failed.items()]
 

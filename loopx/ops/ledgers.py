@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING, Optional
 
 from loopx.errors import (CheckedOut, LockTimeout, LoopxError, Quarantined, RefRaceError,
                           SyncError)
-from loopx.features import redact, spool
 from loopx.ledger.book import Ledger
 from loopx.storage import gateway
 from loopx.storage.store import STATE_REF
 
 if TYPE_CHECKING:
+    from loopx.features.spool import Drained
     from loopx.model.events import Event
 
 
@@ -27,7 +27,7 @@ def open_ledger(path: Path | str = ".", *, ref: Optional[str] = None,
     """The ledger of the repository at ``path``, redacting secrets in every text it writes
     (:func:`loopx.features.redact.scrub`); in a fresh clone it adopts ``origin``'s state
     branch (after the incoming check), so handing work over is a ``git clone``."""
-    ledger = Ledger.open(path, ref=state_ref(ref), scrub=redact.scrub)
+    ledger = Ledger.open(path, ref=state_ref(ref), scrub=scrub)
     if adopt and ledger.tip() is None:  # (a proposal's tip falls back to loopx/state's)
         from loopx.features import sync  # only a clone without state adopts: start-up time
 
@@ -36,14 +36,26 @@ def open_ledger(path: Path | str = ".", *, ref: Optional[str] = None,
     return ledger
 
 
-def apply_spool(ledger: Ledger) -> spool.Drained:
+def scrub(text: str) -> str:
+    """Secret redaction (:func:`loopx.features.redact.scrub`), the ledgers' ``scrub``."""
+    # Imported on the first text written: reads (a warm status) never compile its patterns.
+    from loopx.features import redact
+
+    return redact.scrub(text)
+
+
+def apply_spool(ledger: Ledger) -> Optional[Drained]:
     """Apply the work git hooks queued while the state branch was busy (docs/hooks.md): the
     next loopx command does it. Waits no longer than a hook would; what cannot be applied
-    now stays queued, what can never be is set aside for `doctor`."""
+    now stays queued, what can never be is set aside for `doctor`. None when nothing is."""
+    # The queue's folder (spool.folder) exists once a hook queued work: only then are the
+    # queue and capture loaded (start-up time of every command).
+    if not (ledger.repo.loopx_dir / "spool").is_dir():
+        return None
+    from loopx.features import capture, spool
+
     if not spool.has_pending(ledger.repo.loopx_dir) or ledger.tip() is None:
-        return spool.Drained()
-    # Imported here: only a clone with queued hook work pays for loading capture.
-    from loopx.features import capture
+        return None
 
     def apply(entry: spool.Entry) -> None:
         try:
