@@ -48,6 +48,14 @@ class RefRaceError(LoopxError):
     retryable = True
 
 
+class CheckedOut(UsageError):
+    """The state branch is checked out in a work tree: writing under it could lose events."""
+
+
+class DamagedLedger(LoopxError):
+    """Objects the state branch needs are missing (pruned by `git gc`?): see `git loopx doctor`."""
+
+
 class LockTimeout(LoopxError):
     """Another loopx writer held this clone's lock for longer than we were willing to wait."""
 
@@ -62,6 +70,10 @@ class SyncError(LoopxError):
 
 class Quarantined(SyncError):
     """A remote's state failed the incoming check; it was quarantined, local state untouched."""
+
+
+class UnrelatedLedger(SyncError):
+    """A remote's state shares no history with ours: another ledger, merged only on request."""
 
 
 class ClaimLost(LoopxError):

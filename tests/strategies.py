@@ -52,7 +52,8 @@ def for_annotation(annotation: Any, metadata: list[Any]) -> st.SearchStrategy[An
     if annotation is int:
         return st.integers(min_value=limits.get("ge", -1000), max_value=limits.get("le", 10**9))
     if annotation is float:
-        return st.floats(min_value=limits.get("ge", -1e9), max_value=1e9, allow_nan=False)
+        return st.floats(min_value=limits.get("ge", -1e9), max_value=min(limits.get("le", 1e9), 1e9),
+                         allow_nan=False)
     raise NotImplementedError(f"no strategy for {annotation!r}")
 
 

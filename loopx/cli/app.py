@@ -3,13 +3,13 @@ the few helpers that turn an operation's result into output."""
 
 from __future__ import annotations
 
-import json
 import sys
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
 import click
 
+from loopx.cli import terminal
 from loopx.errors import LoopxError, UsageError
 from loopx.model import clock
 
@@ -95,13 +95,13 @@ class App:
             self.batch_results.append(data)
             return
         if self.json:
-            click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+            click.echo(terminal.json_text(data, indent=2))
         else:
             rendered = text() if callable(text) else text
             if rendered is None:
-                rendered = json.dumps(data, indent=2, ensure_ascii=False, default=str)
+                rendered = terminal.json_text(data, indent=2)
             if rendered:
-                click.echo(rendered)
+                terminal.echo(rendered)
 
     def emit_event(self, event: Event, text: str) -> None:
         """What a write command prints: one line of text, or the event document as JSON."""
@@ -174,8 +174,16 @@ def pass_app(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def event_id_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     """--event-id: makes a retried write idempotent (same id and content: recorded once)."""
-    return click.option("--event-id", metavar="ULID",
+    return click.option("--event-id", metavar="ULID", callback=_event_id,
                         help="Event id to use; retrying with the same id records nothing new.")(fn)
+
+
+def _event_id(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> Optional[str]:
+    from loopx.model import ids  # only when an id is given (ids is small and pure)
+
+    if value is not None and not ids.is_event_id(value):
+        raise click.BadParameter(f"{value!r} is not {ids.EVENT_ID_RULE}")
+    return value
 
 
 def duration(text: str) -> int:

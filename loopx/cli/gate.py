@@ -41,28 +41,39 @@ def gate_open(app: App, goal_id: str, question: str, gate_id: Optional[str],
 @click.option("--comment", help="A comment that goes with the decision.")
 @click.option("--sign", is_flag=True, help="Sign the commit (git's user.signingkey); automatic "
               "when the ledger config requires signed answers.")
+@click.option("--supersede", is_flag=True,
+              help="Replace the decision(s) the gate already has (also resolves a conflict).")
 @event_id_option
 @pass_app
 def gate_answer(app: App, gate_id: str, approve: bool, reject: bool, answer: Optional[str],
-                comment: Optional[str], sign: bool, event_id: Optional[str]) -> None:
-    """Answer a gate (only its authority may): --approve, --reject or --answer TEXT."""
+                comment: Optional[str], sign: bool, supersede: bool,
+                event_id: Optional[str]) -> None:
+    """Answer a gate (only its authority may): --approve, --reject or --answer TEXT.
+
+    Two answers that did not see each other leave the gate conflicted (its todos wait);
+    the authority resolves it by answering again with --supersede.
+    """
     chosen = [name for name, given in (("approve", approve), ("reject", reject),
                                        ("answer", answer is not None)) if given]
     if len(chosen) != 1:
         raise click.UsageError("say exactly one of --approve, --reject or --answer TEXT")
     event = app.write(lambda txn: gates.answer(txn, gate_id, decision=chosen[0], answer=answer,
-                                               comment=comment, event_id=event_id), sign=sign)
+                                               comment=comment, supersede=supersede,
+                                               event_id=event_id), sign=sign)
     app.emit_event(event, f"answered gate {event.data.id}: {chosen[0]}")
 
 
 @gate.command("withdraw")
 @click.argument("gate_id")
 @click.option("--reason")
+@click.option("--supersede", is_flag=True, help="Withdraw a gate that already has a decision.")
 @event_id_option
 @pass_app
-def gate_withdraw(app: App, gate_id: str, reason: Optional[str], event_id: Optional[str]) -> None:
-    """Withdraw a question that no longer needs an answer."""
-    event = app.write(lambda txn: gates.withdraw(txn, gate_id, reason=reason, event_id=event_id))
+def gate_withdraw(app: App, gate_id: str, reason: Optional[str], supersede: bool,
+                  event_id: Optional[str]) -> None:
+    """Withdraw a question that no longer needs an answer (its opener or authority only)."""
+    event = app.write(lambda txn: gates.withdraw(txn, gate_id, reason=reason,
+                                                 supersede=supersede, event_id=event_id))
     app.emit_event(event, f"withdrew gate {event.data.id}")
 
 
@@ -81,7 +92,9 @@ def _list_text(found: list[dict[str, Any]]) -> str:
     return "\n".join(
         f"{g['id']:<12} {g['state']:<9} {g['question']}  "
         + (f"(asks {', '.join(g['authority'])})" if g["state"] == "open"
-           else f"({g['decision']} by {g['answered_by']})" if g["decision"] else "")
+           else f"({g['decision']} by {g['answered_by']})" if g["decision"]
+           else "(" + ", ".join(f"{d['decision'] or 'withdraw'} by {d['actor']}"
+                                for d in g["conflict"]) + ")" if g["conflict"] else "")
         for g in found
     )
 

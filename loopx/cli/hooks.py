@@ -11,6 +11,7 @@ from typing import Any, Optional
 
 import click
 
+from loopx.cli import terminal
 from loopx.cli.app import App, event_id_option, pass_app
 from loopx.ops import evidence, hooking
 
@@ -75,10 +76,10 @@ def hook(app: App, name: str, args: tuple[str, ...]) -> None:
     result = hooking.run(hooking.Hook(name, app.cwd, app.actor_or_none(), app.state_ref,
                                       args, stdin))
     for line in result.lines:
-        click.echo(f"loopx: {line}", err=True)
+        terminal.echo(f"loopx: {line}", err=True)
     if result.failed:
         hint = "" if result.strict else " (git goes on; set loopx.hooks.strict=true to stop instead)"
-        click.echo(f"loopx: {name} hook failed: {result.failed}{hint}", err=True)
+        terminal.echo(f"loopx: {name} hook failed: {result.failed}{hint}", err=True)
     sys.exit(result.exit_code)
 
 
@@ -116,11 +117,11 @@ def run(app: App, todo_id: Optional[str], goal_id: Optional[str], criterion: tup
                           cwd=Path(app.cwd))  # -C PATH: run as if started there, like git
     if result.event is None:
         # The command's own failure is the more important exit code to pass on.
-        click.echo(f"error: evidence not recorded: {result.error}", err=True)
+        terminal.echo(f"error: evidence not recorded: {result.error}", err=True)
     elif app.json:
         app.emit_event(result.event, "")
     else:  # stderr: the command's stdout stays exactly its own
-        click.echo(f"loopx: recorded {kind} evidence {result.event.data.id}: "
+        terminal.echo(f"loopx: recorded {kind} evidence {result.event.data.id}: "
                    f"{result.event.data.summary}", err=True)
     sys.exit(result.outcome.exit_code)
 
@@ -150,7 +151,7 @@ def rerun(app: App, stale_only: bool, todo_id: Optional[str], criterion: Optiona
         app.emit([item.to_dict() for item in plan])
     else:  # stderr: the commands' own output is on stdout
         for line in _rerun_lines(plan, dry_run) or ["loopx: nothing to re-run"]:
-            click.echo(line, err=True)
+            terminal.echo(line, err=True)
     codes = [i.result.outcome.exit_code for i in plan if i.result and i.result.outcome.exit_code]
     sys.exit(codes[0] if codes else (1 if any(i.skipped for i in plan) else 0))
 

@@ -15,11 +15,14 @@ from typing import Optional
 
 import click
 
+from loopx.cli import terminal
 from loopx.storage import gateway
 
 
 def show(text: str, *, cwd: str, enabled: bool = True) -> None:
-    """Print ``text`` through the pager when stdout is a terminal (and ``enabled``)."""
+    """Print ``text`` through the pager when stdout is a terminal (and ``enabled``), made
+    safe for the terminal first (:func:`loopx.cli.terminal.safe`)."""
+    text = terminal.safe(text)
     command = pager_command(cwd) if enabled and sys.stdout.isatty() else None
     if command is None:
         click.echo(text)

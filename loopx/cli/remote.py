@@ -60,24 +60,30 @@ def _emit_report(app: App, report: exchange.Report, doing: str) -> None:
 @click.argument("remote", required=False)
 @click.option("--retries", default=5, show_default=True, type=click.IntRange(0, 100),
               help="How often to fetch, merge and push again when someone pushed first.")
+@click.option("--allow-unrelated", is_flag=True,
+              help="Merge REMOTE's ledger although it shares no history with ours.")
 @pass_app
-def sync(app: App, remote: Optional[str], retries: int) -> None:
+def sync(app: App, remote: Optional[str], retries: int, allow_unrelated: bool) -> None:
     """Fetch, check and merge REMOTE's loopx/state, then push ours (never forced).
 
     REMOTE defaults to the current branch's upstream remote, else origin. A remote state that
     fails the incoming check is quarantined (see `git loopx doctor`); local state is untouched.
+    A remote ledger that shares no history with ours is refused unless --allow-unrelated.
     """
     _emit_report(app, exchange.sync_(app.ledger, remote=remote, retries=retries,
-                                     actor=app.actor_or_none()), "sync")
+                                     actor=app.actor_or_none(),
+                                     allow_unrelated=allow_unrelated), "sync")
 
 
 @click.command("fetch")
 @click.argument("remote", required=False)
+@click.option("--allow-unrelated", is_flag=True,
+              help="Merge REMOTE's ledger although it shares no history with ours.")
 @pass_app
-def fetch(app: App, remote: Optional[str]) -> None:
+def fetch(app: App, remote: Optional[str], allow_unrelated: bool) -> None:
     """Fetch, check and merge REMOTE's loopx/state (no push)."""
-    _emit_report(app, exchange.fetch(app.ledger, remote=remote, actor=app.actor_or_none()),
-                 "fetch")
+    _emit_report(app, exchange.fetch(app.ledger, remote=remote, actor=app.actor_or_none(),
+                                     allow_unrelated=allow_unrelated), "fetch")
 
 
 @click.command("push")
@@ -89,21 +95,43 @@ def push(app: App, remote: Optional[str]) -> None:
 
 
 @click.command("doctor")
+@click.option("--repair", is_flag=True,
+              help="Make loopx/state whole again, keeping every event still at hand (fetched "
+              "back from the remotes, else a new commit of every readable event file).")
 @click.option("--rollback", is_flag=True,
               help="Move loopx/state back to its newest healthy reflog entry (lists what it drops).")
 @click.option("--verify", is_flag=True,
               help="Also replay every event and compare the cache and the checkpoints with it.")
 @pass_app
-def doctor(app: App, rollback: bool, verify: bool) -> None:
-    """Check the state branch: objects, files, reflog, locks, quarantines."""
-    result = upkeep.examine(app.cwd, ref=app.state_ref, rollback=rollback, verify=verify)
+def doctor(app: App, repair: bool, rollback: bool, verify: bool) -> None:
+    """Check the state branch: objects (naming every event lost or deleted), files, reflog,
+    locks, quarantines."""
+    if repair and rollback:
+        raise click.UsageError("--repair and --rollback are two ways on: choose one")
+    result = upkeep.examine(app.cwd, ref=app.state_ref, rollback=rollback, repair=repair,
+                            verify=verify)
     app.emit(result, lambda: _doctor_text(result))
     final = result.get("after", result["health"])
     if not final["ok"]:
         # The report above is the answer (a JSON reader has it whole); exit 1 says "unhealthy".
-        click.echo(f"error: {final['ref']} has {plural.counted(len(final['problems']), 'problem')}; see above"
-                   + ("" if rollback else " (`git loopx doctor --rollback` may help)"), err=True)
+        hint = "" if rollback or repair else " (`git loopx doctor --repair` keeps every event it can)"
+        click.echo(f"error: {final['ref']} has {plural.counted(len(final['problems']), 'problem')}; "
+                   "see above" + hint, err=True)
         raise click.exceptions.Exit(1)
+
+
+def _repair_text(done: dict[str, Any]) -> list[str]:
+    if not done["repaired"]:
+        return [done["reason"]]
+    if done["how"] == "restored":
+        return [f"restored the missing objects from {', '.join(done['from'])}: nothing is lost"]
+    lines = [f"repaired {_short(done['from'])} -> {_short(done['to'])} on "
+             f"{_short(done['base'])}: {len(done['put_back'])} file(s) put back"]
+    lines += [f"  lost: event {e['id']} ({e['type']}), {e['path']}" for e in done["lost"]]
+    lines += [f"  lost: {what} (not listed anywhere at hand)" for what in done["unknown"]]
+    if not done["lost"] and not done["unknown"]:
+        lines.append("  nothing is lost")
+    return lines
 
 
 def _doctor_text(result: dict[str, Any]) -> str:
@@ -121,6 +149,8 @@ def _doctor_text(result: dict[str, Any]) -> str:
     for q in health["quarantines"]:
         lines.append(f"  quarantined: {q['ref']} -> {_short(q['tip'])} (report {q['report']})")
     lines += [f"  leftover proposal: {ref}" for ref in health["proposals"]]
+    if "repair" in result:
+        lines += _repair_text(result["repair"])
     if "rollback" in result:
         rb = result["rollback"]
         if not rb["rolled_back"]:

@@ -88,8 +88,21 @@ def _todos(snap: dict[str, Any], paint: Any) -> list[str]:
         ("\n" + paint("Open gates:", fg="yellow"),
          [f"  {g['id']:<12} {g['question']}  (asks {', '.join(g['authority'])})"
           for g in snap["gates"] if g["state"] == "open"]),
+        (paint("\nGates with decisions that did not see each other:", fg="red", bold=True),
+         [line for g in snap["gates"] if g["state"] == "conflicted" for line in _conflict(g)]),
     ]
     return [line for title, rows in sections if rows for line in (title, *rows)]
+
+
+def _conflict(gate: dict[str, Any]) -> list[str]:
+    """A conflicted gate: every decision in force, and how its authority decides again."""
+    lines = [f"  {gate['id']:<12} {gate['question']}  (asks {', '.join(gate['authority'])})"]
+    lines += [f"               {d['decision'] or 'withdraw'} by {d['actor']}"
+              + (f": {first_line(d['answer'] or d['comment'], 50)}" if d["answer"] or d["comment"]
+                 else "") + f"  [{d['event']}]" for d in gate["conflict"]]
+    lines.append(f"               decide again: git loopx gate answer {gate['id']} --supersede "
+                 "--approve (or --reject)")
+    return lines
 
 
 def _history(snap: dict[str, Any]) -> list[str]:

@@ -7,7 +7,7 @@ Each command group lives in its own module and is registered in ``_GROUPS`` belo
 from __future__ import annotations
 
 import importlib
-import json
+import io
 import os
 import sys
 from datetime import datetime
@@ -16,6 +16,7 @@ from typing import Any, Callable, Optional
 import click
 
 from loopx.version import __version__
+from loopx.cli import terminal
 from loopx.cli.app import App
 from loopx.errors import GitError, LoopxError, describe
 
@@ -133,7 +134,9 @@ def main(argv: Optional[list[str]] = None) -> None:
         exc = _hint_global_option(raised)
         if as_json:
             _json_error(exc.exit_code, exc.format_message(), type(exc).__name__)
-        exc.show()
+        shown = io.StringIO()  # click repeats the offending input: made safe like all output
+        exc.show(file=shown)
+        terminal.echo(shown.getvalue(), err=True, nl=False)
         sys.exit(exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
@@ -182,13 +185,14 @@ def _hint_global_option(exc: click.ClickException) -> click.ClickException:
 
 def _fail(kind: str, message: str, code: int, as_json: bool, hint: Optional[str] = None) -> None:
     """One clear line on stderr (plus a hint); with --json also a JSON error on stdout."""
-    click.echo(f"error: {message}", err=True)
+    terminal.echo(f"error: {message}", err=True)
     if hint:
-        click.echo(hint, err=True)
+        terminal.echo(hint, err=True)
     if as_json:
         _json_error(code, message, kind)
     sys.exit(code)
 
 
 def _json_error(code: int, message: str, kind: str) -> None:
-    click.echo(json.dumps({"error": {"message": message, "kind": kind, "exit_code": code}}))
+    click.echo(terminal.json_text({"error": {"message": message, "kind": kind,
+                                             "exit_code": code}}))

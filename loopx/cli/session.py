@@ -8,6 +8,7 @@ from typing import Any, Optional
 
 import click
 
+from loopx.cli import terminal
 from loopx.cli.app import App, duration, event_id_option, optional_duration, pass_app
 from loopx.cli.render import ago, elsewhere, first_line
 from loopx.features import readback
@@ -161,9 +162,12 @@ def session_checkpoint(app: App, session_id: str, transcript_file: Any, summary:
 def session_show(app: App, session_id: str, want_transcript: bool, number: Optional[int]) -> None:
     """One session: state, owner, workspace, last response, inbox, checkpoints."""
     if want_transcript:
-        out = sys.stdout.buffer
-        out.write(sessions.transcript(app.ledger, session_id, number))
-        out.flush()
+        data = sessions.transcript(app.ledger, session_id, number)
+        if sys.stdout.isatty():  # for a person: no control sequences (the bytes are for pipes)
+            terminal.echo(data.decode("utf-8", "replace"), nl=False)
+            return
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
         return
     view = sessions.show(app.ledger, session_id, now=app.now)
     app.emit(view, lambda: _show_text(view))

@@ -15,6 +15,7 @@ from typing import Callable, Optional
 
 import click
 
+from loopx.cli import terminal
 from loopx.cli.app import App, pass_app
 from loopx.model import clock
 from loopx.ops import wakes
@@ -108,10 +109,10 @@ def watch(app: App, max_runs: Optional[int], timeout: Optional[str], backoff: st
     command = shlex.join(argv)
 
     def logged(wakeup: wakes.Wakeup) -> int:
-        click.echo(f"loopx watch: {wakeup.reason}; running {command}", err=True)
+        terminal.echo(f"loopx watch: {wakeup.reason}; running {command}", err=True)
         code = run(wakeup)
         if code:
-            click.echo(f"loopx watch: {command} exited {code}; the wake stays due", err=True)
+            terminal.echo(f"loopx watch: {command} exited {code}; the wake stays due", err=True)
         return code
 
     report = wakes.watch(app.ledger, argv, actor=app.actor, max_runs=max_runs,

@@ -33,10 +33,18 @@ if [ "$hook" = post-commit ] && [ -z "${LOOPX_STATE_REF:-}${LOOPX_HOOK_TEST_FAIL
 $where
 EOF
     case $common in /*) ;; *) found=2 ;; esac  # a git before 2.31: loopx itself decides
-    [ $found -eq 1 ] && exit $status  # no ledger here
+    # No ledger here, unless the ref is there and its commit is not: loopx says so then.
+    [ $found -eq 1 ] && [ ! -f "$common/refs/heads/loopx/state" ] && exit $status
     # A rebase runs post-commit for every pick; post-rewrite remaps them once it is done.
     if [ -d "$gitdir/rebase-merge" ] || [ -d "$gitdir/rebase-apply" ]; then exit $status; fi
-    known= leases=
+    known= leases= head=
+    read -r head 2>/dev/null < "$gitdir/HEAD"
+    for queued in "$common"/loopx/spool/*.json; do
+        [ -e "$queued" ] && found=3  # work an earlier hook queued: loopx applies it now
+        break
+    done
+    # A commit on the state branch itself: loopx warns about it.
+    [ "$head" = "ref: refs/heads/loopx/state" ] && found=3
     if [ $found -eq 0 ] && [ -n "$tip" ] && [ -f "$common/loopx/hooks.state" ]; then
         while read -r kind a b until; do
             case $kind in
@@ -65,15 +73,29 @@ EOF
     fi
 fi
 
+# loopx's stderr goes through a file so that a loopx that cannot run at all (interpreter
+# gone, package removed: exit 126/127 or a traceback) is reported in one line, not raw.
+err=$(mktemp 2>/dev/null) || err=
+run_loopx() { if [ -n "$err" ]; then "$@" 2>"$err"; else "$@"; fi; }
 if command -v git-loopx >/dev/null 2>&1; then
-    printf '%s' "$input" | git-loopx hook "$hook" "$@"
+    printf '%s' "$input" | run_loopx git-loopx hook "$hook" "$@"
 elif [ -n "$loopx_python" ] && "$loopx_python" -c 'import loopx' 2>/dev/null; then
-    printf '%s' "$input" | "$loopx_python" -m loopx hook "$hook" "$@"
+    printf '%s' "$input" | run_loopx "$loopx_python" -m loopx hook "$hook" "$@"
 else
     echo "loopx: $hook hook skipped: git-loopx is not installed (reinstall loopx, or remove $0)" >&2
     exit $status
 fi
 loopx_status=$?
+if [ -z "$err" ]; then
+    :
+elif [ $loopx_status -eq 0 ] || grep -q '^loopx: ' "$err"; then
+    cat "$err" >&2
+else
+    why=$(grep -v '^[[:space:]]*$' "$err" | tail -n 1)
+    echo "loopx: $hook hook skipped: git-loopx could not run (exit $loopx_status${why:+: $why}); reinstall loopx, or remove $0" >&2
+    loopx_status=0
+fi
+[ -z "$err" ] || rm -f "$err"
 # loopx fails open: only loopx.hooks.strict=true lets a loopx failure stop git.
 if [ $loopx_status -ne 0 ] && [ "$(git config --bool loopx.hooks.strict)" = true ]; then
     exit $loopx_status

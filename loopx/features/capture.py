@@ -16,14 +16,14 @@ import tempfile
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Optional
 
 from loopx.errors import Ambiguous, NotFound
-from loopx.features import readback, redact
+from loopx.features import readback, redact, spool
 from loopx.ledger import cache
 from loopx.ledger.book import Ledger
 from loopx.ledger.draft import Draft
@@ -205,6 +205,23 @@ def _commit_draft(info: CommitInfo, todo: Optional[str], goal: Optional[str]) ->
     data = {"id": new_short_id("e"), "kind": "commit", "commit": info.sha, "tree": info.tree,
             "author": info.author[:500], "summary": info.subject[:20_000] or None, "todo": todo}
     return Draft("evidence.recorded", data, goal)
+
+
+# What a hook queues when the state branch is busy (loopx.features.spool): hook name ->
+# how the next loopx command applies it, with the hook's actor and time.
+def _spooled_commit(ledger: Ledger, entry: spool.Entry) -> None:
+    record_commit(ledger=ledger, actor=entry.actor, rev=entry.inputs["commit"], now=entry.when,
+                  branch=entry.inputs.get("branch"), amended=entry.inputs.get("amended"))
+
+
+def _spooled_rewrite(ledger: Ledger, entry: spool.Entry) -> None:
+    record_rewrite(ledger=ledger, actor=entry.actor, pairs=list(entry.inputs["pairs"]),
+                   now=entry.when)
+
+
+SPOOLED: dict[str, Callable[[Ledger, spool.Entry], None]] = {
+    "post-commit": _spooled_commit, "post-rewrite": _spooled_rewrite,
+}
 
 
 def parse_rewrites(lines: Iterable[str]) -> list[dict[str, str]]:

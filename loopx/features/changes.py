@@ -1,7 +1,7 @@
 """Reviewing state like code: ``git loopx log`` and ``git loopx diff``.
 
 Both read through the ledger: :func:`log` maps every event file to the commit that added it
-(one ``git log``) and reads the files through the one ``cat-file --batch``; :func:`diff`
+(one ``git log``) and reads the files through the one ``cat-file --batch-command``; :func:`diff`
 folds two commits with the same projection every reader uses and compares them.
 """
 
@@ -11,10 +11,12 @@ from datetime import datetime
 from typing import Any, Optional
 
 from loopx.storage import commits
+from loopx.storage.gateway import Oversize
 from loopx.state import history
 from loopx.state import views
 from loopx.errors import NotFound, SchemaError, UsageError
 from loopx.model import plain
+from loopx.model.codec import MAX_BYTES
 from loopx.ledger.book import Ledger
 
 
@@ -54,13 +56,15 @@ def _revs(ledger: Ledger, spec: Optional[str]) -> tuple[list[str], str]:
 
 
 def _event_row(
-    path: str, data: Optional[bytes], refused: dict[str, str], signed: dict[str, Any]
+    path: str, data: Optional[bytes | Oversize], refused: dict[str, str], signed: dict[str, Any]
 ) -> dict[str, Any]:
     # Read for display only (no event models: a warm `log` starts fast); what validation
     # says of the file is the fold's verdict, in ``refused``.
     try:
         if path in refused:
             raise SchemaError(refused[path])
+        if isinstance(data, Oversize):  # sized from its header, never read
+            raise SchemaError(f"{data.size} bytes is over the {MAX_BYTES // 1024} KiB limit")
         event = plain.read(path, data)
         text = history.describe(event)
     except Exception as exc:  # a broken file is shown, never fatal: log is for looking

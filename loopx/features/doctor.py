@@ -1,10 +1,12 @@
 """`git loopx doctor`: is the state branch whole and valid, and what is left lying around?
 
-Checks that every object the state tip reaches is present (``git fsck --connectivity-only``
-from that tip only), that every file on it passes the incoming check, that the branch has a
-reflog, and reports leftover locks, quarantined remote tips and abandoned proposals.
-:func:`rollback` moves the branch back to its newest healthy reflog entry (CAS), listing the
-events that drops.
+Checks that every object the state tip reaches is present, naming each event lost
+(:mod:`loopx.features.salvage`) and each event deleted by a later commit, then ``git fsck
+--connectivity-only`` from that tip and the incoming check on every file; that the branch has
+a reflog; and reports leftover locks, quarantined remote tips and abandoned proposals.
+:func:`repair` makes the branch whole again keeping every event still at hand;
+:func:`rollback` moves it back to its newest healthy reflog entry (CAS), listing the events
+that drops.
 """
 
 from __future__ import annotations
@@ -13,9 +15,9 @@ import time
 from typing import Any, Optional
 
 from loopx.errors import GitError, LoopxError
-from loopx.features import incoming
+from loopx.features import incoming, salvage, spool
 from loopx.features.sync import PROPOSAL_PREFIX
-from loopx.ledger import cache, checkpoints
+from loopx.ledger import book, cache, checkpoints
 from loopx.ledger.book import Ledger
 from loopx.storage import gateway
 from loopx.storage.store import STALE_REF_LOCK_S, Store
@@ -23,18 +25,29 @@ from loopx.storage.store import STALE_REF_LOCK_S, Store
 
 def examine(*, ledger: Ledger) -> dict[str, Any]:
     """A health report of ``ledger``'s state branch; ``ok`` is False when something is wrong."""
-    store, tip = ledger.store, ledger.tip()
+    store = ledger.store
+    tip = store.ref_target(ledger.ref)  # what the ref holds, even a commit that is missing
     problems: list[str] = []
+    damage = None
     if tip is None:
         problems.append(f"{ledger.ref} does not exist (run `git loopx init` or `git loopx sync`)")
     else:
-        problems += tip_problems(store, tip)
+        damage = salvage.scan(store, ledger.ref, tip)
+        problems += damage.problems()
+        if damage.whole:
+            problems += tip_problems(store, tip)
     reflog = store.reflog(ledger.ref)
     warnings = [] if reflog or tip is None else [f"{ledger.ref} has no reflog: rollback is impossible"]
+    queued = spool.pending(store.repo.loopx_dir)
+    warnings += [f"{len(queued)} hook entries are queued (the next loopx command records "
+                 "them)"] if queued else []
+    warnings += [f"queued hook entry {path} was set aside: {spool.reason(path)}"
+                 for path in spool.failed(store.repo.loopx_dir)]
     locks = _locks(store, ledger.ref)
     problems += [lock["problem"] for lock in locks if lock.get("problem")]
     return {
         "ref": ledger.ref, "tip": tip, "ok": not problems, "problems": problems,
+        "damage": damage.to_dict() if damage else None,
         "warnings": warnings, "reflog_entries": len(reflog), "locks": locks,
         "quarantines": [{"ref": ref, "tip": store.tip(ref),
                          "report": str(incoming.report_path(store, ref))}
@@ -80,11 +93,21 @@ def tip_problems(store: Store, tip: str) -> list[str]:
     return [str(f) for f in verdict.findings]
 
 
+def repair(*, ledger: Ledger) -> dict[str, Any]:
+    """Make the state branch whole again, keeping every event still at hand: missing objects
+    fetched back from the remotes, else a new commit of every readable event file (deleted
+    ones put back) on the newest whole commit; lists the events lost."""
+    with ledger.store.lock():
+        book.refuse_checked_out(ledger.store, ledger.ref)
+        return salvage.repair(ledger.store, ledger.ref)
+
+
 def rollback(*, ledger: Ledger) -> dict[str, Any]:
     """Move the state branch back to its newest healthy reflog entry; lists what that drops."""
     store = ledger.store
     with store.lock():
-        tip = ledger.tip()
+        book.refuse_checked_out(store, ledger.ref)
+        tip = store.ref_target(ledger.ref)
         if tip is not None and not tip_problems(store, tip):
             return {"rolled_back": False, "tip": tip, "dropped": [],
                     "reason": f"{ledger.ref} is healthy; nothing to roll back"}
@@ -100,7 +123,7 @@ def _last_good(store: Store, ref: str, tip: Optional[str]) -> str:
         if new not in (tip, zero) and store.resolve(new) and not tip_problems(store, new):
             return new
     raise LoopxError(f"no healthy entry in the reflog of {ref}; nothing to roll back to "
-                     "(a fresh clone of a healthy remote is the way out)")
+                     "(`git loopx doctor --repair` keeps every event still readable)")
 
 
 def _dropped(store: Store, good: str, tip: Optional[str]) -> list[str]:

@@ -31,6 +31,7 @@ from loopx.storage import gateway
 from loopx.ledger import layout as rules
 from loopx.storage.gateway import Oid
 from loopx.ledger.layout import AREAS, Broken  # noqa: F401  (AREAS: re-exported, the layout's areas)
+from loopx.state import folding
 from loopx.storage.store import QUARANTINE_PREFIX, Entry, Store
 
 
@@ -38,7 +39,7 @@ from loopx.storage.store import QUARANTINE_PREFIX, Entry, Store
 class Finding:
     """One reason a tip is refused: the file (or ``<history>``), why, and the rule broken
     (a name from :mod:`loopx.rules`, or ``history``, ``not-a-commit``, ``differs``,
-    ``missing`` for what only sync checks)."""
+    ``missing``, ``clock`` for what only sync checks)."""
 
     path: str
     reason: str
@@ -62,6 +63,7 @@ class Verdict:
     new_files: dict[str, Oid] = field(default_factory=dict)  # not yet in ours
     findings: list[Finding] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)  # accepted events of unknown types
+    clocks: list[tuple[str, int]] = field(default_factory=list)  # (path, clock) to judge
     counted: int = 0  # new event files when the whole tip was judged (we had no state)
 
     @property
@@ -79,14 +81,15 @@ class Verdict:
 
 
 def check(store: Store, *, theirs: str, ours: Optional[str], previous: Optional[str] = None,
-          parse: bool = True) -> Verdict:
+          parse: bool = True, known_events: int = 0) -> Verdict:
     """Judge the tip ``theirs`` before merging it into ``ours`` (None: we have no state yet).
 
     ``previous`` is the remote tip we accepted last time; a ``theirs`` that no longer contains
     it means the remote's history was rewritten. Without ``parse`` the event files are judged
     by path, mode and size only: adopting a clone's origin replays every file anyway and
     refuses the ones that do not parse (:func:`loopx.features.sync.adopt`), so reading each
-    twice would double the first command's cost.
+    twice would double the first command's cost. ``known_events`` is how many events ``ours``
+    holds: no event that arrives may have a clock far ahead of all the events together.
     """
     tip = store.resolve(theirs)
     if tip is None:
@@ -94,7 +97,10 @@ def check(store: Store, *, theirs: str, ours: Optional[str], previous: Optional[
                        findings=[Finding("<tip>", "is not a commit", "not-a-commit")])
     mine = store.resolve(ours) if ours else None
     if mine is None:
-        return _check_whole(store, tip, parse)
+        verdict = _check_whole(store, tip, parse)
+        _check_commits(store, None, tip, verdict)
+        _check_clocks(verdict, known_events + verdict.counted)
+        return verdict
     base = store.merge_base(mine, tip)
     verdict = Verdict(tip, mine, base)
     if previous and store.resolve(previous) and not store.is_ancestor(previous, tip):
@@ -103,13 +109,36 @@ def check(store: Store, *, theirs: str, ours: Optional[str], previous: Optional[
             "which we fetched and merged before (someone force-pushed loopx/state)", "history"))
     if base == tip:
         return verdict  # nothing new on their side
+    _check_commits(store, base, tip, verdict)
     added = _changes(store, base, tip, verdict)
     ours_dirs = TreeDirs(store, mine)
     for entry in added:
         _check_entry(entry, ours_dirs, verdict)
     _check_case(ours_dirs, added, verdict)
     _check_contents(store, [e for e in added if e.path in verdict.new_files], verdict, parse)
+    _check_clocks(verdict, known_events + verdict.new_events)
     return verdict
+
+
+# A state commit is a few hundred bytes (a signed one about a kilobyte); a far bigger one
+# carries a message or identity that `log` and `validate` would have to read.
+MAX_COMMIT_BYTES = 64 * 1024
+
+
+def _check_commits(store: Store, base: Optional[str], tip: str, verdict: Verdict) -> None:
+    """Every commit ``tip`` brings is of a sane size (from its object header)."""
+    listed = gateway.out(store.cwd, "rev-list", *([tip, "--not", base] if base else [tip]))
+    commits = [line for line in listed.splitlines() if line]
+    if not commits:
+        return
+    raw = gateway.run(store.cwd, "cat-file", "--batch-check=%(objectname) %(objectsize)",
+                      input="".join(f"{c}\n" for c in commits).encode()).stdout.decode()
+    for line in raw.splitlines():
+        oid, _, size = line.partition(" ")
+        if size.isdigit() and int(size) > MAX_COMMIT_BYTES:
+            verdict.findings.append(Finding(
+                "<history>", f"commit {oid[:12]} is {size} bytes, over the "
+                f"{MAX_COMMIT_BYTES // 1024} KiB a state commit may be", "too-big"))
 
 
 # A line of `ls-tree -r -z -l` that needs no closer look: a plain file of the usual kind,
@@ -203,7 +232,10 @@ def _parse_events(store: Store, entries: list[Entry], verdict: Verdict) -> None:
         event, broken = rules.event_rule(entry.path, data)
         if broken is not None:
             verdict.findings.append(Finding.of(entry.path, broken))
-        elif event is not None and not event.known:
+            continue
+        if event is not None and event.env.clock > folding.MAX_CLOCK_LEAD:
+            verdict.clocks.append((entry.path, event.env.clock))  # judged once all are counted
+        if event is not None and not event.known:
             verdict.unknown.append(entry.path)
 
 
@@ -294,12 +326,16 @@ def _check_contents(store: Store, entries: list[Entry], verdict: Verdict, parse:
             verdict.findings.append(Finding.of(entry.path, broken))
         elif rules.is_event(entry.path) and parse:
             readable.append(entry)
-    for entry, data in zip(readable, store.read_blobs([e.oid for e in readable])):
-        event, broken = rules.event_rule(entry.path, data)
-        if broken is not None:
-            verdict.findings.append(Finding.of(entry.path, broken))
-        elif event is not None and not event.known:
-            verdict.unknown.append(entry.path)
+    _parse_events(store, readable, verdict)
+
+
+def _check_clocks(verdict: Verdict, events: int) -> None:
+    """Refuse clocks far ahead of the ``events`` there will be (:func:`folding.clock_ahead`):
+    a Lamport clock grows by one per event, so no remote can raise everyone's floor."""
+    for path, clock in verdict.clocks:
+        ahead = folding.clock_ahead(events, clock)
+        if ahead:
+            verdict.findings.append(Finding(path, ahead, "clock"))
 
 
 def blob_sizes(store: Store, oids: list[str]) -> dict[str, int]:

@@ -76,7 +76,7 @@ STATUS_SCHEMA: dict[str, Any] = {
             "type": "object", "required": ["id", "goal", "state", "authority", "decision"],
             "properties": {
                 "id": {"type": "string"}, "goal": {"type": "string"},
-                "state": {"enum": ["open", "answered", "withdrawn"]},
+                "state": {"enum": ["open", "answered", "withdrawn", "conflicted"]},
                 "authority": _STR_LIST,
                 "decision": {"enum": ["approve", "reject", "answer", None]},
             },

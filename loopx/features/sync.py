@@ -5,7 +5,9 @@ The protocol (docs/sync.md):
 1. ``git fetch <remote> +<state ref>:refs/remotes/<remote>/<branch>``. The ``+`` only lets the
    remote-tracking ref follow a rewritten remote; the incoming check then refuses it.
 2. :func:`loopx.incoming.check` judges what arrived; a refused tip is quarantined and local
-   state is left as it was (:class:`~loopx.errors.Quarantined`).
+   state is left as it was (:class:`~loopx.errors.Quarantined`). A tip with no history in
+   common with ours is another ledger: it is merged only when the caller says so
+   (``allow_unrelated``), unless one side holds nothing but its ``ledger.initialised``.
 3. Under the clone lock: adopt, fast-forward, or write a two-parent commit whose tree is the
    union of both sides; the local ref moves only by compare-and-swap.
 4. ``git push <remote> <tip>:<state ref>``, never forced. A rejection (someone pushed first)
@@ -31,8 +33,12 @@ from loopx.ledger import checkpoints
 from loopx.storage import gateway
 from loopx.model import ids, plural
 from loopx.features import incoming
-from loopx.errors import GitError, LoopxError, Quarantined, RefRaceError, SyncError
+from loopx.state import folding
+from loopx.errors import (GitError, LoopxError, Quarantined, RefRaceError, SyncError,
+                          UnrelatedLedger)
 from loopx.storage.gateway import Oid
+from loopx.ledger import book
+from loopx.ledger import layout as rules
 from loopx.ledger.book import Ledger
 from loopx.storage.store import STATE_REF, Store
 
@@ -47,6 +53,9 @@ FETCH_LOCK_WAIT_S = 10.0
 BACKOFF_BASE_S = 0.1
 BACKOFF_CAP_S = 3.0
 PROPOSAL_PREFIX = "refs/loopx/proposals/"
+# A push that failed because git could not pack what our tip reaches.
+_UNSENDABLE = re.compile(r"unpacker error|pack-objects died|bad object|unable to read|"
+                         r"did not receive expected object|missing")
 
 
 @dataclass
@@ -121,9 +130,11 @@ def adopt(*, ledger: Ledger, remote: str = "origin") -> bool:
     if theirs is None:
         return False
     verdict = incoming.check(store, theirs=theirs, ours=None, parse=False)
-    if verdict.ok:
-        verdict.findings += [incoming.Finding(p.event, p.reason, "schema")
-                             for p in ledger.prepare(theirs) if p.type == "file"]
+    if verdict.ok:  # files that do not parse, and clocks far ahead (found by the replay)
+        verdict.findings += [
+            incoming.Finding(p.event, p.reason, "schema" if p.type == "file" else "clock")
+            for p in ledger.prepare(theirs)
+            if p.type == "file" or folding.clock_ahead(verdict.counted, p.clock)]
     if not verdict.ok:
         ledger.projection.clear()
         ref = incoming.quarantine(store, remote=remote, verdict=verdict)
@@ -143,6 +154,8 @@ def push_along(*, ledger: Ledger, remote: str) -> str:
     remote has other state changes, sync once. Returns a line for the user ("" if nothing
     moved)."""
     ref = ledger.ref
+    seen = ledger.store.tip(accepted_ref(ref, remote)) or ledger.store.tip(tracking_ref(ref, remote))
+    _refuse_unsendable(ledger.store, remote, seen, ledger.tip())
     proc = gateway.run(ledger.repo.cwd, "push", "--porcelain", "--no-verify", remote,
                        f"{ref}:{ref}", check=False)
     if proc.returncode == 0:
@@ -156,10 +169,11 @@ def push_along(*, ledger: Ledger, remote: str) -> str:
             f"{plural.counted(report.received, 'event')}, sent {report.sent})")
 
 
-def fetch(*, ledger: Ledger, remote: Optional[str] = None) -> Report:
+def fetch(*, ledger: Ledger, remote: Optional[str] = None,
+          allow_unrelated: bool = False) -> Report:
     """Fetch the remote's state, check it and merge it into local state (no push)."""
     report = _start(ledger, remote)
-    _fetch_merge(ledger, report)
+    _fetch_merge(ledger, report, allow_unrelated)
     report.local_after = ledger.tip()
     return report
 
@@ -181,14 +195,19 @@ def push(*, ledger: Ledger, remote: Optional[str] = None) -> Report:
     return report
 
 
-def sync(*, ledger: Ledger, remote: Optional[str] = None, retries: int = DEFAULT_RETRIES) -> Report:
-    """Fetch, check, merge and push until the remote accepts our tip (or ``retries`` run out)."""
+def sync(*, ledger: Ledger, remote: Optional[str] = None, retries: int = DEFAULT_RETRIES,
+         allow_unrelated: bool = False) -> Report:
+    """Fetch, check, merge and push until the remote accepts our tip (or ``retries`` run out).
+
+    A remote ledger with no history in common with ours is refused (:class:`UnrelatedLedger`)
+    unless ``allow_unrelated``: merging two ledgers is a choice, never a side effect.
+    """
     report = _start(ledger, remote)
     _checkpoint_if_due(ledger)
     if _push_ahead(ledger, report):
         return report
     for attempt in range(retries + 1):
-        theirs = _fetch_merge(ledger, report)
+        theirs = _fetch_merge(ledger, report, allow_unrelated)
         _checkpoint_if_due(ledger)
         ours = ledger.tip()
         report.local_after = ours
@@ -278,7 +297,7 @@ def _start(ledger: Ledger, remote: Optional[str]) -> Report:
     return Report(remote=remote, ref=ledger.ref, local_before=ledger.tip())
 
 
-def _fetch_merge(ledger: Ledger, report: Report) -> Optional[Oid]:
+def _fetch_merge(ledger: Ledger, report: Report, allow_unrelated: bool = False) -> Optional[Oid]:
     """Fetch, check and merge; returns the remote's tip (None when it has no state yet)."""
     store = ledger.store
     tracking = tracking_ref(ledger.ref, report.remote)
@@ -290,12 +309,13 @@ def _fetch_merge(ledger: Ledger, report: Report) -> Optional[Oid]:
         report.remote_before = theirs
     report.remote_after = theirs
     if theirs is not None:
-        _merge(ledger, report, theirs, previous=previous, label=f"{report.remote}/loopx/state")
+        _merge(ledger, report, theirs, previous=previous, label=f"{report.remote}/loopx/state",
+               allow_unrelated=allow_unrelated)
     return theirs
 
 
 def _fetch(store: Store, report: Report, tracking: str) -> Optional[Oid]:
-    deadline = time.monotonic() + FETCH_LOCK_WAIT_S
+    deadline = time.monotonic() + store.max_wait(FETCH_LOCK_WAIT_S)
     while True:
         proc = gateway.run(store.cwd, "fetch", "--no-tags", "--no-write-fetch-head",
                        "--no-recurse-submodules", "--quiet", report.remote,
@@ -314,20 +334,27 @@ def _fetch(store: Store, report: Report, tracking: str) -> Optional[Oid]:
 
 
 def _merge(ledger: Ledger, report: Report, theirs: Oid, *, previous: Optional[str],
-           label: str) -> None:
+           label: str, allow_unrelated: bool = False) -> None:
     """Check ``theirs`` and fold it into local state under the clone lock (CAS)."""
     store = ledger.store
     for _ in range(DEFAULT_RETRIES):
         with store.lock():
             ours = ledger.tip()
-            verdict = incoming.check(store, theirs=theirs, ours=ours, previous=previous)
+            known = ledger.live_fold().events if ours else 0
+            verdict = incoming.check(store, theirs=theirs, ours=ours, previous=previous,
+                                     known_events=known)
             report.unknown_events += [p for p in verdict.unknown if p not in report.unknown_events]
             if not verdict.ok:
                 _refuse(store, report, verdict)
+            if not allow_unrelated:
+                _refuse_unrelated(store, report, verdict)
             try:
+                store.journal()  # a union commit's objects: settled once the ref reaches them
                 new, how = _merged(store, verdict, label)
                 if new != ours:
+                    book.refuse_checked_out(store, ledger.ref)
                     store.update_ref_if(ledger.ref, new, expected=ours, reason=f"loopx: sync {how} {label}")
+                store.settle()
             except (RefRaceError, GitError):
                 # Something outside loopx moved the ref, or a concurrent `git gc` briefly
                 # failed an object write: nothing is published yet, so check and merge again.
@@ -353,6 +380,32 @@ def _merged(store: Store, verdict: incoming.Verdict, label: str) -> tuple[Oid, s
     return commit, "union"
 
 
+def _refuse_unrelated(store: Store, report: Report, verdict: incoming.Verdict) -> None:
+    """Two ledgers that share no history are two projects (or one started twice): their ids
+    may collide (goal g-1 of one is not g-1 of the other), so they merge only on request.
+    A side that holds nothing but its initialisation has nothing to collide with."""
+    if verdict.ours is None or verdict.base is not None:
+        return
+    ours, theirs = (_first_events(store, tip) for tip in (verdict.ours, verdict.theirs))
+    if not ours[1] or not theirs[1]:
+        return
+    raise UnrelatedLedger(
+        f"{report.remote}'s loopx/state ({verdict.theirs[:12]}) shares no history with local "
+        f"loopx/state ({verdict.ours[:12]}): it is another ledger (it began with "
+        f"{theirs[0]}; ours with {ours[0]}). Nothing was merged or pushed. If they are one "
+        f"project, merge them once with `git loopx sync {report.remote} --allow-unrelated`; "
+        "otherwise use another remote")
+
+
+def _first_events(store: Store, tip: str) -> tuple[str, bool]:
+    """The oldest event file of ``tip`` (its name) and whether it holds any event other
+    than ``ledger.initialised``."""
+    out = gateway.out(store.cwd, "ls-tree", "-r", "--name-only", "-z", tip, "--", "events/")
+    names = sorted(p.rsplit("/", 1)[-1] for p in out.split("\0") if p)
+    first = names[0].removesuffix(".yaml") if names else "no events"
+    return first, any(not n.endswith(".ledger.initialised.yaml") for n in names)
+
+
 def _refuse(store: Store, report: Report, verdict: incoming.Verdict) -> None:
     ref = incoming.quarantine(store, remote=report.remote, verdict=verdict)
     report.quarantined.append(ref)
@@ -366,12 +419,45 @@ def _refuse(store: Store, report: Report, verdict: incoming.Verdict) -> None:
     )
 
 
+def _refuse_unsendable(store: Store, remote: str, theirs: Optional[str],
+                       ours: Optional[str]) -> None:
+    """No local commit we are about to push may leave an event file deleted or changed, or
+    a file outside the state layout, at our tip (an ordinary commit on a checked-out
+    loopx/state does both; `doctor --repair` puts events back). ``theirs`` is the remote
+    state as we last saw it; one ``git log`` of what we would send, newest change first."""
+    if not ours or theirs == ours:
+        return
+    raw = gateway.run(store.cwd, "log", "-m", "--raw", "--no-renames", "--no-abbrev", "-z",
+                      "--format=", *([f"{theirs}..{ours}"] if theirs else [ours])).stdout
+    newest: dict[str, tuple[str, str]] = {}  # path -> (status, mode) of its latest change
+    items = iter(raw.split(b"\0"))
+    for item in items:  # ":<mode> <mode> <oid> <oid> <status>" then the path
+        fields = item.decode("utf-8", "replace").strip().lstrip(":").split(" ")
+        if len(fields) == 5:
+            path = next(items, b"").decode("utf-8", "surrogateescape")
+            newest.setdefault(path, (fields[4], fields[1]))
+    wrong = sorted(
+        f"{path} ({'deleted' if status == 'D' else 'changed'})" if status != "A"
+        else f"{path} (outside the state layout)"
+        for path, (status, mode) in newest.items()
+        if (status != "A" and path.split("/")[0] in rules.AREAS)
+        or (status == "A" and rules.path_rule(path, mode) is not None))
+    if wrong:
+        shown = ", ".join(wrong[:5]) + (f" and {len(wrong) - 5} more" if len(wrong) > 5 else "")
+        raise SyncError(
+            f"local loopx/state has commits {remote} must not get: {shown}; nothing was "
+            "pushed. `git loopx doctor` names them, `git loopx doctor --repair` puts deleted "
+            "events back")
+
+
 def _remote_tip(store: Store, report: Report) -> Optional[str]:
     return store.tip(tracking_ref(report.ref, report.remote))
 
 
 def _push(store: Store, report: Report, tip: Oid) -> _Pushed:
-    """Push ``tip`` to the remote's state ref, never forced."""
+    """Push ``tip`` to the remote's state ref, never forced; never one that deleted or
+    changed event files the remote holds."""
+    _refuse_unsendable(store, report.remote, report.remote_after, tip)
     proc = gateway.run(store.cwd, "push", "--porcelain", "--no-verify", report.remote,
                    f"{tip}:{report.ref}", check=False)
     for line in proc.stdout.decode("utf-8", "replace").splitlines():
@@ -430,7 +516,9 @@ def _retry_or_fail(report: Report, outcome: _Pushed, attempt: int, retries: int)
     if not outcome.reached:
         raise SyncError(outcome.detail)
     if not outcome.retryable:
-        raise SyncError(f"{report.remote} refused loopx/state: {outcome.detail}")
+        hint = ("; objects it needs may be missing here: `git loopx doctor` names them"
+                if _UNSENDABLE.search(outcome.detail) else "")
+        raise SyncError(f"{report.remote} refused loopx/state: {outcome.detail}{hint}")
     if attempt >= retries:
         raise SyncError(
             f"gave up after {retries} retries: {report.remote}'s loopx/state kept moving "
@@ -447,7 +535,8 @@ def _proposal(ledger: Ledger) -> Any:
     store, base = ledger.store, ledger.tip()
     ref = PROPOSAL_PREFIX + ids.new_event_id()
     store.update_ref_if(ref, base or "", expected=None, reason="loopx: propose")
-    proposal = Ledger(ledger.repo, ref=ref, cache_of=ledger.ref)  # not a replay of its own
+    proposal = Ledger(ledger.repo, ref=ref, cache_of=ledger.ref,  # not a replay of its own
+                      scrub=ledger.scrub)
     try:
         yield proposal
     finally:

@@ -16,6 +16,7 @@ from loopx.ledger.book import Ledger
 from loopx.model import clock as clk
 from loopx.model.paths import TRANSCRIPT_CHUNK_BYTES
 from loopx.state import entities, views
+from loopx.storage.gateway import Oversize
 
 DEFAULT_IDLE_SECONDS = 24 * 3600
 DEFAULT_STATS_WINDOW_SECONDS = 3600
@@ -55,11 +56,15 @@ def read_transcript(ledger: Ledger, session: entities.Session,
     if not 1 <= number <= len(session.checkpoints):
         raise NotFound(f"session {session.id} has checkpoints 1..{len(session.checkpoints)}")
     point = session.checkpoints[number - 1]
-    blobs = ledger.store.read_blobs([oid for _, oid, _ in point["chunks"]])
-    missing = [path for (path, _, _), blob in zip(point["chunks"], blobs) if blob is None]
-    if missing:
-        raise TranscriptError(f"{missing[0]} is missing from this clone; fetch the state branch")
-    data = b"".join(b for b in blobs if b is not None)
+    blobs = ledger.store.read_blobs([oid for _, oid, _ in point["chunks"]],
+                                    max_size=TRANSCRIPT_CHUNK_BYTES)
+    for (path, _, _), blob in zip(point["chunks"], blobs):
+        if blob is None:
+            raise TranscriptError(f"{path} is missing from this clone; fetch the state branch")
+        if isinstance(blob, Oversize):  # sized from its header, never read
+            raise TranscriptError(f"{path} is {blob.size} bytes, over the "
+                                  f"{TRANSCRIPT_CHUNK_BYTES // 1024} KiB a chunk may hold")
+    data = b"".join(b for b in blobs if isinstance(b, bytes))
     if len(data) != point["bytes"] or hashlib.sha256(data).hexdigest() != point["sha256"]:
         raise TranscriptError(f"transcript {number} of session {session.id} fails its sha256 check")
     return data

@@ -19,13 +19,17 @@ are :mod:`loopx.rules`, the same functions sync's incoming check applies to a fe
   in from one side were judged on the commit that added them.
 - ``illegal-transition``, ``unauthorised-answer``: HEAD's tree replayed through the same
   projection the CLI uses (``Ledger.fold_at``); any event of the range that lands in
-  ``problems`` fails, answers from outside a gate's authority or without a required valid
-  signature are ``unauthorised-answer``.
+  ``problems`` fails; answers and withdrawals from outside a gate's authority (for a
+  withdrawal, its opener too) or without a required valid signature are
+  ``unauthorised-answer``.
+- ``conflicting-decision``: a gate that HEAD leaves conflicted and the merge base did not (a
+  decision that does not supersede the one in force; see docs/review.md).
 - ``unauthorised-config``: while signed answers are on, a change to roles or signing rules
   that is not in a commit signed by its actor's key in allowed_signers.
 - ``conflicts-with-base``: BASE moved since the range forked, and replaying the union of
-  both (what the merge will hold) refuses an event that applies on either side alone (e.g.
-  the same gate answered on both sides).
+  both (what the merge will hold) refuses an event that applies on either side alone, or
+  leaves a gate conflicted that neither side alone does (the same gate answered differently
+  on both sides).
 - ``breaks-existing``: an event that applied at the merge base no longer applies at HEAD
   (something in the range sorts before it and changes its meaning).
 
@@ -250,6 +254,8 @@ def _check_replay(
                 f"{problem.type} by {problem.actor} applied before this range, "
                 f"now: {problem.reason}",
             )
+    _check_conflicts(before, after, report, "conflicting-decision", head,
+                     "leaves it conflicted; answer with --supersede to replace a decision")
     report.events = [
         _event_row(ours[e.id], e)
         for e in sorted((i.event for i in ours.values() if i.event is not None), key=lambda event: event.sort_key())
@@ -282,7 +288,11 @@ def _check_merge(
         p.event for p in ledger.fold_at(base).problems
     }
     ours = {item.event.id: item.commit for item in added if item.event is not None}
-    for problem in ledger.fold_merged([base, head]).problems:
+    merged = ledger.fold_merged([base, head])
+    _check_conflicts(ledger.fold_at(base), merged, report, "conflicts-with-base", head,
+                     f"once merged with {report.base}; its authority decides again with "
+                     "--supersede", ledger.fold_at(head))
+    for problem in merged.problems:
         if problem.type == "file" or problem.event in alone:
             continue
         side = "this range" if problem.event in ours else "the base"
@@ -296,10 +306,25 @@ def _check_merge(
         )
 
 
+def _check_conflicts(before: entities.Fold, after: entities.Fold, report: Report, rule: str,
+                     commit: str, why: str, *also: entities.Fold) -> None:
+    """Gates conflicted in ``after`` but not in ``before`` (nor in any of ``also``)."""
+    for gate in after.gates.values():
+        if gate.state != "conflicted" or any(
+                f.gates.get(gate.id) and f.gates[gate.id].state == "conflicted"
+                for f in (before, *also)):
+            continue
+        said = ", ".join(f"{d['decision'] or 'withdraw'} by {d['actor']} ({d['event']})"
+                         for d in gate.decisions)
+        _fail(report, rule, gate.id, commit,
+              f"gate {gate.id} gets decisions that did not see each other ({said}): {why}")
+
+
 def _rule_for(problem: entities.Problem) -> str:
     """Which rule a refused event of the range breaks (the projection's reason says why)."""
     signing = any(m in problem.reason for m in ("signed", "allowed signers"))
-    if problem.type == "gate.answered" and (signing or " only; you are " in problem.reason):
+    decision = problem.type in ("gate.answered", "gate.withdrawn")
+    if decision and (signing or " only; you are " in problem.reason):
         return "unauthorised-answer"
     if problem.type == "config.set" and signing:
         return "unauthorised-config"

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
 from loopx.version import __version__
-from loopx.errors import GitError, LoopxError, NotFound, RefRaceError, UsageError
+from loopx.errors import (CheckedOut, DamagedLedger, GitError, LoopxError, NotFound, RefRaceError,
+                          UsageError)
 from loopx.ledger import cache
 from loopx.ledger.draft import Draft
 from loopx.model import clock, codec
@@ -38,9 +39,14 @@ class Ledger:
     """A repository's ledger on ``refs/heads/loopx/state`` (or another state ref)."""
 
     def __init__(self, repo: gateway.Repo, *, ref: str = STATE_REF,
-                 cache_of: Optional[str] = None) -> None:
+                 cache_of: Optional[str] = None,
+                 scrub: Optional[Callable[[str], str]] = None) -> None:
         self.repo = repo
         self.ref = ref
+        # Applied to every free text of every event before anything is written (Txn.add):
+        # secret redaction, loopx.features.redact.scrub, for every ledger opened through
+        # loopx.ops.ledgers.open_ledger. A bare Ledger writes text as given.
+        self.scrub = scrub
         self.store = Store(repo)
         # A scratch proposal reads the cache of the ref it forks from (``cache_of``) and never
         # writes it: its commits reach that ref, if at all, through a merge.
@@ -55,13 +61,15 @@ class Ledger:
         self._seen = False  # whether tip() has found a commit (a ledger is never deleted)
 
     @classmethod
-    def open(cls, path: Path | str = ".", *, ref: str = STATE_REF) -> Ledger:
+    def open(cls, path: Path | str = ".", *, ref: str = STATE_REF,
+             scrub: Optional[Callable[[str], str]] = None) -> Ledger:
         """Open the ledger of the repository at ``path`` (it need not exist yet).
 
-        In a fresh clone, :func:`loopx.ops.ledgers.open_ledger` also adopts ``origin``'s state
-        branch after checking it; this constructor only opens.
+        :func:`loopx.ops.ledgers.open_ledger` also redacts secrets in every text written
+        (``scrub``) and, in a fresh clone, adopts ``origin``'s state branch after checking it;
+        this constructor only opens.
         """
-        return cls(gateway.discover(path), ref=ref)
+        return cls(gateway.discover(path), ref=ref, scrub=scrub)
 
     def close(self) -> None:
         self.store.close()
@@ -88,11 +96,28 @@ class Ledger:
     # --- reading ----------------------------------------------------------------------------
 
     def tip(self) -> Optional[str]:
-        """The ref's commit; a proposal ref that does not exist yet starts at loopx/state's."""
-        tip = self.store.tip(self.ref) or (
-            self.store.tip(STATE_REF) if self.ref != STATE_REF else None)
+        """The ref's commit; a proposal ref that does not exist yet starts at loopx/state's.
+
+        Raises DamagedLedger when the ref exists but its commit is missing (pruned): that is
+        not "no ledger", and nothing may be written on it.
+        """
+        tip = self.store.tip(self.ref)
+        if tip is None:
+            self._refuse_dangling(self.ref)
+            if self.ref != STATE_REF:
+                tip = self.store.tip(STATE_REF)
+                if tip is None:
+                    self._refuse_dangling(STATE_REF)
         self._seen = self._seen or tip is not None
         return tip
+
+    def _refuse_dangling(self, ref: str) -> None:
+        target = self.store.ref_target(ref)
+        if target is not None:
+            raise DamagedLedger(
+                f"{ref} points at {target[:12]}, which is not a commit in this repository (pruned "
+                "by `git gc`?); nothing was changed. `git loopx doctor` says which events are "
+                "lost, `git loopx doctor --repair` goes on with every other event")
 
     def exists(self) -> bool:
         # A ledger is never deleted: once seen, it exists (saves a git process per write).
@@ -299,11 +324,13 @@ class Ledger:
                 fold = self._writable(base)
                 txn = Txn(self, fold, base, actor, now or clock.now(), sign=sign,
                           expected=expected)
+                self.store.journal()  # every object this attempt writes, for _settle
                 try:
                     result = build(txn)
                     if not txn.events and not txn.files:
                         self.projection.end()
                         return result, txn
+                    refuse_checked_out(self.store, self.ref)
                     new = self._commit(base, txn, message)
                 except (RefRaceError, GitError):
                     # GitError too: a concurrent `git gc` can make object writes fail for a
@@ -366,6 +393,8 @@ class Ledger:
         paths.update(txn.files)
         tree = self.store.write_tree(base, paths)
         subject = message or _summary(txn.events)
+        if message and self.scrub is not None:  # a caller's message is free text too
+            subject = self.scrub(message)
         try:
             commit = self.store.commit_tree(
                 tree, [base] if base else [], subject + "\n", author=_identity(txn.actor),
@@ -384,7 +413,14 @@ class Ledger:
             signatures.verify_own(self.store, commit, txn)
         self.store.update_ref_if(self.ref, commit, expected=txn.expected,
                                  reason=f"loopx: {subject}")
+        self._settle()
         return commit
+
+    def _settle(self) -> None:
+        """An append is acknowledged only once its objects are known to be on disk: a
+        `git gc --prune=now` beside us may have deleted them before the CAS made them
+        reachable; the store rewrites those from the bytes it still holds."""
+        self.store.settle()
 
     def init(self, *, actor: str, name: Optional[str] = None) -> Optional[Event]:
         """Create the ledger if it does not exist yet (idempotent); returns the new event."""
@@ -398,6 +434,17 @@ class Ledger:
 
         event, _ = self.write(build, actor=actor)
         return event
+
+
+def refuse_checked_out(store: Store, ref: str) -> None:
+    """Raise CheckedOut when a work tree has ``ref`` checked out (see Store.checked_out)."""
+    where = store.checked_out(ref)
+    if where:
+        raise CheckedOut(
+            f"{ref} is checked out in the work tree {where[0]}: moving it there would let an "
+            "ordinary commit in that work tree delete events. Nothing was written. Detach it "
+            f"(`git -C {where[0]} switch --detach`) or remove it (`git worktree remove "
+            f"{where[0]}`), then run this again")
 
 
 def _summary(events: list[Event]) -> str:

@@ -31,6 +31,9 @@ from loopx.ledger import rows
 from loopx.model.paths import CHECKPOINT_CHUNK_BYTES, checkpoint_path
 from loopx.storage.store import Store
 
+# The largest checkpoint file the layout allows (ledger.layout.AREAS): nothing bigger is read.
+_CAP = 2 * CHECKPOINT_CHUNK_BYTES
+
 FORMAT = 1
 EVERY = 10_000  # events between the checkpoints sync makes on its own
 
@@ -102,8 +105,8 @@ def listed(store: Store, tip: str) -> list[Manifest]:
     dirs = store.read_tree(f"{tip}:checkpoints")
     names = [f"{tip}:checkpoints/{commit}/manifest.json" for commit in dirs]
     found = []
-    for item in store.reader.read_many(names):
-        manifest = _parse_manifest(item[1]) if item and item[0] == "blob" else None
+    for item in store.read_blobs(names, max_size=_CAP):  # sized from the header first
+        manifest = _parse_manifest(item) if isinstance(item, bytes) else None
         if manifest is not None and manifest.commit in dirs and store.is_ancestor(
                 manifest.commit, tip):
             found.append(manifest)
@@ -118,10 +121,11 @@ def _chunks(store: Store, tip: str, manifest: Manifest) -> Iterator[list[str]]:
     """The lines of each chunk in turn, each checked before it is given (one chunk in memory
     at a time: loading a long ledger's checkpoint costs its largest chunk, not its size)."""
     for name, digest, count in manifest.chunks:
-        item = store.reader.read(f"{tip}:{checkpoint_path(manifest.commit, name)}")
-        if item is None or item[0] != "blob" or hashlib.sha256(item[1]).hexdigest() != digest:
+        item = store.read_blobs([f"{tip}:{checkpoint_path(manifest.commit, name)}"],
+                                max_size=_CAP)[0]  # sized from the header first
+        if not isinstance(item, bytes) or hashlib.sha256(item).hexdigest() != digest:
             raise _Unreadable(name)
-        chunk = item[1].decode("utf-8", "replace").splitlines(keepends=True)
+        chunk = item.decode("utf-8", "replace").splitlines(keepends=True)
         if len(chunk) != count:
             raise _Unreadable(name)
         yield chunk

@@ -29,6 +29,7 @@ from loopx.errors import CodecError, SchemaError
 from loopx.model import codec
 from loopx.model.paths import (CHECKPOINT_CHUNK_BYTES, CHECKPOINT_FILE_RE, PATH_RE,
                                SESSION_FILE_RE, TRANSCRIPT_CHUNK_BYTES)
+from loopx.storage.gateway import Oversize
 from loopx.storage.store import BLOB_MODE
 
 if TYPE_CHECKING:
@@ -101,12 +102,15 @@ def is_event(path: str) -> bool:
     return path.startswith("events/")
 
 
-def read_event(path: str, data: Optional[bytes]) -> Event:
-    """The event in file ``path``; raises CodecError (not safe YAML) or SchemaError."""
+def read_event(path: str, data: Optional[bytes | Oversize]) -> Event:
+    """The event in file ``path``; raises CodecError (not safe YAML, too big) or SchemaError."""
     if PATH_RE.match(path) is None:
         raise SchemaError(f"{path}: not an event path (events/YYYY/MM/DD/<ulid>.<type>.yaml)")
     if data is None:
         raise SchemaError(f"{path}: blob is missing from the object database")
+    if isinstance(data, Oversize):  # the store did not read it: its header told the size
+        raise CodecError(f"{path}: {data.size} bytes is over the {codec.MAX_BYTES // 1024} KiB "
+                         "limit")
     # Imported here: the path rules above serve warm commands too (adopting a clone, the
     # write path's attach), which must not load the event models (pydantic) for them.
     from loopx.model.events import event_path, parse_event
@@ -117,7 +121,8 @@ def read_event(path: str, data: Optional[bytes]) -> Event:
     return event
 
 
-def event_rule(path: str, data: Optional[bytes]) -> tuple[Optional[Event], Optional[Broken]]:
+def event_rule(path: str,
+               data: Optional[bytes | Oversize]) -> tuple[Optional[Event], Optional[Broken]]:
     """The event in an event file, or why it is not one (``bad-yaml`` or ``schema``)."""
     try:
         return read_event(path, data), None

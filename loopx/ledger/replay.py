@@ -48,7 +48,7 @@ class Reader:
             chunk = entries[start : start + PARSE_CHUNK]
             blobs = self.store.read_blobs([e.oid for e in chunk])
             for n, (entry, data) in enumerate(zip(chunk, blobs)):
-                match = _CLOCK_LINE.search(data) if data is not None else None
+                match = _CLOCK_LINE.search(data) if isinstance(data, bytes) else None
                 clock_ = int(match.group(1)) if match else -1  # -1: parse it first, below
                 order.append((clock_, entry.path.rsplit("/", 1)[-1].split(".", 1)[0], start + n))
         # Signed answers are judged during replay, so their verdicts must be known first; the
@@ -135,7 +135,7 @@ class Reader:
 
     def find_event(self, base: Optional[str], event_id: str) -> Optional[Event]:
         """The event with this id on ``base``, if any (its date directory holds it)."""
-        if base is None or not ids.ULID_RE.match(event_id):
+        if base is None or not ids.is_event_id(event_id):
             return None
         directory = event_dir(event_id)
         for name, (_, oid) in self.store.read_tree(f"{base}:{directory}").items():

@@ -19,7 +19,8 @@ if TYPE_CHECKING:
     from loopx.ledger.txn import Txn
     from loopx.model.events import ConfigSet, Event
 
-SIGNED_TYPES = ("gate.answered", "config.set")  # the events authority.needs_signature covers
+# The events authority.needs_signature covers.
+SIGNED_TYPES = ("gate.answered", "gate.withdrawn", "config.set")
 
 Verdicts = dict[str, dict[str, str]]  # event id -> {signers digest: principal}
 

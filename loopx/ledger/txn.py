@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from loopx.errors import ConflictError, SchemaError, TransitionError
 from loopx.ledger import layout
 from loopx.ledger.draft import Draft
 from loopx.model import clock, ids
-from loopx.model.events import RETRY_VOLATILE, Event, make_event
+from loopx.model.events import RETRY_VOLATILE, Event, free_text, make_event
 from loopx.state import authority, checks, entities, folding
 from loopx.storage.gateway import Oid
 from loopx.storage.store import BLOB_MODE
@@ -70,8 +70,9 @@ class Txn:
         """Validate ``draft`` against the state so far and stage it; raises TransitionError."""
         event_id = draft.event_id or ids.new_event_id()
         event = make_event(
-            type=draft.type, data=draft.data, event_id=event_id, at=clock.format_ts(self.now),
-            clock=self.fold.max_clock + 1, actor=self.actor, goal=draft.goal,
+            type=draft.type, data=self._scrubbed(draft), event_id=event_id,
+            at=clock.format_ts(self.now), clock=self.fold.max_clock + 1, actor=self.actor,
+            goal=draft.goal,
         )
         if draft.event_id is not None:
             earlier = self._earlier(event_id)
@@ -84,6 +85,26 @@ class Txn:
         folding.apply_checked(self.fold, event)
         self.events.append(event)
         return event
+
+    def _scrubbed(self, draft: Draft) -> dict[str, Any]:
+        """The one place every free text of every event passes before anything is written
+        (object, cache or fold): the ledger's scrub (secret redaction, set by
+        :func:`loopx.ops.ledgers.open_ledger`) on each field :func:`events.free_text` names."""
+        scrub = self.ledger.scrub
+        if scrub is None:
+            return draft.data
+        data = dict(draft.data)
+        for path in free_text(draft.type):
+            _scrub_at(data, path, scrub)
+        return data
+
+    def scrub_bytes(self, data: bytes) -> bytes:
+        """``data`` (a transcript) through the ledger's scrub, decoded as text where it is."""
+        if self.ledger.scrub is None:
+            return data
+        text = data.decode("utf-8", "surrogateescape")
+        done = self.ledger.scrub(text)
+        return data if done == text else done.encode("utf-8", "surrogateescape")
 
     def _earlier(self, event_id: str) -> Optional[Event]:
         """The event with this id staged here or already on the base, if any (a retry)."""
@@ -111,6 +132,24 @@ class Txn:
             )
         self.duplicates.append(earlier)
         return earlier
+
+
+def _scrub_at(value: Any, path: tuple[str, ...], scrub: Callable[[str], str]) -> Any:
+    """``value`` with the strings at ``path`` scrubbed (containers copied, never changed)."""
+    if not path:
+        return scrub(value) if isinstance(value, str) else value
+    key, rest = path[0], path[1:]
+    if key == "*" and isinstance(value, list):
+        value[:] = [_scrub_copy(item, rest, scrub) for item in value]
+    elif isinstance(value, dict) and key in value:
+        value[key] = _scrub_copy(value[key], rest, scrub)
+    return value
+
+
+def _scrub_copy(value: Any, path: tuple[str, ...], scrub: Callable[[str], str]) -> Any:
+    copied = dict(value) if isinstance(value, dict) else list(value) if isinstance(value, list) \
+        else value
+    return _scrub_at(copied, path, scrub)
 
 
 def _meaning(event: Event) -> tuple[Any, ...]:

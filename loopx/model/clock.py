@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta, timezone
 
+MAX_DURATION_S = 100 * 366 * 86400  # a century: longer is a typo, and overflows dates
 _DURATION = re.compile(r"^\s*(?:(\d+)d)?\s*(?:(\d+)h)?\s*(?:(\d+)m)?\s*(?:(\d+)s)?\s*$")
 
 
@@ -24,14 +25,21 @@ def parse_ts(text: str) -> datetime:
 
 
 def parse_duration(text: str) -> timedelta:
-    """``90s``, ``45m``, ``2h30m``, ``1d``; a bare number means seconds."""
-    if text.strip().isdigit():
-        return timedelta(seconds=int(text))
+    """``90s``, ``45m``, ``2h30m``, ``1d``; a bare number means seconds; at most a century."""
     match = _DURATION.match(text)
-    if not match or not any(match.groups()):
+    if text.strip().isdigit():
+        fields: tuple[str, ...] = ("0", "0", "0", text.strip())
+    elif match and any(match.groups()):
+        fields = tuple(g or "0" for g in match.groups())
+    else:
         raise ValueError(f"not a duration: {text!r} (use e.g. 90s, 45m, 2h30m, 1d)")
-    days, hours, minutes, seconds = (int(g) if g else 0 for g in match.groups())
-    return timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
+    # Longer digit strings are over the limit anyway; int() cost grows with their length.
+    days, hours, minutes, seconds = (int(f) if len(f) <= 16 else MAX_DURATION_S + 1
+                                     for f in fields)
+    total = ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+    if total > MAX_DURATION_S:
+        raise ValueError(f"{text.strip()} is longer than a century ({MAX_DURATION_S // 86400}d)")
+    return timedelta(seconds=total)
 
 
 def format_duration(delta: timedelta) -> str:

@@ -25,6 +25,9 @@ from loopx.errors import CodecError
 MAX_BYTES = 256 * 1024
 MAX_DEPTH = 32
 MAX_NODES = 20_000
+# Every integer loopx stores fits a signed 64-bit field; a longer one (a 4,300-digit clock
+# from a hostile remote) is refused while parsing, before any model sees it.
+MAX_INT = 2**63 - 1
 
 Value = Any  # None | bool | int | float | str | list[Value] | dict[str, Value]
 
@@ -68,7 +71,12 @@ def resolve_plain(text: str) -> Value:
     if _BOOL_FALSE.match(text):
         return False
     if _INT.match(text):
-        return int(text, 0) if text[:2] in ("0o", "0x") else int(text)
+        if len(text) > 24:  # checked before int(): its cost grows with the digits
+            raise ValueError(f"the integer {text[:12]}... ({len(text)} characters) is out of range")
+        number = int(text, 0) if text[:2] in ("0o", "0x") else int(text)
+        if abs(number) > MAX_INT:
+            raise ValueError(f"the integer {number} is out of range (at most 2**63 - 1)")
+        return number
     if _FLOAT.match(text):
         lowered = text.lower()
         if lowered.endswith("inf"):
@@ -139,7 +147,10 @@ class _Builder:
                 raise self.fail(f"has more than {MAX_NODES} nodes")
             if kind == "ScalarEvent":
                 plain = event.style in (None, "") and tag is None
-                value: Value = resolve_plain(event.value) if plain else event.value
+                try:
+                    value: Value = resolve_plain(event.value) if plain else event.value
+                except ValueError as exc:
+                    raise self.fail(str(exc)) from None
                 root = self._add(stack, keys, value, root)
             elif kind in ("MappingStartEvent", "SequenceStartEvent"):
                 if len(stack) >= MAX_DEPTH:

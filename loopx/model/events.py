@@ -7,8 +7,10 @@ version of that payload's schema. A type (or version) this loopx does not know i
 
 from __future__ import annotations
 
+import functools
 import re
-
+import types
+import typing
 from typing import Annotated, Any, Generic, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -16,7 +18,7 @@ from typing_extensions import TypeVar
 
 from loopx.errors import SchemaError
 from loopx.model.globs import GLOB_PATTERN, MAX_GLOBS
-from loopx.model.ids import ENTITY_ID_RE, ULID_RE, EventId
+from loopx.model.ids import ENTITY_ID_RE, EVENT_ID_RULE, ULID_RE, EventId, is_event_id
 from loopx.model.paths import (  # noqa: F401 - re-exported: where events live
     PATH_RE, SESSION_FILE_RE, file_path, TRANSCRIPT_CHUNK_BYTES, TRANSCRIPT_MAX_BYTES, event_dir,
     transcript_chunk_path,
@@ -41,9 +43,18 @@ Globs = Field(default=None, max_length=MAX_GLOBS,
               description="path globs (docs/**, src/**/*.py); none: the whole tree")
 
 
+# Bounds of the numbers events carry. Every numeric field has both ends, and floats must be
+# finite: a value from another clone is data, and no data may stop a clone from writing.
+MAX_CLOCK = 2**53 - 1  # exact in JSON readers that hold numbers as doubles
+MAX_COUNT = 10**15  # turns and tokens
+MAX_COST = 1e12
+MAX_SECONDS = 10 * 366 * 86400  # ten years
+MIN_EXIT, MAX_EXIT = -(2**31), 2**32 - 1  # signed POSIX statuses, unsigned Windows ones
+
+
 class Model(BaseModel):
     # defer_build: only the payload models a command touches pay their schema build cost.
-    model_config = ConfigDict(extra="forbid", defer_build=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", defer_build=True, frozen=True, allow_inf_nan=False)
 
 
 class Criterion(Model):
@@ -79,7 +90,7 @@ class ConfigSet(Model):
     )
     lease_ttl_seconds: Optional[int] = Field(default=None, ge=10, le=30 * 86400)
     session_slots: Optional[int] = Field(default=None, ge=1, le=10_000)
-    session_idle_seconds: Optional[int] = Field(default=None, ge=60)
+    session_idle_seconds: Optional[int] = Field(default=None, ge=60, le=MAX_SECONDS)
     signed_answers: Optional[Literal["off", "all"] | list[str]] = Field(
         default=None, description="'all', 'off', or the gate ids whose answers must be signed"
     )
@@ -221,16 +232,25 @@ class GateOpened(Model):
     blocks: list[str] = Field(default_factory=list, max_length=200)
 
 
+# A decision on a gate (an answer or a withdrawal) that saw earlier decisions on it names
+# them: it replaces them. Two decisions that did not see each other conflict (docs/gates).
+Supersedes = Field(
+    default=None, min_length=1, max_length=50,
+    description="event ids of the decisions on this gate that this one replaces")
+
+
 class GateAnswered(Model):
     id: str = EntityId
     decision: Literal["approve", "reject", "answer"]
     answer: Optional[str] = Field(default=None, max_length=20_000)
     comment: Optional[str] = Field(default=None, max_length=20_000)
+    supersedes: Optional[list[Annotated[str, Field(pattern=ULID_RE.pattern)]]] = Supersedes
 
 
 class GateWithdrawn(Model):
     id: str = EntityId
     reason: Optional[str] = Field(default=None, max_length=20_000)
+    supersedes: Optional[list[Annotated[str, Field(pattern=ULID_RE.pattern)]]] = Supersedes
 
 
 # --- evidence --------------------------------------------------------------------------------
@@ -243,8 +263,8 @@ class EvidenceRecorded(Model):
     tree: Optional[str] = Field(default=None, pattern=OID_PATTERN)
     dirty: bool = False
     command: Optional[str] = Field(default=None, max_length=10_000)
-    exit_code: Optional[int] = None
-    duration_s: Optional[float] = Field(default=None, ge=0)
+    exit_code: Optional[int] = Field(default=None, ge=MIN_EXIT, le=MAX_EXIT)
+    duration_s: Optional[float] = Field(default=None, ge=0, le=MAX_SECONDS)
     summary: Optional[str] = Field(default=None, max_length=20_000)
     digest: Optional[str] = Field(default=None, max_length=200)
     url: Optional[str] = Field(default=None, max_length=2_000)
@@ -311,15 +331,15 @@ class WakeFired(Model):
 
 
 class QuotaSet(Model):
-    turns: Optional[int] = Field(default=None, ge=0)
-    tokens: Optional[int] = Field(default=None, ge=0)
-    cost: Optional[float] = Field(default=None, ge=0)
+    turns: Optional[int] = Field(default=None, ge=0, le=MAX_COUNT)
+    tokens: Optional[int] = Field(default=None, ge=0, le=MAX_COUNT)
+    cost: Optional[float] = Field(default=None, ge=0, le=MAX_COST)
 
 
 class QuotaSpent(Model):
-    turns: int = Field(default=0, ge=0)
-    tokens: int = Field(default=0, ge=0)
-    cost: float = Field(default=0.0, ge=0)
+    turns: int = Field(default=0, ge=0, le=MAX_COUNT)
+    tokens: int = Field(default=0, ge=0, le=MAX_COUNT)
+    cost: float = Field(default=0.0, ge=0, le=MAX_COST)
     todo: Optional[str] = Field(default=None, pattern=ID_PATTERN)
     force: Optional[bool] = Field(default=None, description="recorded past the budget (v2)")
     reason: Optional[str] = Field(default=None, min_length=1, max_length=2_000,
@@ -511,6 +531,50 @@ RETRY_VOLATILE: dict[str, frozenset[str]] = {
     "wake.fired": frozenset({"at", "next"}),
 }
 
+# Text fields that hold no free text: public keys that must stay byte-exact to verify
+# signatures, a version string, a digest loopx computes itself.
+VERBATIM_TEXT: frozenset[tuple[str, str]] = frozenset({
+    ("config.set", "allowed_signers"), ("ledger.initialised", "loopx_version"),
+    ("evidence.recorded", "digest"),
+})
+
+
+@functools.lru_cache(maxsize=None)
+def free_text(type: str) -> tuple[tuple[str, ...], ...]:
+    """Where an event of ``type`` holds free text: every string field without a pattern (or
+    choices) in its payload and the models nested in it, as key paths (``*`` for each item of
+    a list), less VERBATIM_TEXT. Derived from the models, so a new field is covered as soon as
+    it exists; secrets in these are redacted before anything is written."""
+    known = EVENT_TYPES.get(type)
+    if known is None:
+        return ()
+    return tuple(path for path in _text_paths(known[0], ())
+                 if (type, ".".join(path)) not in VERBATIM_TEXT)
+
+
+def _text_paths(model: type[Model], prefix: tuple[str, ...]) -> list[tuple[str, ...]]:
+    paths: list[tuple[str, ...]] = []
+    for name, info in model.model_fields.items():
+        kind = _unwrap(info.annotation)
+        args = typing.get_args(kind)
+        if kind is str and not any(getattr(m, "pattern", None) for m in info.metadata):
+            paths.append((*prefix, name))
+        elif isinstance(kind, type) and issubclass(kind, Model):
+            paths += _text_paths(kind, (*prefix, name))
+        elif typing.get_origin(kind) is list and args and isinstance(args[0], type) \
+                and issubclass(args[0], Model):
+            paths += _text_paths(args[0], (*prefix, name, "*"))
+    return paths
+
+
+def _unwrap(annotation: Any) -> Any:
+    """``X`` for ``Optional[X]``; anything else as is."""
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType) and len(args) == 1:
+        return args[0]
+    return annotation
+
+
 TYPE_RE = re.compile(r"^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$")
 
 
@@ -519,12 +583,20 @@ class Envelope(Model):
 
     id: EventId = Field(pattern=ULID_RE.pattern, description="ULID; also the idempotency key")
     type: str = Field(pattern=TYPE_RE.pattern)
-    v: int = Field(ge=1, description="schema version of this event type's payload")
+    v: int = Field(ge=1, le=10_000, description="schema version of this event type's payload")
     at: str = Field(pattern=TS_PATTERN, description="UTC wall clock, for display only")
-    clock: int = Field(ge=1, description="Lamport clock: 1 + the highest clock the writer saw")
+    clock: int = Field(ge=1, le=MAX_CLOCK,
+                       description="Lamport clock: 1 + the highest clock the writer saw")
     actor: str = Field(pattern=ACTOR_PATTERN)
     goal: Optional[str] = Field(default=None, pattern=ID_PATTERN)
     data: dict[str, Any]
+
+    @field_validator("id")
+    @classmethod
+    def _dated(cls, value: str) -> str:
+        if not is_event_id(value):
+            raise ValueError(f"{value!r} is not {EVENT_ID_RULE}")
+        return value
 
 
 # The payload type of an Event: ``Event[TodoClaimed]`` is what `todos.claim` returns; a bare

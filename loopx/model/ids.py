@@ -13,6 +13,11 @@ EventId = NewType("EventId", str)
 
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 ULID_RE = re.compile(r"^[0-7][0-9A-HJKMNP-TV-Z]{25}$")
+# The last millisecond of year 9999: ULIDs go on to year 10889, but an event's file lives in
+# a directory named after its date (events/YYYY/MM/DD), and dates stop at 9999.
+MAX_ULID_MS = 253_402_300_799_999
+EVENT_ID_RULE = ("a ULID: 26 characters of 0-9 and A-Z without I, L, O and U, dated no later "
+                 "than year 9999, e.g. 01JD5Z3Q1T8E0000000000ABCD")
 # Entity ids: chosen by the user (`--id T-3`) or generated (`t-4k2j9x`). No slashes or dots,
 # so they can never escape a path or confuse a file name.
 ENTITY_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
@@ -49,6 +54,11 @@ _DECODE = str.maketrans(_CROCKFORD, "0123456789abcdefghijklmnopqrstuv")
 def ulid_ms(event_id: str) -> int:
     """The millisecond timestamp encoded in a ULID (its first ten Crockford base32 digits)."""
     return int(event_id[:10].translate(_DECODE), 32)
+
+
+def is_event_id(text: str) -> bool:
+    """Whether ``text`` can be an event id: a ULID whose date fits a file path."""
+    return ULID_RE.match(text) is not None and ulid_ms(text) <= MAX_ULID_MS
 
 
 def new_short_id(prefix: str, seed: str | None = None) -> str:

@@ -205,9 +205,9 @@ def _recorded(ledger: Ledger, ev_id: str, at: str) -> Optional[Event[Any]]:
                                  "--", "events/")
             attempt = sorted((n for n in listed.splitlines() if n not in names), reverse=True)
         wanted = [n for n in attempt if n.endswith(".evidence.recorded.yaml")]
-        blobs = ledger.store.reader.read_many([f"{tip}:{n}" for n in wanted])
+        blobs = ledger.store.read_blobs([f"{tip}:{n}" for n in wanted])  # capped, by header
         for name, blob in zip(wanted, blobs):
-            event = layout.read_event(name, blob[1] if blob else None)
+            event = layout.read_event(name, blob)
             if getattr(event.data, "id", None) == ev_id:
                 return event
     return None

@@ -12,23 +12,27 @@ Report = sync.Report
 
 
 def sync_(ledger: Ledger, *, remote: Optional[str] = None,
-          retries: int = sync.DEFAULT_RETRIES, actor: Optional[str] = None) -> Report:
+          retries: int = sync.DEFAULT_RETRIES, actor: Optional[str] = None,
+          allow_unrelated: bool = False) -> Report:
     """Fetch, check and merge the remote's state, then push ours (never forced); a remote
-    state that fails the incoming check is quarantined and local state left untouched.
+    state that fails the incoming check is quarantined and local state left untouched. A
+    remote ledger with no history in common with ours merges only with ``allow_unrelated``.
     With ``actor``, ``report.notices`` lists that actor's events the merge left not applied
     (a claim that lost a race)."""
     before = _problem_events(ledger)
-    report = sync.sync(ledger=ledger, remote=remote, retries=retries)
+    report = sync.sync(ledger=ledger, remote=remote, retries=retries,
+                       allow_unrelated=allow_unrelated)
     _found(ledger, report)
     report.notices = _new_notices(ledger, actor, before)
     return report
 
 
-def fetch(ledger: Ledger, *, remote: Optional[str] = None,
-          actor: Optional[str] = None) -> Report:
-    """Fetch, check and merge the remote's state (no push); ``actor`` as for :func:`sync_`."""
+def fetch(ledger: Ledger, *, remote: Optional[str] = None, actor: Optional[str] = None,
+          allow_unrelated: bool = False) -> Report:
+    """Fetch, check and merge the remote's state (no push); ``actor`` and
+    ``allow_unrelated`` as for :func:`sync_`."""
     before = _problem_events(ledger)
-    report = sync.fetch(ledger=ledger, remote=remote)
+    report = sync.fetch(ledger=ledger, remote=remote, allow_unrelated=allow_unrelated)
     _found(ledger, report)
     report.notices = _new_notices(ledger, actor, before)
     return report

@@ -12,7 +12,7 @@ from loopx.ledger.draft import Draft
 from loopx.model import clock
 from loopx.model.ids import new_short_id
 from loopx.ops import lookup
-from loopx.state import views
+from loopx.state import entities, views
 
 if TYPE_CHECKING:
     from loopx.ledger.txn import Txn
@@ -36,20 +36,40 @@ def open_(txn: Txn, goal: str, question: str, *, authority: Sequence[str],
 
 
 def answer(txn: Txn, gate: str, *, decision: str, answer: Optional[str] = None,
-           comment: Optional[str] = None, event_id: Optional[str] = None) -> Event[GateAnswered]:
-    """Answer a gate (its authority only): ``approve``, ``reject``, or ``answer`` with text."""
+           comment: Optional[str] = None, supersede: bool = False,
+           event_id: Optional[str] = None) -> Event[GateAnswered]:
+    """Answer a gate (its authority only): ``approve``, ``reject``, or ``answer`` with text.
+
+    A gate that already has a decision (or conflicting ones) is answered again only with
+    ``supersede``: the new answer names the decisions it replaces.
+    """
     if decision not in DECISIONS:
         raise UsageError(f"a decision is one of {', '.join(DECISIONS)}, not {decision!r}")
     gid = lookup.gate(txn.fold, gate)
-    data = {"id": gid, "decision": decision, "answer": answer, "comment": comment}
+    data = {"id": gid, "decision": decision, "answer": answer, "comment": comment,
+            "supersedes": _superseded(txn.fold.gates[gid], supersede, "answer")}
     return txn.add(Draft("gate.answered", data, txn.fold.gates[gid].goal, event_id))
 
 
-def withdraw(txn: Txn, gate: str, *, reason: Optional[str] = None,
+def withdraw(txn: Txn, gate: str, *, reason: Optional[str] = None, supersede: bool = False,
              event_id: Optional[str] = None) -> Event[GateWithdrawn]:
-    """Withdraw a question that no longer needs an answer."""
-    return lookup.about(txn, "gates", gate, "gate", "gate.withdrawn", {"reason": reason},
-                        event_id)
+    """Withdraw a question that no longer needs an answer (its opener or authority only);
+    a gate already decided is withdrawn only with ``supersede``."""
+    gid = lookup.gate(txn.fold, gate)
+    data = {"id": gid, "reason": reason,
+            "supersedes": _superseded(txn.fold.gates[gid], supersede, "withdraw")}
+    return txn.add(Draft("gate.withdrawn", data, txn.fold.gates[gid].goal, event_id))
+
+
+def _superseded(gate: entities.Gate, supersede: bool, verb: str) -> Optional[list[str]]:
+    """The decisions a new one replaces; refuses to replace them unasked."""
+    if gate.state == "open":
+        return None
+    if not supersede:
+        said = views.conflict_summary(gate)
+        raise UsageError(f"gate {gate.id} is already {gate.state} ({said}); to replace that, "
+                         f"{verb} again with --supersede")
+    return [d["event"] for d in gate.decisions]
 
 
 def listing(ledger: Ledger, *, include_closed: bool = False,

@@ -2,7 +2,9 @@
 
 post-commit records commit evidence, post-rewrite remaps it after an amend or rebase, and
 pre-push sends the state branch along. A hook fails open: a loopx problem is one line on
-stderr and git goes on, unless ``loopx.hooks.strict=true`` (see docs/hooks.md).
+stderr and git goes on, unless ``loopx.hooks.strict=true`` (see docs/hooks.md). A hook never
+stalls git: it waits at most ``spool.WAIT_S`` for the state branch, then leaves its work in
+the spool (:mod:`loopx.features.spool`) for the next loopx command.
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, NamedTuple, Optional
 
-from loopx.errors import LoopxError
-from loopx.features import capture, shims, sync
+from loopx.errors import CheckedOut, LockTimeout, LoopxError, RefRaceError
+from loopx.features import capture, shims, spool, sync
 from loopx.ledger.book import Ledger
 from loopx.model import plural
 from loopx.ops import ledgers
@@ -88,23 +90,60 @@ def _post_commit(hook: Hook) -> list[str]:
     background_child = COMMIT_ENV in hook.environ
     branch = (hook.environ.get(BRANCH_ENV) or None) if background_child else _head_ref(
         hook.cwd, found.git_dir)
+    if branch == hook.ref:
+        return [f"this commit is on {hook.ref.removeprefix('refs/heads/')} itself, which loopx "
+                "writes: a commit there from a stale index deletes events. `git loopx doctor` "
+                "checks; keep the state branch out of work trees (git switch --detach)"]
     if _internal(branch, hook.ref):
-        return []  # a commit on the state branch or a proposal is not work on a todo
+        return []  # a proposal or another loopx branch is not work on a todo
+    notes = _apply_spooled(hook, found)
     info = capture.read_commit(hook.cwd, hook.environ.get(COMMIT_ENV, "HEAD"))
     if not info.todos and not info.goals and capture.cached_leases(
         loopx_dir=found.loopx_dir, ref=hook.ref, tip=found.tip, actor=hook.actor or "",
         branch=branch,
     ) == []:
-        return []  # nothing to record, known without loading the event model
+        return notes  # nothing to record, known without loading the event model
     amended = (hook.environ.get(AMENDED_ENV) or None) if background_child else _amended(
         hook.cwd, info.sha)
     if not background_child and _config_true(hook.cwd, "loopx.hooks.background"):
         _record_in_background(hook, found.loopx_dir, info.sha, branch, amended)
+        return notes
+    with Ledger(gateway.discover(hook.cwd), ref=hook.ref, scrub=ledgers.scrub) as ledger:
+        if not background_child:  # the detached child is off git's path: it may wait
+            ledger.store.wait_limit = spool.WAIT_S
+        try:
+            result = capture.record_commit(ledger=ledger, actor=hook.who(), info=info,
+                                           branch=branch, amended=amended)
+        except BUSY as exc:
+            inputs = {"commit": info.sha, "branch": branch, "amended": amended}
+            return notes + [_queued(hook, found.loopx_dir, inputs, exc, "the commit's evidence")]
+    return notes + result.notes + [_recorded_line(e) for e in result.events]
+
+
+# The state branch cannot take the hook's write now, but will later: queue it.
+BUSY = (LockTimeout, RefRaceError, CheckedOut)
+
+
+def _queued(hook: Hook, loopx_dir: Path, inputs: dict[str, Any], why: Exception,
+            what: str) -> str:
+    """Leave the hook's work in the spool; the line that says so."""
+    entry = spool.append(loopx_dir, hook=hook.name, inputs=inputs, actor=hook.who(),
+                         state_ref=hook.ref)
+    reason = str(why).strip().splitlines()[0] if str(why).strip() else type(why).__name__
+    return (f"{what} is queued ({entry.path.name}) and recorded by the next loopx command: "
+            f"{reason}")
+
+
+def _apply_spooled(hook: Hook, found: "_Found") -> list[str]:
+    """Apply what earlier hooks queued (the common case, nothing queued, costs one listing)."""
+    if not spool.has_pending(found.loopx_dir):
         return []
-    with Ledger(gateway.discover(hook.cwd), ref=hook.ref) as ledger:
-        result = capture.record_commit(ledger=ledger, actor=hook.who(), info=info,
-                                       branch=branch, amended=amended)
-    return result.notes + [_recorded_line(e) for e in result.events]
+    with Ledger(gateway.discover(hook.cwd), ref=hook.ref, scrub=ledgers.scrub) as ledger:
+        done = ledgers.apply_spool(ledger)
+    if done is None:
+        return []
+    lines = [f"recorded {len(done.applied)} queued hook entries"] if done.applied else []
+    return lines + [f"queued entry {i} set aside: {why}" for i, why in done.failed.items()]
 
 
 def _head_ref(cwd: str, git_dir: str) -> Optional[str]:
@@ -185,6 +224,10 @@ def _ledger_tip(hook: Hook) -> Optional[_Found]:
     proc = gateway.run(hook.cwd, "rev-parse", "--absolute-git-dir", "--git-common-dir",
                        "--verify", "-q", f"{hook.ref}^{{commit}}", check=False)
     lines = proc.stdout.decode().splitlines()
+    if proc.returncode != 0 and len(lines) == 2 and (Path(hook.cwd) / lines[1] / hook.ref).is_file():
+        # The ref is there but its commit is not (pruned): say so, never act as if no ledger.
+        with Ledger(gateway.discover(hook.cwd), ref=hook.ref) as ledger:
+            ledger.tip()  # raises DamagedLedger, naming `git loopx doctor`
     if proc.returncode != 0 or len(lines) != 3:
         return None
     common = Path(hook.cwd) / lines[1]  # relative to the cwd, like gateway.discover reads it
@@ -195,10 +238,16 @@ def _post_rewrite(hook: Hook) -> list[str]:
     pairs = capture.parse_rewrites(hook.stdin.splitlines())
     if not hook.stdin and hook.environ.get("PRE_COMMIT_REWRITE_COMMAND") == "amend":
         pairs = _amend_from_reflog(hook.cwd)  # pre-commit passes no stdin: HEAD@{1} -> HEAD
-    if not pairs or _ledger_tip(hook) is None:
+    found = _ledger_tip(hook)
+    if not pairs or found is None:
         return []
     with ledgers.open_ledger(hook.cwd, ref=hook.state_ref) as ledger:
-        result = capture.record_rewrite(ledger=ledger, actor=hook.who(), pairs=pairs)
+        ledger.store.wait_limit = spool.WAIT_S
+        try:
+            result = capture.record_rewrite(ledger=ledger, actor=hook.who(), pairs=pairs)
+        except BUSY as exc:
+            return [_queued(hook, found.loopx_dir, {"pairs": pairs}, exc,
+                            "the remap of the rewritten commits")]
     count = sum(len(e.data.mappings) for e in result.events)
     return [f"evidence follows {plural.counted(count, 'rewritten commit')}"] if count else []
 
@@ -223,7 +272,12 @@ def _pre_push(hook: Hook) -> list[str]:
     if _config_false(hook.cwd, "loopx.pushState") or _ledger_tip(hook) is None:
         return []
     with ledgers.open_ledger(hook.cwd, ref=hook.state_ref) as ledger:
-        line = sync.push_along(ledger=ledger, remote=remote)
+        ledger.store.wait_limit = spool.WAIT_S
+        try:
+            line = sync.push_along(ledger=ledger, remote=remote)
+        except BUSY as exc:
+            reason = str(exc).strip().splitlines()[0]
+            return [f"state not pushed ({reason}); `git loopx sync` sends it later"]
     return [line] if line else []
 
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
-from loopx.errors import LoopxError, Quarantined, SyncError
+from loopx.errors import (CheckedOut, LockTimeout, LoopxError, Quarantined, RefRaceError,
+                          SyncError)
 from loopx.ledger.book import Ledger
 from loopx.storage import gateway
 from loopx.storage.store import STATE_REF
 
 if TYPE_CHECKING:
+    from loopx.features.spool import Drained
     from loopx.model.events import Event
 
 
@@ -22,14 +24,51 @@ def state_ref(name: Optional[str]) -> str:
 
 def open_ledger(path: Path | str = ".", *, ref: Optional[str] = None,
                 adopt: bool = True) -> Ledger:
-    """The ledger of the repository at ``path``; in a fresh clone it adopts ``origin``'s state
+    """The ledger of the repository at ``path``, redacting secrets in every text it writes
+    (:func:`loopx.features.redact.scrub`); in a fresh clone it adopts ``origin``'s state
     branch (after the incoming check), so handing work over is a ``git clone``."""
-    ledger = Ledger.open(path, ref=state_ref(ref))
+    ledger = Ledger.open(path, ref=state_ref(ref), scrub=scrub)
     if adopt and ledger.tip() is None:  # (a proposal's tip falls back to loopx/state's)
         from loopx.features import sync  # only a clone without state adopts: start-up time
 
         sync.adopt(ledger=ledger)
+    apply_spool(ledger)
     return ledger
+
+
+def scrub(text: str) -> str:
+    """Secret redaction (:func:`loopx.features.redact.scrub`), the ledgers' ``scrub``."""
+    # Imported on the first text written: reads (a warm status) never compile its patterns.
+    from loopx.features import redact
+
+    return redact.scrub(text)
+
+
+def apply_spool(ledger: Ledger) -> Optional[Drained]:
+    """Apply the work git hooks queued while the state branch was busy (docs/hooks.md): the
+    next loopx command does it. Waits no longer than a hook would; what cannot be applied
+    now stays queued, what can never be is set aside for `doctor`. None when nothing is."""
+    # The queue's folder (spool.folder) exists once a hook queued work: only then are the
+    # queue and capture loaded (start-up time of every command).
+    if not (ledger.repo.loopx_dir / "spool").is_dir():
+        return None
+    from loopx.features import capture, spool
+
+    if not spool.has_pending(ledger.repo.loopx_dir) or ledger.tip() is None:
+        return None
+
+    def apply(entry: spool.Entry) -> None:
+        try:
+            capture.SPOOLED[entry.hook](ledger, entry)
+        except (LockTimeout, RefRaceError, CheckedOut) as exc:
+            raise spool.Later(str(exc)) from exc
+
+    limit, ledger.store.wait_limit = ledger.store.wait_limit, spool.WAIT_S
+    try:
+        return spool.drain(ledger.repo.loopx_dir, dict.fromkeys(capture.SPOOLED, apply),
+                           state_ref=ledger.ref)
+    finally:
+        ledger.store.wait_limit = limit
 
 
 def init(ledger: Ledger, *, actor: str, name: Optional[str] = None,

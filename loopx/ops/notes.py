@@ -36,9 +36,9 @@ def listing(ledger: Ledger, *, todo: Optional[str] = None,
     names = [n for n in gateway.out(ledger.repo.cwd, "ls-tree", "-r", "--name-only", str(tip),
                                     "--", "events/").splitlines()
              if n.endswith(".note.added.yaml")]
-    found = ledger.store.reader.read_many([f"{tip}:{n}" for n in names])
-    events = sorted((layout.read_event(n, item[1] if item else None)
-                     for n, item in zip(names, found)), key=lambda e: e.sort_key())
+    found = ledger.store.read_blobs([f"{tip}:{n}" for n in names])  # capped, by header
+    events = sorted((layout.read_event(n, item) for n, item in zip(names, found)),
+                    key=lambda e: e.sort_key())
     notes = [dict(_data(e), goal=e.env.goal, actor=e.env.actor, at=e.env.at, event=e.id)
              for e in events]
     return [n for n in notes if (not todo or (n["todo"] or "").startswith(todo))

@@ -98,7 +98,9 @@ def take_inbox(txn: Txn, session: str) -> list[dict[str, Any]]:
 def checkpoint(txn: Txn, session: str, transcript: bytes, *, summary: str,
                omitted: Optional[str] = None, event_id: Optional[str] = None) -> Event[SessionCheckpointed]:
     """Store ``transcript`` as chunk files beside the events and record the checkpoint with
-    the summary that replaces it, in this one commit (owner only)."""
+    the summary that replaces it, in this one commit (owner only). Secrets in it are
+    redacted first, like every text loopx writes."""
+    transcript = txn.scrub_bytes(transcript)
     if len(transcript) > TRANSCRIPT_MAX_BYTES:
         raise transcripts.TranscriptError(
             f"transcript is {len(transcript)} bytes, over the {TRANSCRIPT_MAX_BYTES // 2**20} MiB "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import MutableMapping
-from typing import TYPE_CHECKING, Any, Callable, cast
+from typing import TYPE_CHECKING, Any, Callable, Optional, cast
 
 from loopx.state import views
 from loopx.state.entities import (Effect, Evidence, Fold, Gate, Goal, Quota, Session, Todo,
@@ -174,22 +174,65 @@ def _apply_gate_opened(fold: Fold, event: Event) -> None:
 
 def _apply_gate_answered(fold: Fold, event: Event) -> None:
     d = cast("GateAnswered", event.data)
-    gate = fold.gates[d.id]
-    gate.state, gate.decision, gate.answer, gate.comment = "answered", d.decision, d.answer, d.comment
-    gate.answered_by, gate.answered_event = event.env.actor, event.id
-    gate.answered_clock = event.env.clock
-    # A decision invalidates the plans it touches, made before it: the todos the gate holds
-    # back and everything that waits for them. Their holders are told until they acknowledge.
-    for todo_id in views.dependants(fold, gate.blocks):
-        todo = fold.todos[todo_id]
-        if todo.holder and todo.claimed_clock < event.env.clock and (
-                gate.id not in todo.decisions_since_claim):
-            todo.decisions_since_claim.append(gate.id)
+    decide_gate(fold, event, {"event": event.id, "kind": "answer", "actor": event.env.actor,
+                              "clock": event.env.clock, "decision": d.decision,
+                              "answer": d.answer, "comment": d.comment}, d.supersedes)
 
 
 def _apply_gate_withdrawn(fold: Fold, event: Event) -> None:
     d = cast("GateWithdrawn", event.data)
-    fold.gates[d.id].state = "withdrawn"
+    decide_gate(fold, event, {"event": event.id, "kind": "withdraw", "actor": event.env.actor,
+                              "clock": event.env.clock, "decision": None, "answer": None,
+                              "comment": d.reason}, d.supersedes)
+
+
+def decide_gate(fold: Fold, event: Event, decision: dict[str, Any],
+                supersedes: Optional[list[str]]) -> None:
+    """Apply a decision (an answer or a withdrawal) to its gate.
+
+    It takes effect when the gate is open or when it names every decision in force in
+    ``supersedes`` (its author saw them). Otherwise the decisions did not see each other:
+    one that says the same changes nothing, any other makes the gate ``conflicted`` (its
+    todos stay blocked) until the authority decides again, superseding all of them.
+    """
+    gate = fold.gates[cast("GateAnswered", event.data).id]
+    in_force = {d["event"] for d in gate.decisions}
+    if gate.state == "open" or in_force <= set(supersedes or ()):
+        gate.decisions = [decision]
+    elif all(_same(d, decision) for d in gate.decisions):
+        return
+    else:
+        gate.decisions = [*gate.decisions, decision]
+    _show_decisions(gate)
+    if decision["kind"] == "answer" or gate.state == "conflicted":
+        # A decision invalidates the plans it touches, made before it: the todos the gate
+        # holds back and everything that waits for them. Their holders are told until they
+        # acknowledge.
+        for todo_id in views.dependants(fold, gate.blocks):
+            todo = fold.todos[todo_id]
+            if todo.holder and todo.claimed_clock < event.env.clock and (
+                    gate.id not in todo.decisions_since_claim):
+                todo.decisions_since_claim.append(gate.id)
+
+
+def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return (a["kind"], a["decision"], a["answer"]) == (b["kind"], b["decision"], b["answer"])
+
+
+def _show_decisions(gate: Gate) -> None:
+    """The gate's state and answer fields from the decisions in force."""
+    only = gate.decisions[0] if len(gate.decisions) == 1 else None
+    if only is None:
+        gate.state = "conflicted"
+    else:
+        gate.state = "answered" if only["kind"] == "answer" else "withdrawn"
+    answered = only if only and only["kind"] == "answer" else None
+    gate.decision = answered["decision"] if answered else None
+    gate.answer = answered["answer"] if answered else None
+    gate.comment = answered["comment"] if answered else None
+    gate.answered_by = answered["actor"] if answered else None
+    gate.answered_event = answered["event"] if answered else None
+    gate.answered_clock = answered["clock"] if answered else 0
 
 
 def _apply_evidence(fold: Fold, event: Event) -> None:

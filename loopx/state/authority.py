@@ -39,8 +39,8 @@ GUARDED_CONFIG = frozenset({"roles", "signed_answers", "allowed_signers"})
 
 def needs_signature(fold: Fold, event: Event) -> bool:
     """Whether ``event`` counts only in a commit signed by its actor's key in allowed_signers."""
-    if event.type == "gate.answered":
-        gate = fold.gates.get(cast("GateAnswered", event.data).id)
+    if event.type in ("gate.answered", "gate.withdrawn"):  # both decide the gate
+        gate = fold.gates.get(cast("GateAnswered | GateWithdrawn", event.data).id)
         return gate is not None and signature_required(fold.config, gate.id)
     if event.type == "config.set":
         rule = fold.config.get("signed_answers")

@@ -278,9 +278,9 @@ def _check_gate_answered(fold: Fold, event: Event) -> Optional[str]:
     gate = fold.gates.get(data.id)
     if gate is None:
         return f"unknown gate {data.id}"
-    if gate.state != "open":
-        extra = f" by {gate.answered_by} ({gate.decision})" if gate.state == "answered" else ""
-        return f"gate {gate.id} is already {gate.state}{extra}"
+    # An answer to a gate that already has a decision is legal: if it names that decision in
+    # `supersedes` it replaces it, else the two did not see each other and the gate becomes
+    # conflicted (appliers.decide_gate) until its authority decides again.
     if event.env.actor not in authority.resolve(fold.config, gate.authority):
         return (f"gate {gate.id} is answered by {', '.join(gate.authority)} only; "
                 f"you are {event.env.actor}")
@@ -299,7 +299,12 @@ def _check_gate_withdrawn(fold: Fold, event: Event) -> Optional[str]:
     gate = fold.gates.get(data.id)
     if gate is None:
         return f"unknown gate {data.id}"
-    return None if gate.state == "open" else f"gate {gate.id} is already {gate.state}"
+    # Withdrawing is a decision too: it unblocks the gate's todos.
+    deciders = authority.resolve(fold.config, gate.authority) | {gate.opened_by}
+    if event.env.actor not in deciders:
+        return (f"gate {gate.id} is withdrawn by its opener {gate.opened_by} or by "
+                f"{', '.join(gate.authority)} only; you are {event.env.actor}")
+    return authority.check_signature(fold, event, f"the withdrawal of gate {gate.id}")
 
 
 def _check_evidence(fold: Fold, event: Event) -> Optional[str]:

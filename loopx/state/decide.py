@@ -243,6 +243,8 @@ def _gates(ctx: _Ctx) -> Iterable[Action]:
     for gate in ctx.gates.values():
         if gate["state"] == "answered" and gate.get("decision") == "reject":
             yield from _rejected(ctx, gate)
+        if gate["state"] == "conflicted" and ctx.live_goal(gate["goal"]):
+            yield _conflicted(ctx, gate)
         if gate["state"] != "open" or not ctx.live_goal(gate["goal"]):
             continue
         asks = ", ".join(gate["authority"])
@@ -258,6 +260,20 @@ def _gates(ctx: _Ctx) -> Iterable[Action]:
             yield _action("wait_gate", f"{what} for gate {gate['id']}: {gate['question']} "
                           f"(must be answered by {asks})", f"git loopx gate show {gate['id']}",
                           gate=gate["id"], goal=gate["goal"])
+
+
+def _conflicted(ctx: _Ctx, gate: dict[str, Any]) -> Action:
+    """Decisions that did not see each other: neither wins; the authority decides again."""
+    said = ", ".join(f"{d.get('decision') or 'withdraw'} by {d['actor']} [{d['event']}]"
+                     for d in gate.get("conflict", []))
+    if ctx.actor in ctx.authority(gate):
+        return _action("answer_gate", f"gate {gate['id']} has decisions that did not see each "
+                       f"other ({said}): {gate['question']}; decide again",
+                       f"git loopx gate answer {gate['id']} --supersede --approve  # or --reject",
+                       gate=gate["id"], goal=gate["goal"])
+    return _action("wait_gate", f"gate {gate['id']} has decisions that did not see each other "
+                   f"({said}); {', '.join(gate['authority'])} must decide again",
+                   f"git loopx gate show {gate['id']}", gate=gate["id"], goal=gate["goal"])
 
 
 def _rejected(ctx: _Ctx, gate: dict[str, Any]) -> Iterable[Action]:

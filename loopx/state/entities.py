@@ -12,6 +12,7 @@ from collections.abc import MutableMapping, MutableSequence
 from typing import Any, Optional, Protocol, runtime_checkable
 
 DEFAULT_LEASE_TTL_S = 45 * 60
+MAX_LEASE_TTL_S = 30 * 86400  # as ConfigSet.lease_ttl_seconds allows
 DEFAULT_SESSION_SLOTS = 20
 DEFAULT_PRIORITY = 2  # todo priorities run from 0 (most urgent) to 4
 
@@ -66,7 +67,7 @@ class Gate:
     question: str
     authority: list[str]
     blocks: list[str]
-    state: str = "open"  # open | answered | withdrawn
+    state: str = "open"  # open | answered | withdrawn | conflicted
     decision: Optional[str] = None
     answer: Optional[str] = None
     comment: Optional[str] = None
@@ -74,6 +75,9 @@ class Gate:
     answered_event: Optional[str] = None
     answered_clock: int = 0
     opened_by: str = ""
+    # The decisions in force: one when answered or withdrawn, the competing ones (each
+    # {event, kind, actor, clock, decision, answer, comment}) when conflicted.
+    decisions: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass

@@ -14,10 +14,21 @@ from loopx.state.entities import Fold, Problem
 if TYPE_CHECKING:
     from loopx.model.events import Event, TodoClaimed
 
+# A Lamport clock grows by at most one per event, so in a whole ledger an event's clock is at
+# most 1 + the number of events ordered before it. Lost events (pruned, deleted) leave gaps:
+# replay allows this much more. A clock beyond that is a problem event, and it never becomes
+# the floor the next write's clock is counted from (docs/reliability.md).
+MAX_CLOCK_LEAD = 100_000
+
 
 def apply(fold: Fold, event: Event) -> Optional[str]:
     """Apply one event in order; returns the reason it was refused (listed under problems)."""
-    count(fold, event)
+    ahead = clock_ahead(fold.events, event.env.clock)
+    count(fold, event, floor=ahead is None)
+    if ahead is not None:
+        fold.problems.append(
+            Problem(event.id, event.type, event.env.actor, event.env.clock, ahead))
+        return ahead
     if not event.known:
         fold.unknown.append({"event": event.id, "type": event.type, "v": event.env.v})
         return None
@@ -39,11 +50,22 @@ def apply_checked(fold: Fold, event: Event) -> None:
         appliers.apply(fold, event)
 
 
-def count(fold: Fold, event: Event) -> None:
-    """What every event adds to the fold, applied or not: its count, clock and order key."""
+def count(fold: Fold, event: Event, *, floor: bool = True) -> None:
+    """What every event adds to the fold, applied or not: its count, order key and (unless
+    its clock is far ahead, ``floor`` False) the highest clock."""
     fold.events += 1
-    fold.max_clock = max(fold.max_clock, event.env.clock)
+    if floor:
+        fold.max_clock = max(fold.max_clock, event.env.clock)
     fold.last_key = max(fold.last_key, event.sort_key())
+
+
+def clock_ahead(events_before: int, clock: int) -> Optional[str]:
+    """Why ``clock`` is too far ahead of a ledger with ``events_before`` events, or None."""
+    limit = events_before + 1 + MAX_CLOCK_LEAD
+    if clock <= limit:
+        return None
+    return (f"clock {clock} is far ahead of the ledger ({events_before} events before it; at "
+            f"most {limit}): not applied, and not counted as the ledger's clock")
 
 
 def _note_contest(fold: Fold, event: Event) -> bool:

@@ -132,7 +132,11 @@ def _gate_answered(d: Any) -> str:
     text = f"answered gate {d.id}: {d.decision}"
     if d.answer:
         text += f" {_quote(d.answer)}"
-    return _with(text, d.comment, " — ")
+    return _with(text + _replacing(d), d.comment, " — ")
+
+
+def _replacing(d: Any) -> str:
+    return f" (replacing {', '.join(d.supersedes)})" if d.supersedes else ""
 
 
 def _evidence(d: Any) -> str:
@@ -194,7 +198,7 @@ _DESCRIBE: dict[str, Callable[[Any], str]] = {
     "todo.cancelled": lambda d: _with(f"cancelled todo {d.id}", d.reason),
     "gate.opened": _gate_opened,
     "gate.answered": _gate_answered,
-    "gate.withdrawn": lambda d: _with(f"withdrew gate {d.id}", d.reason),
+    "gate.withdrawn": lambda d: _with(f"withdrew gate {d.id}{_replacing(d)}", d.reason),
     "evidence.recorded": _evidence,
     "evidence.remapped": lambda d: (
         f"remapped evidence for {_n(len(d.mappings), 'rewritten commit')}"

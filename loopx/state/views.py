@@ -48,7 +48,15 @@ def not_ready(fold: Fold, todo: Todo) -> Optional[str]:
             return f"waits for gate {gate_id} (asks {', '.join(gate.authority)})"
         if gate.state == "answered" and gate.decision == "reject":
             return f"gate {gate_id} was rejected by {gate.answered_by}"
+        if gate.state == "conflicted":
+            return (f"gate {gate_id} has decisions that did not see each other "
+                    f"({conflict_summary(gate)}); {', '.join(gate.authority)} must decide again")
     return None
+
+
+def conflict_summary(gate: Gate) -> str:
+    """``approve by A, reject by B`` for the decisions in force on a conflicted gate."""
+    return ", ".join(f"{d['decision'] or 'withdraw'} by {d['actor']}" for d in gate.decisions)
 
 
 def session_slots(fold: Fold) -> int:
@@ -289,6 +297,7 @@ def _gate_view(gate: Gate) -> dict[str, Any]:
         "authority": list(gate.authority), "blocks": list(gate.blocks),
         "decision": gate.decision, "answer": gate.answer, "comment": gate.comment,
         "answered_by": gate.answered_by,
+        "conflict": [dict(d) for d in gate.decisions] if gate.state == "conflicted" else [],
     }
 
 

@@ -3,11 +3,13 @@
 It fixes the environment (``LC_ALL=C`` so messages can be matched, no prompts), disables the
 repository's hooks and makes loopx's own writes durable (``core.fsync``) without touching the
 user's configuration, logs argv under ``--debug`` and raises :class:`GitError` on failure.
-:class:`ObjectReader` keeps one ``git cat-file --batch`` alive for all object reads.
+:class:`ObjectReader` keeps one ``git cat-file --batch-command`` alive for all object reads, and
+reads an object's size from its header before its contents.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -131,8 +133,27 @@ def discover(path: Path | str = ".") -> Repo:
     return Repo(Path(git_dir), Path(common).resolve(), Path(top) if top else None)
 
 
+@dataclass(frozen=True)
+class Oversize:
+    """An object over the size a reader asked for: its type and size, from the object header;
+    its contents were never read."""
+
+    kind: str
+    size: int
+
+
+class _Died(Exception):
+    """The cat-file process ended in the middle of a request."""
+
+
 class ObjectReader:
-    """One long-lived ``git cat-file --batch`` process for all object reads of a command."""
+    """One long-lived ``git cat-file --batch-command`` process for all object reads of a
+    command (git >= 2.36).
+
+    Each chunk of names is asked for with ``info`` first (type and size from the object
+    header) and only then, for objects within ``max_size``, with ``contents``: an object
+    over the limit is never read into memory, here or by git.
+    """
 
     # Requests are written in chunks small enough to fit in the pipe buffer, so git can never
     # block on its stdout while we block on its stdin.
@@ -145,7 +166,7 @@ class ObjectReader:
     def _start(self) -> subprocess.Popen[bytes]:
         if self._proc is None or self._proc.poll() is not None:
             self._proc = subprocess.Popen(
-                ["git", *_SAFE_CONFIG, "cat-file", "--batch"],
+                ["git", *_SAFE_CONFIG, "cat-file", "--batch-command"],
                 cwd=self._cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL, env=_env(None),
             )
@@ -153,24 +174,72 @@ class ObjectReader:
 
     def read_many(self, names: list[str]) -> list[tuple[str, bytes] | None]:
         """(type, content) for each name, or None where the object is missing."""
-        proc = self._start()
-        assert proc.stdin is not None and proc.stdout is not None
-        result: list[tuple[str, bytes] | None] = []
+        return [found for found in self.read_capped(names, None)
+                if not isinstance(found, Oversize)]
+
+    def read_capped(self, names: list[str],
+                    max_size: int | None) -> list[tuple[str, bytes] | Oversize | None]:
+        """(type, content) for each name; None where the object is missing; an
+        :class:`Oversize` where it is bigger than ``max_size`` bytes (not read)."""
+        result: list[tuple[str, bytes] | Oversize | None] = []
         for start in range(0, len(names), self._CHUNK):
             chunk = names[start : start + self._CHUNK]
-            proc.stdin.write(b"".join(n.encode() + b"\n" for n in chunk))
-            proc.stdin.flush()
-            for _ in chunk:
-                result.append(self._read_one(proc.stdout))
+            for attempt in range(3):
+                try:
+                    result += self._read_chunk(chunk, max_size)
+                    break
+                except (_Died, OSError):
+                    # cat-file dies when a `git gc` deletes a pack it was about to open
+                    # ("packfile ... cannot be accessed"); reads are safe to ask again.
+                    self._abandon()
+                    if attempt == 2:
+                        raise GitError(["cat-file", "--batch-command"], 1,
+                                       "cat-file exited unexpectedly (git >= 2.36 is needed)"
+                                       ) from None
         return result
 
+    def _read_chunk(self, chunk: list[str],
+                    max_size: int | None) -> list[tuple[str, bytes] | Oversize | None]:
+        proc = self._start()
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(b"".join(b"info " + n.encode() + b"\n" for n in chunk))
+        proc.stdin.flush()
+        headers = [self._header(proc.stdout) for _ in chunk]
+        wanted = [h for h in headers if h is not None and (max_size is None or h[2] <= max_size)]
+        proc.stdin.write(b"".join(b"contents " + h[0] + b"\n" for h in wanted))
+        proc.stdin.flush()
+        contents = {h[0]: self._contents(proc.stdout) for h in wanted}
+        return [None if header is None else contents[header[0]] if header[0] in contents
+                else Oversize(header[1], header[2]) for header in headers]
+
+    def _abandon(self) -> None:
+        if self._proc is not None:
+            self._proc.kill()
+            self._proc.wait()
+            for stream in (self._proc.stdin, self._proc.stdout):
+                if stream:
+                    with contextlib.suppress(OSError):
+                        stream.close()
+            self._proc = None
+
     @staticmethod
-    def _read_one(stdout: IO[bytes]) -> tuple[str, bytes] | None:
+    def _header(stdout: IO[bytes]) -> tuple[bytes, str, int] | None:
+        """(oid, type, size) from an ``info`` line; None for a missing or ambiguous name."""
+        line = stdout.readline()
+        if not line:
+            raise _Died()
+        parts = line.split()
+        if len(parts) != 3:  # "<name> missing" or "<name> ambiguous"
+            return None
+        return parts[0], parts[1].decode(), int(parts[2])
+
+    @staticmethod
+    def _contents(stdout: IO[bytes]) -> tuple[str, bytes] | None:
         header = stdout.readline()
         if not header:
-            raise GitError(["cat-file", "--batch"], 1, "cat-file exited unexpectedly")
+            raise _Died()
         parts = header.split()
-        if len(parts) != 3:  # "<name> missing" or "<name> ambiguous"
+        if len(parts) != 3:  # pruned between our two requests
             return None
         size = int(parts[2])
         data = stdout.read(size + 1)[:size]

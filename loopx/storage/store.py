@@ -3,11 +3,19 @@
 Plumbing only: blobs (``hash-object``), trees (``mktree``), commits (``commit-tree``) and
 compare-and-swap ref updates (``update-ref <ref> <new> <old>``). The user's index, working
 tree, HEAD and current branch are never touched. Reads are batched: one ``ls-tree -r`` per
-tree listing and one long-lived ``cat-file --batch`` for contents.
+tree listing and one long-lived ``cat-file --batch-command`` for contents (an object's size
+from its header first: nothing over :data:`MAX_FILE_BYTES` is read).
 
 One clone's writers are serialised by :meth:`Store.lock`, an ``flock`` on a file in the common
 git dir: the kernel drops it when its holder dies, so a killed writer never leaves a lock that
 needs a manual unlock. The CAS on the ref keeps us safe against every other writer.
+
+``git gc --prune=now`` may delete objects that no ref reaches yet, and a write's objects are
+unreachable until its CAS. So a write keeps a journal of the objects it made (kind and
+bytes, :meth:`Store.journal`), and after the CAS :meth:`Store.settle` checks that each is
+present, rewrites any that went missing (same bytes, same ids) and only then lets the write
+be acknowledged. Packs are written with ``index-pack --keep`` (what git's own fetch does) and
+kept until then. See docs/reliability.md.
 """
 
 from __future__ import annotations
@@ -18,28 +26,46 @@ import fcntl
 import hashlib
 import os
 import random
+import re
+import socket
+import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from loopx.storage import gateway
 from loopx.storage import packfile
-from loopx.errors import ConflictError, GitError, LockTimeout, RefRaceError
-from loopx.storage.gateway import Oid, RefName
+from loopx.errors import (ConflictError, DamagedLedger, GitError, LockTimeout, LoopxError,
+                          RefRaceError)
+from loopx.storage.gateway import Oid, Oversize, RefName
 
 STATE_REF = RefName("refs/heads/loopx/state")
 QUARANTINE_PREFIX = "refs/loopx/quarantine/"
 LOCK_TIMEOUT_S = 60.0
+# How long a write waits, after its CAS, for a `git gc` that began before it to end.
+GC_WAIT_S = 60.0
 # git's own ref lock (<ref>.lock) is held for milliseconds; one older than this was left by a
 # killed process and is removed while we hold our clone lock.
 STALE_REF_LOCK_S = 2.0
+
+# The largest file the state branch may hold (ledger.layout.AREAS: an event is at most
+# 256 KiB, a transcript chunk 192 KiB). A bigger blob is refused from its object header and
+# never read into memory; trees are capped far above any real day's directory.
+MAX_FILE_BYTES = 256 * 1024
+MAX_TREE_BYTES = 64 * 1024 * 1024
 
 # git's own default for gc.auto: about this many loose objects make `git gc --auto` pack them.
 GC_AUTO_LOOSE = 6700
 
 # A batch at least this big is written as one pack rather than as loose objects.
 PACK_MIN_BLOBS = 16
+
+# git's words for an object that a command needs and cannot find, and for an object
+# directory that `git prune` removed (as empty) while git was writing into it.
+_MISSING_OBJECT = re.compile(r"not a valid object|nonexistent object|bad object|"
+                             r"unable to read|missing (?:blob|tree|commit)|is not a valid")
+_GC_RACE = re.compile(r"unable to (?:write|create)|No such file or directory")
 
 BLOB_MODE = "100644"
 TREE_MODE = "40000"
@@ -63,6 +89,16 @@ class Store:
         self.cwd = repo.cwd
         self._reader: gateway.ObjectReader | None = None
         self._hash_len: int | None = None
+        # Objects written since journal(): oid -> (kind, bytes); and the packs kept meanwhile.
+        self._journal: dict[Oid, tuple[str, bytes]] | None = None
+        self._keeps: list[Path] = []
+        # When set, no wait of this store lasts longer, in seconds: for the clone lock, a
+        # ref's .lock or a running gc. A git hook sets it, so loopx never stalls git.
+        self.wait_limit: float | None = None
+
+    def max_wait(self, default: float) -> float:
+        """How long to wait for something that usually takes ``default`` at most."""
+        return default if self.wait_limit is None else min(default, self.wait_limit)
 
     # --- reads ------------------------------------------------------------------------------
 
@@ -90,6 +126,41 @@ class Store:
     def tip(self, ref: str = STATE_REF) -> Oid | None:
         return self.resolve(ref)
 
+    def checked_out(self, ref: str) -> list[str]:
+        """The work trees that have branch ``ref`` checked out. Moving a branch under a work
+        tree leaves its index behind: the next ordinary commit there deletes every file the
+        branch gained meanwhile. Reads the HEAD files first; asks git only if one names it."""
+        if not ref.startswith("refs/heads/"):
+            return []
+        common = self.repo.common_dir
+        admin = [common, *sorted(p.parent for p in (common / "worktrees").glob("*/HEAD"))]
+        rebasing = [d for d in admin if any(_first_line(d / r / "head-name") == ref
+                                            for r in ("rebase-merge", "rebase-apply"))]
+        if rebasing:  # git counts a branch being rebased as checked out, and so do we
+            return [_work_tree_of(d, self.repo) for d in rebasing]
+        if not any(_first_line(d / "HEAD") == f"ref: {ref}" for d in admin):
+            return []
+        found, path, branch, bare = [], "", "", False
+        listing = gateway.out(self.cwd, "worktree", "list", "--porcelain")
+        for line in [*listing.splitlines(), ""]:
+            key, _, value = line.partition(" ")
+            if key == "worktree":
+                path, branch, bare = value, "", False
+            elif key == "branch":
+                branch = value
+            elif key == "bare":
+                bare = True
+            elif not line and path:
+                if branch == ref and not bare:
+                    found.append(path)
+                path = ""
+        return found
+
+    def ref_target(self, ref: str) -> Oid | None:
+        """What ``ref`` holds, whether or not that object exists (None: no such ref)."""
+        proc = gateway.run(self.cwd, "rev-parse", "--verify", "-q", ref, check=False)
+        return Oid(proc.stdout.decode().strip()) if proc.returncode == 0 else None
+
     def list_files(self, commit: str) -> list[Entry]:
         """Every file in ``commit``'s tree, recursively (one ``ls-tree`` process)."""
         raw = gateway.run(self.cwd, "ls-tree", "-r", "-z", "--full-tree", commit).stdout
@@ -109,16 +180,28 @@ class Store:
             changes.append((status, src_oid, entry))
         return changes
 
-    def read_blobs(self, oids: list[str]) -> list[bytes | None]:
-        """Contents of many blobs through the one cat-file process (None if missing)."""
-        return [item[1] if item else None for item in self.reader.read_many(oids)]
+    def read_blobs(self, oids: list[str], *,
+                   max_size: int = MAX_FILE_BYTES) -> list[bytes | Oversize | None]:
+        """Contents of many blobs through the one cat-file process: None where one is
+        missing, :class:`Oversize` (size only, never read) where it is over ``max_size``."""
+        return [item if isinstance(item, Oversize) else item[1] if item else None
+                for item in self.reader.read_capped(oids, max_size)]
 
     def read_tree(self, rev: str) -> dict[str, tuple[str, str]]:
         """name -> (mode, oid) of the tree ``rev`` names (empty when it is not a tree)."""
-        found = self.reader.read(rev)
-        if found is None or found[0] != "tree":
+        found = self.reader.read_capped([rev], MAX_TREE_BYTES)[0]
+        if isinstance(found, Oversize) and found.kind == "tree":
+            raise LoopxError(f"tree {rev} is {found.size} bytes, over the "
+                             f"{MAX_TREE_BYTES // 2**20} MiB loopx reads; it was not read")
+        if found is None or isinstance(found, Oversize) or found[0] != "tree":
             return {}
         return _parse_tree(found[1], self.hash_len // 2)
+
+    def read_trees(self, oids: list[str]) -> list[dict[str, tuple[str, str]] | None]:
+        """name -> (mode, oid) of each tree, or None where that tree object is missing."""
+        return [_parse_tree(found[1], self.hash_len // 2)
+                if found is not None and not isinstance(found, Oversize) and found[0] == "tree"
+                else None for found in self.reader.read_capped(oids, MAX_TREE_BYTES)]
 
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
         proc = gateway.run(self.cwd, "merge-base", "--is-ancestor", ancestor, descendant, check=False)
@@ -138,12 +221,20 @@ class Store:
 
     def _write_objects(self, kind: str, contents: list[bytes]) -> list[Oid]:
         """Write objects of one kind with one ``hash-object -w`` process; returns their oids."""
+        oids = self._hash_objects(kind, contents)
+        self._record(kind, oids, contents)
+        return oids
+
+    def _hash_objects(self, kind: str, contents: list[bytes]) -> list[Oid]:
         if not contents:
             return []
         if len(contents) == 1:  # the common single object: no scratch files
-            out = gateway.run(self.cwd, "hash-object", "-t", kind, "-w", "--no-filters", "--stdin",
-                          input=contents[0]).stdout
-            return [Oid(o) for o in out.decode().split()]
+            args = ["hash-object", "-t", kind, "-w", "--no-filters", "--stdin"]
+            proc = self._retrying(lambda: gateway.run(self.cwd, *args, input=contents[0],
+                                                      check=False))
+            if proc.returncode != 0:
+                raise GitError(args, proc.returncode, proc.stderr.decode("utf-8", "replace"))
+            return [Oid(o) for o in proc.stdout.decode().split()]
         scratch = self.repo.loopx_dir / "tmp" / f"{os.getpid()}-{time.monotonic_ns()}"
         scratch.mkdir(parents=True)
         paths = [str(scratch / str(index)) for index in range(len(contents))]
@@ -151,10 +242,12 @@ class Store:
             for path, data in zip(paths, contents):
                 with open(path, "wb") as handle:
                     handle.write(data)
-            out = gateway.run(
-                self.cwd, "hash-object", "-t", kind, "-w", "--no-filters", "--stdin-paths",
-                input="\n".join(paths).encode() + b"\n",
-            ).stdout
+            args = ["hash-object", "-t", kind, "-w", "--no-filters", "--stdin-paths"]
+            proc = self._retrying(lambda: gateway.run(
+                self.cwd, *args, input="\n".join(paths).encode() + b"\n", check=False))
+            if proc.returncode != 0:
+                raise GitError(args, proc.returncode, proc.stderr.decode("utf-8", "replace"))
+            out = proc.stdout
         finally:
             for path in paths:
                 with contextlib.suppress(FileNotFoundError):
@@ -165,23 +258,43 @@ class Store:
     def _write_pack(self, contents: list[bytes]) -> list[Oid]:
         # One pack file and one fsync for the whole batch, instead of one loose object each.
         # mktree later refuses any entry whose blob is missing, so a wrong oid cannot slip by.
+        # --keep: a concurrent `git repack -a -d` must not drop the pack before the ref reaches
+        # its objects (git's own fetch does the same); settle() removes the .keep.
         algo = hashlib.sha256 if self.hash_len == 64 else hashlib.sha1
         data = packfile.blobs(contents, algo)
-        out = gateway.out(self.cwd, "index-pack", "--stdin", input=data)
-        if out.split()[-1:] != [data[-self.hash_len // 2 :].hex()]:
+        out = gateway.out(self.cwd, "index-pack", "--stdin", f"--keep=loopx {os.getpid()}",
+                          input=data)
+        name = data[-self.hash_len // 2 :].hex()
+        if out.split()[-1:] != [name]:
             raise GitError(["index-pack"], 1, f"unexpected index-pack output: {out!r}")
-        return [Oid(packfile.object_id(blob, algo)) for blob in contents]
+        self._keeps.append(self._objects_dir() / "pack" / f"pack-{name}.keep")
+        oids = [Oid(packfile.object_id(blob, algo)) for blob in contents]
+        self._record("blob", oids, contents)
+        return oids
 
     def write_tree(self, base_commit: str | None, additions: dict[str, Oid]) -> Oid:
         """The tree of ``base_commit`` plus ``additions`` (path -> existing blob oid).
 
         Adding a path that exists with the same blob is a no-op; with another blob it is a
-        ConflictError: event files are never modified.
+        ConflictError: event files are never modified. No additions give the base's own tree
+        (a merge of a remote tip that brings nothing new still needs a commit).
         """
+        if not additions:
+            return self._tree_of(base_commit)
         dirs = _TreeBuilder(self, base_commit)
         for path, oid in additions.items():
             dirs.add(path, oid)
         return dirs.write()
+
+    def _tree_of(self, commit: str | None) -> Oid:
+        """The tree of ``commit`` (read through the long-lived cat-file)."""
+        if commit is None:
+            return self.hash_tree(b"")  # git knows the empty tree without it being written
+        found = self.reader.read(commit)
+        if found is None or found[0] != "commit" or not found[1].startswith(b"tree "):
+            raise DamagedLedger(f"commit {commit} is missing from this repository; nothing was "
+                                "written: run `git loopx doctor`")
+        return Oid(found[1][5 : 5 + self.hash_len].decode())
 
     def commit_tree(
         self, tree: str, parents: list[str], message: str, *, author: tuple[str, str],
@@ -195,8 +308,154 @@ class Store:
             args += ["-p", parent]
         if sign:
             args.append("-S")
-        proc = gateway.run(self.cwd, *args, input=message.encode(), env=ident)
-        return Oid(proc.stdout.decode().strip())
+        proc = self._retrying(lambda: gateway.run(self.cwd, *args, input=message.encode(),
+                                                  env=ident, check=False))
+        if proc.returncode != 0:
+            raise GitError(args, proc.returncode, proc.stderr.decode("utf-8", "replace"))
+        commit = Oid(proc.stdout.decode().strip())
+        if self._journal is not None:
+            # Its bytes, to rewrite it should a concurrent prune delete it before settle().
+            found = self.reader.read(commit)
+            if found is None:
+                raise GitError(["commit-tree"], 1, f"commit {commit} vanished as it was written")
+            self._journal[commit] = found
+        return commit
+
+    # --- the journal of a write, settled after its CAS -------------------------------------
+
+    def journal(self) -> None:
+        """Record from now on every object this store writes (kind and bytes), for settle()."""
+        self._journal, self._keeps = {}, []
+
+    def _record(self, kind: str, oids: list[Oid], contents: list[bytes]) -> None:
+        if self._journal is not None:
+            for oid, data in zip(oids, contents):
+                self._journal[oid] = (kind, data)
+
+    def settle(self) -> list[Oid]:
+        """After the CAS that made the journal's objects reachable: make sure every one of
+        them is on disk, rewriting those a concurrent ``git gc --prune=now`` deleted while
+        they were unreachable (same bytes, same ids). Returns the oids rewritten; raises
+        GitError if any stays missing. Ends the journal.
+        """
+        written, keeps = self._journal or {}, self._keeps
+        self._journal, self._keeps = None, []
+        if written:
+            self._outlast_gc(time.time())
+        rewritten: list[Oid] = []
+        for _ in range(3):
+            missing = self._rewrite_missing(written)
+            if not missing:
+                break
+            rewritten += missing
+        else:
+            if self.missing(list(written)):
+                raise GitError(["cat-file"], 1, "objects of this write stay missing after "
+                               "rewriting them; run `git loopx doctor`")
+        for keep in keeps + self._orphan_keeps():
+            keep.unlink(missing_ok=True)
+        return rewritten
+
+    def _orphan_keeps(self) -> list[Path]:
+        """.keep files a loopx writer killed before settle() left (its packs' objects are
+        reachable or garbage by now; the .keep would only stop gc from repacking them)."""
+        found = []
+        for keep in (self._objects_dir() / "pack").glob("pack-*.keep"):
+            word, _, pid = _first_line(keep).partition(" ")
+            if word == "loopx" and pid.isdigit() and not _alive(int(pid)):
+                found.append(keep)
+        return found
+
+    def _retrying(self, call: Callable[[], subprocess.CompletedProcess[bytes]],
+                  ) -> subprocess.CompletedProcess[bytes]:
+        """Run ``call`` again when a concurrent `git gc` got in its way: an object it needs was
+        pruned before any ref reached it (rewritten from the journal first), or the object
+        directory it was writing into was removed as empty."""
+        for attempt in range(5):
+            proc = call()
+            stderr = proc.stderr.decode("utf-8", "replace")
+            if proc.returncode == 0 or attempt == 4:
+                return proc
+            if self._journal and _MISSING_OBJECT.search(stderr):
+                if not self._rewrite_missing(self._journal):
+                    return proc
+            elif not _GC_RACE.search(stderr):
+                return proc
+            time.sleep(0.005 * (attempt + 1))
+        return proc
+
+    def _rewrite_missing(self, written: dict[Oid, tuple[str, bytes]]) -> list[Oid]:
+        """Rewrite the journal's objects that are missing now; returns their oids."""
+        missing = self.missing(list(written))
+        for kind in sorted({written[o][0] for o in missing}):
+            wanted = [o for o in missing if written[o][0] == kind]
+            again = self._hash_objects(kind, [written[o][1] for o in wanted])
+            if again != wanted:
+                raise GitError(["hash-object"], 1, f"rewrote {wanted} as {again}")
+        return missing
+
+    def missing(self, oids: list[str]) -> list[Oid]:
+        """Which of ``oids`` are not in the object database, asked of a fresh ``cat-file``
+        (a long-lived one may still see a pack that gc has just deleted)."""
+        if not oids:
+            return []
+        out = gateway.run(self.cwd, "cat-file", "--batch-check=%(objectname)",
+                          input="".join(f"{o}\n" for o in oids).encode()).stdout.decode()
+        return [Oid(line.split()[0]) for line in out.splitlines() if line.endswith(" missing")]
+
+    def _outlast_gc(self, cas: float) -> None:
+        """Wait for a `git gc --prune=now` that began before our CAS to end (at most
+        GC_WAIT_S).
+
+        Its prune may have found our objects unreachable before the CAS and delete them at
+        any moment until it ends: git takes "now" as "no age limit", so even a second-old
+        object goes. A gc that began after the CAS sees them reachable, and one with the
+        default expiry (two weeks; `gc --auto` too) keeps objects as young as ours. Git names
+        the running gc in gc.pid, written when it starts and removed when it ends.
+        """
+        first = self._running_gc()
+        if first is None or first[1] > cas or not self._prunes_everything(first[2]):
+            return
+        deadline = time.monotonic() + self.max_wait(GC_WAIT_S)
+        while time.monotonic() < deadline and self._running_gc() == first:
+            time.sleep(0.02)
+
+    def _running_gc(self) -> tuple[int, float, int | None] | None:
+        """(inode and start time of its gc.pid, pid or None on another host) of the
+        `git gc` running in this repository, or None."""
+        path = self.repo.common_dir / "gc.pid"
+        try:
+            pid, _, host = path.read_text().partition(" ")
+            info = path.stat()
+        except (OSError, ValueError):
+            return None
+        if host.strip() != socket.gethostname() or not pid.strip().isdigit():
+            return info.st_ino, info.st_mtime, None
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            return None  # a gc killed earlier left its gc.pid behind
+        except PermissionError:
+            pass
+        return info.st_ino, info.st_mtime, int(pid)
+
+    def _prunes_everything(self, pid: int | None) -> bool:
+        """Whether gc ``pid`` prunes unreachable objects whatever their age (``--prune=now``
+        or ``all``, or gc.pruneExpire set so). Unknown (another host, no /proc): yes."""
+        try:
+            args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except (OSError, TypeError):
+            return True
+        if b"--no-prune" in args:
+            return False
+        given = [a.partition(b"=")[2] for a in args if a.startswith(b"--prune=")]
+        if given:
+            return given[-1] in (b"now", b"all")
+        expire = gateway.out(self.cwd, "config", "gc.pruneExpire", check=False)
+        return expire in ("now", "all")
+
+    def _objects_dir(self) -> Path:
+        return self.repo.common_dir / "objects"
 
     def update_ref_if(self, ref: str, new: str, *, expected: str | None, reason: str) -> None:
         """Move ``ref`` to ``new`` only if it is still at ``expected`` (None: must not exist).
@@ -204,12 +463,12 @@ class Store:
         Raises RefRaceError when someone else moved it first; the caller re-reads and retries.
         """
         old = expected or "0" * self.hash_len
-        deadline = time.monotonic() + LOCK_TIMEOUT_S
+        deadline = time.monotonic() + self.max_wait(LOCK_TIMEOUT_S)
         while True:
-            proc = gateway.run(
+            proc = self._retrying(lambda: gateway.run(
                 self.cwd, "update-ref", "--create-reflog", "-m", reason, ref, new, old,
                 check=False,
-            )
+            ))
             if proc.returncode == 0:
                 return
             stderr = proc.stderr.decode("utf-8", "replace")
@@ -217,6 +476,9 @@ class Store:
                 self._clear_stale_ref_lock(ref)
                 time.sleep(0.02)
                 continue
+            if "File exists" in stderr:
+                raise LockTimeout(f"{ref}.lock has been held by another process for over "
+                                  f"{self.max_wait(LOCK_TIMEOUT_S):.0f}s; try again")
             if "but expected" in stderr or "already exists" in stderr or "reference already" in stderr:
                 raise RefRaceError(f"{ref} moved while we were writing; retry from its new tip")
             raise GitError(["update-ref", ref], proc.returncode, stderr)
@@ -285,7 +547,7 @@ class Store:
         path = self.repo.loopx_dir / "write.lock"
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            _acquire(fd, path, timeout)
+            _acquire(fd, path, self.max_wait(timeout), patient=self.wait_limit is None)
             os.ftruncate(fd, 0)
             os.write(fd, f"{os.getpid()}\n".encode())
             yield
@@ -313,9 +575,10 @@ def _flock(fd: int, *, blocking: bool) -> None:
     fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
 
 
-def _acquire(fd: int, path: Path, timeout: float) -> None:
+def _acquire(fd: int, path: Path, timeout: float, *, patient: bool = True) -> None:
     """Wait for the lock. Only one holder keeping it past ``timeout`` is an error: under heavy
-    contention the lock changes hands constantly and waiting longer is progress, not a hang."""
+    contention the lock changes hands constantly and waiting longer is progress, not a hang.
+    Not ``patient``: ``timeout`` is the whole wait, however often the lock changes hands."""
     holder, deadline = None, time.monotonic() + timeout
     delay = 0.001
     while True:
@@ -326,7 +589,7 @@ def _acquire(fd: int, path: Path, timeout: float) -> None:
             if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
                 raise
         current = _read_holder(path)
-        if current != holder:
+        if current != holder and patient:
             holder, deadline = current, time.monotonic() + timeout
         elif time.monotonic() > deadline:
             raise LockTimeout(
@@ -335,6 +598,32 @@ def _acquire(fd: int, path: Path, timeout: float) -> None:
             )
         time.sleep(delay * (0.5 + random.random()))
         delay = min(delay * 2, 0.01)
+
+
+def _work_tree_of(admin: Path, repo: gateway.Repo) -> str:
+    """The work tree whose git dir is ``admin`` (a linked one names it in its gitdir file)."""
+    gitdir = _first_line(admin / "gitdir")
+    if gitdir:
+        return str(Path(gitdir).parent)
+    return str(repo.work_tree if repo.git_dir == admin else admin.parent)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _first_line(path: Path) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.readline().strip()
+    except OSError:
+        return ""
 
 
 def _read_holder(path: Path) -> str:
@@ -360,14 +649,29 @@ class _TreeBuilder:
         self.dirs: dict[str, dict[str, tuple[str, str]]] = {}
 
     def _load(self, path: str) -> dict[str, tuple[str, str]]:
+        """The entries of directory ``path`` of the base: empty when the base has none, an
+        error when its tree object is missing (writing on would drop every file in it)."""
         if path in self.dirs:
             return self.dirs[path]
         entries: dict[str, tuple[str, str]] = {}
-        if self.base_commit is not None:
-            entries = self.store.read_tree(f"{self.base_commit}^{{tree}}:{path}" if path
-                                           else f"{self.base_commit}^{{tree}}")
+        oid = self._tree_oid(path) if self.base_commit is not None else None
+        if oid is not None:
+            found = self.store.read_trees([oid])[0]  # capped: sized from its header first
+            if found is None:
+                raise DamagedLedger(
+                    f"tree {oid} ({path or 'the root'} of {self.base_commit}) is missing from "
+                    "this repository (or not a readable tree); nothing was written: run "
+                    "`git loopx doctor`")
+            entries = found
         self.dirs[path] = entries
         return entries
+
+    def _tree_oid(self, path: str) -> str | None:
+        if not path:
+            return self.store._tree_of(self.base_commit)
+        parent, _, name = path.rpartition("/")
+        mode, oid = self._load(parent).get(name, ("", ""))
+        return oid if mode == TREE_MODE else None
 
     def add(self, path: str, oid: Oid) -> None:
         parent, _, name = path.rpartition("/")

@@ -126,8 +126,9 @@ def test_token_shapes_are_redacted_wherever_they_appear(text: str) -> None:
 @pytest.mark.parametrize("line, expected", [
     ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
      "aws_secret_access_key = [REDACTED]"),
-    ("Authorization: Bearer abc.def.ghi", "Authorization: [REDACTED]"),
-    ("curl -H 'authorization: token 0123456789abcdef'", "curl -H 'authorization: [REDACTED]'"),
+    ("Authorization: Bearer abc.def.ghi", "Authorization: Bearer [REDACTED]"),
+    ("curl -H 'authorization: token 0123456789abcdef'",
+     "curl -H 'authorization: token [REDACTED]'"),
     ("got Bearer eyJhbGciOiJIUzI1NiJ9.e30.x", "got Bearer [REDACTED]"),
     ("db password=hunter22 ok", "db password=[REDACTED] ok"),
     ("https://bob:hunter22@example.com/repo.git", "https://bob:[REDACTED]@example.com/repo.git"),
@@ -138,8 +139,9 @@ def test_credentials_in_context_keep_their_label(line: str, expected: str) -> No
 
 def test_private_key_blocks_are_removed_across_lines() -> None:
     text = "a\n-----BEGIN OPENSSH PRIVATE KEY-----\nAAAA\nBBBB\n-----END OPENSSH PRIVATE KEY-----\nb\n"
-    assert redact.redact(text) == (
-        "a\n-----BEGIN OPENSSH PRIVATE KEY----- [REDACTED]\n-----END OPENSSH PRIVATE KEY-----\nb\n")
+    assert redact.redact(text) == (  # one line for one line: line numbers stay true
+        "a\n-----BEGIN OPENSSH PRIVATE KEY----- [REDACTED]\n[REDACTED]\n[REDACTED]\n"
+        "-----END OPENSSH PRIVATE KEY-----\nb\n")
 
 
 def test_only_secret_looking_variables_of_six_or_more_characters_count() -> None:

@@ -207,6 +207,7 @@ def test_sync_over_git_daemon(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
             time.sleep(0.05)
         clones = [clone(url, tmp_path / f"d{n}") for n in range(2)]
         invoke(clones[0], "init")
+        _converge(clones)  # the second adopts the ledger (unrelated ones merge only on request)
         for step in range(6):
             path = clones[step % 2]
             note(path, f"agent:d{step % 2}", f"over git:// {step}")

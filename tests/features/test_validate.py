@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Optional
 
 import pytest
 from conftest import invoke, run_loopx
@@ -182,7 +183,8 @@ def test_a_merge_that_adds_its_own_backdated_event_fails(state: Path) -> None:
 def test_a_proposal_that_conflicts_with_the_moved_state_branch_fails(state: Path) -> None:
     _propose(state)  # alice approves q-1 on the proposal
     assert invoke(state, "gate", "answer", "q-1", "--reject", actor=ALICE).code == 0
-    assert _rules(state) == ["conflicts-with-base"]
+    # The two answers leave q-1 conflicted once merged, and so the claim it blocks fails too.
+    assert _rules(state) == ["conflicts-with-base", "conflicts-with-base"]
     assert _rules(state, base=f"{STATE}~1") == []  # against the fork point alone: fine
 
 
@@ -207,8 +209,16 @@ def checkout(state: Path, tmp_path: Path) -> Path:
     return where
 
 
-def _concurrent_write(repo: Path) -> None:
+def _concurrent_write(repo: Path, checkout: Optional[Path] = None) -> None:
+    if checkout is None:
+        assert invoke(repo, "note", "add", "meanwhile on the state branch", actor=ALICE).code == 0
+        return
+    # loopx refuses to move a branch that a work tree has checked out (an ordinary commit
+    # there would then delete events): the maintainer steps off it meanwhile.
+    assert invoke(repo, "note", "add", "refused", actor=ALICE).code == 1
+    run(checkout, "switch", "-q", "--detach")
     assert invoke(repo, "note", "add", "meanwhile on the state branch", actor=ALICE).code == 0
+    run(checkout, "switch", "-q", "loopx/state")
 
 
 def _after_merge(repo: Path, before: str) -> list[str]:
@@ -225,7 +235,7 @@ def _after_merge(repo: Path, before: str) -> list[str]:
 def test_merge_commit_of_a_proposal(state: Path, checkout: Path, moved: bool) -> None:
     _propose(state)
     if moved:
-        _concurrent_write(state)
+        _concurrent_write(state, checkout)
         run(checkout, "reset", "-q", "--hard", "loopx/state")
     before = run(state, "rev-parse", STATE)
     assert _rules(state, base=before) == []
@@ -237,7 +247,7 @@ def test_merge_commit_of_a_proposal(state: Path, checkout: Path, moved: bool) ->
 def test_squash_merge_of_a_proposal(state: Path, checkout: Path, moved: bool) -> None:
     _propose(state)
     if moved:
-        _concurrent_write(state)
+        _concurrent_write(state, checkout)
         run(checkout, "reset", "-q", "--hard", "loopx/state")
     before = run(state, "rev-parse", STATE)
     run(checkout, "merge", "-q", "--squash", "proposal/p")
@@ -254,7 +264,7 @@ def test_rebase_merge_of_a_proposal(state: Path, checkout: Path, moved: bool) ->
     fork = run(state, "rev-parse", STATE)
     _propose(state)
     if moved:
-        _concurrent_write(state)
+        _concurrent_write(state, checkout)
         run(checkout, "reset", "-q", "--hard", "loopx/state")
     before = run(state, "rev-parse", STATE)
     run(checkout, "cherry-pick", f"{fork}..proposal/p")

@@ -14,7 +14,7 @@ from loopx.model import codec
 from loopx.errors import CodecError
 
 scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(min_value=-(2**63), max_value=2**63),
+    st.none(), st.booleans(), st.integers(min_value=-(2**63 - 1), max_value=2**63 - 1),
     st.floats(allow_nan=False), st.text(alphabet=st.characters(blacklist_categories=("Cs",))),
 )
 keys = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=20)

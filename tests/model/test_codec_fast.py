@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from loopx.model import codec
 
-scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=30),
+scalars = st.one_of(st.none(), st.booleans(), st.integers(-(2**63 - 1), 2**63 - 1), st.text(max_size=30),
                     st.floats(allow_nan=False), st.sampled_from(["yes", "null", "1.5", "a: b", "- x"]))
 values = st.recursive(scalars, lambda inner: st.one_of(
     st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=10), inner, max_size=4)),

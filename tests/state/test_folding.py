@@ -59,7 +59,7 @@ def test_two_claims_after_a_merge_resolve_to_the_smaller_id_and_report_the_other
     assert "contested" in state["problems"][0]["reason"]
 
 
-def test_a_second_answer_and_an_unauthorised_answer_are_problems() -> None:
+def test_an_unauthorised_answer_is_a_problem_and_two_unseen_answers_conflict() -> None:
     answers = [
         ev("gate.answered", {"id": "q", "decision": "approve"}, clock=5, actor="agent:sneaky"),
         ev("gate.answered", {"id": "q", "decision": "approve"}, clock=6),
@@ -67,10 +67,12 @@ def test_a_second_answer_and_an_unauthorised_answer_are_problems() -> None:
     ]
     state = views.snapshot(folding.replay(base() + answers), NOW)
     gate = state["gates"][0]
-    assert (gate["decision"], gate["answered_by"]) == ("approve", MAINTAINER)
+    assert gate["state"] == "conflicted" and gate["decision"] is None
+    assert [(d["decision"], d["event"]) for d in gate["conflict"]] == [
+        ("approve", answers[1].id), ("reject", answers[2].id)]
     reasons = [p["reason"] for p in state["problems"]]
+    assert len(reasons) == 1
     assert "answered by human:maint@example.com only; you are agent:sneaky" in reasons[0]
-    assert "already answered" in reasons[1]
 
 
 def test_roles_from_config_grant_authority() -> None:

@@ -1,0 +1,50 @@
+"""The one place where text meets the terminal: everything the CLI prints goes through here.
+
+Titles, questions, notes, answers and file names can come from another clone, so a text may
+carry terminal control sequences: OSC (set the title, write the clipboard, hyperlinks), CSI
+(move the cursor and overwrite lines), DCS and other strings, C0 and C1 controls, and bidi
+overrides that make text read differently from what it is. :func:`safe` removes them all and
+keeps only the colour and bold codes the renderers add themselves (``click.style``); tabs and
+newlines stay. JSON stays exact: :func:`json_text` writes the same values, with the
+characters a terminal would act on written as ``\\uXXXX`` escapes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import click
+
+# The SGR codes click.style emits for what the renderers use: reset, bold, dim, colours.
+_STYLE = r"\x1b\[(?:0|1|2|22|3[0-7]|39|9[0-7])m"
+_SEQUENCE = (
+    r"\x1b\[[0-?]*[ -/]*[@-~]?"  # CSI: parameters, intermediates, final byte
+    # OSC, DCS, SOS, PM, APC strings (to their terminator; never past a line: the introducer
+    # is gone, so what is left of an unterminated one is plain text)
+    r"|\x1b[\]PX^_][^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[ -/]*[0-~]?"  # other escapes, and a lone ESC
+)
+# C0 controls but tab and newline, DEL, C1 controls (U+009B is CSI on 8-bit terminals),
+# bidi embeddings, overrides, isolates and marks, and the Unicode line separators.
+_CONTROL = "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]"
+_UNSAFE = re.compile(f"({_STYLE})|{_SEQUENCE}|{_CONTROL}")
+# What json.dumps leaves raw (it escapes U+0000-U+001F itself).
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+
+
+def safe(text: str) -> str:
+    """``text`` without control sequences or control characters (our own colours stay)."""
+    return _UNSAFE.sub(lambda m: m.group(1) or "", text)
+
+
+def json_text(data: Any, **options: Any) -> str:
+    """``data`` as JSON, exact, with every character a terminal acts on escaped."""
+    text = json.dumps(data, ensure_ascii=False, default=str, **options)
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def echo(text: str = "", *, err: bool = False, nl: bool = True) -> None:
+    """Print ``text`` made :func:`safe`."""
+    click.echo(safe(text), err=err, nl=nl)

@@ -1,0 +1,95 @@
+"""Input from outside (``--event-id``, durations, the library, a hand-made file): a bad value
+is an error that says what would pass, never a crash (exit 3)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import invoke
+from loopx.model import codec
+
+BAD_IDS = [
+    "7ZZZZZZZZZZZZZZZZZZZZZZZZZ",  # the largest ULID: year 10889, past any date directory
+    "7ZZZZZZZZZ0000000000000000",
+    "8ZZZZZZZZZZZZZZZZZZZZZZZZZ",  # above the largest ULID
+    "01jd5z3q1t8e0000000000abcd",  # lower case
+    "01JD5Z3Q1T8E0000000000ABCU",  # U is not a Crockford digit
+    "01JD5Z3Q1T8E",  # short
+    "",
+]
+
+
+@pytest.mark.parametrize("event_id", BAD_IDS)
+def test_a_bad_event_id_is_a_usage_error(ledger: object, repo: Path, event_id: str) -> None:
+    result = invoke(repo, "note", "add", "hello", "--event-id", event_id)
+    assert result.code == 2, result.err
+    assert "is not a ULID" in result.err and "Traceback" not in result.err
+
+
+def test_the_last_id_of_year_9999_is_accepted(ledger: object, repo: Path) -> None:
+    result = invoke(repo, "note", "add", "far future", "--event-id", "76EZ91ZPZZZZZZZZZZZZZZZZZZ")
+    assert result.code == 0, result.err
+
+
+@pytest.mark.parametrize("event_id", BAD_IDS[:3])
+def test_the_library_refuses_an_out_of_range_id_with_a_schema_error(ledger: object,
+                                                                    event_id: str) -> None:
+    from loopx.errors import SchemaError
+
+    with pytest.raises(SchemaError, match="is not a ULID"):
+        ledger.append("note.added", {"id": "n-1", "text": "x"},  # type: ignore[attr-defined]
+                      actor="human:test@example.com", event_id=event_id)
+    assert ledger.find_event(ledger.tip(), event_id) is None  # type: ignore[attr-defined]
+
+
+def test_a_hand_made_file_with_an_out_of_range_id_is_a_problem_not_a_crash(
+        ledger: object, repo: Path) -> None:
+    from statekit import commit_files
+
+    bad = "7ZZZZZZZZZZZZZZZZZZZZZZZZZ"
+    doc = {"id": bad, "type": "note.added", "v": 1, "at": "2026-11-29T12:00:00Z", "clock": 2,
+           "actor": "human:test@example.com", "data": {"id": "n-x", "text": "from the future"}}
+    commit_files(repo, "refs/heads/loopx/state",
+                 {f"events/9999/12/31/{bad}.note.added.yaml": codec.dump(doc)})
+    status = invoke(repo, "status", "--json")
+    assert status.code == 0, status.err
+    problems = status.json()["problems"]  # type: ignore[index]
+    assert any("is not a ULID" in p["reason"] for p in problems)
+    assert invoke(repo, "validate", "--json").code == 1
+
+
+@pytest.mark.parametrize("args", [
+    ("todo", "claim", "t1", "--ttl", "99999999999d"),
+    ("todo", "claim", "t1", "--ttl", "999999999d"),
+    ("todo", "claim", "t1", "--ttl", "9" * 40),
+    ("wake", "set", "--in", "99999999999d"),
+    ("session", "reap", "--idle", "99999999999d"),
+    ("config", "set", "--lease-ttl", "99999999999d"),
+])
+def test_a_duration_beyond_a_century_is_a_usage_error(ledger: object, repo: Path,
+                                                      args: tuple[str, ...]) -> None:
+    invoke(repo, "goal", "add", "G", "--id", "g1")
+    invoke(repo, "todo", "add", "g1", "T", "--id", "t1")
+    result = invoke(repo, *args)
+    assert result.code == 2, result.err
+    assert "longer than a century" in result.err
+
+
+def test_a_lease_longer_than_thirty_days_is_refused(ledger: object, repo: Path) -> None:
+    invoke(repo, "goal", "add", "G", "--id", "g1")
+    invoke(repo, "todo", "add", "g1", "T", "--id", "t1")
+    result = invoke(repo, "todo", "claim", "t1", "--ttl", "31d")
+    assert result.code == 1 and "at most 30 days" in result.err
+    assert invoke(repo, "todo", "claim", "t1", "--ttl", "30d").code == 0
+
+
+def test_a_batch_message_is_free_text_and_is_redacted(ledger: object, repo: Path) -> None:
+    from conftest import git
+
+    token = "ghp_" + "aB3dE5fG7hJ9kL1mN2pQ4rS6tU8vW0xY2zA4"
+    result = invoke(repo, "batch", "-m", f"deploy with {token}", input='["note", "add", "x"]\n')
+    assert result.code == 0, result.err
+    message = git(repo, "log", "-1", "--format=%B", "refs/heads/loopx/state")
+    assert token[:12] not in message and "[REDACTED]" in message
