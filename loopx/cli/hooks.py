@@ -1,4 +1,4 @@
-"""`git loopx hooks install|uninstall|status`, `git loopx hook NAME` (what the shims run),
+"""`git loopx hooks install|uninstall|status|queue|drain`, `git loopx hook NAME` (what the shims run),
 `git loopx run -- CMD` (a command run recorded as evidence) and `git loopx rerun` (the
 recorded commands of stale or failing evidence, run again)."""
 
@@ -13,6 +13,7 @@ import click
 
 from loopx.cli import terminal
 from loopx.cli.app import App, event_id_option, pass_app
+from loopx.model import plural
 from loopx.ops import evidence, hooking
 
 
@@ -50,7 +51,53 @@ def hooks_status(app: App) -> None:
     states = hooking.installed(app.cwd)
     data = [{"name": s.name, "path": str(s.path), "installed": s.installed, "chained": s.chained,
              "replaced": s.replaced, "other_hook": s.other} for s in states]
-    app.emit(data, lambda: "\n".join(_status_line(s) for s in states))
+    app.emit(data, lambda: "\n".join([*(_status_line(s) for s in states),
+                                      *_queue_lines(hooking.queue(app.cwd))]))
+
+
+@hooks.command("queue")
+@pass_app
+def hooks_queue(app: App) -> None:
+    """Show the work hooks queued and not applied yet, and entries set aside (with why).
+
+    post-commit queues the evidence of a commit and a detached `git loopx hooks drain`
+    records it a moment later; any loopx command applies what is still queued first.
+    """
+    found = hooking.queue(app.cwd)
+    app.emit(found, lambda: "\n".join(_queue_lines(found)) or "nothing queued")
+
+
+@hooks.command("drain")
+@click.option("--retry", is_flag=True, help="Queue the entries set aside again first.")
+@click.option("--quiet", is_flag=True, help="Say nothing unless an entry was set aside.")
+@pass_app
+def hooks_drain(app: App, retry: bool, quiet: bool) -> None:
+    """Apply the work hooks queued now (post-commit starts this in the background).
+
+    Entries go in oldest first, each once; one that cannot be applied yet stays queued, one
+    that can never be is set aside (see `git loopx hooks queue`; fix the cause, then
+    `git loopx hooks drain --retry`).
+    """
+    done = hooking.drain(app.cwd, state_ref=app.state_ref, retry=retry)
+    data = {"applied": done.applied, "kept": done.kept, "set_aside": done.failed,
+            "busy": done.busy}
+    lines = [f"set aside {entry}: {why}" for entry, why in done.failed.items()]
+    if not quiet:
+        applied = plural.counted(len(done.applied), "queued entry", "queued entries")
+        lines[:0] = [f"applied {applied}" if done.applied else "" if (
+            done.kept or done.busy or done.failed) else "nothing queued"] + (
+            [f"{len(done.kept)} still queued: the state branch is busy"] if done.kept else []) + (
+            ["another drain is still running"] if done.busy else [])
+    app.emit(data, lambda: "\n".join(line for line in lines if line))
+    if done.failed:
+        sys.exit(1)
+
+
+def _queue_lines(found: dict[str, Any]) -> list[str]:
+    lines = [f"queued: {found['queued']} (`git loopx hooks drain` applies them now)"
+             ] if found["queued"] else []
+    return lines + [f"set aside: {e['entry']}: {e['reason']} (fix it, then "
+                    "`git loopx hooks drain --retry`)" for e in found["set_aside"]]
 
 
 def _status_line(state: Any) -> str:

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Optional
 
 from loopx.errors import GitError, LoopxError
+from loopx.features import spool
 from loopx.model import globs, plural
 from loopx.storage import gateway
 
@@ -49,6 +50,7 @@ class Environment:
     evidence: dict[str, "Freshness"] = field(default_factory=dict)
     judged_tree: Optional[str] = None  # what evidence was judged against (None: nothing was)
     criteria: dict[str, dict[str, Any]] = field(default_factory=dict)  # GOAL:CRITERION -> verdict
+    hooks: dict[str, Any] = field(default_factory=dict)  # the hook queue: {queued, set_aside[]}
 
     def as_dict(self) -> dict[str, Any]:
         # Shallow by hand: dataclasses.asdict deep-copies every list, which is slow here.
@@ -77,6 +79,7 @@ def inspect(
     env.evidence = freshness(repo, _evidence_in_play(snapshot), env, remaps, judge=judge)
     env.ci = _ci(repo, env, snapshot, config, enabled=ci, offline=offline)
     env.criteria = criteria(snapshot, env, judge, ci_criteria=ci_criteria)
+    env.hooks = spool.summary(repo.loopx_dir)
     return env
 
 

@@ -221,6 +221,12 @@ _environment["criteria"] = {"type": "object", "additionalProperties": {
                    "source": {"enum": ["ledger", "ci"]}, "changed": _STR_LIST,
                    "reason": _nullable("string"), "evidence_state": _FRESHNESS,
                    "checks": _CHECKS, "url": _nullable("string")}}}
+# Added by issue 14 (post-commit queues its work): the hook queue as this status found it.
+_environment["hooks"] = {"type": "object", "required": ["queued", "set_aside"], "properties": {
+    "queued": {"type": "integer", "minimum": 0},
+    "set_aside": {"type": "array", "items": {"type": "object", "required": ["entry", "reason"],
+                                             "properties": {"entry": {"type": "string"},
+                                                            "reason": {"type": "string"}}}}}}
 
 
 def render() -> dict[str, str]:

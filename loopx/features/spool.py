@@ -12,18 +12,27 @@ directory)::
     {"v": 1, "id": "<ulid>", "hook": "post-commit", "inputs": {...},
      "actor": "agent:codex@devbox", "at": "2026-11-29T12:00:00Z", "state_ref": "refs/..."}
 
-:func:`drain` applies entries oldest first through the caller's handlers (by ``hook``). An
-entry is claimed by renaming it, so two drains never apply one entry twice; a claim whose
-process died is taken back. An applied entry is removed; one its handler refuses for good
-is set aside in ``spool/failed/`` with the reason, where ``git loopx doctor`` reports it.
+:func:`drain` applies entries oldest first through the caller's handlers (by ``hook``). One
+drain runs at a time (an ``flock`` on ``spool/.drain.lock``), so entries go in in the order
+they were queued, and a reader that finds entries waits for a drain under way instead of
+reading the ledger without them. An entry is claimed by renaming it; a claim whose process
+died is taken back. An applied entry is removed; one its handler refuses for good is set
+aside in ``spool/failed/`` with the reason, where ``git loopx status``, ``git loopx hooks
+status`` and ``git loopx doctor`` report it (``git loopx hooks drain --retry`` queues it
+again).
+
+post-commit queues its work here by default (``loopx.hooks.background``), and starts a
+detached ``git loopx hooks drain``: the commit returns before the event model is loaded.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -62,6 +71,7 @@ class Drained:
     applied: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
+    busy: bool = False  # another drain held the queue for longer than the wait
 
 
 class Later(Exception):
@@ -133,31 +143,99 @@ def reason(path: Path) -> str:
 
 
 def drain(loopx_dir: Path, handlers: Mapping[str, Callable[[Entry], None]], *,
-          state_ref: Optional[str] = None) -> Drained:
-    """Apply the waiting entries of ``state_ref`` oldest first; never raises for an entry."""
+          state_ref: Optional[str] = None, wait: float = WAIT_S) -> Drained:
+    """Apply the waiting entries of ``state_ref`` oldest first; never raises for an entry.
+
+    Waits up to ``wait`` seconds for a drain under way in another process (it may be applying
+    the entry the caller is about to read); past that, ``busy`` is set and nothing is done.
+    """
     done = Drained()
-    for entry in pending(loopx_dir):
-        if entry.state_ref != state_ref or entry.hook not in handlers:
-            continue
-        claimed = entry.path.with_name(f"{entry.path.name}{_CLAIMED}{os.getpid()}")
-        try:
-            os.replace(entry.path, claimed)
-        except FileNotFoundError:
-            continue  # another drain took it
-        try:
-            handlers[entry.hook](entry)
-        except Later:
-            os.replace(claimed, entry.path)
-            done.kept.append(entry.id)
-            break  # keep the order: what follows waits too
-        except Exception as exc:  # noqa: BLE001 - one bad entry must not block the rest
-            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            _set_aside(claimed, reason, name=entry.path.name)
-            done.failed[entry.id] = reason
-            continue
-        claimed.unlink(missing_ok=True)
-        done.applied.append(entry.id)
+    with _drain_lock(loopx_dir, wait) as held:
+        if not held:
+            done.busy = True
+            return done
+        for entry in pending(loopx_dir):
+            if entry.state_ref != state_ref or entry.hook not in handlers:
+                continue
+            if not _apply(entry, handlers[entry.hook], done):
+                break  # keep the order: what follows waits too
     return done
+
+
+def _apply(entry: Entry, handler: Callable[[Entry], None], done: Drained) -> bool:
+    """Apply one entry; False when it must wait (Later) and the drain stops."""
+    claimed = entry.path.with_name(f"{entry.path.name}{_CLAIMED}{os.getpid()}")
+    try:
+        os.replace(entry.path, claimed)
+    except FileNotFoundError:
+        return True  # applied by a drain that held the lock before ours
+    try:
+        handler(entry)
+    except Later:
+        os.replace(claimed, entry.path)
+        done.kept.append(entry.id)
+        return False
+    except Exception as exc:  # noqa: BLE001 - one bad entry must not block the rest
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        _set_aside(claimed, reason, name=entry.path.name)
+        done.failed[entry.id] = reason
+        return True
+    claimed.unlink(missing_ok=True)
+    done.applied.append(entry.id)
+    return True
+
+
+def drain_running(loopx_dir: Path) -> bool:
+    """Whether a drain holds the queue right now."""
+    with _drain_lock(loopx_dir, 0.0) as held:
+        return not held
+
+
+def retry(loopx_dir: Path) -> list[str]:
+    """Queue the set-aside entries again (their reasons are dropped); their names."""
+    names = []
+    for path in failed(loopx_dir):
+        os.replace(path, folder(loopx_dir) / path.name)
+        path.with_suffix(".reason.txt").unlink(missing_ok=True)
+        names.append(path.name)
+    if names:
+        _fsync_dir(folder(loopx_dir))
+    return names
+
+
+def summary(loopx_dir: Path) -> dict[str, Any]:
+    """What status shows: how many entries wait, and those set aside with the reason. One
+    directory listing when the queue was never used."""
+    if not folder(loopx_dir).is_dir():
+        return {"queued": 0, "set_aside": []}
+    with os.scandir(folder(loopx_dir)) as found:
+        queued = sum(1 for e in found if e.name.endswith(".json") or _CLAIMED in e.name)
+    return {"queued": queued, "set_aside": [{"entry": p.name, "reason": reason(p)}
+                                            for p in failed(loopx_dir)]}
+
+
+@contextlib.contextmanager
+def _drain_lock(loopx_dir: Path, wait: float) -> Iterator[bool]:
+    """Hold the queue's drain lock, waiting up to ``wait`` seconds; yields whether it is held
+    (released when the block ends, or when the process dies)."""
+    where = folder(loopx_dir)
+    where.mkdir(parents=True, exist_ok=True)
+    fd = os.open(where / ".drain.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline, delay = time.monotonic() + wait, 0.002
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    yield False
+                    return
+                time.sleep(delay)
+                delay = min(delay * 2, 0.02)
+        yield True
+    finally:
+        os.close(fd)
 
 
 def _entry(doc: dict[str, Any], path: Path) -> Entry:

@@ -1,7 +1,10 @@
 """The git hooks: installing the shims, and what each shim's ``git loopx hook NAME`` does.
 
 post-commit records commit evidence, post-rewrite remaps it after an amend or rebase, and
-pre-push sends the state branch along. A hook fails open: a loopx problem is one line on
+pre-push sends the state branch along. post-commit queues its work and hands it to a
+detached ``git loopx hooks drain`` (``loopx.hooks.background``, true by default), so that
+the commit returns before the event model is even loaded; every loopx command applies the
+queue first, waiting for a drain under way, so nothing recorded is missing from what it reads. A hook fails open: a loopx problem is one line on
 stderr and git goes on, unless ``loopx.hooks.strict=true`` (see docs/hooks.md). A hook never
 stalls git: it waits at most ``spool.WAIT_S`` for the state branch, then leaves its work in
 the spool (:mod:`loopx.features.spool`) for the next loopx command.
@@ -28,12 +31,6 @@ HOOKS = shims.HOOK_NAMES
 # Tests set this to a hook name (or "all") to make that hook's handler fail on purpose, to
 # check that a loopx failure never blocks the git command (see docs/hooks.md).
 FAIL_ENV = "LOOPX_HOOK_TEST_FAIL"
-# Set by post-commit for the detached process it starts under loopx.hooks.background=true:
-# the commit to record (HEAD may have moved on by the time it runs), the branch it was made on
-# and, for an amend, the commit it replaced.
-COMMIT_ENV = "LOOPX_HOOK_COMMIT"
-BRANCH_ENV = "LOOPX_HOOK_BRANCH"
-AMENDED_ENV = "LOOPX_HOOK_AMENDED"
 
 
 @dataclass(frozen=True)
@@ -87,37 +84,46 @@ def _post_commit(hook: Hook) -> list[str]:
     found = _ledger_tip(hook)
     if found is None or _rebasing(found.git_dir):
         return []
-    background_child = COMMIT_ENV in hook.environ
-    branch = (hook.environ.get(BRANCH_ENV) or None) if background_child else _head_ref(
-        hook.cwd, found.git_dir)
+    branch = _head_ref(hook.cwd, found.git_dir)
     if branch == hook.ref:
         return [f"this commit is on {hook.ref.removeprefix('refs/heads/')} itself, which loopx "
                 "writes: a commit there from a stale index deletes events. `git loopx doctor` "
                 "checks; keep the state branch out of work trees (git switch --detach)"]
     if _internal(branch, hook.ref):
         return []  # a proposal or another loopx branch is not work on a todo
-    notes = _apply_spooled(hook, found)
-    info = capture.read_commit(hook.cwd, hook.environ.get(COMMIT_ENV, "HEAD"))
-    if not info.todos and not info.goals and capture.cached_leases(
-        loopx_dir=found.loopx_dir, ref=hook.ref, tip=found.tip, actor=hook.actor or "",
-        branch=branch,
-    ) == []:
-        return notes  # nothing to record, known without loading the event model
-    amended = (hook.environ.get(AMENDED_ENV) or None) if background_child else _amended(
-        hook.cwd, info.sha)
-    if not background_child and _config_true(hook.cwd, "loopx.hooks.background"):
-        _record_in_background(hook, found.loopx_dir, info.sha, branch, amended)
-        return notes
+    info = capture.read_commit(hook.cwd, "HEAD")
+    held = capture.cached_leases(loopx_dir=found.loopx_dir, ref=hook.ref, tip=found.tip,
+                                 actor=hook.actor or "", branch=branch)
+    # Work on a held lease is recorded off git's path; a commit that names todos or goals
+    # (trailers) in the foreground, so that a wrong id is reported at once.
+    queue_it = not _config_false(hook.cwd, "loopx.hooks.background")
+    if not info.todos and not info.goals and held == []:  # nothing to record, known without
+        if queue_it:                                      # loading the event model
+            _drain_in_background(hook, found.loopx_dir)  # what a dead drainer left
+            return []
+        return _apply_spooled(hook, found)
+    background = queue_it and not info.todos and not info.goals
+    notes = [] if background else _apply_spooled(hook, found)
+    inputs = {"commit": info.sha, "branch": branch, "amended": _amended(hook.cwd, info.sha)}
+    if background:
+        entry = spool.append(found.loopx_dir, hook=hook.name, inputs=inputs, actor=hook.who(),
+                             state_ref=hook.ref)
+        _drain_in_background(hook, found.loopx_dir)
+        return [f"recording this commit's evidence{_for(info, held)} in the background "
+                f"({entry.path.name}; `git loopx hooks queue` shows what waits)"]
     with Ledger(gateway.discover(hook.cwd), ref=hook.ref, scrub=ledgers.scrub) as ledger:
-        if not background_child:  # the detached child is off git's path: it may wait
-            ledger.store.wait_limit = spool.WAIT_S
+        ledger.store.wait_limit = spool.WAIT_S
         try:
             result = capture.record_commit(ledger=ledger, actor=hook.who(), info=info,
-                                           branch=branch, amended=amended)
+                                           branch=branch, amended=inputs["amended"])
         except BUSY as exc:
-            inputs = {"commit": info.sha, "branch": branch, "amended": amended}
             return notes + [_queued(hook, found.loopx_dir, inputs, exc, "the commit's evidence")]
     return notes + result.notes + [_recorded_line(e) for e in result.events]
+
+
+def _for(info: capture.CommitInfo, held: Optional[list[str]]) -> str:
+    named = [*info.todos, *(held or []), *info.goals]
+    return f" for {', '.join(dict.fromkeys(named))}" if named else ""
 
 
 # The state branch cannot take the hook's write now, but will later: queue it.
@@ -193,18 +199,40 @@ def _config_false(cwd: str, key: str) -> bool:
     return gateway.out(cwd, "config", "--bool", key, check=False) == "false"
 
 
-def _record_in_background(hook: Hook, loopx_dir: Path, sha: str, branch: Optional[str],
-                          amended: Optional[str]) -> None:
-    """Hand the recording of ``sha`` to a detached loopx so that `git commit` returns now;
-    its messages go to <git common dir>/loopx/hooks.log."""
+def _drain_in_background(hook: Hook, loopx_dir: Path) -> None:
+    """Start a detached ``git loopx hooks drain`` for what is queued, unless one is running
+    (it takes what was queued after it started too), so that `git commit` returns now. Its
+    messages go to <git common dir>/loopx/hooks.log."""
+    if not spool.has_pending(loopx_dir) or spool.drain_running(loopx_dir):
+        return
     log_path = loopx_dir / "hooks.log"
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    env = dict(hook.environ, **{COMMIT_ENV: sha, "LOOPX_ACTOR": hook.who(),
-                                BRANCH_ENV: branch or "", AMENDED_ENV: amended or ""})
+    env = dict(hook.environ, LOOPX_ACTOR=hook.who())
+    if hook.state_ref:
+        env["LOOPX_STATE_REF"] = hook.state_ref
     with open(log_path, "ab") as log:
-        subprocess.Popen([sys.executable, "-m", "loopx", "hook", "post-commit"], cwd=hook.cwd,
-                         env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+        subprocess.Popen([sys.executable, "-m", "loopx", "hooks", "drain", "--quiet"],
+                         cwd=hook.cwd, env=env,
+                         stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                          start_new_session=True)
+
+
+def drain(cwd: str, *, state_ref: Optional[str] = None, retry: bool = False,
+          wait: Optional[float] = None) -> "spool.Drained":
+    """Apply the hook queue now (``git loopx hooks drain``): with ``retry``, the entries set
+    aside are queued again first. Waits for the state branch as long as any writer does
+    (``wait`` None), being off git's path."""
+    found = gateway.discover(cwd)
+    if retry:
+        spool.retry(found.loopx_dir)
+    with Ledger(found, ref=ledgers.state_ref(state_ref), scrub=ledgers.scrub) as ledger:
+        done = ledgers.apply_spool(ledger, wait=ledgers.READ_WAIT_S if wait is None else wait)
+    return done or spool.Drained()
+
+
+def queue(cwd: str) -> dict[str, Any]:
+    """The hook queue (``git loopx hooks status``): entries waiting, and those set aside with
+    the reason."""
+    return spool.summary(gateway.discover(cwd).loopx_dir)
 
 
 def _rebasing(git_dir: str) -> bool:
@@ -241,9 +269,11 @@ def _post_rewrite(hook: Hook) -> list[str]:
     found = _ledger_tip(hook)
     if not pairs or found is None:
         return []
-    with ledgers.open_ledger(hook.cwd, ref=hook.state_ref) as ledger:
+    with ledgers.open_ledger(hook.cwd, ref=hook.state_ref, wait=spool.WAIT_S) as ledger:
         ledger.store.wait_limit = spool.WAIT_S
         try:
+            if spool.has_pending(found.loopx_dir):  # the amended commit's record, say: after it
+                raise LockTimeout("earlier hook work is still being applied")
             result = capture.record_rewrite(ledger=ledger, actor=hook.who(), pairs=pairs)
         except BUSY as exc:
             return [_queued(hook, found.loopx_dir, {"pairs": pairs}, exc,
@@ -271,7 +301,7 @@ def _pre_push(hook: Hook) -> list[str]:
         return []
     if _config_false(hook.cwd, "loopx.pushState") or _ledger_tip(hook) is None:
         return []
-    with ledgers.open_ledger(hook.cwd, ref=hook.state_ref) as ledger:
+    with ledgers.open_ledger(hook.cwd, ref=hook.state_ref, wait=spool.WAIT_S) as ledger:
         ledger.store.wait_limit = spool.WAIT_S
         try:
             line = sync.push_along(ledger=ledger, remote=remote)

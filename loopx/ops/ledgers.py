@@ -22,17 +22,23 @@ def state_ref(name: Optional[str]) -> str:
     return ref if ref.startswith("refs/") else f"refs/heads/{ref}"
 
 
+# How long a command waits for a drain of the hook queue under way (the detached one
+# post-commit starts usually takes a fraction of a second) before it reads without it.
+READ_WAIT_S = 10.0
+
+
 def open_ledger(path: Path | str = ".", *, ref: Optional[str] = None,
-                adopt: bool = True) -> Ledger:
+                adopt: bool = True, wait: float = READ_WAIT_S) -> Ledger:
     """The ledger of the repository at ``path``, redacting secrets in every text it writes
     (:func:`loopx.features.redact.scrub`); in a fresh clone it adopts ``origin``'s state
-    branch (after the incoming check), so handing work over is a ``git clone``."""
+    branch (after the incoming check), so handing work over is a ``git clone``. Work the git
+    hooks queued is applied first (:func:`apply_spool`, waiting up to ``wait`` seconds)."""
     ledger = Ledger.open(path, ref=state_ref(ref), scrub=scrub)
     if adopt and ledger.tip() is None:  # (a proposal's tip falls back to loopx/state's)
         from loopx.features import sync  # only a clone without state adopts: start-up time
 
         sync.adopt(ledger=ledger)
-    apply_spool(ledger)
+    apply_spool(ledger, wait=wait)
     return ledger
 
 
@@ -44,18 +50,22 @@ def scrub(text: str) -> str:
     return redact.scrub(text)
 
 
-def apply_spool(ledger: Ledger) -> Optional[Drained]:
-    """Apply the work git hooks queued while the state branch was busy (docs/hooks.md): the
-    next loopx command does it. Waits no longer than a hook would; what cannot be applied
-    now stays queued, what can never be is set aside for `doctor`. None when nothing is."""
-    # The queue's folder (spool.folder) exists once a hook queued work: only then are the
-    # queue and capture loaded (start-up time of every command).
+def apply_spool(ledger: Ledger, *, wait: Optional[float] = None) -> Optional[Drained]:
+    """Apply the work git hooks queued (docs/hooks.md): post-commit's evidence, or what a hook
+    could not write while the state branch was busy. Waits for a drain under way in another
+    process (the detached one post-commit starts), so that what a commit recorded is there
+    for the command that follows it; waits no longer than ``wait`` (a hook's limit by
+    default) for it and for the state branch. What cannot be applied now stays queued, what
+    can never be is set aside for `status` and `doctor`. None when nothing was queued."""
+    # The queue's folder (spool.folder) exists once a hook queued work: only then is the queue
+    # loaded, and capture (the event model) only when an entry waits: start-up time.
     if not (ledger.repo.loopx_dir / "spool").is_dir():
         return None
-    from loopx.features import capture, spool
+    from loopx.features import spool
 
     if not spool.has_pending(ledger.repo.loopx_dir) or ledger.tip() is None:
         return None
+    from loopx.features import capture
 
     def apply(entry: spool.Entry) -> None:
         try:
@@ -63,10 +73,11 @@ def apply_spool(ledger: Ledger) -> Optional[Drained]:
         except (LockTimeout, RefRaceError, CheckedOut) as exc:
             raise spool.Later(str(exc)) from exc
 
-    limit, ledger.store.wait_limit = ledger.store.wait_limit, spool.WAIT_S
+    wait = spool.WAIT_S if wait is None else wait
+    limit, ledger.store.wait_limit = ledger.store.wait_limit, wait
     try:
         return spool.drain(ledger.repo.loopx_dir, dict.fromkeys(capture.SPOOLED, apply),
-                           state_ref=ledger.ref)
+                           state_ref=ledger.ref, wait=wait)
     finally:
         ledger.store.wait_limit = limit
 

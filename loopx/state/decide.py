@@ -288,6 +288,15 @@ def _rejected(ctx: _Ctx, gate: dict[str, Any]) -> Iterable[Action]:
                 f"--reason 'gate {gate['id']} rejected'", todo=todo["id"], gate=gate["id"])
 
 
+def _hooks(ctx: _Ctx) -> Iterable[Action]:
+    aside = (ctx.env.get("hooks") or {}).get("set_aside") or []
+    if aside:
+        count = plural.counted(len(aside), "queued hook entry", "queued hook entries")
+        yield _action("repair", f"{count} could not be applied and {_are(len(aside))} set aside "
+                      f"({aside[0]['reason']}); fix the cause, then `git loopx hooks drain "
+                      "--retry`", "git loopx hooks queue")
+
+
 def _sync(ctx: _Ctx) -> Iterable[Action]:
     state = ctx.env.get("state") or {}
     if state.get("quarantined"):
@@ -427,6 +436,6 @@ def _others_leases(ctx: _Ctx) -> Iterable[Action]:
 
 
 _RULES: list[Callable[[_Ctx], Iterable[Action]]] = [
-    _problems, _worktree, _quota, _effects, _replan, _leases, _sessions, _gates, _sync, _ci,
-    _criteria, _wakes, _work, _others_leases,
+    _problems, _worktree, _quota, _effects, _replan, _leases, _sessions, _gates, _hooks, _sync,
+    _ci, _criteria, _wakes, _work, _others_leases,
 ]

@@ -460,18 +460,77 @@ def test_pre_push_under_pre_commit_reads_the_refs_from_its_environment(work: Pat
         work, "rev-parse", "refs/heads/loopx/state")
 
 
-def test_background_mode_records_after_the_commit_returns(work: Path) -> None:
-    import time
-
-    git(work, "config", "loopx.hooks.background", "true")
-    proc = commit(work, "later\n\nLoopx-Todo: t1")
-    assert proc.stderr == ""
+def test_work_on_a_held_lease_is_recorded_off_the_commits_path(work: Path) -> None:
+    """post-commit queues the record and a detached drain writes it; the command right after
+    the commit waits for that drain, so it sees the evidence without anyone sleeping."""
+    assert invoke(work, "todo", "claim", "t1").code == 0
+    proc = commit(work, "held")
+    assert "recording this commit's evidence for t1 in the background" in proc.stderr
     head = git(work, "rev-parse", "HEAD")
-    deadline = time.monotonic() + 30
-    while not evidence(work) and time.monotonic() < deadline:
-        time.sleep(0.2)
+    assert [(e["commit"], e["todo"]) for e in evidence(work)] == [(head, "t1")]
+    assert not list((work / ".git" / "loopx" / "spool").glob("*.json"))
+
+
+@pytest.fixture
+def drain_held(work: Path):  # type: ignore[no-untyped-def]
+    """The queue's drain lock held by this process: as if a drain were still running."""
+    import fcntl
+
+    folder = work / ".git" / "loopx" / "spool"
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder / ".drain.lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        yield lambda: os.close(fd)
+    finally:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+def test_a_queued_record_waits_durably_and_the_next_command_applies_it(
+        work: Path, drain_held) -> None:  # type: ignore[no-untyped-def]
+    assert invoke(work, "todo", "claim", "t1").code == 0
+    commit(work, "queued")
+    head = git(work, "rev-parse", "HEAD")
+    queued = run_loopx(work, "hooks", "queue", "--json")
+    assert queued.code == 0 and queued.json() == {"queued": 1, "set_aside": []}
+    assert all(head not in line for line in events(work, "evidence.recorded"))
+    drain_held()  # the "running drain" ends without applying it (a drainer killed, say)
     assert [e["commit"] for e in evidence(work)] == [head]
-    assert "recorded commit evidence" in (work / ".git" / "loopx" / "hooks.log").read_text()
+    assert run_loopx(work, "hooks", "queue", "--json").json() == {"queued": 0, "set_aside": []}
+
+
+def test_an_entry_that_can_never_apply_is_set_aside_shown_and_retried(work: Path) -> None:
+    from loopx.features import spool
+
+    loopx_dir = work / ".git" / "loopx"
+    spool.append(loopx_dir, hook="post-commit", actor="human:test@example.com",
+                 inputs={"commit": "0" * 40, "branch": "refs/heads/main", "amended": None},
+                 state_ref="refs/heads/loopx/state")
+    drained = run_loopx(work, "hooks", "drain")
+    assert drained.code == 1 and "set aside" in drained.out
+    status = invoke(work, "status", "--json", "--offline")
+    assert status.json()["environment"]["hooks"]["set_aside"][0]["entry"].endswith(".json")
+    (action,) = [a for a in status.json()["actions"] if a["command"] == "git loopx hooks queue"]
+    assert action["kind"] == "repair" and "hooks drain --retry" in action["reason"]
+    retried = run_loopx(work, "hooks", "drain", "--retry", "--json")
+    assert retried.code == 1 and len(retried.json()["set_aside"]) == 1  # still no such commit
+
+
+def test_background_false_records_in_the_foreground(work: Path) -> None:
+    git(work, "config", "loopx.hooks.background", "false")
+    assert invoke(work, "todo", "claim", "t1").code == 0
+    proc = commit(work, "now")
+    (ev,) = evidence(work)
+    assert f"recorded commit evidence {ev['id']} for todo t1" in proc.stderr
+
+
+def test_a_commit_naming_a_todo_is_recorded_in_the_foreground(work: Path) -> None:
+    """A trailer is checked at once: a wrong id is said on the commit, not in a log."""
+    proc = commit(work, "typo\n\nLoopx-Todo: t404")
+    assert "t404" in proc.stderr and "background" not in proc.stderr
 
 
 def test_the_common_post_commit_path_loads_no_pydantic() -> None:
