@@ -90,3 +90,35 @@ def test_priority_discovered_from_and_every_are_fields_of_v2() -> None:
     with pytest.raises(SchemaError, match="wake.set v1 cannot carry data.every"):
         parse_event(wake)
     assert not parse_event(dict(doc, v=3)).known  # from a newer loopx: kept as unknown
+
+
+def test_writing_an_event_builds_only_its_familys_models() -> None:
+    """A write loads the payload models of its own type's family, not the catalogue."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from loopx.model import events; "
+            "events.make_event(type='note.added', data={'id': 'n1', 'text': 'hi'}, "
+            "event_id='01JD5Z3Q1T8E0000000000ABCD', at='2026-01-01T00:00:00Z', clock=1, "
+            "actor='human:a@example.com'); "
+            "print(sorted(m for m in sys.modules if m.startswith('loopx.model.payloads.')))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert proc.stdout.strip() == "['loopx.model.payloads.base', 'loopx.model.payloads.notes']"
+
+
+def test_every_payload_model_is_in_the_catalogue_or_nested_in_one() -> None:
+    import importlib
+    import pkgutil
+
+    from loopx.model import events, payloads
+    from loopx.model.payloads.base import Model
+
+    listed = {model for model, _ in events.EVENT_TYPES.values()}
+    for info in pkgutil.iter_modules(payloads.__path__):
+        module = importlib.import_module(f"loopx.model.payloads.{info.name}")
+        for name, value in vars(module).items():
+            if isinstance(value, type) and issubclass(value, Model) and value is not Model \
+                    and value.__module__ == module.__name__:
+                assert getattr(events, name) is value  # events.<Model> finds it
+    assert len(listed) == len(events.EVENT_TYPES) == len(events._CATALOGUE)

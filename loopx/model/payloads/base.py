@@ -1,0 +1,46 @@
+"""What every payload model shares: the base model, the patterns and bounds of fields.
+
+Pure (no git, no I/O). Each family of event types has its own module beside this one, so a
+command builds only the models of the events it writes or reads (start-up time).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from loopx.model.globs import GLOB_PATTERN, MAX_GLOBS
+from loopx.model.ids import ENTITY_ID_RE
+
+TS_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$"
+ACTOR_PATTERN = r"^[a-z][a-z0-9_-]{0,31}:\S{1,200}$"
+ID_PATTERN = ENTITY_ID_RE.pattern
+OID_PATTERN = r"^[0-9a-f]{40}([0-9a-f]{24})?$"
+REF_PATTERN = r"^refs/[^\x00-\x20\x7f~^:?*\[\\]{1,1000}$"
+CHECK_PATTERN = r"^[^\x00-\x1f]{1,200}$"  # a CI check's name, as the provider reports it
+_ID = ENTITY_ID_RE.pattern.strip("^$")
+CRITERION_REF_PATTERN = f"^{_ID}:{_ID}$"  # GOAL:CRITERION
+
+# An actor (human:alice@example.com, agent:codex@devbox) or a role (role:maintainer).
+Identity = Annotated[str, Field(pattern=ACTOR_PATTERN)]
+EntityId = Field(pattern=ID_PATTERN)
+Text = Field(min_length=1, max_length=20_000)
+# A scope: globs of paths from the top of the repository (loopx.model.globs says how they match).
+Glob = Annotated[str, Field(pattern=GLOB_PATTERN)]
+Globs = Field(default=None, max_length=MAX_GLOBS,
+              description="path globs (docs/**, src/**/*.py); none: the whole tree")
+
+
+# Bounds of the numbers events carry. Every numeric field has both ends, and floats must be
+# finite: a value from another clone is data, and no data may stop a clone from writing.
+MAX_CLOCK = 2**53 - 1  # exact in JSON readers that hold numbers as doubles
+MAX_COUNT = 10**15  # turns and tokens
+MAX_COST = 1e12
+MAX_SECONDS = 10 * 366 * 86400  # ten years
+MIN_EXIT, MAX_EXIT = -(2**31), 2**32 - 1  # signed POSIX statuses, unsigned Windows ones
+
+
+class Model(BaseModel):
+    # defer_build: only the payload models a command touches pay their schema build cost.
+    model_config = ConfigDict(extra="forbid", defer_build=True, frozen=True, allow_inf_nan=False)

@@ -1,0 +1,58 @@
+"""Evidence bound to commits, and commits rewritten under it."""
+
+from __future__ import annotations
+
+import re
+
+from typing import Literal, Optional
+
+from pydantic import Field, field_validator
+
+from loopx.model.payloads.base import Model, ID_PATTERN, OID_PATTERN, CHECK_PATTERN, EntityId, Glob, Globs, MAX_SECONDS, MIN_EXIT, MAX_EXIT
+
+
+class EvidenceRecorded(Model):
+    id: str = EntityId
+    kind: Literal["test", "ci", "commit", "review", "receipt", "note"]
+    commit: Optional[str] = Field(default=None, pattern=OID_PATTERN)
+    tree: Optional[str] = Field(default=None, pattern=OID_PATTERN)
+    dirty: bool = False
+    command: Optional[str] = Field(default=None, max_length=10_000)
+    exit_code: Optional[int] = Field(default=None, ge=MIN_EXIT, le=MAX_EXIT)
+    duration_s: Optional[float] = Field(default=None, ge=0, le=MAX_SECONDS)
+    summary: Optional[str] = Field(default=None, max_length=20_000)
+    digest: Optional[str] = Field(default=None, max_length=200)
+    url: Optional[str] = Field(default=None, max_length=2_000)
+    output_tail: Optional[str] = Field(default=None, max_length=20_000)
+    author: Optional[str] = Field(default=None, max_length=500)
+    todo: Optional[str] = Field(default=None, pattern=ID_PATTERN)
+    criteria: list[str] = Field(default_factory=list, max_length=200)
+    paths: Optional[list[Glob]] = Globs
+    check: Optional[str] = Field(default=None, pattern=CHECK_PATTERN,
+                                 description="the CI check it reports (kind ci)")
+    cwd: Optional[str] = Field(
+        default=None, pattern=r"^[^/\x00\n\r][^\x00\n\r]{0,4095}$",
+        description="where the command ran, relative to the top of the work tree")
+
+    @field_validator("cwd")
+    @classmethod
+    def _inside(cls, value: Optional[str]) -> Optional[str]:
+        if value is not None and ".." in value.split("/"):
+            raise ValueError("cwd stays inside the work tree (no '..')")
+        return value
+
+
+class EvidenceRemapped(Model):
+    """Commits rewritten by amend or rebase: evidence for ``old`` now follows ``new``."""
+
+    mappings: list[dict[str, str]] = Field(min_length=1, max_length=10_000)
+
+    @field_validator("mappings")
+    @classmethod
+    def _pairs(cls, value: list[dict[str, str]]) -> list[dict[str, str]]:
+        for pair in value:
+            if set(pair) != {"old", "new"} or not all(
+                re.match(OID_PATTERN, pair[k]) for k in ("old", "new")
+            ):
+                raise ValueError("each mapping is {old: <sha>, new: <sha>}")
+        return value

@@ -1,0 +1,57 @@
+"""Goals and their acceptance criteria."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Optional
+
+from pydantic import Field
+
+from loopx.model.globs import MAX_GLOBS
+from loopx.model.payloads.base import Model, ID_PATTERN, EntityId, Text, Glob, Globs
+
+
+class Criterion(Model):
+    """An acceptance criterion of a goal."""
+
+    id: str = Field(pattern=ID_PATTERN)
+    text: str = Text
+    paths: Optional[list[Glob]] = Globs
+
+
+class CriterionScope(Model):
+    """The paths a criterion's evidence is judged on (an empty list: the whole tree)."""
+
+    id: str = Field(pattern=ID_PATTERN)
+    paths: list[Glob] = Field(max_length=MAX_GLOBS)
+
+
+class GoalCreated(Model):
+    id: str = EntityId
+    title: str = Field(min_length=1, max_length=500)
+    description: Optional[str] = Field(default=None, max_length=20_000)
+    acceptance: list[Criterion] = Field(default_factory=list, max_length=200)
+
+
+class GoalUpdated(Model):
+    id: str = EntityId
+    title: Optional[str] = Field(default=None, min_length=1, max_length=500)
+    description: Optional[str] = Field(default=None, max_length=20_000)
+    add_acceptance: list[Criterion] = Field(default_factory=list, max_length=200)
+    state: Optional[Literal["active", "paused"]] = None
+    revise: Optional[list[Criterion]] = Field(
+        default=None, max_length=200,
+        description="new text for existing criteria: evidence recorded before no longer counts")
+    retire: Optional[list[Annotated[str, Field(pattern=ID_PATTERN)]]] = Field(
+        default=None, max_length=200, description="criteria that no longer need evidence")
+    scope: Optional[list[CriterionScope]] = Field(
+        default=None, max_length=200, description="the paths existing criteria are judged on")
+
+
+class GoalClosed(Model):
+    id: str = EntityId
+    outcome: Literal["achieved", "abandoned"]
+    reason: Optional[str] = Field(default=None, max_length=20_000)
+    override: bool = Field(
+        default=False, description="a human decision: achieved although criteria are unmet "
+        "(v2: with a reason)"
+    )

@@ -1,0 +1,42 @@
+"""The first event of a ledger and ledger-wide settings."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Optional
+
+from pydantic import Field
+
+from loopx.model.globs import MAX_GLOBS
+from loopx.model.payloads.base import Model, ID_PATTERN, CHECK_PATTERN, CRITERION_REF_PATTERN, Identity, Glob, MAX_SECONDS
+
+
+class LedgerInitialised(Model):
+    """The first event of a ledger."""
+
+    name: Optional[str] = Field(default=None, max_length=200)
+    loopx_version: str = Field(max_length=40)
+
+
+class ConfigSet(Model):
+    """Ledger-wide settings; each field given replaces the previous value."""
+
+    roles: Optional[dict[Annotated[str, Field(pattern=ID_PATTERN)], list[Identity]]] = Field(
+        default=None, description="role name -> actor identities, e.g. maintainer: [human:a@x]"
+    )
+    lease_ttl_seconds: Optional[int] = Field(default=None, ge=10, le=30 * 86400)
+    session_slots: Optional[int] = Field(default=None, ge=1, le=10_000)
+    session_idle_seconds: Optional[int] = Field(default=None, ge=60, le=MAX_SECONDS)
+    signed_answers: Optional[Literal["off", "all"] | list[str]] = Field(
+        default=None, description="'all', 'off', or the gate ids whose answers must be signed"
+    )
+    allowed_signers: Optional[str] = Field(
+        default=None, max_length=200_000, description="ssh allowed_signers text for signed answers"
+    )
+    evidence_ignore: Optional[list[Glob]] = Field(
+        default=None, max_length=MAX_GLOBS,
+        description="paths whose changes never make evidence stale, unless the evidence or its "
+        "criterion names its own paths (e.g. docs/**)")
+    ci_criteria: Optional[dict[Annotated[str, Field(pattern=CHECK_PATTERN)],
+                               list[Annotated[str, Field(pattern=CRITERION_REF_PATTERN)]]]] = Field(
+        default=None, max_length=200,
+        description="CI check name -> the criteria (GOAL:CRITERION) its result meets or un-meets")

@@ -1,0 +1,82 @@
+"""Todos: added, claimed and renewed, done, blocked, reopened, cancelled."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+from pydantic import Field
+
+from loopx.model.payloads.base import Model, TS_PATTERN, ID_PATTERN, REF_PATTERN, EntityId, Text
+
+
+class TodoAdded(Model):
+    id: str = EntityId
+    goal: str = EntityId
+    title: str = Field(min_length=1, max_length=500)
+    description: Optional[str] = Field(default=None, max_length=20_000)
+    depends_on: list[str] = Field(default_factory=list, max_length=200)
+    gates: list[str] = Field(default_factory=list, max_length=200)
+    criteria: list[str] = Field(default_factory=list, max_length=200)
+    priority: Optional[int] = Field(
+        default=None, ge=0, le=4, description="0 most urgent .. 4 least; none given is 2")
+    discovered_from: Optional[str] = Field(
+        default=None, pattern=ID_PATTERN, description="the todo whose work turned this one up")
+
+
+class TodoUpdated(Model):
+    id: str = EntityId
+    title: Optional[str] = Field(default=None, min_length=1, max_length=500)
+    description: Optional[str] = Field(default=None, max_length=20_000)
+    add_depends_on: list[str] = Field(default_factory=list, max_length=200)
+    add_gates: list[str] = Field(default_factory=list, max_length=200)
+    priority: Optional[int] = Field(default=None, ge=0, le=4, description="a new priority")
+
+
+class TodoClaimed(Model):
+    id: str = EntityId
+    until: str = Field(pattern=TS_PATTERN, description="lease expiry (UTC)")
+    branch: Optional[str] = Field(
+        default=None, pattern=REF_PATTERN,
+        description="the branch checked out where the claim was made: commits without a "
+        "Loopx-Todo trailer count for the lease only on it")
+
+
+class TodoRenewed(Model):
+    id: str = EntityId
+    until: str = Field(pattern=TS_PATTERN)
+
+
+class TodoReleased(Model):
+    id: str = EntityId
+    reason: Optional[str] = Field(default=None, max_length=20_000)
+
+
+class TodoDone(Model):
+    id: str = EntityId
+    evidence: list[str] = Field(default_factory=list, max_length=200)
+    summary: Optional[str] = Field(default=None, max_length=20_000)
+    reason: Optional[str] = Field(
+        default=None, min_length=1, max_length=20_000,
+        description="why it is done without passing, fresh evidence (v2 needs one or the other)")
+
+
+class TodoAcked(Model):
+    """The holder has taken in decisions made since the claim (gate answers): the flag clears."""
+
+    id: str = EntityId
+    gates: list[Annotated[str, Field(pattern=ID_PATTERN)]] = Field(min_length=1, max_length=200)
+
+
+class TodoBlocked(Model):
+    id: str = EntityId
+    reason: str = Text
+
+
+class TodoReopened(Model):
+    id: str = EntityId
+    reason: Optional[str] = Field(default=None, max_length=20_000)
+
+
+class TodoCancelled(Model):
+    id: str = EntityId
+    reason: Optional[str] = Field(default=None, max_length=20_000)

@@ -1,0 +1,33 @@
+"""Wake conditions."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from pydantic import Field
+
+from loopx.model.payloads.base import Model, TS_PATTERN, ID_PATTERN, EntityId
+
+
+class WakeSet(Model):
+    id: str = EntityId
+    at: Optional[str] = Field(default=None, pattern=TS_PATTERN)
+    on_gate: Optional[str] = Field(default=None, pattern=ID_PATTERN)
+    on_ci: Optional[str] = Field(default=None, max_length=200, description="a commit sha or 'HEAD'")
+    on_todo: Optional[str] = Field(default=None, pattern=ID_PATTERN)
+    reason: Optional[str] = Field(default=None, max_length=2_000)
+    every: Optional[int] = Field(
+        default=None, ge=60, le=366 * 86400,
+        description="seconds: a recurring time wake, next due this long after it last fired")
+
+
+class WakeCleared(Model):
+    id: str = EntityId
+
+
+class WakeFired(Model):
+    """A recurring wake was acted on; it is due again at ``next``."""
+
+    id: str = EntityId
+    at: str = Field(pattern=TS_PATTERN, description="when it was acted on (UTC)")
+    next: str = Field(pattern=TS_PATTERN, description="when it is due again: at + every")
