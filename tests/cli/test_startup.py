@@ -62,3 +62,12 @@ def test_a_warm_read_imports_no_pydantic_no_yaml_and_no_event_models(warm: Path,
 def test_version_and_short_help_start_without_click(repo: Path, args: list[str]) -> None:
     imported = _imported(repo, *args)
     assert "click" not in imported and "loopx.cli.root" not in imported
+
+
+def test_a_read_after_hooks_queued_and_drained_work_stays_light(warm: Path) -> None:
+    """Once post-commit has used the queue its folder stays; an empty queue must not load
+    capture (and with it the event model) on every read."""
+    (warm / ".git" / "loopx" / "spool" / "failed").mkdir(parents=True)
+    imported = _imported(warm, "status", "--format", "json", "--no-ci")
+    heavy = sorted(m for m in imported if m.startswith((*HEAVY, "loopx.features.capture")))
+    assert heavy == []
