@@ -96,3 +96,48 @@ def assert_fsck_clean(path: Path) -> None:
 def event_ids(path: Path) -> list[str]:
     """Event ids on the state branch (a list: duplicates would show twice)."""
     return [p.rsplit("/", 1)[1].split(".")[0] for p in state_files(path) if p.startswith("events/")]
+
+
+# --- forging state commits by hand (what a hostile or broken remote could push) ---
+
+
+def blob(repo: Path, data: bytes) -> str:
+    """Write ``data`` as a blob; its id."""
+    proc = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=repo, input=data,
+                          capture_output=True, check=True)
+    return proc.stdout.decode().strip()
+
+
+def mktree(repo: Path, entries: dict[str, tuple[str, str, str]]) -> str:
+    """Build nested trees with `git mktree` from path -> (mode, type, oid)."""
+    here: dict[str, tuple[str, str, str]] = {}
+    subdirs: dict[str, dict[str, tuple[str, str, str]]] = {}
+    for path, entry in entries.items():
+        head, sep, rest = path.partition("/")
+        if sep:
+            subdirs.setdefault(head, {})[rest] = entry
+        else:
+            here[head] = entry
+    for name, sub in subdirs.items():
+        here[name] = ("040000", "tree", mktree(repo, sub))
+    lines = "".join(f"{mode} {kind} {oid}\t{name}\n" for name, (mode, kind, oid) in here.items())
+    return git(repo, "mktree", input=lines)
+
+
+def forge(repo: Path, base: str, *, add: dict[str, tuple[str, bytes]] | None = None,
+          drop: tuple[str, ...] = (), parent: str | None = None) -> str:
+    """A commit whose tree is ``base``'s files minus ``drop`` plus ``add`` (path -> (mode, data))."""
+    files = {}
+    for line in git(repo, "ls-tree", "-r", "--full-tree", base).splitlines():
+        meta, path = line.split("\t")
+        mode, kind, oid = meta.split()
+        files[path] = (mode, kind, oid)
+    for path in drop:
+        del files[path]
+    for path, (mode, data) in (add or {}).items():
+        if mode == "160000":
+            files[path] = (mode, "commit", data.decode())
+        else:
+            files[path] = (mode, "blob", blob(repo, data))
+    tree = mktree(repo, files)
+    return git(repo, "commit-tree", tree, "-p", parent or base, "-m", "forged")

@@ -47,3 +47,12 @@ def test_the_contracts_catch_a_violation(tmp_path: Path, module: str, line: str,
     result = _lint(tmp_path)
     assert result.returncode != 0
     assert contract in result.stdout and "BROKEN" in result.stdout
+
+
+def test_module_names_are_unique_across_the_package() -> None:
+    """docs/design.md: no two modules share a name (no `import sync as sync_`)."""
+    names: dict[str, list[str]] = {}
+    for path in (ROOT / "loopx").rglob("*.py"):
+        if path.name not in ("__init__.py", "__main__.py"):
+            names.setdefault(path.stem, []).append(str(path.relative_to(ROOT)))
+    assert {n: p for n, p in names.items() if len(p) > 1} == {}

@@ -18,7 +18,8 @@ from loopx.model.paths import PATH_RE
 from loopx.storage import gateway
 from loopx.storage.gateway import Oid
 from loopx.ledger import layout
-from loopx.storage.store import BLOB_MODE, TREE_MODE, Store
+from loopx.storage.store import Store
+from loopx.storage.trees import BLOB_MODE, TREE_MODE
 
 MAX_SOURCES = 20  # reflog entries and ancestors tried as a base or a copy of lost files
 

@@ -28,10 +28,8 @@ detached ``git loopx hooks drain``: the commit returns before the event model is
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
-import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -39,6 +37,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from loopx.model import clock, ids
+from loopx.storage import locks
 
 VERSION = 1
 # How long a hook (or a drain) waits for the clone lock, a ref's .lock or a running gc
@@ -117,7 +116,7 @@ def pending(loopx_dir: Path) -> list[Entry]:
         return []
     for claimed in where.glob(f"*.json{_CLAIMED}*"):
         pid = claimed.name.rpartition(_CLAIMED)[2]
-        if not pid.isdigit() or not _alive(int(pid)):
+        if not pid.isdigit() or not locks.alive(int(pid)):
             with contextlib.suppress(OSError):
                 os.replace(claimed, where / claimed.name.partition(_CLAIMED)[0])
     entries = []
@@ -222,18 +221,7 @@ def _drain_lock(loopx_dir: Path, wait: float) -> Iterator[bool]:
     where.mkdir(parents=True, exist_ok=True)
     fd = os.open(where / ".drain.lock", os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        deadline, delay = time.monotonic() + wait, 0.002
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    yield False
-                    return
-                time.sleep(delay)
-                delay = min(delay * 2, 0.02)
-        yield True
+        yield locks.wait_for(fd, wait)
     finally:
         os.close(fd)
 
@@ -252,16 +240,6 @@ def _set_aside(path: Path, reason: str, *, name: Optional[str] = None) -> None:
     with contextlib.suppress(OSError):
         os.replace(path, target)
         target.with_suffix(".reason.txt").write_text(reason + "\n", "utf-8")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _fsync_dir(path: Path) -> None:

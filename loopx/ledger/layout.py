@@ -30,7 +30,7 @@ from loopx.model import codec
 from loopx.model.paths import (CHECKPOINT_CHUNK_BYTES, CHECKPOINT_FILE_RE, PATH_RE,
                                SESSION_FILE_RE, TRANSCRIPT_CHUNK_BYTES)
 from loopx.storage.gateway import Oversize
-from loopx.storage.store import BLOB_MODE
+from loopx.storage.trees import BLOB_MODE
 
 if TYPE_CHECKING:
     from loopx.model.events import Event

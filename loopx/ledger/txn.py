@@ -17,7 +17,7 @@ from loopx.model import clock, ids
 from loopx.model.events import RETRY_VOLATILE, Event, free_text, make_event
 from loopx.state import authority, checks, entities, folding
 from loopx.storage.gateway import Oid
-from loopx.storage.store import BLOB_MODE
+from loopx.storage.trees import BLOB_MODE
 
 if TYPE_CHECKING:
     from loopx.ledger.book import Ledger

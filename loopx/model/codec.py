@@ -186,7 +186,10 @@ _NO_KEY = object()
 
 # Characters YAML cannot carry unescaped inside double quotes (C0/C1 controls, DEL, the line
 # and paragraph separators, BOM) beyond what json.dumps already escapes.
-_UNPRINTABLE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff]")
+# Outside YAML's printable set (or a line break to some readers): written as \u escapes. json
+# escapes the C0 controls itself; the rest are C1 and U+FFFE/U+FFFF (a reader refuses them
+# raw). A lone surrogate has no spelling in YAML at all: dump() refuses it.
+_UNPRINTABLE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
 
 
 def _quote(text: str) -> str:
@@ -290,7 +293,7 @@ def dump(value: dict[str, Value]) -> bytes:
 
 # Characters json.dumps (ensure_ascii=False) or _quote escape: a quoted scalar without any of
 # them and without a backslash is its own inner text.
-_ESCAPED = re.compile('[\x00-\x1f"\\\\\x7f-\x9f\u2028\u2029\ufeff]')
+_ESCAPED = re.compile('[\x00-\x1f"\\\\\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]')
 
 
 class _NotCanonical(Exception):

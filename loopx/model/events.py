@@ -27,22 +27,22 @@ from loopx.model.payloads.base import (
 )
 
 if TYPE_CHECKING:  # the payload models, for annotations (at run time: __getattr__ below)
-    from loopx.model.payloads.effects import EffectConfirmed, EffectFailed, EffectIntended
-    from loopx.model.payloads.evidence import EvidenceRecorded, EvidenceRemapped
-    from loopx.model.payloads.gates import GateAnswered, GateOpened, GateWithdrawn
-    from loopx.model.payloads.goals import (Criterion, CriterionScope, GoalClosed, GoalCreated,
-                                            GoalUpdated)
-    from loopx.model.payloads.ledger import ConfigSet, LedgerInitialised
-    from loopx.model.payloads.notes import NoteAdded, NoticeDismissed
-    from loopx.model.payloads.quota import QuotaSet, QuotaSpent
-    from loopx.model.payloads.sessions import (SessionAcked, SessionCheckpointed, SessionClosed,
-                                               SessionInterjected, SessionOpened,
-                                               SessionProgress, SessionResponded, Transcript,
-                                               TranscriptChunk, Workspace)
-    from loopx.model.payloads.todos import (TodoAcked, TodoAdded, TodoBlocked, TodoCancelled,
-                                            TodoClaimed, TodoDone, TodoReleased, TodoRenewed,
-                                            TodoReopened, TodoUpdated)
-    from loopx.model.payloads.wakes import WakeCleared, WakeFired, WakeSet
+    from loopx.model.payloads.effect_events import (EffectConfirmed, EffectFailed,
+                                                    EffectIntended)
+    from loopx.model.payloads.evidence_events import EvidenceRecorded, EvidenceRemapped
+    from loopx.model.payloads.gate_events import GateAnswered, GateOpened, GateWithdrawn
+    from loopx.model.payloads.goal_events import (Criterion, CriterionScope, GoalClosed,
+                                                  GoalCreated, GoalUpdated)
+    from loopx.model.payloads.ledger_events import ConfigSet, LedgerInitialised
+    from loopx.model.payloads.note_events import NoteAdded, NoticeDismissed
+    from loopx.model.payloads.quota_events import QuotaSet, QuotaSpent
+    from loopx.model.payloads.session_events import (
+        SessionAcked, SessionCheckpointed, SessionClosed, SessionInterjected, SessionOpened,
+        SessionProgress, SessionResponded, Transcript, TranscriptChunk, Workspace)
+    from loopx.model.payloads.todo_events import (
+        TodoAcked, TodoAdded, TodoBlocked, TodoCancelled, TodoClaimed, TodoDone, TodoReleased,
+        TodoRenewed, TodoReopened, TodoUpdated)
+    from loopx.model.payloads.wake_events import WakeCleared, WakeFired, WakeSet
 
 __all__ = [
     "ACTOR_PATTERN", "ADDED_IN", "EVENT_TYPES", "Envelope", "Event", "ID_PATTERN", "Model",
@@ -65,43 +65,43 @@ __all__ = [
 # was tightened keeps its meaning. A model is imported (built) the first time its type is
 # looked up: a command pays for the models of the events it touches, not the catalogue.
 _CATALOGUE: dict[str, tuple[str, str, int]] = {
-    "ledger.initialised": ("ledger", "LedgerInitialised", 1),
-    "config.set": ("ledger", "ConfigSet", 2),
-    "goal.created": ("goals", "GoalCreated", 2),
-    "goal.updated": ("goals", "GoalUpdated", 2),
-    "goal.closed": ("goals", "GoalClosed", 2),
-    "todo.added": ("todos", "TodoAdded", 2),
-    "todo.updated": ("todos", "TodoUpdated", 2),
-    "todo.claimed": ("todos", "TodoClaimed", 2),
-    "todo.renewed": ("todos", "TodoRenewed", 1),
-    "todo.released": ("todos", "TodoReleased", 1),
-    "todo.done": ("todos", "TodoDone", 2),
-    "todo.acked": ("todos", "TodoAcked", 1),
-    "todo.blocked": ("todos", "TodoBlocked", 1),
-    "todo.reopened": ("todos", "TodoReopened", 1),
-    "todo.cancelled": ("todos", "TodoCancelled", 1),
-    "gate.opened": ("gates", "GateOpened", 1),
-    "gate.answered": ("gates", "GateAnswered", 1),
-    "gate.withdrawn": ("gates", "GateWithdrawn", 1),
-    "evidence.recorded": ("evidence", "EvidenceRecorded", 2),
-    "evidence.remapped": ("evidence", "EvidenceRemapped", 1),
-    "wake.set": ("wakes", "WakeSet", 2),
-    "wake.cleared": ("wakes", "WakeCleared", 1),
-    "wake.fired": ("wakes", "WakeFired", 1),
-    "quota.set": ("quota", "QuotaSet", 1),
-    "quota.spent": ("quota", "QuotaSpent", 2),
-    "effect.intended": ("effects", "EffectIntended", 1),
-    "effect.confirmed": ("effects", "EffectConfirmed", 1),
-    "effect.failed": ("effects", "EffectFailed", 1),
-    "note.added": ("notes", "NoteAdded", 1),
-    "notice.dismissed": ("notes", "NoticeDismissed", 1),
-    "session.opened": ("sessions", "SessionOpened", 1),
-    "session.progress": ("sessions", "SessionProgress", 1),
-    "session.responded": ("sessions", "SessionResponded", 1),
-    "session.interjected": ("sessions", "SessionInterjected", 1),
-    "session.checkpointed": ("sessions", "SessionCheckpointed", 1),
-    "session.acked": ("sessions", "SessionAcked", 1),
-    "session.closed": ("sessions", "SessionClosed", 1),
+    "ledger.initialised": ("ledger_events", "LedgerInitialised", 1),
+    "config.set": ("ledger_events", "ConfigSet", 2),
+    "goal.created": ("goal_events", "GoalCreated", 2),
+    "goal.updated": ("goal_events", "GoalUpdated", 2),
+    "goal.closed": ("goal_events", "GoalClosed", 2),
+    "todo.added": ("todo_events", "TodoAdded", 2),
+    "todo.updated": ("todo_events", "TodoUpdated", 2),
+    "todo.claimed": ("todo_events", "TodoClaimed", 2),
+    "todo.renewed": ("todo_events", "TodoRenewed", 1),
+    "todo.released": ("todo_events", "TodoReleased", 1),
+    "todo.done": ("todo_events", "TodoDone", 2),
+    "todo.acked": ("todo_events", "TodoAcked", 1),
+    "todo.blocked": ("todo_events", "TodoBlocked", 1),
+    "todo.reopened": ("todo_events", "TodoReopened", 1),
+    "todo.cancelled": ("todo_events", "TodoCancelled", 1),
+    "gate.opened": ("gate_events", "GateOpened", 1),
+    "gate.answered": ("gate_events", "GateAnswered", 1),
+    "gate.withdrawn": ("gate_events", "GateWithdrawn", 1),
+    "evidence.recorded": ("evidence_events", "EvidenceRecorded", 2),
+    "evidence.remapped": ("evidence_events", "EvidenceRemapped", 1),
+    "wake.set": ("wake_events", "WakeSet", 2),
+    "wake.cleared": ("wake_events", "WakeCleared", 1),
+    "wake.fired": ("wake_events", "WakeFired", 1),
+    "quota.set": ("quota_events", "QuotaSet", 1),
+    "quota.spent": ("quota_events", "QuotaSpent", 2),
+    "effect.intended": ("effect_events", "EffectIntended", 1),
+    "effect.confirmed": ("effect_events", "EffectConfirmed", 1),
+    "effect.failed": ("effect_events", "EffectFailed", 1),
+    "note.added": ("note_events", "NoteAdded", 1),
+    "notice.dismissed": ("note_events", "NoticeDismissed", 1),
+    "session.opened": ("session_events", "SessionOpened", 1),
+    "session.progress": ("session_events", "SessionProgress", 1),
+    "session.responded": ("session_events", "SessionResponded", 1),
+    "session.interjected": ("session_events", "SessionInterjected", 1),
+    "session.checkpointed": ("session_events", "SessionCheckpointed", 1),
+    "session.acked": ("session_events", "SessionAcked", 1),
+    "session.closed": ("session_events", "SessionClosed", 1),
 }
 
 
@@ -131,8 +131,8 @@ EVENT_TYPES = _Catalogue()
 
 # Where each payload model (and the models nested in them) lives, for ``events.<Model>``.
 _MODELS = {name: family for family, name, _ in _CATALOGUE.values()} | {
-    "Criterion": "goals", "CriterionScope": "goals", "Workspace": "sessions",
-    "Transcript": "sessions", "TranscriptChunk": "sessions"}
+    "Criterion": "goal_events", "CriterionScope": "goal_events", "Workspace": "session_events",
+    "Transcript": "session_events", "TranscriptChunk": "session_events"}
 
 
 def __getattr__(name: str) -> Any:

@@ -1,13 +1,15 @@
 """The git hooks: installing the shims, and what each shim's ``git loopx hook NAME`` does.
 
 post-commit records commit evidence, post-rewrite remaps it after an amend or rebase, and
-pre-push sends the state branch along. post-commit queues its work and hands it to a
-detached ``git loopx hooks drain`` (``loopx.hooks.background``, true by default), so that
-the commit returns before the event model is even loaded; every loopx command applies the
-queue first, waiting for a drain under way, so nothing recorded is missing from what it reads. A hook fails open: a loopx problem is one line on
-stderr and git goes on, unless ``loopx.hooks.strict=true`` (see docs/hooks.md). A hook never
-stalls git: it waits at most ``spool.WAIT_S`` for the state branch, then leaves its work in
-the spool (:mod:`loopx.features.spool`) for the next loopx command.
+pre-push sends the state branch along. A hook fails open: a loopx problem is one line on
+stderr and git goes on, unless ``loopx.hooks.strict=true`` (see docs/hooks.md).
+
+A hook never stalls git. post-commit queues the record of a commit on a held lease in the
+spool (:mod:`loopx.features.spool`) and hands it to a detached ``git loopx hooks drain``
+(``loopx.hooks.background``, true by default): the commit returns before the event model is
+even loaded, and every loopx command applies the queue first (waiting for a drain under
+way), so nothing recorded is missing from what it reads. Any hook waits at most
+``spool.WAIT_S`` for the state branch, then leaves its work in the spool too.
 """
 
 from __future__ import annotations

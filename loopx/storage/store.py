@@ -21,11 +21,8 @@ kept until then. See docs/reliability.md.
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
 import hashlib
 import os
-import random
 import re
 import socket
 import subprocess
@@ -34,10 +31,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from loopx.storage import gateway
-from loopx.storage import packfile
-from loopx.errors import (ConflictError, DamagedLedger, GitError, LockTimeout, LoopxError,
-                          RefRaceError)
+from loopx.errors import DamagedLedger, GitError, LockTimeout, LoopxError, RefRaceError
+from loopx.storage import gateway, locks, packfile, trees
 from loopx.storage.gateway import Oid, Oversize, RefName
 
 STATE_REF = RefName("refs/heads/loopx/state")
@@ -67,8 +62,6 @@ _MISSING_OBJECT = re.compile(r"not a valid object|nonexistent object|bad object|
                              r"unable to read|missing (?:blob|tree|commit)|is not a valid")
 _GC_RACE = re.compile(r"unable to (?:write|create)|No such file or directory")
 
-BLOB_MODE = "100644"
-TREE_MODE = "40000"
 
 
 @dataclass(frozen=True, slots=True)  # slots: a tree listing of a long ledger holds many
@@ -195,11 +188,11 @@ class Store:
                              f"{MAX_TREE_BYTES // 2**20} MiB loopx reads; it was not read")
         if found is None or isinstance(found, Oversize) or found[0] != "tree":
             return {}
-        return _parse_tree(found[1], self.hash_len // 2)
+        return trees.parse_tree(found[1], self.hash_len // 2)
 
     def read_trees(self, oids: list[str]) -> list[dict[str, tuple[str, str]] | None]:
         """name -> (mode, oid) of each tree, or None where that tree object is missing."""
-        return [_parse_tree(found[1], self.hash_len // 2)
+        return [trees.parse_tree(found[1], self.hash_len // 2)
                 if found is not None and not isinstance(found, Oversize) and found[0] == "tree"
                 else None for found in self.reader.read_capped(oids, MAX_TREE_BYTES)]
 
@@ -217,9 +210,9 @@ class Store:
         """Write blobs with one git process; returns their oids."""
         if len(contents) >= PACK_MIN_BLOBS:
             return self._write_pack(contents)
-        return self._write_objects("blob", contents)
+        return self.write_objects("blob", contents)
 
-    def _write_objects(self, kind: str, contents: list[bytes]) -> list[Oid]:
+    def write_objects(self, kind: str, contents: list[bytes]) -> list[Oid]:
         """Write objects of one kind with one ``hash-object -w`` process; returns their oids."""
         oids = self._hash_objects(kind, contents)
         self._record(kind, oids, contents)
@@ -280,13 +273,13 @@ class Store:
         (a merge of a remote tip that brings nothing new still needs a commit).
         """
         if not additions:
-            return self._tree_of(base_commit)
-        dirs = _TreeBuilder(self, base_commit)
+            return self.tree_of(base_commit)
+        dirs = trees.TreeBuilder(self, base_commit)
         for path, oid in additions.items():
             dirs.add(path, oid)
         return dirs.write()
 
-    def _tree_of(self, commit: str | None) -> Oid:
+    def tree_of(self, commit: str | None) -> Oid:
         """The tree of ``commit`` (read through the long-lived cat-file)."""
         if commit is None:
             return self.hash_tree(b"")  # git knows the empty tree without it being written
@@ -362,7 +355,7 @@ class Store:
         found = []
         for keep in (self._objects_dir() / "pack").glob("pack-*.keep"):
             word, _, pid = _first_line(keep).partition(" ")
-            if word == "loopx" and pid.isdigit() and not _alive(int(pid)):
+            if word == "loopx" and pid.isdigit() and not locks.alive(int(pid)):
                 found.append(keep)
         return found
 
@@ -547,7 +540,7 @@ class Store:
         path = self.repo.loopx_dir / "write.lock"
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            _acquire(fd, path, self.max_wait(timeout), patient=self.wait_limit is None)
+            locks.acquire(fd, path, self.max_wait(timeout), patient=self.wait_limit is None)
             os.ftruncate(fd, 0)
             os.write(fd, f"{os.getpid()}\n".encode())
             yield
@@ -562,42 +555,13 @@ class Store:
         fd = os.open(path, os.O_RDWR)
         try:
             try:
-                _flock(fd, blocking=False)
+                locks.flock(fd, blocking=False)
             except BlockingIOError:
-                text = _read_holder(path)
+                text = locks.read_holder(path)
                 return int(text) if text.isdigit() else -1
             return None
         finally:
             os.close(fd)
-
-
-def _flock(fd: int, *, blocking: bool) -> None:
-    fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
-
-
-def _acquire(fd: int, path: Path, timeout: float, *, patient: bool = True) -> None:
-    """Wait for the lock. Only one holder keeping it past ``timeout`` is an error: under heavy
-    contention the lock changes hands constantly and waiting longer is progress, not a hang.
-    Not ``patient``: ``timeout`` is the whole wait, however often the lock changes hands."""
-    holder, deadline = None, time.monotonic() + timeout
-    delay = 0.001
-    while True:
-        try:
-            _flock(fd, blocking=False)
-            return
-        except OSError as exc:
-            if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-                raise
-        current = _read_holder(path)
-        if current != holder and patient:
-            holder, deadline = current, time.monotonic() + timeout
-        elif time.monotonic() > deadline:
-            raise LockTimeout(
-                f"another loopx writer (pid {holder or 'unknown'}) has held {path} for over "
-                f"{timeout:.0f}s; it is released automatically when that process exits"
-            )
-        time.sleep(delay * (0.5 + random.random()))
-        delay = min(delay * 2, 0.01)
 
 
 def _work_tree_of(admin: Path, repo: gateway.Repo) -> str:
@@ -608,16 +572,6 @@ def _work_tree_of(admin: Path, repo: gateway.Repo) -> str:
     return str(repo.work_tree if repo.git_dir == admin else admin.parent)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _first_line(path: Path) -> str:
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
@@ -626,107 +580,7 @@ def _first_line(path: Path) -> str:
         return ""
 
 
-def _read_holder(path: Path) -> str:
-    try:
-        return path.read_text().strip()
-    except OSError:
-        return ""
-
-
 def _parse_ls_tree(item: bytes) -> Entry:
     meta, _, path = item.partition(b"\t")
     mode, kind, oid = meta.decode().split(" ")
     return Entry(path.decode("utf-8", "surrogateescape"), mode, kind, Oid(oid))
-
-
-class _TreeBuilder:
-    """Adds files to an existing tree, rewriting only the directories on their paths."""
-
-    def __init__(self, store: Store, base_commit: str | None) -> None:
-        self.store = store
-        self.base_commit = base_commit
-        # directory path ("" for root) -> {name: (mode, oid)}
-        self.dirs: dict[str, dict[str, tuple[str, str]]] = {}
-
-    def _load(self, path: str) -> dict[str, tuple[str, str]]:
-        """The entries of directory ``path`` of the base: empty when the base has none, an
-        error when its tree object is missing (writing on would drop every file in it)."""
-        if path in self.dirs:
-            return self.dirs[path]
-        entries: dict[str, tuple[str, str]] = {}
-        oid = self._tree_oid(path) if self.base_commit is not None else None
-        if oid is not None:
-            found = self.store.read_trees([oid])[0]  # capped: sized from its header first
-            if found is None:
-                raise DamagedLedger(
-                    f"tree {oid} ({path or 'the root'} of {self.base_commit}) is missing from "
-                    "this repository (or not a readable tree); nothing was written: run "
-                    "`git loopx doctor`")
-            entries = found
-        self.dirs[path] = entries
-        return entries
-
-    def _tree_oid(self, path: str) -> str | None:
-        if not path:
-            return self.store._tree_of(self.base_commit)
-        parent, _, name = path.rpartition("/")
-        mode, oid = self._load(parent).get(name, ("", ""))
-        return oid if mode == TREE_MODE else None
-
-    def add(self, path: str, oid: Oid) -> None:
-        parent, _, name = path.rpartition("/")
-        ancestors = parent.split("/") if parent else []
-        for depth in range(len(ancestors) + 1):
-            self._load("/".join(ancestors[:depth]))
-        entries = self._load(parent)
-        existing = entries.get(name)
-        if existing is not None and existing != (BLOB_MODE, oid):
-            raise ConflictError(f"{path} already exists with different content")
-        entries[name] = (BLOB_MODE, oid)
-
-    def write(self) -> Oid:
-        # Deepest directories first, so each parent can refer to its children's new oids.
-        contents: list[bytes] = []
-        oids: list[Oid] = []
-        for path in sorted(self.dirs, key=lambda p: (-p.count("/") - bool(p), p)):
-            content = _format_tree(self.dirs[path])
-            oid = self.store.hash_tree(content)
-            if path:
-                parent, _, name = path.rpartition("/")
-                self.dirs[parent][name] = (TREE_MODE, oid)
-            contents.append(content)
-            oids.append(oid)
-        # hash-object rather than mktree: mktree takes ~50 ms per 4,000 entries (git 2.39),
-        # and a busy day's directory holds that many events.
-        written = self.store._write_objects("tree", contents)
-        if written != oids:
-            raise GitError(["hash-object"], 1,
-                           f"tree oid mismatch: git {written[-1:]}, ours {oids[-1:]}")
-        return oids[-1]
-
-
-def _parse_tree(data: bytes, raw_len: int) -> dict[str, tuple[str, str]]:
-    entries: dict[str, tuple[str, str]] = {}
-    pos = 0
-    while pos < len(data):
-        space = data.index(b" ", pos)
-        nul = data.index(b"\0", space)
-        mode = data[pos:space].decode()
-        name = data[space + 1 : nul].decode("utf-8", "surrogateescape")
-        oid = data[nul + 1 : nul + 1 + raw_len].hex()
-        entries[name] = (mode, oid)
-        pos = nul + 1 + raw_len
-    return entries
-
-
-def _tree_sort_key(item: tuple[str, tuple[str, str]]) -> bytes:
-    name, (mode, _) = item
-    raw = name.encode("utf-8", "surrogateescape")
-    return raw + b"/" if mode == TREE_MODE else raw
-
-
-def _format_tree(entries: dict[str, tuple[str, str]]) -> bytes:
-    return b"".join(
-        mode.encode() + b" " + name.encode("utf-8", "surrogateescape") + b"\0" + bytes.fromhex(oid)
-        for name, (mode, oid) in sorted(entries.items(), key=_tree_sort_key)
-    )

@@ -9,7 +9,7 @@ from typing import Callable
 import pytest
 from conftest import git, invoke
 from statekit import event, file_of
-from test_incoming import forge
+from syncutil import forge
 
 from loopx import Ledger
 from loopx.features import incoming

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -64,3 +65,25 @@ def test_a_mutated_document_is_refused_or_read_as_dump_writes_it(doc: dict[str, 
         fast = codec._load_canonical(mutated)
         if fast is not codec._NO_KEY:
             assert codec.dump(fast).decode() == mutated
+
+
+@pytest.mark.parametrize("text", ["a\ufffeb", "x\uffff", "c1\x85\x9f", "bom\ufeff",
+                                  "ls\u2028ps\u2029"])
+def test_every_non_printable_is_escaped_and_both_paths_read_it(text: str) -> None:
+    """YAML refuses these raw (hypothesis found U+FFFE): dump() escapes each, and the fast
+    path and the full loader read the same value back."""
+    data = codec.dump({"k": text})
+    assert data.isascii()  # every one of them written as an escape
+    assert codec._load_canonical(data.decode()) == _full(data) == {"k": text}
+
+
+def test_a_lone_surrogate_is_refused_on_write() -> None:
+    """An undecodable byte in an argument (Python's surrogateescape) has no YAML spelling."""
+    with pytest.raises(codec.CodecError, match="not valid Unicode"):
+        codec.dump({"k": "bad \udcff byte"})
+
+
+@pytest.mark.parametrize("raw", ['k: "a\ufffeb"\n', "k: a\uffffb\n", 'k: "\\ud800"\n'])
+def test_a_raw_non_printable_is_a_codec_error(raw: str) -> None:
+    with pytest.raises(codec.CodecError):
+        codec.load(raw.encode(), "f.yaml")

@@ -104,7 +104,7 @@ def test_writing_an_event_builds_only_its_familys_models() -> None:
             "print(sorted(m for m in sys.modules if m.startswith('loopx.model.payloads.')))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
-    assert proc.stdout.strip() == "['loopx.model.payloads.base', 'loopx.model.payloads.notes']"
+    assert proc.stdout.strip() == "['loopx.model.payloads.base', 'loopx.model.payloads.note_events']"
 
 
 def test_every_payload_model_is_in_the_catalogue_or_nested_in_one() -> None:

@@ -6,7 +6,7 @@ from typing import Optional
 
 from pydantic import Field
 
-from loopx.model.payloads.base import Model, ID_PATTERN, EntityId, Text
+from loopx.model.payloads.base import ID_PATTERN, EntityId, Model, Text
 
 
 class EffectIntended(Model):

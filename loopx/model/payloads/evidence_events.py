@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import re
-
 from typing import Literal, Optional
 
 from pydantic import Field, field_validator
 
-from loopx.model.payloads.base import Model, ID_PATTERN, OID_PATTERN, CHECK_PATTERN, EntityId, Glob, Globs, MAX_SECONDS, MIN_EXIT, MAX_EXIT
+from loopx.model.payloads.base import (
+    CHECK_PATTERN, ID_PATTERN, MAX_EXIT, MAX_SECONDS, MIN_EXIT, OID_PATTERN, EntityId, Glob,
+    Globs, Model,
+)
 
 
 class EvidenceRecorded(Model):

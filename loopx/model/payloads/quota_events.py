@@ -6,7 +6,7 @@ from typing import Optional
 
 from pydantic import Field
 
-from loopx.model.payloads.base import Model, ID_PATTERN, MAX_COUNT, MAX_COST
+from loopx.model.payloads.base import ID_PATTERN, MAX_COST, MAX_COUNT, Model
 
 
 class QuotaSet(Model):

@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 from pydantic import Field
 
-from loopx.model.payloads.base import Model, TS_PATTERN, ID_PATTERN, REF_PATTERN, EntityId, Text
+from loopx.model.payloads.base import ID_PATTERN, REF_PATTERN, TS_PATTERN, EntityId, Model, Text
 
 
 class TodoAdded(Model):

@@ -10,7 +10,7 @@ from pydantic import Field
 
 from loopx.model.ids import ULID_RE
 from loopx.model.paths import SESSION_FILE_RE, TRANSCRIPT_CHUNK_BYTES, TRANSCRIPT_MAX_BYTES
-from loopx.model.payloads.base import Model, ID_PATTERN, OID_PATTERN, EntityId, Text
+from loopx.model.payloads.base import ID_PATTERN, OID_PATTERN, EntityId, Model, Text
 
 
 class Workspace(Model):

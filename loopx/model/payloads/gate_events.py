@@ -7,7 +7,7 @@ from typing import Annotated, Literal, Optional
 from pydantic import Field
 
 from loopx.model.ids import ULID_RE
-from loopx.model.payloads.base import Model, Identity, EntityId, Text
+from loopx.model.payloads.base import EntityId, Identity, Model, Text
 
 
 class GateOpened(Model):

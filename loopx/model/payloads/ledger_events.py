@@ -7,7 +7,9 @@ from typing import Annotated, Literal, Optional
 from pydantic import Field
 
 from loopx.model.globs import MAX_GLOBS
-from loopx.model.payloads.base import Model, ID_PATTERN, CHECK_PATTERN, CRITERION_REF_PATTERN, Identity, Glob, MAX_SECONDS
+from loopx.model.payloads.base import (
+    CHECK_PATTERN, CRITERION_REF_PATTERN, ID_PATTERN, MAX_SECONDS, Glob, Identity, Model,
+)
 
 
 class LedgerInitialised(Model):

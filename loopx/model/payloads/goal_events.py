@@ -7,7 +7,7 @@ from typing import Annotated, Literal, Optional
 from pydantic import Field
 
 from loopx.model.globs import MAX_GLOBS
-from loopx.model.payloads.base import Model, ID_PATTERN, EntityId, Text, Glob, Globs
+from loopx.model.payloads.base import ID_PATTERN, EntityId, Glob, Globs, Model, Text
 
 
 class Criterion(Model):

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 from pydantic import Field
 
 from loopx.model.ids import ULID_RE
-from loopx.model.payloads.base import Model, ID_PATTERN, EntityId, Text
+from loopx.model.payloads.base import ID_PATTERN, EntityId, Model, Text
 
 
 class NoteAdded(Model):
@@ -21,4 +21,5 @@ class NoticeDismissed(Model):
     (a claim that lost a race, say): they no longer show as things to do."""
 
     events: list[Annotated[str, Field(pattern=ULID_RE.pattern)]] = Field(
-        min_length=1, max_length=1_000, description="ids of the actor's events that were not applied")
+        min_length=1, max_length=1_000,
+        description="ids of the actor's events that were not applied")

@@ -6,7 +6,7 @@ from typing import Optional
 
 from pydantic import Field
 
-from loopx.model.payloads.base import Model, TS_PATTERN, ID_PATTERN, EntityId
+from loopx.model.payloads.base import ID_PATTERN, TS_PATTERN, EntityId, Model
 
 
 class WakeSet(Model):

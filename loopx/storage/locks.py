@@ -1,0 +1,80 @@
+"""flock-based locks: waiting for one, and who holds one.
+
+The kernel drops an ``flock`` when its holder dies, so a killed process never leaves a lock
+that needs a manual unlock. A holder writes its pid into the file, for messages.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import random
+import time
+from pathlib import Path
+
+from loopx.errors import LockTimeout
+
+
+def flock(fd: int, *, blocking: bool) -> None:
+    fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+
+
+def acquire(fd: int, path: Path, timeout: float, *, patient: bool = True) -> None:
+    """Wait for the lock. Only one holder keeping it past ``timeout`` is an error: under heavy
+    contention the lock changes hands constantly and waiting longer is progress, not a hang.
+    Not ``patient``: ``timeout`` is the whole wait, however often the lock changes hands."""
+    holder, deadline = None, time.monotonic() + timeout
+    delay = 0.001
+    while True:
+        if try_flock(fd):
+            return
+        current = read_holder(path)
+        if current != holder and patient:
+            holder, deadline = current, time.monotonic() + timeout
+        elif time.monotonic() > deadline:
+            raise LockTimeout(
+                f"another loopx writer (pid {holder or 'unknown'}) has held {path} for over "
+                f"{timeout:.0f}s; it is released automatically when that process exits"
+            )
+        time.sleep(delay * (0.5 + random.random()))
+        delay = min(delay * 2, 0.01)
+
+
+def wait_for(fd: int, timeout: float) -> bool:
+    """Take the lock within ``timeout`` seconds (0: only if free now); whether it was taken."""
+    deadline, delay = time.monotonic() + timeout, 0.002
+    while not try_flock(fd):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(delay)
+        delay = min(delay * 2, 0.02)
+    return True
+
+
+def try_flock(fd: int) -> bool:
+    try:
+        flock(fd, blocking=False)
+        return True
+    except OSError as exc:
+        if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+            raise
+        return False
+
+
+def read_holder(path: Path) -> str:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return ""
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (one of another user counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
