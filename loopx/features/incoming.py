@@ -156,36 +156,38 @@ _BULK_AREAS = (b"events", b"checkpoints")
 
 def _check_whole(store: Store, tip: Oid, parse: bool, *, bulk: bool = True) -> Verdict:
     """Judge every file of ``tip`` (we have no state of our own to compare with): one
-    ``ls-tree -l`` gives path, mode and size of each file. With ``bulk``, lines of the usual
-    shape are judged by one pattern (a fresh clone of a long ledger is mostly these) and the
-    others get every rule, one directory's names held at a time; when such another line lies
-    under ``events/`` or ``checkpoints/`` (whose names the pattern did not keep) the whole
-    tip is judged again line by line, so case collisions with it are found too."""
+    ``ls-tree -l`` gives path, mode and size of each file, read a block at a time (a listing
+    of a long ledger is never held whole). With ``bulk``, lines of the usual shape are judged
+    by one pattern (a fresh clone of a long ledger is mostly these) and the others get every
+    rule, one directory's names held at a time; when such another line lies under
+    ``events/`` or ``checkpoints/`` (whose names the pattern did not keep) the whole tip is
+    judged again line by line, so case collisions with it are found too."""
     verdict = Verdict(tip, None, None)
-    listing = gateway.run(store.cwd, "ls-tree", "-r", "-z", "-l", "--full-tree", tip).stdout
     caps = {b"e": rules.AREAS["events"][1], b"c": rules.AREAS["checkpoints"][1]}
     chunk: list[Entry] = []
     names: dict[str, dict[str, str]] = {}  # directory on the current path -> casefold -> name
-    pos, end = 0, len(listing)
-    while pos < end:
-        plain = _PLAIN.match(listing, pos) if bulk else None
-        if plain is not None and int(plain[2]) <= caps[(plain[3] or plain[4])[:1]]:
-            pos = plain.end()
-            if plain[3] is not None:
-                verdict.counted += 1
-                if parse:
-                    chunk.append(Entry(plain[3].decode(), "100644", "blob", Oid(plain[1].decode())))
-        else:
-            stop = listing.find(b"\0", pos)
-            stop = end if stop < 0 else stop
-            line = listing[pos:stop]
-            if bulk and line.partition(b"\t")[2].split(b"/", 1)[0].lower() in _BULK_AREAS:
-                return _check_whole(store, tip, parse, bulk=False)
-            _check_line(line, names, chunk, verdict, parse)
-            pos = stop + 1
-        if len(chunk) >= 1000:
-            _parse_events(store, chunk, verdict)
-            chunk = []
+    for listing in gateway.stream(store.cwd, "ls-tree", "-r", "-z", "-l", "--full-tree", tip):
+        pos, end = 0, len(listing)
+        while pos < end:
+            plain = _PLAIN.match(listing, pos) if bulk else None
+            if plain is not None and int(plain[2]) <= caps[(plain[3] or plain[4])[:1]]:
+                pos = plain.end()
+                if plain[3] is not None:
+                    verdict.counted += 1
+                    if parse:
+                        chunk.append(Entry(plain[3].decode(), "100644", "blob",
+                                           Oid(plain[1].decode())))
+            else:
+                stop = listing.find(b"\0", pos)
+                stop = end if stop < 0 else stop
+                line = listing[pos:stop]
+                if bulk and line.partition(b"\t")[2].split(b"/", 1)[0].lower() in _BULK_AREAS:
+                    return _check_whole(store, tip, parse, bulk=False)
+                _check_line(line, names, chunk, verdict, parse)
+                pos = stop + 1
+            if len(chunk) >= 1000:
+                _parse_events(store, chunk, verdict)
+                chunk = []
     _parse_events(store, chunk, verdict)
     return verdict
 

@@ -16,6 +16,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Iterator
 from typing import IO, NewType
 
 from loopx.errors import GitError, NotFound
@@ -76,6 +77,29 @@ def run(
     if check and proc.returncode != 0:
         raise GitError(list(args), proc.returncode, proc.stderr.decode("utf-8", "replace"))
     return proc
+
+
+def stream(cwd: Path | str, *args: str, sep: bytes = b"\0",
+           block: int = 1 << 20) -> Iterator[bytes]:
+    """Run ``git <args>`` and yield its stdout in blocks of whole records (each block ends
+    just after a ``sep``; the last may lack it): a listing of a long ledger is never held
+    whole. Raises GitError once the output is read, if git failed."""
+    argv = ["git", *_SAFE_CONFIG, *args]
+    with subprocess.Popen(argv, cwd=cwd, env=_env(None), stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        rest = b""
+        while data := proc.stdout.read(block):
+            data = rest + data
+            cut = data.rfind(sep) + 1
+            if cut:
+                yield data[:cut]
+            rest = data[cut:]
+        if rest:
+            yield rest
+        error = proc.stderr.read()
+    if proc.returncode != 0:
+        raise GitError(list(args), proc.returncode, error.decode("utf-8", "replace"))
 
 
 def spawn(cwd: Path | str, *args: str) -> None:
