@@ -108,9 +108,15 @@ _CATALOGUE: dict[str, tuple[str, str, int]] = {
 class _Catalogue(Mapping[str, tuple[type[Model], int]]):
     """EVENT_TYPES: type name -> (payload model, version), each model imported on first use."""
 
+    def __init__(self) -> None:
+        self._found: dict[str, tuple[type[Model], int]] = {}
+
     def __getitem__(self, type_name: str) -> tuple[type[Model], int]:
-        family, name, version = _CATALOGUE[type_name]
-        return getattr(_family(family), name), version
+        found = self._found.get(type_name)
+        if found is None:  # once per type: replay looks one up per event
+            family, name, version = _CATALOGUE[type_name]
+            found = self._found[type_name] = (getattr(_family(family), name), version)
+        return found
 
     def __iter__(self) -> Iterator[str]:
         return iter(_CATALOGUE)

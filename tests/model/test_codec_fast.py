@@ -44,12 +44,23 @@ NOT_DUMPS = [
     "a: |\n  text\n", "a: >\n  text\n", "\"a\": 1\n", "a: 1\n\n", "a: 1", "- a\n",
     "a: 1\n---\nb: 2\n", "a: [1, 2]\n", "a: {}\nb:\n", "a:\n", "a: b: c\n",
     "a:\tb\n", "a: \"tab\there\"\n",
+    # Neighbours of the one-match shortcut for "key: value" lines (codec._SIMPLE).
+    "on: 1\n", "a: 1.50\n", "a: \"true\"x\n", "a:  b\n", "a: \"b c\"\n", "a: b\u2028c\n",
+    "a: \"x\"\"\n", "a: 007\n",
 ]
 
 
 def test_other_spellings_of_the_same_values_take_the_full_path() -> None:
     for text in NOT_DUMPS:
         assert codec._load_canonical(text) is codec._NO_KEY, text
+
+
+@pytest.mark.parametrize("text", ['a: "1"\n', 'a: ""\n', "true: 1\n", "null: x\n",
+                                  'id: "01K742VAK0ZV3DHAA673N0J3SM"\n', "clock: 6\n"])
+def test_what_the_shortcut_accepts_is_what_dump_writes(text: str) -> None:
+    value = codec._load_canonical(text)
+    assert value is not codec._NO_KEY and codec.dump(value).decode() == text
+    assert value == _full(text.encode())
 
 
 @settings(max_examples=300, deadline=None)
