@@ -373,7 +373,8 @@ def _mapping(lines: list[_Line], i: int, indent: int, depth: int) -> tuple[dict[
         if value is _OPEN:
             out[key], i = _nested(lines, i + 1, indent + 2, depth)
         else:
-            out[key] = value
+            # Lines are cached (_line): an empty {} or [] on one is shared, so copy it.
+            out[key] = value if value.__class__ not in (dict, list) else value.__class__()
             i += 1
     return out, i
 
@@ -398,7 +399,7 @@ def _sequence(lines: list[_Line], i: int, indent: int, depth: int) -> tuple[list
         if at != indent or form not in ("item", "list", "first"):
             break
         if form == "item":
-            out.append(value)
+            out.append(value if value.__class__ not in (dict, list) else value.__class__())
             i += 1
         elif form == "list":
             item, i = _nested(lines, i + 1, indent + 2, depth)

@@ -98,3 +98,14 @@ def test_a_lone_surrogate_is_refused_on_write() -> None:
 def test_a_raw_non_printable_is_a_codec_error(raw: str) -> None:
     with pytest.raises(codec.CodecError):
         codec.load(raw.encode(), "f.yaml")
+
+
+def test_documents_never_share_an_empty_container() -> None:
+    """Lines are cached: a `{}` or `[]` read from one must not be the one the next gets."""
+    text = b"a: []\nb: {}\nc:\n  - []\n  - {}\n"
+    first = codec.load(text)
+    first["a"].append(1)
+    first["b"]["x"] = 1
+    first["c"][0].append(2)
+    first["c"][1]["y"] = 2
+    assert codec.load(text) == {"a": [], "b": {}, "c": [[], {}]}
