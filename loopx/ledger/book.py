@@ -120,8 +120,10 @@ class Ledger:
                 "lost, `git loopx doctor --repair` goes on with every other event")
 
     def exists(self) -> bool:
-        # A ledger is never deleted: once seen, it exists (saves a git process per write).
-        return self._seen or self.tip() is not None
+        # A ledger is never deleted: once seen, it exists; and its ref's file says so without
+        # a git process (a ref whose commit is missing is found by the read or write that
+        # follows: tip() raises DamagedLedger).
+        return self._seen or bool(self.store.has_ref(self.ref)) or self.tip() is not None
 
     def require(self) -> None:
         if not self.exists():

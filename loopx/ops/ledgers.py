@@ -34,7 +34,10 @@ def open_ledger(path: Path | str = ".", *, ref: Optional[str] = None,
     branch (after the incoming check), so handing work over is a ``git clone``. Work the git
     hooks queued is applied first (:func:`apply_spool`, waiting up to ``wait`` seconds)."""
     ledger = Ledger.open(path, ref=state_ref(ref), scrub=scrub)
-    if adopt and ledger.tip() is None:  # (a proposal's tip falls back to loopx/state's)
+    # The ref's file says "there is a ledger" without a git process; whether its commit is
+    # there is for the first read to find (Ledger.tip raises DamagedLedger when it is not).
+    if adopt and not ledger.store.has_ref(ledger.ref) and ledger.tip() is None:
+        # (a proposal's tip falls back to loopx/state's)
         from loopx.features import sync  # only a clone without state adopts: start-up time
 
         sync.adopt(ledger=ledger)

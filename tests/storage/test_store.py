@@ -205,3 +205,13 @@ def test_single_appends_do_not_pile_up_loose_objects(repo: Path, ledger: Ledger,
     ledger.append("note.added", {"id": "n-1", "text": "x"}, actor="agent:x")
     with Ledger.open(repo) as fresh:
         assert fresh.fold().notes == 2
+
+
+def test_has_ref_reads_loose_and_packed_refs_without_git(ledger: Ledger) -> None:
+    store, cwd = ledger.store, ledger.repo.cwd
+    assert store.has_ref(STATE_REF) is True  # a loose ref file
+    git(cwd, "pack-refs", "--all")
+    assert not (ledger.repo.common_dir / STATE_REF).exists()
+    assert store.has_ref(STATE_REF) is True  # now only in packed-refs
+    assert store.has_ref("refs/heads/loopx/state-not") is False
+    assert store.has_ref("refs/heads/loopx") is False  # a prefix is not the ref
