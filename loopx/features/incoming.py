@@ -166,7 +166,9 @@ def _check_whole(store: Store, tip: Oid, parse: bool, *, bulk: bool = True) -> V
     caps = {b"e": rules.AREAS["events"][1], b"c": rules.AREAS["checkpoints"][1]}
     chunk: list[Entry] = []
     names: dict[str, dict[str, str]] = {}  # directory on the current path -> casefold -> name
-    for listing in gateway.stream(store.cwd, "ls-tree", "-r", "-z", "-l", "--full-tree", tip):
+    # (-l reads every blob's header: git's delta cache capped, as the object reader's is.)
+    for listing in gateway.stream(store.cwd, *gateway.ObjectReader.DELTA_CACHE, "ls-tree", "-r",
+                                  "-z", "-l", "--full-tree", tip):
         pos, end = 0, len(listing)
         while pos < end:
             plain = _PLAIN.match(listing, pos) if bulk else None
