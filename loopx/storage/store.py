@@ -24,7 +24,6 @@ import contextlib
 import hashlib
 import os
 import re
-import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -436,6 +435,9 @@ class Store:
             info = path.stat()
         except (OSError, ValueError):
             return None
+        # Imported here: only a write meets a running gc; reads skip socket (start-up time).
+        import socket
+
         if host.strip() != socket.gethostname() or not pid.strip().isdigit():
             return info.st_ino, info.st_mtime, None
         try:
