@@ -109,14 +109,16 @@ def has_pending(loopx_dir: Path) -> bool:
         return False
 
 
-def pending(loopx_dir: Path) -> list[Entry]:
-    """The entries waiting, oldest first (claims of processes that died are taken back)."""
+def pending(loopx_dir: Path, *, draining: bool = False) -> list[Entry]:
+    """The entries waiting, oldest first. Claims of processes that died are taken back; and
+    every claim when the caller holds the drain lock (``draining``): a claim is only ever
+    made under it, so its process is gone even if its pid now names another."""
     where = folder(loopx_dir)
     if not where.is_dir():
         return []
     for claimed in where.glob(f"*.json{_CLAIMED}*"):
         pid = claimed.name.rpartition(_CLAIMED)[2]
-        if not pid.isdigit() or not locks.alive(int(pid)):
+        if draining or not pid.isdigit() or not locks.alive(int(pid)):
             with contextlib.suppress(OSError):
                 os.replace(claimed, where / claimed.name.partition(_CLAIMED)[0])
     entries = []
@@ -153,7 +155,7 @@ def drain(loopx_dir: Path, handlers: Mapping[str, Callable[[Entry], None]], *,
         if not held:
             done.busy = True
             return done
-        for entry in pending(loopx_dir):
+        for entry in pending(loopx_dir, draining=True):
             if entry.state_ref != state_ref or entry.hook not in handlers:
                 continue
             if not _apply(entry, handlers[entry.hook], done):

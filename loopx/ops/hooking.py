@@ -208,7 +208,7 @@ def _drain_in_background(hook: Hook, loopx_dir: Path) -> None:
     if not spool.has_pending(loopx_dir) or spool.drain_running(loopx_dir):
         return
     log_path = loopx_dir / "hooks.log"
-    env = dict(hook.environ, LOOPX_ACTOR=hook.who())
+    env = dict(hook.environ)  # each entry names its own actor
     if hook.state_ref:
         env["LOOPX_STATE_REF"] = hook.state_ref
     with open(log_path, "ab") as log:
@@ -221,8 +221,8 @@ def _drain_in_background(hook: Hook, loopx_dir: Path) -> None:
 def drain(cwd: str, *, state_ref: Optional[str] = None, retry: bool = False,
           wait: Optional[float] = None) -> "spool.Drained":
     """Apply the hook queue now (``git loopx hooks drain``): with ``retry``, the entries set
-    aside are queued again first. Waits for the state branch as long as any writer does
-    (``wait`` None), being off git's path."""
+    aside are queued again first. Off git's path, it waits longer than a hook for the state
+    branch and for another drain (``wait``, default ``ledgers.READ_WAIT_S``)."""
     found = gateway.discover(cwd)
     if retry:
         spool.retry(found.loopx_dir)
@@ -232,8 +232,8 @@ def drain(cwd: str, *, state_ref: Optional[str] = None, retry: bool = False,
 
 
 def queue(cwd: str) -> dict[str, Any]:
-    """The hook queue (``git loopx hooks status``): entries waiting, and those set aside with
-    the reason."""
+    """The hook queue (``git loopx hooks queue``): how many entries wait, and those set aside
+    with the reason."""
     return spool.summary(gateway.discover(cwd).loopx_dir)
 
 

@@ -233,6 +233,33 @@ def test_a_claim_left_by_a_killed_drain_is_taken_back(tmp_path: Path) -> None:
     assert [e.id for e in spool.pending(tmp_path)] == [entry.id]
 
 
+def test_a_drain_takes_back_a_claim_whose_pid_now_names_another_process(tmp_path: Path) -> None:
+    """Claims are made under the drain lock: one found by a drain holding it is left by a
+    drain that died, even when its pid was reused (here: this very test's own process)."""
+    entry = spool.append(tmp_path, hook="h", inputs={}, actor="a")
+    entry.path.rename(entry.path.with_name(f"{entry.path.name}.claimed-{os.getppid()}"))
+    assert spool.pending(tmp_path) == []  # a live pid: outside a drain, the claim stands
+    applied: list[str] = []
+    done = spool.drain(tmp_path, {"h": lambda e: applied.append(e.id)})
+    assert applied == [entry.id] == done.applied and not spool.has_pending(tmp_path)
+
+
+def test_a_drain_waits_for_one_under_way_then_says_busy(tmp_path: Path) -> None:
+    import fcntl
+
+    spool.append(tmp_path, hook="h", inputs={}, actor="a")
+    fd = os.open(tmp_path / "spool" / ".drain.lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        assert spool.drain_running(tmp_path)
+        done = spool.drain(tmp_path, {"h": lambda e: None}, wait=0.2)
+        assert done.busy and not done.applied and spool.has_pending(tmp_path)
+    finally:
+        os.close(fd)
+    assert not spool.drain_running(tmp_path)
+    assert len(spool.drain(tmp_path, {"h": lambda e: None}).applied) == 1
+
+
 def test_a_commit_beside_a_dangling_state_ref_says_so_and_goes_on(work: Path) -> None:
     commit = git(work, "rev-parse", "refs/heads/loopx/state")
     (work / ".git" / "objects" / commit[:2] / commit[2:]).unlink()
