@@ -43,6 +43,11 @@ def paused_gc() -> Iterator[None]:
             gc.enable()
 
 
+def _file_id(entry: Entry) -> str:
+    """The event id a file's name gives (what orders files of one clock)."""
+    return entry.path.rsplit("/", 1)[-1].split(".", 1)[0]
+
+
 class Reader:
     """Reads and folds the event files of one repository's state commits."""
 
@@ -52,35 +57,73 @@ class Reader:
         self._parsed: dict[tuple[str, str], Event] = {}
 
     def rebuild(self, tip: str) -> entities.Fold:
-        """Replay every event file of ``tip`` (the same fold as :meth:`fold_at`).
+        """Replay every event file of ``tip`` (the same fold as :meth:`fold_at`), a chunk at a
+        time, so that neither the files nor their parsed events of a long ledger are ever all
+        in memory at once.
 
-        Two passes over the files, a chunk at a time, so that neither the files nor their
-        parsed events of a long ledger are ever all in memory at once: the first reads each
-        file's clock from its canonical ``clock: N`` line, the second reads the files again in
-        ``(clock, id)`` order, parses and applies them (and checks the clock line told the
-        truth; a file where it did not sends us down the plain path).
+        Files are listed by date and id, which is the fold's ``(clock, id)`` order whenever
+        writers' clocks kept pace with time (one writer, or clones that sync): so they are
+        first read, parsed and applied in that order, checking each key is above the last.
+        At the first that is not, the rest is done in two passes: each remaining file's clock
+        is read from its canonical ``clock: N`` line, then the files are read again in
+        ``(clock, id)`` order, parsed and applied (a clock line that lied sends us down the
+        plain path).
         """
         with paused_gc():
             return self._rebuild(tip)
 
     def _rebuild(self, tip: str) -> entities.Fold:
         entries = [e for e in self.store.list_files(tip) if e.path.startswith("events/")]
-        order: list[tuple[int, str, int]] = []
-        for start in range(0, len(entries), PARSE_CHUNK):
+        # Signed answers are judged during replay, so their verdicts must be known first; the
+        # config events that switch signing on are few and named by their file names.
+        configs = [e for e in entries if e.path.endswith(".config.set.yaml")]
+        signed = signatures.verify(self.store, tip, self._parse_entries(configs, []))
+        order: list[tuple[int, str, int]] = []  # (clock, id, index) of the files read so far
+        fold = self._apply_in_file_order(entries, signed, order)
+        if fold is not None:
+            return fold
+        for start in range(len(order), len(entries), PARSE_CHUNK):
             chunk = entries[start : start + PARSE_CHUNK]
             blobs = self.store.read_blobs([e.oid for e in chunk])
             for n, (entry, data) in enumerate(zip(chunk, blobs)):
                 match = _CLOCK_LINE.search(data) if isinstance(data, bytes) else None
                 clock_ = int(match.group(1)) if match else -1  # -1: parse it first, below
-                order.append((clock_, entry.path.rsplit("/", 1)[-1].split(".", 1)[0], start + n))
-        # Signed answers are judged during replay, so their verdicts must be known first; the
-        # config events that switch signing on are few and named by their file names.
-        configs = [e for e in entries if e.path.endswith(".config.set.yaml")]
-        signed = signatures.verify(self.store, tip, self._parse_entries(configs, []))
+                order.append((clock_, _file_id(entry), start + n))
         order.sort()
         fold = self._apply_sorted(entries, order, signed)
         if fold is None:  # a clock line that lied: replay the plain way
             fold = self.fold_at(tip)
+        return fold
+
+    def _apply_in_file_order(self, entries: list[Entry], signed: signatures.Verdicts,
+                             order: list[tuple[int, str, int]]) -> Optional[entities.Fold]:
+        """The fold, when the files in listing order are in ``(clock, id)`` order; else None,
+        with ``order`` holding the key of each file read (-1: it did not parse)."""
+        fold = entities.Fold()
+        if signed:
+            fold.extra["signed"] = signed
+        problems: list[tuple[int, entities.Problem]] = []
+        last: Optional[tuple[int, str]] = None
+        for start in range(0, len(entries), PARSE_CHUNK):
+            chunk = entries[start : start + PARSE_CHUNK]
+            blobs = self.store.read_blobs([e.oid for e in chunk])
+            for n, (entry, data) in enumerate(zip(chunk, blobs)):
+                try:
+                    event = layout.read_event(entry.path, data)
+                except (CodecError, SchemaError) as exc:
+                    problems.append((start + n, entities.Problem(entry.path, "file", "", 0,
+                                                                 str(exc))))
+                    order.append((-1, _file_id(entry), start + n))
+                    continue
+                key = event.sort_key()
+                order.append((key[0], key[1], start + n))
+                if last is not None and key <= last:
+                    return None
+                last = key
+                folding.apply(fold, event)
+            if self.progress is not None and len(entries) >= PROGRESS_MIN_EVENTS:
+                self.progress(start + len(chunk), len(entries))
+        fold.problems[:0] = [p for _, p in problems]
         return fold
 
     def _apply_sorted(self, entries: list[Entry], order: list[tuple[int, str, int]],

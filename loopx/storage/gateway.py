@@ -16,7 +16,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO, NewType
 
 from loopx.errors import GitError, NotFound
@@ -196,7 +196,7 @@ class ObjectReader:
             self._proc = subprocess.Popen(
                 ["git", *_SAFE_CONFIG, *self.DELTA_CACHE, "cat-file", "--batch-command"],
                 cwd=self._cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL, env=_env(None),
+                stderr=subprocess.DEVNULL, env=_env(None), bufsize=1 << 18,
             )
         return self._proc
 
@@ -232,11 +232,13 @@ class ObjectReader:
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write(b"".join(b"info " + n.encode() + b"\n" for n in chunk))
         proc.stdin.flush()
-        headers = [self._header(proc.stdout) for _ in chunk]
+        readline = proc.stdout.readline  # (bound once: a replay reads 100k objects twice)
+        headers = [self._header(readline()) for _ in chunk]
         wanted = [h for h in headers if h is not None and (max_size is None or h[2] <= max_size)]
         proc.stdin.write(b"".join(b"contents " + h[0] + b"\n" for h in wanted))
         proc.stdin.flush()
-        contents = {h[0]: self._contents(proc.stdout) for h in wanted}
+        read = proc.stdout.read
+        contents = {h[0]: self._contents(readline(), read) for h in wanted}
         return [None if header is None else contents[header[0]] if header[0] in contents
                 else Oversize(header[1], header[2]) for header in headers]
 
@@ -251,9 +253,8 @@ class ObjectReader:
             self._proc = None
 
     @staticmethod
-    def _header(stdout: IO[bytes]) -> tuple[bytes, str, int] | None:
+    def _header(line: bytes) -> tuple[bytes, str, int] | None:
         """(oid, type, size) from an ``info`` line; None for a missing or ambiguous name."""
-        line = stdout.readline()
         if not line:
             raise _Died()
         parts = line.split()
@@ -262,16 +263,14 @@ class ObjectReader:
         return parts[0], parts[1].decode(), int(parts[2])
 
     @staticmethod
-    def _contents(stdout: IO[bytes]) -> tuple[str, bytes] | None:
-        header = stdout.readline()
+    def _contents(header: bytes, read: Callable[[int], bytes]) -> tuple[str, bytes] | None:
         if not header:
             raise _Died()
         parts = header.split()
         if len(parts) != 3:  # pruned between our two requests
             return None
         size = int(parts[2])
-        data = stdout.read(size + 1)[:size]
-        return parts[1].decode(), data
+        return parts[1].decode(), read(size + 1)[:size]
 
     def read(self, name: str) -> tuple[str, bytes] | None:
         return self.read_many([name])[0]
