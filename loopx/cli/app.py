@@ -187,7 +187,11 @@ def _event_id(ctx: click.Context, param: click.Parameter, value: Optional[str]) 
 
 
 def duration(text: str) -> int:
-    """Seconds in a duration like 45m (a click parameter error otherwise)."""
+    """Seconds in a duration like 45m (a click parameter error otherwise). On the command
+    line a unit is required: is `--ttl 45` minutes or seconds? (The library takes seconds.)"""
+    if text.strip().isdigit() and text.strip().strip("0") and len(text.strip()) <= 16:  # 0 is 0
+        raise click.BadParameter(f"{text.strip()!r} has no unit: say {text.strip()}s, "
+                                 f"{text.strip()}m, {text.strip()}h or {text.strip()}d")
     try:
         return int(clock.parse_duration(text).total_seconds())
     except ValueError as exc:

@@ -165,6 +165,9 @@ def environment_lines(env: dict[str, Any], paint: Any) -> list[str]:
     if env.get("dirty"):
         lines.append(paint(f"  {plural.counted(len(env['dirty']), 'changed file')}: "
                            f"{', '.join(env['dirty'][:5])}", fg="yellow"))
+    if env.get("untracked"):
+        lines.append(f"  {plural.counted(len(env['untracked']), 'untracked file')}: "
+                     f"{', '.join(env['untracked'][:5])}")
     state = env.get("state") or {}
     if state.get("unpushed") or state.get("unmerged"):
         lines.append(f"  ledger: {plural.counted(state['unpushed'], 'event')} not pushed, "

@@ -77,7 +77,8 @@ def _todos(snap: dict[str, Any], paint: Any) -> list[str]:
     todos = {t["id"]: t for t in snap["todos"]}
     closed = {g["id"] for g in snap["goals"] if g["state"] in ("achieved", "abandoned")}
     sections = [
-        ("\n" + paint("Ready to work on:", fg="green"),
+        ("\n" + paint("Ready to work on", fg="green") + " (git loopx todo claim ID, or "
+         "git loopx next --claim for the best one):",
          [f"  {t['id']:<12} {t['title']}" for t in (todos[i] for i in snap["frontier"])]),
         ("\nClaimed:",
          [f"  {t['id']:<12} {t['title']}  ({t['claimed_by']} until {t['lease_expires']})"

@@ -86,11 +86,14 @@ class LoopxGroup(click.Group):
 @click.option("--state-ref", envvar="LOOPX_STATE_REF", metavar="REF",
               help="Read and write this state branch instead of loopx/state (for proposals).")
 @click.option("--debug", is_flag=True, envvar="LOOPX_DEBUG", help="Log git calls; show tracebacks.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default=None,
+              help="Output format (default text); also taken after the command.")
+@click.option("--json", "as_json", is_flag=True, help="Alias for --format json.")
 # Hidden: pins "now" (RFC 3339) for tests and scripted histories, e.g. the session reaper.
 @click.option("--now", "now_text", envvar="LOOPX_NOW", hidden=True, metavar="TIME")
 @click.pass_context
 def cli(ctx: click.Context, cwd: str, actor: Optional[str], state_ref: Optional[str], debug: bool,
-        now_text: Optional[str]) -> None:
+        fmt: Optional[str], as_json: bool, now_text: Optional[str]) -> None:
     """loopx: durable goals, todos, gates and evidence for long-running agent work.
 
     State lives in this repository on refs/heads/loopx/state as one YAML file per event.
@@ -103,6 +106,8 @@ def cli(ctx: click.Context, cwd: str, actor: Optional[str], state_ref: Optional[
     if ctx.obj is None:  # `batch` re-enters with its own App already set
         ctx.obj = App(cwd=cwd, actor=actor, state_ref=state_ref, debug=debug)
         ctx.obj.now = _parse_now(now_text) if now_text else None
+        if as_json or fmt == "json":
+            ctx.obj.format = "json"
 
 
 def _parse_now(text: str) -> datetime:

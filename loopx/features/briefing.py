@@ -156,9 +156,12 @@ def _environment_section(env: dict[str, Any]) -> list[str]:
         lines.append(f"- {env['in_progress']} in progress")
     if upstream:
         lines.append(f"- upstream {upstream['name']}: {upstream['ahead']} ahead, {upstream['behind']} behind")
-    lines.append(f"- ledger vs {state.get('tracking') or 'no remote'}: "
-                 f"{plural.counted(state.get('unpushed', 0), 'event')} not pushed, "
-                 f"{state.get('unmerged', 0)} fetched and not merged")
+    if state.get("tracking"):
+        lines.append(f"- ledger vs {state['tracking']}: "
+                     f"{plural.counted(state.get('unpushed', 0), 'event')} not pushed, "
+                     f"{state.get('unmerged', 0)} fetched and not merged")
+    else:
+        lines.append("- ledger: not shared yet (no remote has loopx/state; `git loopx sync`)")
     lines.append(f"- CI ({ci.get('provider') or 'none'}): {ci.get('state')}"
                  + (f" — {ci['detail']}" if ci.get("detail") else ""))
     return lines + [""]

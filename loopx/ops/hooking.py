@@ -232,9 +232,14 @@ def drain(cwd: str, *, state_ref: Optional[str] = None, retry: bool = False,
 
 
 def queue(cwd: str) -> dict[str, Any]:
-    """The hook queue (``git loopx hooks queue``): how many entries wait, and those set aside
-    with the reason."""
-    return spool.summary(gateway.discover(cwd).loopx_dir)
+    """The hook queue (``git loopx hooks queue``): how many entries wait and which (not one
+    a drain is applying right now), and those set aside with the reason."""
+    loopx_dir = gateway.discover(cwd).loopx_dir
+    found = spool.summary(loopx_dir)
+    found["waiting"] = [{"entry": e.path.name, "hook": e.hook, "at": e.at, "actor": e.actor,
+                         "commit": e.inputs.get("commit"), "state_ref": e.state_ref}
+                        for e in spool.pending(loopx_dir)] if found["queued"] else []
+    return found
 
 
 def _rebasing(git_dir: str) -> bool:

@@ -77,6 +77,21 @@ def test_a_duration_beyond_a_century_is_a_usage_error(ledger: object, repo: Path
     assert "longer than a century" in result.err
 
 
+@pytest.mark.parametrize("args", [
+    ("todo", "claim", "t1", "--ttl", "45"), ("todo", "renew", "t1", "--ttl", "45"),
+    ("wake", "set", "--in", "90"), ("config", "set", "--lease-ttl", "3600"),
+    ("next", "--claim", "--ttl", " 45 "),
+])
+def test_a_duration_without_a_unit_is_a_usage_error_that_names_the_units(
+        ledger: object, repo: Path, args: tuple[str, ...]) -> None:
+    invoke(repo, "goal", "add", "G", "--id", "g1")
+    invoke(repo, "todo", "add", "g1", "T", "--id", "t1")
+    result = invoke(repo, *args)
+    assert result.code == 2, result.err
+    number = args[-1].strip()
+    assert f"has no unit: say {number}s, {number}m" in result.err
+
+
 def test_a_lease_longer_than_thirty_days_is_refused(ledger: object, repo: Path) -> None:
     invoke(repo, "goal", "add", "G", "--id", "g1")
     invoke(repo, "todo", "add", "g1", "T", "--id", "t1")

@@ -49,6 +49,16 @@ def test_json_alias_and_write_commands_print_the_event(project: Path) -> None:
     assert (doc["type"], doc["actor"], doc["data"]["text"]) == ("note.added", AGENT, "hello")
 
 
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_json_goes_before_or_after_the_command(project: Path, where: str) -> None:
+    args = ["todo", "list"]
+    result = run_loopx(project, *(["--json", *args] if where == "before" else [*args, "--json"]))
+    assert result.code == 0, result.err
+    assert isinstance(json.loads(result.out), list)
+    text = run_loopx(project, "--format", "text", *args)
+    assert text.code == 0 and not text.out.lstrip().startswith("[")
+
+
 def test_init_is_idempotent(project: Path) -> None:
     before = git(project, "rev-parse", "loopx/state")
     assert "already exists" in invoke(project, "init").out

@@ -495,11 +495,16 @@ def test_a_queued_record_waits_durably_and_the_next_command_applies_it(
     commit(work, "queued")
     head = git(work, "rev-parse", "HEAD")
     queued = run_loopx(work, "hooks", "queue", "--json")
-    assert queued.code == 0 and queued.json() == {"queued": 1, "set_aside": []}
+    assert queued.code == 0 and queued.json()["queued"] == 1  # type: ignore[index]
+    (waiting,) = queued.json()["waiting"]  # type: ignore[index]
+    assert (waiting["hook"], waiting["commit"]) == ("post-commit", head)
+    text = run_loopx(work, "hooks", "queue").out
+    assert f"post-commit of {head[:12]}  by human:test@example.com" in text
     assert all(head not in line for line in events(work, "evidence.recorded"))
     drain_held()  # the "running drain" ends without applying it (a drainer killed, say)
     assert [e["commit"] for e in evidence(work)] == [head]
-    assert run_loopx(work, "hooks", "queue", "--json").json() == {"queued": 0, "set_aside": []}
+    assert run_loopx(work, "hooks", "queue", "--json").json() == {
+        "queued": 0, "set_aside": [], "waiting": []}
 
 
 def test_an_entry_that_can_never_apply_is_set_aside_shown_and_retried(work: Path) -> None:
