@@ -165,7 +165,11 @@ _CONVENTIONS = """\
   (`-C`, `--actor`, `--debug`, `--now`; given after the command, they are a usage error that
   says so). `--now TIME` (or `$LOOPX_NOW`, RFC 3339) pins the clock, for tests and scripted
   histories; it is hidden from `-h`.
-- **JSON.** Every command takes `--format json` (or `--json`). Every `list` prints a JSON
+- **Durations** (`--ttl`, `--in`, `--every`, `--idle`, `--lease-ttl`) take a unit: `90s`,
+  `45m`, `2h30m`, `1d`; a bare number other than 0 is a usage error (is `45` minutes?).
+  `wait` and `watch` take `--timeout` and `--backoff` in seconds (`0.5`) or with a unit.
+- **JSON.** Every command takes `--format json` (or `--json`), before or after the command
+  name. Every `list` prints a JSON
   list of objects (`session list` included: the slots in use are in `session stats`); a
   write prints the event it recorded; `status` prints the documented status document
   (docs/status.md), `next` `{action, next_wake, actions, claimed, not_claimed}` (`actions` is
