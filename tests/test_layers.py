@@ -56,3 +56,10 @@ def test_module_names_are_unique_across_the_package() -> None:
         if path.name not in ("__init__.py", "__main__.py"):
             names.setdefault(path.stem, []).append(str(path.relative_to(ROOT)))
     assert {n: p for n, p in names.items() if len(p) > 1} == {}
+
+
+def test_no_module_is_over_600_lines() -> None:
+    """A module that outgrows a screenful of screens owns more than one thing (issue 10)."""
+    long = {str(p.relative_to(ROOT)): n for p in (ROOT / "loopx").rglob("*.py")
+            if (n := len(p.read_text("utf-8").splitlines())) > 600}
+    assert long == {}

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from collections.abc import Callable, Iterator
-from typing import IO, NewType
+from typing import NewType
 
 from loopx.errors import GitError, NotFound
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from loopx.errors import DamagedLedger, GitError, LockTimeout, LoopxError, RefRaceError
-from loopx.storage import gateway, locks, packfile, trees
+from loopx.storage import gateway, locks, packfile, trees, worktrees
 from loopx.storage.gateway import Oid, Oversize, RefName
 
 STATE_REF = RefName("refs/heads/loopx/state")
@@ -119,34 +119,8 @@ class Store:
         return self.resolve(ref)
 
     def checked_out(self, ref: str) -> list[str]:
-        """The work trees that have branch ``ref`` checked out. Moving a branch under a work
-        tree leaves its index behind: the next ordinary commit there deletes every file the
-        branch gained meanwhile. Reads the HEAD files first; asks git only if one names it."""
-        if not ref.startswith("refs/heads/"):
-            return []
-        common = self.repo.common_dir
-        admin = [common, *sorted(p.parent for p in (common / "worktrees").glob("*/HEAD"))]
-        rebasing = [d for d in admin if any(_first_line(d / r / "head-name") == ref
-                                            for r in ("rebase-merge", "rebase-apply"))]
-        if rebasing:  # git counts a branch being rebased as checked out, and so do we
-            return [_work_tree_of(d, self.repo) for d in rebasing]
-        if not any(_first_line(d / "HEAD") == f"ref: {ref}" for d in admin):
-            return []
-        found, path, branch, bare = [], "", "", False
-        listing = gateway.out(self.cwd, "worktree", "list", "--porcelain")
-        for line in [*listing.splitlines(), ""]:
-            key, _, value = line.partition(" ")
-            if key == "worktree":
-                path, branch, bare = value, "", False
-            elif key == "branch":
-                branch = value
-            elif key == "bare":
-                bare = True
-            elif not line and path:
-                if branch == ref and not bare:
-                    found.append(path)
-                path = ""
-        return found
+        """The work trees that have branch ``ref`` checked out (see worktrees.checked_out)."""
+        return worktrees.checked_out(self.repo, ref)
 
     def has_ref(self, ref: str) -> bool | None:
         """Whether ``ref`` exists, read from the files backend without starting git (its
@@ -367,7 +341,7 @@ class Store:
         reachable or garbage by now; the .keep would only stop gc from repacking them)."""
         found = []
         for keep in (self._objects_dir() / "pack").glob("pack-*.keep"):
-            word, _, pid = _first_line(keep).partition(" ")
+            word, _, pid = worktrees.first_line(keep).partition(" ")
             if word == "loopx" and pid.isdigit() and not locks.alive(int(pid)):
                 found.append(keep)
         return found
@@ -578,22 +552,6 @@ class Store:
             return None
         finally:
             os.close(fd)
-
-
-def _work_tree_of(admin: Path, repo: gateway.Repo) -> str:
-    """The work tree whose git dir is ``admin`` (a linked one names it in its gitdir file)."""
-    gitdir = _first_line(admin / "gitdir")
-    if gitdir:
-        return str(Path(gitdir).parent)
-    return str(repo.work_tree if repo.git_dir == admin else admin.parent)
-
-
-def _first_line(path: Path) -> str:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return handle.readline().strip()
-    except OSError:
-        return ""
 
 
 def _parse_ls_tree(item: bytes) -> Entry:
