@@ -19,7 +19,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Optional
 
 from loopx.errors import GitError, LoopxError
-from loopx.features import spool
 from loopx.model import globs, plural
 from loopx.storage import gateway
 
@@ -79,8 +78,17 @@ def inspect(
     env.evidence = freshness(repo, _evidence_in_play(snapshot), env, remaps, judge=judge)
     env.ci = _ci(repo, env, snapshot, config, enabled=ci, offline=offline)
     env.criteria = criteria(snapshot, env, judge, ci_criteria=ci_criteria)
-    env.hooks = spool.summary(repo.loopx_dir)
+    env.hooks = hook_queue(repo)
     return env
+
+
+def hook_queue(repo: gateway.Repo) -> dict[str, Any]:
+    """The git hooks' queue as status shows it: entries waiting, and those set aside."""
+    if not (repo.loopx_dir / "spool").is_dir():  # never used: no need to load the queue
+        return {"queued": 0, "set_aside": []}
+    from loopx.features import spool  # (start-up time of every status)
+
+    return spool.summary(repo.loopx_dir)
 
 
 def look(repo: gateway.Repo, reader: Optional[gateway.ObjectReader] = None) -> Environment:

@@ -19,7 +19,7 @@ from loopx.errors import (CheckedOut, DamagedLedger, GitError, LoopxError, NotFo
                           UsageError)
 from loopx.ledger import cache
 from loopx.ledger.draft import Draft
-from loopx.model import clock, codec
+from loopx.model import clock
 from loopx.model.paths import file_path
 from loopx.state import entities, views
 from loopx.storage import gateway
@@ -390,6 +390,9 @@ class Ledger:
         return event
 
     def _commit(self, base: Optional[str], txn: Txn, message: Optional[str]) -> str:
+        # Imported here, with the transaction: a read on a warm cache writes no YAML.
+        from loopx.model import codec
+
         blobs = self.store.write_blobs([codec.dump(e.to_dict()) for e in txn.events])
         paths = {file_path(e.id, e.type): oid for e, oid in zip(txn.events, blobs)}
         paths.update(txn.files)
