@@ -203,6 +203,8 @@ def state_branch(repo: gateway.Repo, ref: str, *, remote: str) -> dict[str, Any]
     tracking = f"refs/remotes/{remote}/{short}"
     result: dict[str, Any] = {"ref": ref, "remote": remote, "tracking": None,
                               "unpushed": 0, "unmerged": 0, "quarantined": None}
+    if gateway.has_ref(repo, tracking) is False:  # never fetched or pushed: no git process
+        return result
     proc = gateway.run(repo.cwd, "rev-list", "--left-right", "--count", f"{ref}...{tracking}",
                    check=False)
     if proc.returncode != 0:  # no remote-tracking branch (never pushed or fetched), or no ledger

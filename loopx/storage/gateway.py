@@ -157,6 +157,21 @@ def discover(path: Path | str = ".") -> Repo:
     return Repo(Path(git_dir), Path(common).resolve(), Path(top) if top else None)
 
 
+def has_ref(repo: Repo, ref: str) -> bool | None:
+    """Whether ``ref`` exists, read from the files backend without starting git (its commit
+    is not looked at); None when that cannot be told so (a reftable repository)."""
+    common = repo.common_dir
+    if (common / "reftable").is_dir():
+        return None
+    if (common / ref).is_file():
+        return True
+    try:
+        with open(common / "packed-refs", "rb") as packed:
+            return f" {ref}\n".encode() in packed.read()
+    except FileNotFoundError:
+        return False
+
+
 @dataclass(frozen=True)
 class Oversize:
     """An object over the size a reader asked for: its type and size, from the object header;

@@ -123,18 +123,8 @@ class Store:
         return worktrees.checked_out(self.repo, ref)
 
     def has_ref(self, ref: str) -> bool | None:
-        """Whether ``ref`` exists, read from the files backend without starting git (its
-        commit is not looked at); None when that cannot be told so (a reftable repository)."""
-        common = self.repo.common_dir
-        if (common / "reftable").is_dir():
-            return None
-        if (common / ref).is_file():
-            return True
-        try:
-            with open(common / "packed-refs", "rb") as packed:
-                return f" {ref}\n".encode() in packed.read()
-        except FileNotFoundError:
-            return False
+        """Whether ``ref`` exists, without starting git (see gateway.has_ref)."""
+        return gateway.has_ref(self.repo, ref)
 
     def ref_target(self, ref: str) -> Oid | None:
         """What ``ref`` holds, whether or not that object exists (None: no such ref)."""
