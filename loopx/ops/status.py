@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Optional
 
 from loopx.errors import ClaimLost, TransitionError
-from loopx.features import briefing, primer, readback
+from loopx.features import readback
 from loopx.ledger.book import Ledger
 from loopx.model import clock
 from loopx.ops import lookup
@@ -156,6 +156,8 @@ def brief(ledger: Ledger, *, actor: Optional[str], goal: Optional[str] = None,
     document it was made from."""
     snap = status(ledger, actor=actor, goal=goal, ci=ci, offline=offline, now=now)
     goal_id = snap["goals"][0]["id"] if goal and snap["goals"] else None
+    from loopx.features import briefing  # brief only: the start-up time of status and next
+
     return briefing.markdown(snap, goal_id=goal_id), snap
 
 
@@ -177,5 +179,7 @@ def prime(ledger: Ledger, *, actor: Optional[str], ci: bool = True, offline: boo
     waiting on it, its sessions' inboxes and stale evidence."""
     now = now or clock.now()
     snap = status(ledger, actor=actor, ci=ci, offline=offline, now=now)
+    from loopx.features import primer  # prime only: the start-up time of status and next
+
     facts = primer.facts(snap, actor=actor, now=clock.format_ts(now))
     return Primer(facts, primer.markdown(facts))

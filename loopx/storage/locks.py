@@ -9,7 +9,6 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-import random
 import time
 from pathlib import Path
 
@@ -37,6 +36,8 @@ def acquire(fd: int, path: Path, timeout: float, *, patient: bool = True) -> Non
                 f"another loopx writer (pid {holder or 'unknown'}) has held {path} for over "
                 f"{timeout:.0f}s; it is released automatically when that process exits"
             )
+        import random  # only a contended lock waits: start-up time of every command
+
         time.sleep(delay * (0.5 + random.random()))
         delay = min(delay * 2, 0.01)
 
