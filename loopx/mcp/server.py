@@ -36,7 +36,7 @@ from loopx.errors import LoopxError, describe
 from loopx.features.schema import STATUS_SCHEMA
 from loopx.ledger.book import Ledger
 from loopx.mcp import tools
-from loopx.ops import goals, status
+from loopx.ops import goals, ledgers, status
 from loopx.version import __version__
 
 log = logging.getLogger("loopx.mcp")
@@ -113,6 +113,7 @@ def call(config: Config, name: str, arguments: Optional[dict[str, Any]]) -> Call
     """Run tool ``name``; every failure is a tool error, never an exception."""
     spec = tools.TOOLS[name]
     try:
+        ledgers.apply_spool(config.ledger, wait=ledgers.READ_WAIT_S)  # as every command does
         args = spec.args.model_validate(arguments or {})
         data = tools.plain(spec.body(tools.Context(config.ledger, config.actor), args))
     except ValidationError as exc:
@@ -135,6 +136,7 @@ def _error(kind: str, message: str, code: int) -> CallToolResult:
 
 def read(config: Config, uri: str) -> ReadResourceResult:
     """The brief, this actor's primer, or one goal."""
+    ledgers.apply_spool(config.ledger, wait=ledgers.READ_WAIT_S)  # as every command does
     if uri == BRIEF:
         text, _ = status.brief(config.ledger, actor=config.actor)
         return _text(uri, text, "text/markdown")

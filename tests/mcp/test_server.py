@@ -243,3 +243,31 @@ async def test_evidence_rerun_runs_stale_evidence_again(session: ClientSession,
     rerun = await _call(session, "evidence_rerun", stale=True)
     (item,) = rerun["reruns"]
     assert item["exit_code"] == 0 and item["recorded"]["type"] == "evidence.recorded"
+
+
+async def test_a_commit_recorded_in_the_background_is_seen_by_the_next_call(
+        session: ClientSession, project: Path) -> None:
+    """post-commit queues the record and a detached drain writes it; like every command, the
+    server applies the queue (or waits for the drain) before it answers. Here the drain lock
+    is held through the commit, so no drain starts: only the server can record it."""
+    import fcntl
+    import subprocess
+
+    assert run_loopx(project, "hooks", "install").code == 0
+    await _call(session, "todo_claim", todo="output")
+    (project / "out.py").write_text("print('json')\n")
+    git(project, "add", "out.py")
+    spool = project / ".git" / "loopx" / "spool"
+    spool.mkdir(parents=True, exist_ok=True)
+    fd = os.open(spool / ".drain.lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        proc = subprocess.run(["git", "commit", "-q", "-m", "output layer"], cwd=project,
+                              env=dict(os.environ, LOOPX_ACTOR=AGENT), capture_output=True,
+                              text=True, check=True)
+    finally:
+        os.close(fd)
+    assert "in the background" in proc.stderr and list(spool.glob("*.json"))
+    head = git(project, "rev-parse", "HEAD")
+    found = await _call(session, "status", ci=False)
+    assert [e["todo"] for e in found["evidence"] if e["commit"] == head] == ["output"]
