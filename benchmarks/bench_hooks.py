@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 GOAL_MS = 150.0
@@ -74,6 +75,45 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+@dataclass
+class Measured:
+    """Median wall and CPU ms of one commit per repository, and the commits each recorded."""
+
+    wall: dict[str, float]
+    cpu: dict[str, float]
+    recorded: dict[str, int]
+
+
+def measure(root: Path, env: dict[str, str], commits: int, *,
+            foreground: bool = False) -> Measured:
+    """Make the repositories above in ``root`` (``foreground`` too, when asked), commit to
+    each in turn, and count what `git loopx evidence list` shows was recorded (it waits for
+    the last drain)."""
+    loopx = ["git", "loopx"]
+    ledger = [loopx + ["init"], loopx + ["hooks", "install"],
+              loopx + ["goal", "add", "G", "--id", "g1"],
+              loopx + ["todo", "add", "g1", "T", "--id", "t1"]]
+    claim = [loopx + ["todo", "claim", "t1", "--ttl", "2h"]]
+    setups = {"plain": [], "idle": ledger, "recording": ledger + claim}
+    if foreground:
+        setups["foreground"] = ledger + claim + [["git", "config", "loopx.hooks.background",
+                                                  "false"]]
+    repos = {name: make_repo(root, name, env, setup) for name, setup in setups.items()}
+    for path in repos.values():  # warm-up: bytecode caches, projection cache
+        timed_commit(path, 0, env)
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in repos}
+    for n in range(1, commits + 1):
+        for name, path in repos.items():
+            times[name].append(timed_commit(path, n, env))
+    recorded = {name: subprocess.run(
+        ["git", "loopx", "evidence", "list", "--json"], cwd=repos[name], env=env,
+        capture_output=True, text=True, check=True).stdout.count('"kind": "commit"')
+        for name in repos if name not in ("plain", "idle")}
+    return Measured({name: statistics.median(w for w, _ in got) for name, got in times.items()},
+                    {name: statistics.median(c for _, c in got) for name, got in times.items()},
+                    recorded)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--commits", type=int, default=15)
@@ -81,31 +121,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         (root / "home").mkdir()
-        env = sealed_env(root / "home")
-        loopx = ["git", "loopx"]
-        ledger = [loopx + ["init"], loopx + ["hooks", "install"],
-                  loopx + ["goal", "add", "G", "--id", "g1"],
-                  loopx + ["todo", "add", "g1", "T", "--id", "t1"]]
-        claim = [loopx + ["todo", "claim", "t1", "--ttl", "2h"]]
-        foreground = [["git", "config", "loopx.hooks.background", "false"]]
-        repos = {
-            "plain": make_repo(root, "plain", env, []),
-            "idle": make_repo(root, "idle", env, ledger),
-            "recording": make_repo(root, "recording", env, ledger + claim),
-            "foreground": make_repo(root, "foreground", env, ledger + claim + foreground),
-        }
-        for path in repos.values():  # warm-up: bytecode caches, projection cache
-            timed_commit(path, 0, env)
-        times: dict[str, list[tuple[float, float]]] = {name: [] for name in repos}
-        for n in range(1, args.commits + 1):
-            for name, path in repos.items():
-                times[name].append(timed_commit(path, n, env))
-        recorded = {name: subprocess.run(
-            ["git", "loopx", "evidence", "list", "--json"], cwd=repos[name], env=env,
-            capture_output=True, text=True, check=True).stdout.count('"kind": "commit"')
-            for name in ("recording", "foreground")}  # waits for the last drain
-        medians = {name: statistics.median(w for w, _ in values) for name, values in times.items()}
-        cpu = {name: statistics.median(c for _, c in values) for name, values in times.items()}
+        found = measure(root, sealed_env(root / "home"), args.commits, foreground=True)
+    medians, cpu, recorded = found.wall, found.cpu, found.recorded
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     for name, median in medians.items():
         extra = "" if name == "plain" else f"  (+{median - medians['plain']:.0f} ms)"

@@ -168,8 +168,8 @@ def append_loop(bench: Bench, count: int) -> tuple[float, float]:
     return per_event, floor
 
 
-def annex_one(bench: Bench, runs: int) -> Optional[float]:
-    """Median wall seconds of one `git annex metadata --set`, when git-annex is installed."""
+def annex_repo(bench: Bench) -> Optional[Path]:
+    """A git-annex repository with one annexed file ``f``, when git-annex is installed."""
     if shutil.which("git-annex") is None:
         return None
     repo = bench.where / "annex"
@@ -179,6 +179,14 @@ def annex_one(bench: Bench, runs: int) -> Optional[float]:
     (repo / "f").write_text("x\n")
     bench.git(repo, "annex", "add", "-q", "f")
     bench.git(repo, "commit", "-q", "-m", "f")
+    return repo
+
+
+def annex_one(bench: Bench, runs: int) -> Optional[float]:
+    """Median wall seconds of one `git annex metadata --set`, when git-annex is installed."""
+    repo = annex_repo(bench)
+    if repo is None:
+        return None
     return statistics.median(bench.probe(["git", "annex", "metadata", "--set", f"tag=v{i}", "f"],
                                          repo).wall for i in range(runs))
 

@@ -19,7 +19,6 @@ import argparse
 import os
 import re
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -27,13 +26,8 @@ from pathlib import Path
 from typing import Callable, Optional
 
 import bench_hooks  # noqa: E402  (benchmarks/bench_hooks.py: commits with and without hooks)
-from bench_scale import Bench, Figure, Took  # noqa: E402
+from bench_scale import Bench, Figure, Took, annex_repo, median  # noqa: E402
 from ledgers import make_repo  # noqa: E402
-
-
-def medians(runs: list[Took]) -> Took:
-    return Took(statistics.median(r.wall for r in runs), statistics.median(r.cpu for r in runs),
-                statistics.median(r.rss_mb for r in runs))
 
 
 def ms(took: Took) -> str:
@@ -46,20 +40,7 @@ def alternate(runs: int, *sides: Callable[[int], Took]) -> list[Took]:
     for i in range(runs):
         for column, side in zip(got, sides):
             column.append(side(i))
-    return [medians(column) for column in got]
-
-
-def annex_repo(bench: Bench) -> Optional[Path]:
-    if shutil.which("git-annex") is None:
-        return None
-    repo = bench.where / "annex"
-    repo.mkdir()
-    bench.git(repo, "init", "-q")
-    bench.git(repo, "annex", "init", "-q", "bench")
-    (repo / "f").write_text("x\n")
-    bench.git(repo, "annex", "add", "-q", "f")
-    bench.git(repo, "commit", "-q", "-m", "f")
-    return repo
+    return [median(column) for column in got]
 
 
 def startup(bench: Bench, runs: int) -> list[Figure]:
@@ -114,28 +95,10 @@ def status(bench: Bench, events: int, runs: int) -> list[Figure]:
 
 def hooks(bench: Bench, commits: int) -> list[Figure]:
     (bench.where / "hooks-home").mkdir()
-    env = bench_hooks.sealed_env(bench.where / "hooks-home")
-    loopx = ["git", "loopx"]
-    ledger = [loopx + ["init"], loopx + ["hooks", "install"],
-              loopx + ["goal", "add", "G", "--id", "g1"],
-              loopx + ["todo", "add", "g1", "T", "--id", "t1"]]
-    claim = [loopx + ["todo", "claim", "t1", "--ttl", "2h"]]
     root = bench.where / "hooks"
     root.mkdir()
-    repos = {"plain": bench_hooks.make_repo(root, "plain", env, []),
-             "idle": bench_hooks.make_repo(root, "idle", env, ledger),
-             "recording": bench_hooks.make_repo(root, "recording", env, ledger + claim)}
-    for path in repos.values():
-        bench_hooks.timed_commit(path, 0, env)
-    times: dict[str, list[tuple[float, float]]] = {name: [] for name in repos}
-    for n in range(1, commits + 1):
-        for name, path in repos.items():
-            times[name].append(bench_hooks.timed_commit(path, n, env))
-    wall = {name: statistics.median(w for w, _ in got) for name, got in times.items()}
-    cpu = {name: statistics.median(c for _, c in got) for name, got in times.items()}
-    recorded = subprocess.run(["git", "loopx", "evidence", "list", "--json"],
-                              cwd=repos["recording"], env=env, capture_output=True, text=True)
-    count = recorded.stdout.count('"kind": "commit"')
+    found = bench_hooks.measure(root, bench_hooks.sealed_env(bench.where / "hooks-home"), commits)
+    wall, cpu, count = found.wall, found.cpu, found.recorded["recording"]
     idle, rec = wall["idle"] - wall["plain"], wall["recording"] - wall["plain"]
     return [
         Figure("yardstick: git commit without hooks",
