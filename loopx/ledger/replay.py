@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Callable, Optional
 
 from loopx.errors import CodecError, SchemaError
@@ -41,6 +41,13 @@ def paused_gc() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+def _new_fold(signed: signatures.Verdicts) -> entities.Fold:
+    fold = entities.Fold()
+    if signed:
+        fold.extra["signed"] = signed
+    return fold
 
 
 def _file_id(entry: Entry) -> str:
@@ -99,64 +106,60 @@ class Reader:
                              order: list[tuple[int, str, int]]) -> Optional[entities.Fold]:
         """The fold, when the files in listing order are in ``(clock, id)`` order; else None,
         with ``order`` holding the key of each file read (-1: it did not parse)."""
-        fold = entities.Fold()
-        if signed:
-            fold.extra["signed"] = signed
-        problems: list[tuple[int, entities.Problem]] = []
+        fold = _new_fold(signed)
+        problems: list[entities.Problem] = []
         last: Optional[tuple[int, str]] = None
-        for start in range(0, len(entries), PARSE_CHUNK):
-            chunk = entries[start : start + PARSE_CHUNK]
-            blobs = self.store.read_blobs([e.oid for e in chunk])
-            for n, (entry, data) in enumerate(zip(chunk, blobs)):
-                try:
-                    event = layout.read_event(entry.path, data)
-                except (CodecError, SchemaError) as exc:
-                    problems.append((start + n, entities.Problem(entry.path, "file", "", 0,
-                                                                 str(exc))))
-                    order.append((-1, _file_id(entry), start + n))
-                    continue
-                key = event.sort_key()
-                order.append((key[0], key[1], start + n))
-                if last is not None and key <= last:
-                    return None
-                last = key
-                folding.apply(fold, event)
-            if self.progress is not None and len(entries) >= PROGRESS_MIN_EVENTS:
-                self.progress(start + len(chunk), len(entries))
-        fold.problems[:0] = [p for _, p in problems]
+        for index, found in self._read_in_order(entries, range(len(entries))):
+            if isinstance(found, entities.Problem):
+                problems.append(found)
+                order.append((-1, _file_id(entries[index]), index))
+                continue
+            key = found.sort_key()
+            order.append((key[0], key[1], index))
+            if last is not None and key <= last:
+                return None
+            last = key
+            folding.apply(fold, found)
+        fold.problems[:0] = problems
         return fold
 
     def _apply_sorted(self, entries: list[Entry], order: list[tuple[int, str, int]],
                       signed: signatures.Verdicts) -> Optional[entities.Fold]:
-        fold = entities.Fold()
-        if signed:
-            fold.extra["signed"] = signed
+        fold = _new_fold(signed)
         problems: list[tuple[int, entities.Problem]] = []
         pending: list[Event] = []  # files without a canonical clock line, applied by replay
-        for start in range(0, len(order), PARSE_CHUNK):
-            chunk = order[start : start + PARSE_CHUNK]
-            blobs = self.store.read_blobs([entries[index].oid for _, _, index in chunk])
-            for (clock_, event_id, index), data in zip(chunk, blobs):
-                path = entries[index].path
-                try:
-                    event = layout.read_event(path, data)
-                except (CodecError, SchemaError) as exc:
-                    problems.append((index, entities.Problem(path, "file", "", 0, str(exc))))
-                    continue
-                if clock_ < 0:
-                    pending.append(event)
-                elif event.sort_key() != (clock_, event_id):
-                    return None
-                else:
-                    folding.apply(fold, event)
-            if self.progress is not None and len(order) >= PROGRESS_MIN_EVENTS:
-                self.progress(start + len(chunk), len(order))
+        read = self._read_in_order(entries, [index for _, _, index in order])
+        for (clock_, event_id, _), (index, found) in zip(order, read):
+            if isinstance(found, entities.Problem):
+                problems.append((index, found))
+            elif clock_ < 0:
+                pending.append(found)
+            elif found.sort_key() != (clock_, event_id):
+                return None
+            else:
+                folding.apply(fold, found)
         if pending:  # hand-written files: fine when they sort after the rest, else start over
             if any(e.sort_key() <= fold.last_key for e in pending):
                 return None
             folding.replay(pending, fold)
         fold.problems[:0] = [p for _, p in sorted(problems, key=lambda item: item[0])]
         return fold
+
+    def _read_in_order(self, entries: list[Entry], indexes: Sequence[int]
+                       ) -> Iterator[tuple[int, Event | entities.Problem]]:
+        """The files ``entries[i]`` for each of ``indexes``, in that order, read a chunk at a
+        time and parsed (a Problem for one that does not parse); progress after each chunk."""
+        for start in range(0, len(indexes), PARSE_CHUNK):
+            chunk = indexes[start : start + PARSE_CHUNK]
+            blobs = self.store.read_blobs([entries[index].oid for index in chunk])
+            for index, data in zip(chunk, blobs):
+                path = entries[index].path
+                try:
+                    yield index, layout.read_event(path, data)
+                except (CodecError, SchemaError) as exc:
+                    yield index, entities.Problem(path, "file", "", 0, str(exc))
+            if self.progress is not None and len(indexes) >= PROGRESS_MIN_EVENTS:
+                self.progress(start + len(chunk), len(indexes))
 
     def advance(self, old: str, fold: entities.Fold, tip: str) -> Optional[entities.Fold]:
         """Apply only the files added since ``old``; None when a full rebuild is needed."""
