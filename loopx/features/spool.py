@@ -104,7 +104,7 @@ def has_pending(loopx_dir: Path) -> bool:
     """Whether any entry waits (one directory listing; nothing else when there is none)."""
     try:
         with os.scandir(folder(loopx_dir)) as found:
-            return any(e.name.endswith(".json") or _CLAIMED in e.name for e in found)
+            return any(_waits(e.name) for e in found)
     except FileNotFoundError:
         return False
 
@@ -210,7 +210,7 @@ def summary(loopx_dir: Path) -> dict[str, Any]:
     if not folder(loopx_dir).is_dir():
         return {"queued": 0, "set_aside": []}
     with os.scandir(folder(loopx_dir)) as found:
-        queued = sum(1 for e in found if e.name.endswith(".json") or _CLAIMED in e.name)
+        queued = sum(1 for e in found if _waits(e.name))
     return {"queued": queued, "set_aside": [{"entry": p.name, "reason": reason(p)}
                                             for p in failed(loopx_dir)]}
 
@@ -226,6 +226,11 @@ def _drain_lock(loopx_dir: Path, wait: float) -> Iterator[bool]:
         yield locks.wait_for(fd, wait)
     finally:
         os.close(fd)
+
+
+def _waits(name: str) -> bool:
+    """Whether a file of the queue's folder is an entry, queued or claimed by a drain."""
+    return name.endswith(".json") or _CLAIMED in name
 
 
 def _entry(doc: dict[str, Any], path: Path) -> Entry:
