@@ -105,7 +105,8 @@ def _gated(path: Path) -> None:
         led.write(plan, actor=ALICE)
 
 
-def test_a_gate_answered_in_another_clone_and_pushed_wakes_a_fetching_waiter(tmp_path: Path) -> None:
+def _shared_gated(tmp_path: Path) -> tuple[Path, Path]:
+    """An agent's clone with the gated plan, synced to a bare remote, and a human's clone."""
     remote = bare_remote(tmp_path)
     agent = clone(remote, tmp_path / "agent")
     git(agent, "commit", "-q", "--allow-empty", "-m", "initial")
@@ -115,6 +116,11 @@ def test_a_gate_answered_in_another_clone_and_pushed_wakes_a_fetching_waiter(tmp
     _gated(agent)
     do_sync(agent)
     human = clone(remote, tmp_path / "human")
+    return agent, human
+
+
+def test_a_gate_answered_in_another_clone_and_pushed_wakes_a_fetching_waiter(tmp_path: Path) -> None:
+    agent, human = _shared_gated(tmp_path)
 
     def answer_and_push() -> None:
         with ledgers.open_ledger(human) as led:
@@ -146,15 +152,7 @@ def test_a_gate_answered_in_another_clone_and_pushed_wakes_a_fetching_waiter(tmp
 
 
 def test_without_fetch_a_remote_answer_goes_unseen(tmp_path: Path) -> None:
-    remote = bare_remote(tmp_path)
-    agent = clone(remote, tmp_path / "agent")
-    git(agent, "commit", "-q", "--allow-empty", "-m", "initial")
-    git(agent, "push", "-q", "origin", "HEAD")
-    with ledgers.open_ledger(agent) as led:
-        ledgers.init(led, actor=ALICE)
-    _gated(agent)
-    do_sync(agent)
-    human = clone(remote, tmp_path / "human")
+    agent, human = _shared_gated(tmp_path)
     with ledgers.open_ledger(human) as led:
         led.run(gates.answer, "q-rel", decision="reject", actor=ALICE)
     do_sync(human)
