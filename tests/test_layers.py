@@ -1,15 +1,15 @@
 """The layers of docs/design.md hold: `lint-imports` passes on the package, and its contracts
-would catch an upward import, click below the interfaces, or git in the pure state."""
+would catch an upward import, click below the interfaces, git or I/O in the pure state, an
+interface or operation running git itself, or a standard-library I/O module outside its owners."""
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-
-import pytest
 
 from conftest import ROOT
 
@@ -28,25 +28,63 @@ def test_the_package_keeps_every_contract() -> None:
     assert "0 broken" in result.stdout
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("module, line, contract", [
-    ("state/views.py", "from loopx.ops import status", "Layers"),
-    ("storage/store.py", "from loopx.model import events", "Layers"),
-    ("ledger/book.py", "import click", "No click below the interfaces"),
-    ("state/checks.py", "import subprocess", "No git and no I/O in state and model"),
-    ("mcp/tools.py", "from loopx.cli import app", "Layers"),  # the interfaces are siblings
-    ("cli/serve.py", "from loopx.mcp import tools", "Layers"),
-    ("mcp/tools.py", "import click", "No click below the interfaces"),
-])
-def test_the_contracts_catch_a_violation(tmp_path: Path, module: str, line: str,
-                                         contract: str) -> None:
+# (module, the line appended to it, the contract it breaks, the import the report names)
+VIOLATIONS = [
+    ("state/views.py", "from loopx.ops import status", "Layers", "loopx.ops.status"),
+    ("storage/store.py", "from loopx.model import events", "Layers", "loopx.model.events"),
+    ("mcp/tools.py", "from loopx.cli import app", "Layers", "loopx.cli.app"),  # siblings
+    ("cli/serve.py", "from loopx.mcp import tools", "Layers", "loopx.mcp.tools"),
+    ("ledger/book.py", "import click", "No click below the interfaces", "click"),
+    ("mcp/server.py", "import click", "No click below the interfaces", "click"),
+    ("state/checks.py", "import subprocess", "No git and no I/O in state and model",
+     "subprocess"),
+    ("model/ids.py", "import tempfile", "No git and no I/O in state and model", "tempfile"),
+    ("state/folding.py", "import sqlite3", "No git and no I/O in state and model", "sqlite3"),
+    ("cli/render.py", "from loopx.storage import gateway",
+     "The interfaces reach git through the operations", "loopx.storage.gateway"),
+    ("mcp/tools.py", "from loopx.storage import store",
+     "The interfaces reach git through the operations", "loopx.storage.store"),
+    ("ops/goals.py", "from loopx.storage import gateway",
+     "The operations reach git through the ledger and the features", "loopx.storage.gateway"),
+    ("features/doctor.py", "import subprocess", "subprocess only where a process is the job",
+     "subprocess"),
+    ("ops/todos.py", "import subprocess", "subprocess only where a process is the job",
+     "subprocess"),
+    ("ledger/cache.py", "import sqlite3", "sqlite3 only in the cache's rows", "sqlite3"),
+    ("features/sync.py", "import urllib.request",
+     "The network only in the CI provider that calls GitHub", "urllib"),
+    ("ledger/book.py", "import socket",
+     "The network only in the CI provider that calls GitHub", "socket"),
+    ("features/ci/github.py", "import http.client", "No http.client or http.server", "http"),
+]
+
+
+def _sections(report: str) -> dict[str, str]:
+    """The details lint-imports prints under each broken contract's underlined name."""
+    lines = report.splitlines()
+    starts = [i - 1 for i, line in enumerate(lines)
+              if i > 0 and line and set(line) == {"-"} and len(line) == len(lines[i - 1])]
+    return {lines[a]: "\n".join(lines[a + 2:b]) for a, b in zip(starts, starts[1:] + [None])}
+
+
+def test_each_contract_catches_its_violation(tmp_path: Path) -> None:
+    """One copy of the package with every violation planted, one lint run: each contract is
+    broken, and its report names the import planted for it (not one that reaches it by
+    chance)."""
     shutil.copytree(ROOT / "loopx", tmp_path / "loopx",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    target = tmp_path / "loopx" / module
-    target.write_text(target.read_text() + f"\n{line}  # an upward import, on purpose\n")
+    for module, line, _, _ in VIOLATIONS:
+        target = tmp_path / "loopx" / module
+        target.write_text(target.read_text() + f"\n{line}  # a violation, on purpose\n")
     result = _lint(tmp_path)
     assert result.returncode != 0
-    assert contract in result.stdout and "BROKEN" in result.stdout
+    sections = _sections(result.stdout)
+    for module, line, contract, imported in VIOLATIONS:
+        importer = "loopx." + module.removesuffix(".py").replace("/", ".")
+        found = [text for name, text in sections.items() if name.startswith(contract)]
+        assert found, f"{contract!r} not broken by {line!r} in {module}:\n{result.stdout}"
+        assert re.search(rf"^-\s+{re.escape(importer)} -> {re.escape(imported)} \(l\.",
+                         found[0], re.M), (contract, importer, found[0])
 
 
 def test_module_names_are_unique_across_the_package() -> None:

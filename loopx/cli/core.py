@@ -17,7 +17,6 @@ from loopx.cli.app import App, optional_duration, pass_app
 from loopx.errors import LoopxError, UsageError
 from loopx.model import plural
 from loopx.ops import hooking, ledgers, settings, upkeep
-from loopx.storage import gateway
 
 
 @click.command()
@@ -189,7 +188,7 @@ def schema() -> None:
 def _project_root(root: Optional[str]) -> Path:
     if root:
         return Path(root)
-    return gateway.discover(".").work_tree or Path(".")
+    return ledgers.work_tree(".") or Path(".")
 
 
 @schema.command("export")

@@ -16,7 +16,7 @@ from typing import Optional
 import click
 
 from loopx.cli import terminal
-from loopx.storage import gateway
+from loopx.ops import ledgers
 
 
 def show(text: str, *, cwd: str, enabled: bool = True) -> None:
@@ -51,9 +51,7 @@ def pager_command(cwd: str) -> Optional[str]:
         return None
     chosen = os.environ.get("GIT_PAGER")
     if chosen is None:
-        configured = gateway.run(cwd, "config", "core.pager", check=False)
-        chosen = configured.stdout.decode("utf-8", "replace").strip() if (
-            configured.returncode == 0) else None
+        chosen = ledgers.git_setting(cwd, "core.pager")
     if chosen is None:
         chosen = os.environ.get("PAGER")
     if chosen is None:

@@ -121,6 +121,18 @@ def actor(cwd: Path | str, given: Optional[str] = None) -> str:
     return f"human:{email}"
 
 
+def work_tree(path: Path | str = ".") -> Optional[Path]:
+    """The work tree of the repository containing ``path`` (None in a bare one); raises
+    NotFound outside a repository."""
+    return gateway.discover(path).work_tree
+
+
+def git_setting(cwd: Path | str, key: str) -> Optional[str]:
+    """A git setting (``core.pager``) as git reads it in ``cwd``, or None when it is unset."""
+    proc = gateway.run(cwd, "config", key, check=False)
+    return proc.stdout.decode("utf-8", "replace").strip() if proc.returncode == 0 else None
+
+
 def remote(ledger: Ledger) -> Optional[str]:
     """The remote `sync` uses by default (the branch's upstream remote, else origin), if it
     is configured."""
