@@ -79,3 +79,15 @@ def test_bench_start_runs_and_prints_every_figure(tmp_path: Path) -> None:
                    "recording evidence for a held todo (3 recorded of 3 commits)",
                    "note add:", "status:", "post-commit hook (recording):"):
         assert figure in proc.stdout, figure
+
+
+@pytest.mark.slow
+def test_bench_bounds_runs_and_prints_every_figure(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_bounds.py"), "--smoke"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    for figure in ("hostile YAML: alias bomb", "one ordinary event", "hostile text: 'eyJeyJeyJe'",
+                   "prose of the same length", "git commit, clone lock held",
+                   "the same commit, lock free", "note add after the lock holder was killed",
+                   "wake set --in 1s, then wait until it is due", "git loopx demo"):
+        assert figure in proc.stdout, figure

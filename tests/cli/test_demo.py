@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
@@ -84,14 +83,12 @@ def _check_story(steps: dict[str, dict[str, Any]], base: Path) -> str:
     return str(won["actor"])
 
 
-def test_the_demo_tells_its_story_in_a_few_seconds(tmp_path: Path) -> None:
+def test_the_demo_tells_its_story(tmp_path: Path) -> None:
+    """(How long it takes: benchmarks/bench_bounds.py.)"""
     base = tmp_path / "story"
-    started = time.monotonic()
     result = run_loopx(tmp_path, "demo", "--dir", str(base), "--json", actor=None)
-    seconds = time.monotonic() - started
     assert result.code == 0, result.err
     _check_story(_lines(result.out), base)
-    assert seconds < 20, f"the demo took {seconds:.1f}s"  # about 4 s here; a loaded CI is slower
 
 
 def test_either_agent_may_win_the_race_and_the_story_still_ends_well(

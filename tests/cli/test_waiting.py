@@ -69,11 +69,9 @@ def _ledger(repo: Path) -> None:
 def test_wait_returns_0_when_a_time_wake_is_due(repo: Path) -> None:
     _ledger(repo)
     assert run_loopx(repo, "wake", "set", "--in", "1s", "--id", "w-soon").code == 0
-    started = time.monotonic()
     result = run_loopx(repo, "wait", "--timeout", "30", "--json", *FAST, actor=AGENT)
-    assert result.code == 0, result.err
+    assert result.code == 0, result.err  # the wake, not the 30 s timeout (exit 124), ended it
     assert result.json()["cause"] == "wake" and result.json()["wakes"] == ["w-soon"]  # type: ignore[index]
-    assert time.monotonic() - started < 15
 
 
 def test_wait_returns_12_when_another_process_writes(repo: Path) -> None:

