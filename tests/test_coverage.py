@@ -1,0 +1,138 @@
+"""Every module of the package is covered by a test module named for it
+(``tests/**/test_<module>.py`` or ``test_<module>_*.py``) or by a reason stated here that names
+the test modules which exercise it. A reason that names no existing test module, or a module
+that has since got its own test module, fails: the map stays true as files come and go."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from conftest import ROOT
+
+# module (relative to loopx/) -> the test modules that exercise it, and how.
+COVERED_ELSEWHERE = {
+    # The CLI's command modules only parse and render (docs/design.md): their commands run,
+    # as users type them, in the tests of what the commands do.
+    "cli/app.py": "tests/cli/test_cli.py (every command's App: actor, --now, --json, exit codes)",
+    "cli/completion.py": "tests/cli/test_help.py (`git loopx completion bash|zsh|fish`)",
+    "cli/core.py": "tests/cli/test_cli.py, tests/cli/test_help.py, tests/cli/test_manpage.py "
+                   "(init, config, schema, help)",
+    "cli/evidence_ci.py": "tests/features/test_ci.py, tests/ops/test_evidence.py "
+                          "(`evidence add|list|show`, `ci record`)",
+    "cli/goal.py": "tests/cli/test_cli.py, tests/cli/test_recovery.py (`goal add|update|close`)",
+    "cli/launch.py": "tests/cli/test_startup.py (the entry point: what each command imports)",
+    "cli/note.py": "tests/cli/test_messages.py, tests/features/test_changes.py "
+                   "(`note add|list|dismiss`)",
+    "cli/records.py": "tests/ops/test_enforced.py, tests/cli/test_waiting.py, "
+                      "tests/cli/test_messages.py (`gate`, `quota`, `effect`, `wake`)",
+    "cli/remote.py": "tests/features/test_sync.py, tests/ledger/test_checkpoints.py, "
+                     "tests/features/test_doctor.py (`sync`, `fetch`, `push`, `checkpoint`, "
+                     "`doctor`)",
+    "cli/render.py": "tests/cli/test_terminal.py, tests/cli/test_recovery.py (the text "
+                     "renderings of status, next and the lists)",
+    "cli/review.py": "tests/features/test_changes.py, tests/features/test_validate.py "
+                     "(`log`, `diff`, `validate`)",
+    "cli/root.py": "tests/cli/test_startup.py, tests/cli/test_cli.py (the root group, "
+                   "--actor, --debug)",
+    "cli/serve.py": "tests/mcp/test_server.py, tests/cli/test_smoke.py (`git loopx mcp`)",
+    "cli/session.py": "tests/features/test_sessions.py (`session open|send|inbox|...`)",
+    "cli/todo.py": "tests/cli/test_cli.py, tests/ops/test_todos.py, tests/cli/test_bad_input.py "
+                   "(`todo add|claim|done|...`)",
+    "errors.py": "tests/cli/test_bad_input.py, tests/cli/test_messages.py (each error's "
+                 "message and exit code)",
+    "version.py": "tests/cli/test_startup.py (`git loopx --version`)",
+    "features/briefing.py": "tests/cli/test_recovery.py (`git loopx brief`)",
+    "features/ci/command.py": "tests/features/test_ci.py (the command provider)",
+    "features/ci/github.py": "tests/features/test_ci.py (against a real HTTP server on "
+                             "127.0.0.1)",
+    "features/ci/recorded.py": "tests/features/test_ci.py (ci evidence read back)",
+    "features/primer.py": "tests/cli/test_prime.py (`git loopx prime`)",
+    "features/salvage.py": "tests/ledger/test_gc_prune.py (doctor names each lost event, "
+                           "repair keeps every other), tests/features/test_doctor.py",
+    "features/schema.py": "tests/cli/test_cli.py (`schema export|check`), "
+                          "tests/mcp/test_server.py (the status output schema)",
+    "features/shims.py": "tests/features/test_hooks.py, tests/features/test_shim_failures.py "
+                         "(`hooks install`, the shims git runs)",
+    "features/transcripts.py": "tests/features/test_sessions.py (session transcripts)",
+    "ledger/draft.py": "tests/ledger/test_book.py (every staged write is a Draft)",
+    "ledger/replay.py": "tests/ledger/test_cache.py, tests/features/test_hostile_clocks.py "
+                        "(cold replay and its refusals)",
+    "ledger/rows.py": "tests/ledger/test_cache.py (the SQLite rows of the cache)",
+    "ledger/txn.py": "tests/ledger/test_book.py, tests/ops/test_library.py (one write, all "
+                     "or nothing)",
+    "mcp/tools.py": "tests/mcp/test_server.py (every tool through the SDK's client)",
+    "model/clock.py": "tests/cli/test_bad_input.py, tests/model/test_bounds.py (durations, "
+                      "timestamps)",
+    "model/ids.py": "tests/model/test_events.py, tests/features/test_incoming_paths.py (ULIDs "
+                    "and short ids)",
+    "model/paths.py": "tests/ledger/test_layout.py, tests/features/test_incoming_paths.py "
+                      "(event paths)",
+    "model/plain.py": "tests/features/test_changes.py (`log` on a warm cache), "
+                      "tests/cli/test_startup.py (without pydantic)",
+    "model/plural.py": "tests/cli/test_messages.py (counted nouns in messages)",
+    # The payload models: one module per family, all validated through the event model.
+    **{f"model/payloads/{name}.py": "tests/model/test_events.py, tests/model/test_bounds.py "
+       "(every event type's payload, its bounds)"
+       for name in ("base", "effect_events", "evidence_events", "gate_events", "goal_events",
+                    "ledger_events", "note_events", "quota_events", "session_events",
+                    "todo_events", "wake_events")},
+    "ops/exchange.py": "tests/features/test_sync.py, tests/ledger/test_checkpoints.py (`sync`)",
+    "ops/gates.py": "tests/ops/test_library.py, tests/ledger/test_gate_decisions.py",
+    "ops/goals.py": "tests/ops/test_library.py, tests/ops/test_todos.py",
+    "ops/hooking.py": "tests/features/test_hooks.py, tests/features/test_spool.py (what the "
+                      "git hooks run)",
+    "ops/ledgers.py": "tests/ops/test_library.py, tests/cli/test_cli.py (open, init, actor)",
+    "ops/lookup.py": "tests/ops/test_library.py, tests/cli/test_cli.py (id prefixes)",
+    "ops/notes.py": "tests/ops/test_library.py, tests/ledger/test_gc_prune.py",
+    "ops/notices.py": "tests/cli/test_messages.py, tests/state/test_history.py (notices of "
+                      "events the fold did not apply)",
+    "ops/quotas.py": "tests/ops/test_enforced.py (budgets enforced)",
+    "ops/settings.py": "tests/cli/test_cli.py (`config show|set`), tests/ops/test_wakes.py",
+    "ops/status.py": "tests/ops/test_library.py, tests/cli/test_recovery.py (status, next, "
+                     "brief)",
+    "ops/timeline.py": "tests/features/test_changes.py, tests/features/test_validate.py",
+    "ops/upkeep.py": "tests/features/test_doctor.py (`doctor` and its rollback)",
+    "state/appliers.py": "tests/state/test_folding.py, tests/state/test_rules.py (the fold's "
+                         "properties)",
+    "state/authority.py": "tests/ledger/test_gate_decisions.py, tests/ledger/test_signatures.py",
+    "state/checks.py": "tests/state/test_rules.py (every refusal of the rules)",
+    "state/entities.py": "tests/state/test_folding.py, tests/state/test_rules.py",
+    "state/views.py": "tests/state/test_folding.py, tests/state/test_history.py",
+    "storage/commits.py": "tests/ledger/test_signatures.py, tests/state/test_history.py "
+                          "(log walks, signatures)",
+    "storage/locks.py": "tests/storage/test_store.py, tests/features/test_spool.py (a lock "
+                        "held by another process, one left by a killed one)",
+    "storage/packfile.py": "tests/storage/test_oracle.py (packs read back by GitPython)",
+    "storage/trees.py": "tests/storage/test_oracle.py (trees read back by GitPython)",
+    "storage/worktrees.py": "tests/features/test_checked_out_state.py",
+}
+
+
+def _modules() -> list[str]:
+    return sorted(str(p.relative_to(ROOT / "loopx")) for p in (ROOT / "loopx").rglob("*.py")
+                  if p.name not in ("__init__.py", "__main__.py"))
+
+
+def _has_own_test(module: str) -> bool:
+    stem = Path(module).stem
+    return any((ROOT / "tests").rglob(f"test_{stem}.py")) or any(
+        (ROOT / "tests").rglob(f"test_{stem}_*.py"))
+
+
+def test_every_module_has_a_test_module_or_a_stated_reason() -> None:
+    modules = _modules()
+    uncovered = [m for m in modules if not _has_own_test(m) and m not in COVERED_ELSEWHERE]
+    assert uncovered == [], "add tests/<layer>/test_<module>.py, or a reason above"
+    stale = sorted(set(COVERED_ELSEWHERE) - set(modules))
+    assert stale == [], "these modules no longer exist"
+    own = sorted(m for m in COVERED_ELSEWHERE if _has_own_test(m))
+    assert own == [], "these have their own test module now: drop their reason"
+
+
+def test_each_reason_names_test_modules_that_exist() -> None:
+    for module, reason in COVERED_ELSEWHERE.items():
+        named = re.findall(r"tests/[\w/]+\.py", reason)
+        assert named, (module, reason)
+        missing = [path for path in named if not (ROOT / path).is_file()]
+        assert missing == [], (module, missing)
