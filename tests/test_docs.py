@@ -4,13 +4,15 @@ not meant to be pasted (a synopsis, an install) has `<!-- not run ... -->` just 
 
 The README's blocks run in a scratch repository made as the README says; each docs page's
 blocks run in one where the README's blocks ran first (the pages build on what it set up: the
-goal json, its todos, the hooks, a remote).
+goal json, its todos, the hooks, a remote). The README runs once per test process: each page
+gets its own copy of the scratch repository and the remote beside it, as the README left them.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -54,24 +56,42 @@ def paste(repo: Path, path: Path, lang: str, code: str, line: int) -> str:
     return proc.stdout
 
 
-def test_every_readme_block_runs_when_pasted_in_order(tmp_path: Path) -> None:
-    readme = ROOT / "README.md"
-    found = blocks(readme)
-    assert len([b for b in found if b[0] == "sh"]) >= 5
-    repo = scratch(tmp_path)
-    outputs = [paste(repo, readme, *block) for block in found]
+_README: dict[str, tuple[Path, list[str]]] = {}
+
+
+def readme_pasted(factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """The README's blocks pasted in order in a scratch repository, once per test process:
+    (the folder holding the repository and what the README made beside it, each block's
+    output). Run inside the first test that asks, so under its sealed HOME and config."""
+    if "run" not in _README:
+        readme = ROOT / "README.md"
+        base = factory.mktemp("readme")
+        repo = scratch(base)
+        outputs = [paste(repo, readme, *block) for block in blocks(readme)]
+        # Settles what the hooks queued, so that a copy holds no work under way.
+        subprocess.run(["git", "loopx", "status"], cwd=repo, capture_output=True, check=True)
+        _README["run"] = (base, outputs)
+    return _README["run"]
+
+
+@pytest.mark.slow
+def test_every_readme_block_runs_when_pasted_in_order(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    assert len([b for b in blocks(ROOT / "README.md") if b[0] == "sh"]) >= 5
+    base, outputs = readme_pasted(tmp_path_factory)
     assert any(o.startswith("On ledger loopx/state") for o in outputs)  # "Use it" ends in status
-    status = subprocess.run(["git", "loopx", "status", "--json"], cwd=repo, capture_output=True,
-                            text=True, check=True)
+    status = subprocess.run(["git", "loopx", "status", "--json"], cwd=base / "try-loopx",
+                            capture_output=True, text=True, check=True)
     assert '"problems":[]' in status.stdout.replace(" ", "")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", [p for p in PAGES if blocks(ROOT / "docs" / p)])
-def test_every_docs_block_runs_when_pasted_after_the_readme(tmp_path: Path, page: str) -> None:
-    readme = ROOT / "README.md"
-    repo = scratch(tmp_path)
-    for block in blocks(readme):
-        paste(repo, readme, *block)
+def test_every_docs_block_runs_when_pasted_after_the_readme(
+        tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, page: str) -> None:
+    base, _ = readme_pasted(tmp_path_factory)
+    shutil.copytree(base, tmp_path / "pasted", symlinks=True)
+    repo = tmp_path / "pasted" / "try-loopx"
     path = ROOT / "docs" / page
     for block in blocks(path):
         paste(repo, path, *block)
