@@ -33,7 +33,7 @@ def _assert_identical(clones: list[Path]) -> None:
         assert state_files(path) == files
 
 
-@pytest.mark.parametrize("count", [2, 4])
+@pytest.mark.parametrize("count", [2, pytest.param(4, marks=pytest.mark.slow)])
 def test_interleaved_appends_and_syncs_converge_with_fast_forward_pushes_only(
         tmp_path: Path, count: int) -> None:
     remote, clones = seeded(tmp_path, count)

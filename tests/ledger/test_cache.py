@@ -7,7 +7,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from conftest import git
@@ -96,9 +96,24 @@ def _data(fold: entities.Fold) -> object:
     return cache.content(fold)
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(steps, min_size=1, max_size=5))
+# Every kind of step at least once, over two batches (the stress variant samples 40 more).
+@example([[("goal", 0), ("todo", 0), ("todo", 1), ("claim", 0), ("done", 0), ("note", 0)],
+          [("evidence", 1), ("gate", 1), ("answer", 0), ("claim", 1), ("close", 0)]])
 def test_incremental_update_equals_full_rebuild(batches: list[list[tuple[str, int]]]) -> None:
+    _incremental_equals_full(batches)
+
+
+@pytest.mark.stress
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(steps, min_size=1, max_size=5))
+def test_incremental_update_equals_full_rebuild_sampled_more(
+        batches: list[list[tuple[str, int]]]) -> None:
+    _incremental_equals_full(batches)
+
+
+def _incremental_equals_full(batches: list[list[tuple[str, int]]]) -> None:
     with tempfile.TemporaryDirectory(prefix="loopx-cache-") as tmp:
         repo = _new_repo(Path(tmp))
         counter = [0]

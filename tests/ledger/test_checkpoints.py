@@ -121,10 +121,7 @@ def test_a_checkpoint_of_another_loopx_version_is_not_used(tmp_path: Path) -> No
         rows.ROWS_KEY = original
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.integers(1, 6), st.integers(0, 4), st.integers(0, 4))
-def test_a_late_older_clocked_event_still_gives_what_a_full_replay_gives(
-        before: int, late: int, after: int) -> None:
+def _late_events_fold_as_a_replay(before: int, late: int, after: int) -> None:
     # Clone B writes `late` events while offline (clocks from the old tip); meanwhile the
     # origin writes, checkpoints and writes more. A fresh clone of the merge must fold the
     # late events where their clocks put them: before the checkpoint's last key.
@@ -145,6 +142,22 @@ def test_a_late_older_clocked_event_still_gives_what_a_full_replay_gives(
         git(tmp, "clone", "-q", str(remote), str(fresh))
         with ledgers.open_ledger(fresh) as led:
             assert _data(led.fold()) == _data(led.fold_at(led.tip()))
+
+
+# The corners of the space the stress variant samples: nothing late, late events with
+# nothing after the checkpoint, and both at their largest.
+@pytest.mark.parametrize("before, late, after", [(1, 0, 2), (2, 3, 0), (6, 4, 4)])
+def test_a_late_older_clocked_event_still_gives_what_a_full_replay_gives(
+        before: int, late: int, after: int) -> None:
+    _late_events_fold_as_a_replay(before, late, after)
+
+
+@pytest.mark.stress
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(1, 6), st.integers(0, 4), st.integers(0, 4))
+def test_a_late_older_clocked_event_still_gives_what_a_full_replay_gives_sampled(
+        before: int, late: int, after: int) -> None:
+    _late_events_fold_as_a_replay(before, late, after)
 
 
 def test_doctor_verify_clears_the_notice_or_names_a_forged_checkpoint(tmp_path: Path) -> None:
