@@ -11,7 +11,7 @@ import io
 import os
 import sys
 from datetime import datetime
-from typing import Any, Callable, Optional
+from typing import Optional
 
 import click
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Optional
 
 from loopx.errors import Ambiguous, NotFound
-from loopx.features import readback, redact, spool
+from loopx.features import redact, spool
 from loopx.ledger import cache
 from loopx.ledger.book import Ledger
 from loopx.ledger.draft import Draft

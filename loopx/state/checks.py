@@ -15,9 +15,9 @@ if TYPE_CHECKING:  # annotations only: the state layer runs without pydantic on 
     # Each rule narrows ``event.data`` to its payload with ``cast("Model", ...)``: a string,
     # so nothing here is imported at run time.
     from loopx.model.events import (
-        ConfigSet, EffectConfirmed, EffectFailed, EffectIntended, Event, EvidenceRecorded,
-        EvidenceRemapped, GateAnswered, GateOpened, GateWithdrawn, GoalClosed, GoalCreated,
-        GoalUpdated, LedgerInitialised, QuotaSpent, SessionAcked, SessionCheckpointed,
+        EffectConfirmed, EffectFailed, EffectIntended, Event, EvidenceRecorded,
+        GateAnswered, GateOpened, GateWithdrawn, GoalClosed, GoalCreated,
+        GoalUpdated, QuotaSpent, SessionAcked, SessionCheckpointed,
         SessionClosed, SessionInterjected, SessionOpened, SessionProgress, SessionResponded,
         TodoAcked, TodoAdded, TodoBlocked, TodoCancelled, TodoClaimed, TodoDone, TodoReleased,
         TodoRenewed, TodoReopened, TodoUpdated, WakeCleared, WakeFired, WakeSet,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, invoke
+from conftest import invoke
 
 HEAVY = ("pydantic", "ruamel", "loopx.model.events")
 PROBE = """

@@ -19,7 +19,7 @@ from conftest import git
 from loopx.storage import gateway as gitmod
 from loopx.errors import ConflictError, RefRaceError
 from loopx.ledger.book import Ledger
-from loopx.storage.store import STATE_REF, Store
+from loopx.storage.store import STATE_REF
 
 
 def test_appends_never_touch_index_worktree_head_or_branch(repo: Path) -> None:
