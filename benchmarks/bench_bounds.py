@@ -41,19 +41,11 @@ from loopx.features import redact, spool  # noqa: E402
 from loopx.model import codec  # noqa: E402
 from test_codec import HOSTILE  # noqa: E402  (the same cases the test refuses)
 from test_redact import HOSTILE_TEXTS  # noqa: E402
+from test_spool import HOLD_LOCK  # noqa: E402  (holds the clone lock for 120 s)
 
 ORDINARY_EVENT = (b"id: 01J0000000000000000000000A\ntype: note.added\nv: 1\n"
                   b"at: '2026-01-01T00:00:00Z'\nclock: 1\nactor: agent:x\n"
                   b"data:\n  id: n-1\n  text: an ordinary note, of ordinary length\n")
-
-HOLD_LOCK = """
-import fcntl, os, sys, time
-fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
-fcntl.flock(fd, fcntl.LOCK_EX)
-os.ftruncate(fd, 0); os.write(fd, str(os.getpid()).encode())
-print("held", flush=True)
-time.sleep(600)
-"""
 
 
 def median_s(runs: int, once: Callable[[], object]) -> float:
