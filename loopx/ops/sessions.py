@@ -136,7 +136,8 @@ def reap(txn: Txn, *, idle: Optional[int] = None) -> list[str]:
     setting) as expired; returns their ids."""
     limit = idle if idle is not None else transcripts.idle_seconds(txn.fold)
     note = f"awaiting input for over {clock.format_duration(timedelta(seconds=limit))}"
-    found = transcripts.reapable(txn.fold, txn.now, limit)
+    found = transcripts.reapable(txn.fold, txn.now, limit,
+                                 lambda events: txn.ledger.first_seen(events, txn.now))
     for item in found:
         txn.add(Draft("session.closed", {"id": item.id, "reason": "expired", "note": note},
                       item.goal))
@@ -148,7 +149,9 @@ def reapable(ledger: Ledger, *, idle: Optional[int] = None,
     """The sessions :func:`reap` would close now."""
     fold = ledger.fold()
     limit = idle if idle is not None else transcripts.idle_seconds(fold)
-    return [s.id for s in transcripts.reapable(fold, now or clock.now(), limit)]
+    moment = now or ledger.time()
+    return [s.id for s in transcripts.reapable(
+        fold, moment, limit, lambda events: ledger.first_seen(events, moment))]
 
 
 def inbox(ledger: Ledger, session: str) -> list[dict[str, Any]]:
