@@ -163,8 +163,9 @@ def inbox(ledger: Ledger, session: str) -> list[dict[str, Any]]:
 def show(ledger: Ledger, session: str, *, now: Optional[datetime] = None) -> dict[str, Any]:
     """One session: state, owner, workspace, last response, inbox, every message, checkpoints."""
     ledger.require()
-    found = transcripts.get(ledger.fold(), session)
-    view = views.session_view(found, now or clock.now())
+    found, moment = transcripts.get(ledger.fold(), session), now or ledger.time()
+    seen = ledger.first_seen([found.active_event], moment) if found.active_event else None
+    view = views.session_view(found, moment, seen)
     view["messages"] = list(found.messages)
     view["checkpoints"] = [{k: v for k, v in c.items() if k != "chunks"}
                            | {"chunks": len(c["chunks"])} for c in found.checkpoints]
@@ -182,9 +183,11 @@ def listing(ledger: Ledger, *, state: Optional[str] = None, owner: Optional[str]
     """Sessions (``state``: running, awaiting_input, closed, or open for either of the
     first two), with the slots each owner uses and the limit."""
     ledger.require()
-    fold = ledger.fold()
-    rows = [views.session_view(s, now or clock.now()) for s in
-            sorted(fold.sessions.values(), key=lambda s: (s.clock, s.id))]
+    fold, moment = ledger.fold(), now or ledger.time()
+    ordered = sorted(fold.sessions.values(), key=lambda s: (s.clock, s.id))
+    seen = ledger.first_seen([s.active_event for s in ordered
+                              if s.state != "closed" and s.active_event], moment)
+    rows = [views.session_view(s, moment, seen) for s in ordered]
     if owner:
         rows = [v for v in rows if v["owner"] == owner]
     if state:

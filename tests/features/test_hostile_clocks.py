@@ -1,16 +1,21 @@
 """Clocks from a hostile remote or a hand-made commit (issue 12, item 3): a clock far ahead
 of the ledger is refused by the incoming check and is a problem event in replay; it never
-becomes the floor the next write counts from, so no remote can stop a clone from writing."""
+becomes the floor the next write counts from, so no remote can stop a clone from writing.
+
+Wall clocks that disagree (issue 20): clones a year fast and a year slow beside one with the
+right clock, through a real bare hub, neither hold a todo past its ttl nor take a live lease,
+and the fast one is named in status and doctor."""
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 
 from conftest import git, invoke
 from syncutil import STATE, do_sync, note, open_ledger, seeded, tip
-from loopx.model import codec, ids
+from loopx.model import clock as clk, codec, ids
 from loopx.model.paths import file_path
 
 
@@ -101,12 +106,12 @@ def test_a_remote_commit_with_a_huge_message_is_quarantined(tmp_path: Path) -> N
 # Three clones of one bare hub: one with the right clock, one a year fast, one a year slow
 # (each clone's clock is `--now`). A lease ends at most its ttl after a clone first saw it.
 
-from datetime import datetime, timedelta, timezone  # noqa: E402
-
-from loopx.model import clock as clk  # noqa: E402
-
 YEAR = timedelta(days=365)
-RIGHT = datetime.now(timezone.utc).replace(microsecond=0)
+
+
+def _right() -> datetime:
+    """The right clock, read when a test starts (the other clones' own writes use it too)."""
+    return datetime.now(timezone.utc).replace(microsecond=0)
 
 
 def _at(clone: Path, moment: datetime, actor: str, *args: str) -> object:
@@ -146,16 +151,17 @@ def _holder(clone: Path) -> str | None:
 def test_a_skewed_clone_holds_a_todo_for_its_ttl_after_the_others_first_see_it(
         tmp_path: Path, skew: timedelta) -> None:
     right, fast, slow = _fleet(tmp_path)
+    right_now = _right()
     skewed = fast if skew > timedelta(0) else slow
-    assert _claim(skewed, RIGHT + skew, "agent:skewed").code == 0  # type: ignore[attr-defined]
+    assert _claim(skewed, right_now + skew, "agent:skewed").code == 0  # type: ignore[attr-defined]
     do_sync(skewed)
-    _sync_at(right, RIGHT, "agent:right")
-    todo = _at(right, RIGHT, "agent:right", "todo", "show", "t1", "--json").json()  # type: ignore[attr-defined]
+    _sync_at(right, right_now, "agent:right")
+    todo = _at(right, right_now, "agent:right", "todo", "show", "t1", "--json").json()  # type: ignore[attr-defined]
     assert todo["claimed_by"] == "agent:skewed"
-    assert todo["lease_expires"] == clk.format_ts(RIGHT + timedelta(minutes=30))
-    early = _claim(right, RIGHT + timedelta(minutes=29), "agent:right")
+    assert todo["lease_expires"] == clk.format_ts(right_now + timedelta(minutes=30))
+    early = _claim(right, right_now + timedelta(minutes=29), "agent:right")
     assert early.code == 1 and "claimed by agent:skewed" in early.err  # type: ignore[attr-defined]
-    late = _claim(right, RIGHT + timedelta(minutes=31), "agent:right")
+    late = _claim(right, right_now + timedelta(minutes=31), "agent:right")
     assert late.code == 0, late.err  # type: ignore[attr-defined]
     do_sync(right)
     for clone in (fast, slow):  # every clone's replay accepts the recorded takeover
@@ -167,13 +173,14 @@ def test_a_skewed_clone_holds_a_todo_for_its_ttl_after_the_others_first_see_it(
 def test_a_skewed_clone_cannot_take_a_live_lease_and_takes_an_ended_one(
         tmp_path: Path, skew: timedelta) -> None:
     right, fast, slow = _fleet(tmp_path)
+    right_now = _right()
     skewed = fast if skew > timedelta(0) else slow
-    assert _claim(right, RIGHT, "agent:right").code == 0  # type: ignore[attr-defined]
+    assert _claim(right, right_now, "agent:right").code == 0  # type: ignore[attr-defined]
     do_sync(right)
-    _sync_at(skewed, RIGHT + skew, "agent:skewed")
-    early = _claim(skewed, RIGHT + skew + timedelta(minutes=1), "agent:skewed")
+    _sync_at(skewed, right_now + skew, "agent:skewed")
+    early = _claim(skewed, right_now + skew + timedelta(minutes=1), "agent:skewed")
     assert early.code == 1 and "claimed by agent:right" in early.err  # type: ignore[attr-defined]
-    later = _claim(skewed, RIGHT + skew + timedelta(minutes=31), "agent:skewed")
+    later = _claim(skewed, right_now + skew + timedelta(minutes=31), "agent:skewed")
     assert later.code == 0, later.err  # type: ignore[attr-defined]
     do_sync(skewed)
     do_sync(right)
@@ -184,30 +191,32 @@ def test_a_skewed_clone_cannot_take_a_live_lease_and_takes_an_ended_one(
 
 def test_a_clone_a_year_fast_is_named_in_status_and_doctor(tmp_path: Path) -> None:
     right, fast, _ = _fleet(tmp_path)
-    assert _at(fast, RIGHT + YEAR, "agent:fast", "note", "add", "hello").code == 0  # type: ignore[attr-defined]
+    right_now = _right()
+    assert _at(fast, right_now + YEAR, "agent:fast", "note", "add", "hello").code == 0  # type: ignore[attr-defined]
     do_sync(fast)
-    _sync_at(right, RIGHT, "agent:right")
-    snap = _at(right, RIGHT, "agent:right", "status", "--json").json()  # type: ignore[attr-defined]
+    _sync_at(right, right_now, "agent:right")
+    snap = _at(right, right_now, "agent:right", "status", "--json").json()  # type: ignore[attr-defined]
     (ahead,) = snap["ledger"]["clocks_ahead"]
     assert ahead["actor"] == "agent:fast" and ahead["ahead_seconds"] >= 364 * 86400
     assert any(a["kind"] == "notice" and "agent:fast" in a["reason"] for a in snap["actions"])
-    text = _at(right, RIGHT, "agent:right", "status").out  # type: ignore[attr-defined]
+    text = _at(right, right_now, "agent:right", "status").out  # type: ignore[attr-defined]
     assert "agent:fast" in text
-    doctor = _at(right, RIGHT, "agent:right", "doctor", "--json").json()  # type: ignore[attr-defined]
+    doctor = _at(right, right_now, "agent:right", "doctor", "--json").json()  # type: ignore[attr-defined]
     assert doctor["health"]["clocks_ahead"][0]["actor"] == "agent:fast"
     assert any("agent:fast" in w for w in doctor["health"]["warnings"])
     # A year on, by the right clock, the events are no longer in the future: nothing to flag.
-    later = _at(right, RIGHT + YEAR + timedelta(days=1), "agent:right", "status", "--json").json()  # type: ignore[attr-defined]
+    later = _at(right, right_now + YEAR + timedelta(days=1), "agent:right", "status", "--json").json()  # type: ignore[attr-defined]
     assert later["ledger"]["clocks_ahead"] == []
 
 
 def test_a_wake_set_by_a_clock_a_year_fast_is_due_its_delay_after_it_was_first_seen(
         tmp_path: Path) -> None:
     right, fast, _ = _fleet(tmp_path)
-    set_ = _at(fast, RIGHT + YEAR, "agent:fast", "wake", "set", "--in", "1h", "--id", "w1")
+    right_now = _right()
+    set_ = _at(fast, right_now + YEAR, "agent:fast", "wake", "set", "--in", "1h", "--id", "w1")
     assert set_.code == 0, set_.err  # type: ignore[attr-defined]
     do_sync(fast)
-    _sync_at(right, RIGHT, "agent:right")
-    snap = _at(right, RIGHT + timedelta(minutes=61), "agent:right", "status", "--json").json()  # type: ignore[attr-defined]
-    assert snap["wakes"][0]["at"] == clk.format_ts(RIGHT + timedelta(hours=1))
+    _sync_at(right, right_now, "agent:right")
+    snap = _at(right, right_now + timedelta(minutes=61), "agent:right", "status", "--json").json()  # type: ignore[attr-defined]
+    assert snap["wakes"][0]["at"] == clk.format_ts(right_now + timedelta(hours=1))
     assert any(a["kind"] == "wake_due" for a in snap["actions"])
