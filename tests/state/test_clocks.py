@@ -174,3 +174,17 @@ def test_the_latest_dated_writers_are_the_same_in_any_order_and_bounded() -> Non
     assert len(clocks) == folding.CLOCK_LEADERS
     latest = sorted(notes, key=lambda e: (clk.parse_ts(e.env.at), e.id))[-1]
     assert clocks[latest.env.actor] == [latest.env.at, latest.id]
+
+
+def test_the_latest_dated_event_of_a_writer_is_found_with_fractions_of_a_second_too() -> None:
+    whole = ev("note.added", {"id": "n-1", "text": "x"}, clock=5, actor="agent:w",
+               at="2026-06-01T12:00:00Z")
+    later = ev("note.added", {"id": "n-2", "text": "x"}, clock=6, actor="agent:w",
+               at="2026-06-01T12:00:00.25Z")
+    earlier = ev("note.added", {"id": "n-3", "text": "x"}, clock=7, actor="agent:w",
+                 at="2026-06-01T11:59:59.999Z")
+    for order in ([whole, later, earlier], [earlier, later, whole]):
+        fold = entities.Fold()
+        for event in order:
+            folding.apply(fold, event)
+        assert fold.clocks["agent:w"] == ["2026-06-01T12:00:00.25Z", later.id]
