@@ -132,8 +132,16 @@ def _fleet(tmp_path: Path) -> tuple[Path, Path, Path]:
 
 
 def _claim(clone: Path, moment: datetime, actor: str) -> object:
-    result = _at(clone, moment, actor, "todo", "claim", "t1", "--ttl", "30m")
-    return result
+    return _at(clone, moment, actor, "todo", "claim", "t1", "--ttl", "30m")
+
+
+SKEWS = pytest.mark.parametrize("skew", [YEAR, -YEAR], ids=["a year fast", "a year slow"])
+
+
+def _skewed_fleet(tmp_path: Path, skew: timedelta) -> tuple[Path, Path, tuple[Path, Path], datetime]:
+    """(the right clone, the one ``skew`` off, both skewed ones, the right time now)."""
+    right, fast, slow = _fleet(tmp_path)
+    return right, fast if skew > timedelta(0) else slow, (fast, slow), _right()
 
 
 def _sync_at(clone: Path, moment: datetime, actor: str) -> None:
@@ -147,12 +155,10 @@ def _holder(clone: Path) -> str | None:
         return led.fold().todos["t1"].holder  # type: ignore[no-any-return]
 
 
-@pytest.mark.parametrize("skew", [YEAR, -YEAR], ids=["a year fast", "a year slow"])
+@SKEWS
 def test_a_skewed_clone_holds_a_todo_for_its_ttl_after_the_others_first_see_it(
         tmp_path: Path, skew: timedelta) -> None:
-    right, fast, slow = _fleet(tmp_path)
-    right_now = _right()
-    skewed = fast if skew > timedelta(0) else slow
+    right, skewed, both, right_now = _skewed_fleet(tmp_path, skew)
     assert _claim(skewed, right_now + skew, "agent:skewed").code == 0  # type: ignore[attr-defined]
     do_sync(skewed)
     _sync_at(right, right_now, "agent:right")
@@ -164,17 +170,15 @@ def test_a_skewed_clone_holds_a_todo_for_its_ttl_after_the_others_first_see_it(
     late = _claim(right, right_now + timedelta(minutes=31), "agent:right")
     assert late.code == 0, late.err  # type: ignore[attr-defined]
     do_sync(right)
-    for clone in (fast, slow):  # every clone's replay accepts the recorded takeover
+    for clone in both:  # every clone's replay accepts the recorded takeover
         do_sync(clone)
         assert _holder(clone) == "agent:right"
 
 
-@pytest.mark.parametrize("skew", [YEAR, -YEAR], ids=["a year fast", "a year slow"])
+@SKEWS
 def test_a_skewed_clone_cannot_take_a_live_lease_and_takes_an_ended_one(
         tmp_path: Path, skew: timedelta) -> None:
-    right, fast, slow = _fleet(tmp_path)
-    right_now = _right()
-    skewed = fast if skew > timedelta(0) else slow
+    right, skewed, _, right_now = _skewed_fleet(tmp_path, skew)
     assert _claim(right, right_now, "agent:right").code == 0  # type: ignore[attr-defined]
     do_sync(right)
     _sync_at(skewed, right_now + skew, "agent:skewed")
