@@ -28,6 +28,8 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from ledgers import AGENTS, ROOT, make_repo  # noqa: E402  (benchmarks/ledgers.py)
+from loopx.storage import gateway  # noqa: E402  (on sys.path through benchmarks/ledgers.py)
+from loopx.storage.store import Store  # noqa: E402
 
 ACTOR = AGENTS[0]
 # Runs one command and prints {"wall", "cpu", "rss_kb"} of it (and its git children).
@@ -213,7 +215,8 @@ def growth(bench: Bench, appends: int) -> dict[str, float]:
     """Single appends one after another, a thousand a day (the path of `note add`, in one
     process to be quick):
     the repository's growth per event as written, and after the maintenance loopx starts on
-    its own (`git gc --auto` in the background, past git's loose-object threshold)."""
+    its own (`git repack -d` in the background, past git's loose-object threshold, whatever
+    gc.auto says: Store.maintenance)."""
     built = make_repo(bench.where, 10_000, name="growth")
     repo = built.path
     bench.git(repo, "gc", "-q")  # start from a packed repository, as a clone would be
@@ -228,13 +231,13 @@ def growth(bench: Bench, appends: int) -> dict[str, float]:
             f"actor={ACTOR!r}, now=start + timedelta(seconds=86.4 * i))\n")
     subprocess.run([sys.executable, "-c", code, str(repo)], env=bench.env, check=True)
     written, loose_written = objects_size(bench, repo)
-    deadline = time.time() + 300
-    while (repo / ".git" / "gc.pid").exists() and time.time() < deadline:
-        time.sleep(0.5)  # the background gc loopx started, still at work
     packs = len(list((repo / ".git" / "objects" / "pack").glob("*.pack")))
     # What is still loose waits for the next automatic run (past 6,700 loose objects): run
-    # that same `git gc --auto` now with a threshold of one, so every append is counted packed.
-    bench.git(repo, "-c", "gc.auto=1", "-c", "gc.autoDetach=false", "gc", "--auto", "--quiet")
+    # that same maintenance now (beside one still running, it is safe), so every append is
+    # counted packed.
+    store = Store(gateway.discover(repo))
+    bench.git(repo, *store.maintenance())
+    store.close()
     after, loose_after = objects_size(bench, repo)
     return {"appends": appends, "written_per_event": (written - before) / appends,
             "loose_written": loose_written, "after_per_event": (after - before) / appends,
@@ -300,7 +303,7 @@ def report(sizes: dict[int, dict[str, Took]], loop: tuple[float, float],
         Figure(f"growth per single append, as written ({grown['appends']:.0f} appends to 10k; "
                f"{grown['loose_written']:.0f} loose objects)",
                f"{grown['written_per_event'] / 1024:.1f} KB", "", None),
-        Figure(f"growth per single append once git gc --auto has packed it (it ran "
+        Figure(f"growth per single append once loopx's maintenance has packed it (it ran "
                f"{grown['auto_packs']:.0f} time(s) on its own during the appends)",
                f"{grown['after_per_event'] / 1024:.1f} KB", "<= 5 KB",
                grown["after_per_event"] <= 5 * 1024),

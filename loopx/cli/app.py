@@ -44,6 +44,7 @@ class App:
             from loopx.ops import ledgers
 
             self._ledger = ledgers.open_ledger(self.cwd, ref=self.state_ref)
+            self._ledger.time = self.clock  # --now is this clone's clock for first sight too
             if sys.stderr.isatty():
                 self._ledger.progress = _ReplayBar()
         return self._ledger

@@ -109,7 +109,7 @@ def doctor(app: App, repair: bool, rollback: bool, verify: bool) -> None:
     if repair and rollback:
         raise click.UsageError("--repair and --rollback are two ways on: choose one")
     result = upkeep.examine(app.cwd, ref=app.state_ref, rollback=rollback, repair=repair,
-                            verify=verify)
+                            verify=verify, now=app.now)
     app.emit(result, lambda: _doctor_text(result))
     final = result.get("after", result["health"])
     if not final["ok"]:

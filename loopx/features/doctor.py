@@ -12,6 +12,7 @@ that drops.
 from __future__ import annotations
 
 import time
+from datetime import datetime
 from typing import Any, Optional
 
 from loopx.errors import GitError, LoopxError
@@ -19,12 +20,14 @@ from loopx.features import incoming, salvage, spool
 from loopx.features.sync import PROPOSAL_PREFIX
 from loopx.ledger import book, cache, checkpoints
 from loopx.ledger.book import Ledger
+from loopx.state import views
 from loopx.storage import gateway
 from loopx.storage.store import STALE_REF_LOCK_S, Store
 
 
-def examine(*, ledger: Ledger) -> dict[str, Any]:
-    """A health report of ``ledger``'s state branch; ``ok`` is False when something is wrong."""
+def examine(*, ledger: Ledger, now: Optional[datetime] = None) -> dict[str, Any]:
+    """A health report of ``ledger``'s state branch; ``ok`` is False when something is wrong.
+    Writers whose events are dated more than a few minutes after ``now`` are warned of."""
     store = ledger.store
     tip = store.ref_target(ledger.ref)  # what the ref holds, even a commit that is missing
     problems: list[str] = []
@@ -45,7 +48,11 @@ def examine(*, ledger: Ledger) -> dict[str, Any]:
                  for path in spool.failed(store.repo.loopx_dir)]
     locks = _locks(store, ledger.ref)
     problems += [lock["problem"] for lock in locks if lock.get("problem")]
+    ahead = views.clocks_ahead(ledger.live_fold(), now or ledger.time()) if (
+        damage is not None and damage.whole) else []
+    warnings += [views.clock_ahead_text(entry) for entry in ahead]
     return {
+        "clocks_ahead": ahead,
         "ref": ledger.ref, "tip": tip, "ok": not problems, "problems": problems,
         "damage": damage.to_dict() if damage else None,
         "warnings": warnings, "reflog_entries": len(reflog), "locks": locks,

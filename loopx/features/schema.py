@@ -228,6 +228,12 @@ _environment["hooks"] = {"type": "object", "required": ["queued", "set_aside"], 
                                              "properties": {"entry": {"type": "string"},
                                                             "reason": {"type": "string"}}}}}}
 
+# Added by issue 20 (clocks that disagree): writers whose events are dated in this clock's future.
+STATUS_SCHEMA["properties"]["ledger"]["properties"] = {"clocks_ahead": {"type": "array", "items": {
+    "type": "object", "required": ["actor", "event", "at", "ahead_seconds"],
+    "properties": {"actor": {"type": "string"}, "event": {"type": "string"},
+                   "at": {"type": "string"}, "ahead_seconds": {"type": "integer"}}}}}
+
 
 def render() -> dict[str, str]:
     """Every schema file: relative path -> exact text."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from datetime import datetime, timedelta
+from collections.abc import Callable, Mapping
 from typing import Any, Optional
 
 from loopx.errors import LoopxError, NotFound
@@ -75,11 +76,16 @@ def idle_seconds(fold: entities.Fold) -> int:
     return int(fold.config.get("session_idle_seconds") or DEFAULT_IDLE_SECONDS)
 
 
-def reapable(fold: entities.Fold, now: datetime, idle: int) -> list[entities.Session]:
-    """Sessions awaiting input for at least ``idle`` seconds, longest idle first."""
+def reapable(fold: entities.Fold, now: datetime, idle: int,
+             first_seen: Optional[Callable[[list[str]], Mapping[str, str]]] = None,
+             ) -> list[entities.Session]:
+    """Sessions awaiting input for at least ``idle`` seconds, longest idle first. Idle time
+    counts from when this clone first saw the last activity (``first_seen``, see
+    views.idle_since) when that is later than its writer's clock says."""
+    waiting = [s for s in fold.sessions.values() if s.state == "awaiting_input"]
+    seen = first_seen([s.active_event for s in waiting if s.active_event]) if first_seen else {}
     limit = now - timedelta(seconds=idle)
-    found = [s for s in fold.sessions.values()
-             if s.state == "awaiting_input" and clk.parse_ts(s.active_at) <= limit]
+    found = [s for s in waiting if views.idle_since(s, seen) <= limit]
     return sorted(found, key=lambda s: (s.active_at, s.id))
 
 

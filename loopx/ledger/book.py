@@ -10,6 +10,7 @@ The path of one write, from :meth:`Ledger.write` to the ref, is in docs/design.m
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 from loopx.version import __version__
 from loopx.errors import (CheckedOut, DamagedLedger, GitError, LoopxError, NotFound, RefRaceError,
                           UsageError)
-from loopx.ledger import cache
+from loopx.ledger import cache, seen
 from loopx.ledger.draft import Draft
 from loopx.model import clock
 from loopx.model.paths import file_path
@@ -59,6 +60,9 @@ class Ledger:
         # sets it when stderr is a terminal.
         self.progress: Optional[Progress] = None
         self._seen = False  # whether tip() has found a commit (a ledger is never deleted)
+        # This clone's clock (the CLI sets it to --now): when it first saw each timed event.
+        self.time: Callable[[], datetime] = clock.now
+        self._first_seen_path = seen.path_for(self._live_path)
 
     @classmethod
     def open(cls, path: Path | str = ".", *, ref: str = STATE_REF,
@@ -262,7 +266,7 @@ class Ledger:
                    message=f"loopx: checkpoint of {tip[:12]} ({scalars.get('events', 0)} events)")
         return tip
 
-    def _save_live(self, tip: str) -> None:
+    def _save_live(self, tip: str, now: Optional[datetime] = None) -> None:
         if not self._cache_owner:
             return
         self.projection.begin(write=False)
@@ -271,11 +275,20 @@ class Ledger:
         finally:
             self.projection.end()
         cache.save_live(self._live_path, tip, live)
+        # The moment this clone folds an event is when it first saw it (see loopx.ledger.seen).
+        seen.observe(self._first_seen_path, views.timed_events(live), now or self.time(),
+                     prune=True)
         if self.ref == STATE_REF:
             cache.save_hooks_state(cache.hooks_state_path(self.repo.loopx_dir), tip, live)
 
     def snapshot(self, now: Optional[datetime] = None) -> dict[str, Any]:
-        return views.snapshot(self.fold(), now or clock.now())
+        fold, moment = self.fold(), now or self.time()
+        return views.snapshot(fold, moment, self.first_seen(views.timed_events(fold), moment))
+
+    def first_seen(self, events: Iterable[str], now: Optional[datetime] = None) -> dict[str, str]:
+        """When this clone first saw each of ``events`` (now, for one it sees for the first
+        time): what leases, wakes and idle sessions are judged by (loopx.ledger.seen)."""
+        return seen.observe(self._first_seen_path, events, now or self.time())
 
     @property
     def reader(self) -> Reader:
@@ -345,7 +358,7 @@ class Ledger:
                 except BaseException:
                     self.projection.end()
                     raise
-                self._keep(new, txn.fold, base)
+                self._keep(new, txn.fold, base, txn.now)
                 self.store.maintain()
                 return result, txn
         raise AssertionError("unreachable")
@@ -364,7 +377,8 @@ class Ledger:
             return self._writable(base)
         return self.projection.fold()
 
-    def _keep(self, new: str, fold: entities.Fold, base: Optional[str]) -> None:
+    def _keep(self, new: str, fold: entities.Fold, base: Optional[str],
+              now: Optional[datetime] = None) -> None:
         """Store the fold of the new tip in the cache (the transaction :meth:`_writable`
         opened), or drop it for a proposal, whose cache is its parent's."""
         if not self._cache_owner:
@@ -374,7 +388,7 @@ class Ledger:
             self.projection.replace(new, fold)
         else:
             self.projection.commit(new, fold)
-        self._save_live(new)
+        self._save_live(new, now)
 
     def run(self, op: Callable[..., T], *args: Any, actor: str, now: Optional[datetime] = None,
             **kwargs: Any) -> T:

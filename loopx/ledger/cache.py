@@ -33,7 +33,7 @@ from loopx.state import entities
 from loopx.version import SCHEMA_VERSION, __version__
 
 _LIVE_MAGIC = b"LOOPXL1\n"
-_LIVE_KEY = f"{SCHEMA_VERSION}:{__version__}:live-1:{sys.version_info[:2]}".encode()
+_LIVE_KEY = f"{SCHEMA_VERSION}:{__version__}:live-2:{sys.version_info[:2]}".encode()
 
 # Entity tables of the fold: kind -> dataclass. Their rows carry the goal they belong to, so
 # the rows in play can be selected without reading the others.
@@ -49,7 +49,7 @@ FIELDS: dict[type, tuple[str, ...]] = {
 # Kinds whose rows belong to goals and leave the live part when their goal closes.
 BY_GOAL = ("goals", "todos", "gates", "evidence", "quotas")
 LIVE_STATES = ("active", "paused")
-SCALARS = ("name", "config", "notes", "events", "max_clock", "last_key")
+SCALARS = ("name", "config", "notes", "events", "max_clock", "last_key", "clocks")
 INDEXES = ("effect_keys", "open_sessions", "by_commit")  # of the write path; not in the live file
 
 def paths_for(cache_dir: Path, ref: str) -> tuple[Path, Path]:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Optional
 from loopx.errors import CodecError, SchemaError
 from loopx.model import codec
 from loopx.model.paths import (CHECKPOINT_CHUNK_BYTES, CHECKPOINT_FILE_RE, PATH_RE,
-                               SESSION_FILE_RE, TRANSCRIPT_CHUNK_BYTES)
+                               SESSION_FILE_RE, TRANSCRIPT_CHUNK_BYTES, file_paths)
 from loopx.storage.gateway import Oversize
 from loopx.storage.trees import BLOB_MODE
 
@@ -66,7 +66,7 @@ def path_rule(path: str, mode: str) -> Optional[Broken]:
         allowed = ", ".join(f"{a}/" for a in AREAS)
         return Broken("bad-path", f"is outside the state layout (allowed: {allowed})")
     if not area[0].match(path):
-        return Broken("bad-path", "is not an event path (events/YYYY/MM/DD/<ulid>.<type>.yaml)"
+        return Broken("bad-path", "is not an event path (events/YYYY/MM/DD/[<id[:6]>/<id[6]>/<id[7]>/]<ulid>.<type>.yaml)"
                       if parts[0] == "events" else f"is not a valid {parts[0]}/ path")
     return mode_rule(mode)
 
@@ -105,7 +105,7 @@ def is_event(path: str) -> bool:
 def read_event(path: str, data: Optional[bytes | Oversize]) -> Event:
     """The event in file ``path``; raises CodecError (not safe YAML, too big) or SchemaError."""
     if PATH_RE.match(path) is None:
-        raise SchemaError(f"{path}: not an event path (events/YYYY/MM/DD/<ulid>.<type>.yaml)")
+        raise SchemaError(f"{path}: not an event path (events/YYYY/MM/DD/[<id[:6]>/<id[6]>/<id[7]>/]<ulid>.<type>.yaml)")
     if data is None:
         raise SchemaError(f"{path}: blob is missing from the object database")
     if isinstance(data, Oversize):  # the store did not read it: its header told the size
@@ -116,7 +116,7 @@ def read_event(path: str, data: Optional[bytes | Oversize]) -> Event:
     from loopx.model.events import event_path, parse_event
 
     event = parse_event(codec.load(data, path), path)
-    if event_path(event) != path:
+    if path != event_path(event) and path not in file_paths(event.id, event.type):
         raise SchemaError(f"{path}: file name does not match its id, type or date")
     return event
 

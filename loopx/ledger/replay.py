@@ -17,9 +17,10 @@ from loopx.errors import CodecError, SchemaError
 from loopx.ledger import layout, signatures
 from loopx.model import ids
 from loopx.model.events import Event
-from loopx.model.paths import event_dir
+from loopx.model.paths import event_dirs
 from loopx.state import entities, folding
 from loopx.storage.store import Entry, Store
+from loopx.storage.trees import BLOB_MODE
 
 PROGRESS_MIN_EVENTS = 2000  # rebuilds smaller than this finish before a bar would help
 PARSE_CHUNK = 1000
@@ -209,10 +210,11 @@ class Reader:
         """The event with this id on ``base``, if any (its date directory holds it)."""
         if base is None or not ids.is_event_id(event_id):
             return None
-        directory = event_dir(event_id)
-        for name, (_, oid) in self.store.read_tree(f"{base}:{directory}").items():
-            if name.startswith(event_id + "."):
-                return layout.read_event(f"{directory}/{name}", self.store.read_blobs([oid])[0])
+        for directory in event_dirs(event_id):  # the layout written now, then the older one
+            for name, (mode, oid) in self.store.read_tree(f"{base}:{directory}").items():
+                if name.startswith(event_id + ".") and mode == BLOB_MODE:
+                    return layout.read_event(f"{directory}/{name}",
+                                             self.store.read_blobs([oid])[0])
         return None
 
     def _parse_entries(self, entries: list[Entry],

@@ -19,7 +19,7 @@ from loopx.ledger.cache import BY_GOAL, FIELDS, INDEXES, LIVE_STATES, SCALARS, T
 from loopx.state import entities
 from loopx.version import SCHEMA_VERSION, __version__
 
-ROWS_KEY = f"{SCHEMA_VERSION}:{__version__}:rows-1"  # what a row means; checkpoints carry it too
+ROWS_KEY = f"{SCHEMA_VERSION}:{__version__}:rows-2"  # what a row means; checkpoints carry it too
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL) WITHOUT ROWID;

@@ -72,10 +72,10 @@ _CATALOGUE: dict[str, tuple[str, str, int]] = {
     "goal.closed": ("goal_events", "GoalClosed", 2),
     "todo.added": ("todo_events", "TodoAdded", 2),
     "todo.updated": ("todo_events", "TodoUpdated", 2),
-    "todo.claimed": ("todo_events", "TodoClaimed", 2),
+    "todo.claimed": ("todo_events", "TodoClaimed", 3),
     "todo.renewed": ("todo_events", "TodoRenewed", 1),
     "todo.released": ("todo_events", "TodoReleased", 1),
-    "todo.done": ("todo_events", "TodoDone", 2),
+    "todo.done": ("todo_events", "TodoDone", 3),
     "todo.acked": ("todo_events", "TodoAcked", 1),
     "todo.blocked": ("todo_events", "TodoBlocked", 1),
     "todo.reopened": ("todo_events", "TodoReopened", 1),
@@ -158,8 +158,8 @@ ADDED_IN: dict[str, dict[str, int]] = {
     "goal.updated": {"revise": 2, "retire": 2, "scope": 2, "add_acceptance[].paths": 2},
     "todo.added": {"priority": 2, "discovered_from": 2},
     "todo.updated": {"priority": 2},
-    "todo.claimed": {"branch": 2},
-    "todo.done": {"reason": 2},
+    "todo.claimed": {"branch": 2, "takes": 3},
+    "todo.done": {"reason": 2, "takes": 3},
     "evidence.recorded": {"paths": 2, "check": 2, "cwd": 2},
     "quota.spent": {"force": 2, "reason": 2},
     "wake.set": {"every": 2},
@@ -168,7 +168,8 @@ ADDED_IN: dict[str, dict[str, int]] = {
 # Payload fields the writer derives from its clock (e.g. a lease's expiry from --ttl): a retry
 # of the same event id may differ in them and is still the same event.
 RETRY_VOLATILE: dict[str, frozenset[str]] = {
-    "todo.claimed": frozenset({"until"}),
+    "todo.claimed": frozenset({"until", "takes"}),
+    "todo.done": frozenset({"takes"}),
     "todo.renewed": frozenset({"until"}),
     "wake.set": frozenset({"at"}),
     "wake.fired": frozenset({"at", "next"}),

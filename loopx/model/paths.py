@@ -14,9 +14,24 @@ from loopx.model.ids import ulid_ms
 
 
 def event_dir(event_id: str) -> str:
-    """``events/YYYY/MM/DD``, dated by the ULID's own timestamp so an id always maps to one
-    directory (a retried append finds its earlier copy there)."""
+    """Where an event is written: ``events/YYYY/MM/DD/<id[:6]>/<id[6]>/<id[7]>``, all from the
+    ULID's own timestamp, so an id always maps to one directory (a retried append finds its
+    earlier copy there) and the files list in id order. The fan-out under the day keeps every
+    directory an append rewrites small however many events a day holds (invariant 10): a day
+    holds at most 85 directories of about 17 minutes, each at most 32 of 33 seconds, each at
+    most 32 of about one second."""
+    return f"{_day_dir(ulid_ms(event_id) // _DAY_MS)}/{event_id[:6]}/{event_id[6]}/{event_id[7]}"
+
+
+def legacy_event_dir(event_id: str) -> str:
+    """``events/YYYY/MM/DD``: where loopx before the fan-out wrote an event. Still read (a
+    retried append looks here too), never written."""
     return _day_dir(ulid_ms(event_id) // _DAY_MS)
+
+
+def event_dirs(event_id: str) -> tuple[str, str]:
+    """Every directory an event with this id may be in, newest layout first."""
+    return event_dir(event_id), legacy_event_dir(event_id)
 
 
 _DAY_MS = 86_400_000
@@ -28,12 +43,21 @@ def _day_dir(day: int) -> str:
 
 
 def file_path(event_id: str, event_type: str) -> str:
-    """``events/YYYY/MM/DD/<id>.<type>.yaml``."""
+    """``events/YYYY/MM/DD/<id[:6]>/<id[6]>/<id[7]>/<id>.<type>.yaml``: where it is written."""
     return f"{event_dir(event_id)}/{event_id}.{event_type}.yaml"
 
 
+def file_paths(event_id: str, event_type: str) -> tuple[str, str]:
+    """Every path an event may have: the layout written now, then the one before the fan-out
+    (``events/YYYY/MM/DD/<id>.<type>.yaml``); a file anywhere else is not that event."""
+    return tuple(f"{d}/{event_id}.{event_type}.yaml" for d in event_dirs(event_id))  # type: ignore[return-value]
+
+
+# Both layouts: the fan-out is optional here; that it matches the id is checked with the event
+# (layout.read_event: its path must be one of file_paths).
 PATH_RE = re.compile(
-    r"^events/(\d{4})/(\d{2})/(\d{2})/([0-7][0-9A-HJKMNP-TV-Z]{25})\.([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*)\.yaml$"
+    r"^events/(\d{4})/(\d{2})/(\d{2})/(?:[0-7][0-9A-HJKMNP-TV-Z]{5}/[0-9A-HJKMNP-TV-Z]/[0-9A-HJKMNP-TV-Z]/)?"
+    r"([0-7][0-9A-HJKMNP-TV-Z]{25})\.([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*)\.yaml$"
 )
 
 # A task that outlives its first result keeps its transcript beside the events.

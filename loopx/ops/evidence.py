@@ -144,7 +144,7 @@ def _relative(repo: gateway.Repo, where: Path) -> Optional[str]:
 
 def held_by(ledger: Ledger, actor: str, *, now: Optional[datetime] = None) -> list[str]:
     """The todos ``actor`` holds a live lease on."""
-    todos = views.snapshot(ledger.fold(), now or clock.now())["todos"]
+    todos = ledger.snapshot(now)["todos"]  # leases as this clone judges them
     return [t["id"] for t in todos if t["claimed_by"] == actor]
 
 
@@ -197,8 +197,9 @@ def _recorded(ledger: Ledger, ev_id: str, at: str) -> Optional[Event[Any]]:
     """The ``evidence.recorded`` event of ``ev_id``: looked for in the day directory of its
     time first (where its ULID puts it unless the clock was pinned), then among all."""
     tip = ledger.tip()
-    day = f"events/{at[:4]}/{at[5:7]}/{at[8:10]}"
-    names = [f"{day}/{name}" for name in ledger.store.read_tree(f"{tip}:{day}")]
+    day = f"events/{at[:4]}/{at[5:7]}/{at[8:10]}/"  # both layouts: its files and its fan-out
+    names = gateway.out(ledger.repo.cwd, "ls-tree", "-r", "--name-only", f"{tip}", "--",
+                        day).splitlines()
     for attempt in (names, None):
         if attempt is None:
             listed = gateway.out(ledger.repo.cwd, "ls-tree", "-r", "--name-only", f"{tip}",

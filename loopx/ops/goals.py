@@ -113,7 +113,7 @@ def listing(ledger: Ledger, *, include_closed: bool = False,
 
 def show(ledger: Ledger, goal: str, *, now: Optional[datetime] = None) -> dict[str, Any]:
     """One goal with its criteria (and their evidence), its todos and its gates."""
-    snap = views.snapshot(ledger.fold(), now or clock.now())
+    snap = ledger.snapshot(now)  # leases as this clone judges them (docs/design.md#clocks)
     gid = lookup.goal(ledger.fold(), goal)
     found = next(g for g in snap["goals"] if g["id"] == gid)
     return dict(found, todos=[t for t in snap["todos"] if t["goal"] == gid],

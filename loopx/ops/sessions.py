@@ -136,7 +136,8 @@ def reap(txn: Txn, *, idle: Optional[int] = None) -> list[str]:
     setting) as expired; returns their ids."""
     limit = idle if idle is not None else transcripts.idle_seconds(txn.fold)
     note = f"awaiting input for over {clock.format_duration(timedelta(seconds=limit))}"
-    found = transcripts.reapable(txn.fold, txn.now, limit)
+    found = transcripts.reapable(txn.fold, txn.now, limit,
+                                 lambda events: txn.ledger.first_seen(events, txn.now))
     for item in found:
         txn.add(Draft("session.closed", {"id": item.id, "reason": "expired", "note": note},
                       item.goal))
@@ -148,7 +149,9 @@ def reapable(ledger: Ledger, *, idle: Optional[int] = None,
     """The sessions :func:`reap` would close now."""
     fold = ledger.fold()
     limit = idle if idle is not None else transcripts.idle_seconds(fold)
-    return [s.id for s in transcripts.reapable(fold, now or clock.now(), limit)]
+    moment = now or ledger.time()
+    return [s.id for s in transcripts.reapable(
+        fold, moment, limit, lambda events: ledger.first_seen(events, moment))]
 
 
 def inbox(ledger: Ledger, session: str) -> list[dict[str, Any]]:
@@ -160,8 +163,9 @@ def inbox(ledger: Ledger, session: str) -> list[dict[str, Any]]:
 def show(ledger: Ledger, session: str, *, now: Optional[datetime] = None) -> dict[str, Any]:
     """One session: state, owner, workspace, last response, inbox, every message, checkpoints."""
     ledger.require()
-    found = transcripts.get(ledger.fold(), session)
-    view = views.session_view(found, now or clock.now())
+    found, moment = transcripts.get(ledger.fold(), session), now or ledger.time()
+    seen = ledger.first_seen([found.active_event], moment) if found.active_event else None
+    view = views.session_view(found, moment, seen)
     view["messages"] = list(found.messages)
     view["checkpoints"] = [{k: v for k, v in c.items() if k != "chunks"}
                            | {"chunks": len(c["chunks"])} for c in found.checkpoints]
@@ -179,9 +183,11 @@ def listing(ledger: Ledger, *, state: Optional[str] = None, owner: Optional[str]
     """Sessions (``state``: running, awaiting_input, closed, or open for either of the
     first two), with the slots each owner uses and the limit."""
     ledger.require()
-    fold = ledger.fold()
-    rows = [views.session_view(s, now or clock.now()) for s in
-            sorted(fold.sessions.values(), key=lambda s: (s.clock, s.id))]
+    fold, moment = ledger.fold(), now or ledger.time()
+    ordered = sorted(fold.sessions.values(), key=lambda s: (s.clock, s.id))
+    seen = ledger.first_seen([s.active_event for s in ordered
+                              if s.state != "closed" and s.active_event], moment)
+    rows = [views.session_view(s, moment, seen) for s in ordered]
     if owner:
         rows = [v for v in rows if v["owner"] == owner]
     if state:

@@ -40,8 +40,8 @@ def status(ledger: Ledger, *, actor: Optional[str], goal: Optional[str] = None,
     fold = ledger.fold() if (include_closed or goal) else ledger.live_fold()
     if not fold.events:
         ledger.require()
-    now = now or clock.now()
-    snap = views.snapshot(fold, now)
+    now = now or ledger.time()
+    snap = views.snapshot(fold, now, ledger.first_seen(views.timed_events(fold), now))
     snap["ref"] = ledger.ref
     source = fold.extra.get("source")
     snap["ledger"]["unverified_checkpoint"] = source.removeprefix("checkpoint ") if source else None

@@ -93,9 +93,24 @@ def renew(txn: Txn, todo: str, *, ttl: Optional[int] = None,
 def _lease(txn: Txn, event_type: str, todo: str, ttl: Optional[int],
            event_id: Optional[str], **extra: Optional[str]) -> Event[Any]:
     tid = lookup.todo(txn.fold, todo)
+    if event_type == "todo.claimed":
+        extra.update(_takeover(txn, tid))
     until = clock.format_ts(txn.now + timedelta(seconds=lease_seconds(txn.fold, ttl)))
     return txn.add(Draft(event_type, {"id": tid, "until": until, **extra},
                          txn.fold.todos[tid].goal, event_id))
+
+
+def _takeover(txn: Txn, tid: str) -> dict[str, Optional[str]]:
+    """``{"takes": event}`` when someone else's lease on ``tid`` has ended as this clone judges
+    it (views.lease_end: by when it first saw the lease), recorded so that replay takes this
+    judgement rather than compare two clocks; raises while that lease is live."""
+    todo = txn.fold.todos[tid]
+    if todo.holder is None or todo.holder == txn.actor or todo.lease_event is None:
+        return {}
+    end = views.lease_end(todo, txn.ledger.first_seen([todo.lease_event], txn.now))
+    if end is not None and end > txn.now:
+        raise TransitionError(f"todo {tid} is claimed by {todo.holder} until {clock.format_ts(end)}")
+    return {"takes": todo.lease_event}
 
 
 def claim_synced(ledger: Ledger, todo: str, *, actor: str, ttl: Optional[int] = None,
@@ -137,8 +152,9 @@ def done(txn: Txn, todo: str, *, evidence: Sequence[str] = (), summary: Optional
     cited = [views.resolve_id(fold.evidence, e, "evidence") for e in evidence]
     tid = lookup.todo(fold, todo)
     shown, _ = views.done_evidence(fold, fold.todos[tid], cited)
+    taken = _takeover(txn, tid) if fold.todos[tid].state == "open" else {}
     event = lookup.about(txn, "todos", tid, "todo", "todo.done",
-                         _given(evidence=cited, summary=summary, reason=reason), event_id)
+                         _given(evidence=cited, summary=summary, reason=reason, **taken), event_id)
     if reason is None and shown:
         _require_fresh(txn, tid, shown)  # raising here writes nothing: the commit is not made
     return event
@@ -206,7 +222,7 @@ def listing(ledger: Ledger, *, goal: Optional[str] = None, ready: bool = False,
         raise UsageError(f"a todo state is one of {', '.join(STATES)}, not {state!r}")
     ledger.require()
     fold = ledger.fold()
-    todos = views.snapshot(fold, now or clock.now())["todos"]
+    todos = ledger.snapshot(now)["todos"]
     if goal:
         gid = lookup.goal(fold, goal)
         todos = [t for t in todos if t["goal"] == gid]
@@ -224,4 +240,6 @@ def show(ledger: Ledger, todo: str, *, now: Optional[datetime] = None) -> dict[s
     """One todo as ``status`` shows it."""
     fold = ledger.fold()
     tid = lookup.todo(fold, todo)
-    return views.todo_view(fold, fold.todos[tid], now or clock.now())
+    found, moment = fold.todos[tid], now or ledger.time()
+    lease = [found.lease_event] if found.lease_event else []
+    return views.todo_view(fold, found, moment, ledger.first_seen(lease, moment))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Optional
 
@@ -11,14 +12,15 @@ from loopx.ops import ledgers
 
 
 def examine(cwd: str, *, ref: Optional[str] = None, rollback: bool = False,
-            repair: bool = False, verify: bool = False) -> dict[str, Any]:
+            repair: bool = False, verify: bool = False,
+            now: Optional[datetime] = None) -> dict[str, Any]:
     """A health report of the state branch; with ``verify`` also recompute the cache and the
     checkpoints from the events and compare; with ``repair`` also make it whole again keeping
     every event still at hand, with ``rollback`` move it back to its newest healthy reflog
     entry instead; then report again. Opened without adopting: doctor must work even when
     origin's state is refused."""
     with Ledger.open(cwd, ref=ledgers.state_ref(ref)) as ledger:
-        result: dict[str, Any] = {"health": doctor.examine(ledger=ledger)}
+        result: dict[str, Any] = {"health": doctor.examine(ledger=ledger, now=now)}
         if verify and result["health"]["damage"] and not result["health"]["damage"]["tip_missing"]:
             result["verify"] = doctor.verify(ledger=ledger)
             result["health"]["ok"] = result["health"]["ok"] and result["verify"]["ok"]

@@ -94,7 +94,7 @@ def ack(txn: Txn, wake: str, *,
 def listing(ledger: Ledger, *, now: Optional[datetime] = None) -> list[dict[str, Any]]:
     """Every wake condition set."""
     ledger.require()
-    return list(views.snapshot(ledger.fold(), now or clock.now())["wakes"])
+    return list(ledger.snapshot(now)["wakes"])
 
 
 # --- acting on wakes: wait and watch (docs/agents.md) ------------------------------------------
@@ -150,7 +150,11 @@ def ack_due(ledger: Ledger, ids: Sequence[str], *, actor: str,
     done = []
     for wake in ids:
         found = ledger.fold().wakes.get(wake)
-        if found is None or (found.every and found.at and clock.parse_ts(found.at) > moment):
+        if found is None:
+            continue
+        seen = ledger.first_seen([found.set_event], moment) if found.set_event else None
+        due = views.wake_due(found, seen)
+        if found.every and due is not None and due > moment:
             continue
         try:
             ledger.run(ack, wake, actor=actor, now=moment)

@@ -116,6 +116,7 @@ def _apply_todo_claimed(fold: Fold, event: Event) -> None:
         todo.decisions_since_claim = []  # a new holder makes a new plan; the old one's flags go
     todo.holder, todo.until, todo.branch = event.env.actor, d.until, d.branch
     todo.claimed_clock = event.env.clock
+    todo.lease_event, todo.lease_at = event.id, event.env.at
 
 
 def _apply_notice_dismissed(fold: Fold, event: Event) -> None:
@@ -131,11 +132,12 @@ def _apply_todo_acked(fold: Fold, event: Event) -> None:
 
 def _apply_todo_renewed(fold: Fold, event: Event) -> None:
     d = cast("TodoRenewed", event.data)
-    fold.todos[d.id].until = d.until
+    todo = fold.todos[d.id]
+    todo.until, todo.lease_event, todo.lease_at = d.until, event.id, event.env.at
 
 
 def _drop_lease(todo: Todo) -> None:
-    todo.holder = todo.until = todo.branch = None
+    todo.holder = todo.until = todo.branch = todo.lease_event = todo.lease_at = None
     todo.decisions_since_claim = []
 
 
@@ -283,7 +285,7 @@ def _index(index: MutableMapping[str, list[str]], key: str, value: str) -> None:
 def _apply_wake_set(fold: Fold, event: Event) -> None:
     d = cast("WakeSet", event.data)
     fold.wakes[d.id] = Wake(d.id, event.env.goal, d.at, d.on_gate, d.on_ci, d.on_todo, d.reason,
-                            event.env.actor, d.every)
+                            event.env.actor, d.every, set_event=event.id, set_at=event.env.at)
 
 
 def _apply_wake_cleared(fold: Fold, event: Event) -> None:
@@ -295,6 +297,7 @@ def _apply_wake_fired(fold: Fold, event: Event) -> None:
     d = cast("WakeFired", event.data)
     wake = fold.wakes[d.id]
     wake.at, wake.fired_at = d.next, d.at
+    wake.set_event, wake.set_at = event.id, event.env.at
 
 
 def _apply_quota_set(fold: Fold, event: Event) -> None:
@@ -343,7 +346,8 @@ def _apply_session_opened(fold: Fold, event: Event) -> None:
     goal = env.goal or (fold.todos[d.todo].goal if d.todo else None)
     fold.sessions[d.id] = Session(
         d.id, d.task, goal, d.todo, env.actor, d.keep_open, d.keep_open_reason,
-        d.workspace.host, d.workspace.path, env.at, clock=env.clock, active_at=env.at)
+        d.workspace.host, d.workspace.path, env.at, clock=env.clock, active_at=env.at,
+        active_event=event.id)
     _index(fold.open_sessions, env.actor, d.id)
 
 
@@ -351,13 +355,14 @@ def _apply_session_progress(fold: Fold, event: Event) -> None:
     d = cast("SessionProgress", event.data)
     session = fold.sessions[d.id]
     session.last_progress, session.active_at = d.message, event.env.at
+    session.active_event = event.id
 
 
 def _apply_session_responded(fold: Fold, event: Event) -> None:
     d = cast("SessionResponded", event.data)
     session = fold.sessions[d.id]
     session.state, session.last_response = "awaiting_input", d.response
-    session.active_at = event.env.at
+    session.active_at, session.active_event = event.env.at, event.id
 
 
 def _apply_session_interjected(fold: Fold, event: Event) -> None:
@@ -370,7 +375,7 @@ def _apply_session_interjected(fold: Fold, event: Event) -> None:
         "kind": views.interjection_kind(session), "sent_as": d.kind,
         "message": d.message,
     })
-    session.state, session.active_at = "running", env.at
+    session.state, session.active_at, session.active_event = "running", env.at, event.id
 
 
 def _apply_session_checkpointed(fold: Fold, event: Event) -> None:

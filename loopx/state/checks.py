@@ -163,8 +163,9 @@ def _check_todo_claimed(fold: Fold, event: Event) -> Optional[str]:
         return why
     if todo.state != "open":
         return f"todo {todo.id} is {todo.state}"
-    if todo.holder and todo.holder != event.env.actor and views.lease_live(todo, event.env.at):
-        return f"todo {todo.id} is claimed by {todo.holder} until {todo.until}"
+    why = _others_lease(todo, event, data.takes if event.env.v >= 3 else None)
+    if why:
+        return why
     why = views.not_ready(fold, todo)
     if why:
         return f"todo {todo.id} is not ready: {why}"
@@ -176,6 +177,21 @@ def _check_todo_claimed(fold: Fold, event: Event) -> Optional[str]:
         return (f"{said}: no new claims until it is raised "
                 f"(git loopx quota set{f' --goal {scope}' if scope else ''} --{name} N)")
     return _positive_lease(todo.id, event.env.at, data.until)
+
+
+def _others_lease(todo: Todo, event: Event, takes: Optional[str]) -> Optional[str]:
+    """Why ``event`` may not act over someone else's lease on ``todo``, or None. From v3 the
+    writer says which lease it judged ended (``takes``, by when its clone first saw it): one
+    that names another lease (a claim that crossed this one, a renewal it did not see) is not
+    applied, whatever the two clocks say. Earlier versions compare the lease's end with the
+    event's own clock, as they were written."""
+    if not todo.holder or todo.holder == event.env.actor:
+        return None
+    if event.env.v >= 3:
+        live = takes is None or takes != todo.lease_event
+    else:
+        live = views.lease_live(todo, event.env.at)
+    return f"todo {todo.id} is claimed by {todo.holder} until {todo.until}" if live else None
 
 
 def _positive_lease(todo_id: str, at: str, until: str) -> Optional[str]:
@@ -206,8 +222,9 @@ def _check_todo_done(fold: Fold, event: Event) -> Optional[str]:
         return why
     if todo.state in ("done", "cancelled"):
         return f"todo {todo.id} is already {todo.state}"
-    if todo.holder and todo.holder != event.env.actor and views.lease_live(todo, event.env.at):
-        return f"todo {todo.id} is claimed by {todo.holder} until {todo.until}"
+    why = _others_lease(todo, event, data.takes if event.env.v >= 3 else None)
+    if why:
+        return why
     failing = [e for e in data.evidence if e in fold.evidence and not views.passing(fold.evidence[e])]
     if failing:
         return (f"evidence {', '.join(failing)} does not pass (failed, or only a note); "

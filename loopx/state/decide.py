@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any, Callable, Iterable, Optional
 
 from loopx.model import clock as clk, plural
+from loopx.state import views
 
 Action = dict[str, Any]
 
@@ -152,6 +153,8 @@ def _problems(ctx: _Ctx) -> Iterable[Action]:
         yield _action("notice", f"this clone's cache started from checkpoint {checkpoint[:12]}, "
                       "not yet verified against a replay of the events here",
                       "git loopx doctor --verify")
+    for entry in (ctx.snap.get("ledger") or {}).get("clocks_ahead", []):
+        yield _action("notice", views.clock_ahead_text(entry), "git loopx doctor")
     unknown = ctx.snap.get("unknown_events", [])
     if unknown:
         yield _action("repair", f"{plural.counted(len(unknown), 'event')} "

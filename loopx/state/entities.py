@@ -58,6 +58,10 @@ class Todo:
     dependants: list[str] = field(default_factory=list)  # todos that wait for this one
     priority: int = DEFAULT_PRIORITY
     discovered_from: Optional[str] = None
+    # The event (claim or renewal) that set the lease, and its writer's clock: the lease is
+    # judged by when this clone first saw that event (views.lease_end), not by `until` alone.
+    lease_event: Optional[str] = None
+    lease_at: Optional[str] = None
 
 
 @dataclass
@@ -113,6 +117,9 @@ class Wake:
     actor: str
     every: Optional[int] = None  # seconds; a recurring wake's `at` moves on when it fires
     fired_at: Optional[str] = None  # when a recurring wake was last acted on
+    # The event that set `at` (wake.set or wake.fired) and its writer's clock (views.wake_due).
+    set_event: Optional[str] = None
+    set_at: Optional[str] = None
 
 
 @dataclass
@@ -165,6 +172,7 @@ class Session:
     messages: list[dict[str, Any]] = field(default_factory=list)  # interjections, replay order
     acked: list[str] = field(default_factory=list)  # event ids of consumed interjections
     checkpoints: list[dict[str, Any]] = field(default_factory=list)
+    active_event: Optional[str] = None  # the event that set `active_at` (views.idle_since)
 
 
 @dataclass
@@ -216,6 +224,9 @@ class Fold:
     events: int = 0
     max_clock: int = 0
     last_key: tuple[int, str] = (0, "")
+    # The writers whose events are dated latest: actor -> [at, event id] of its latest-dated
+    # event, for the CLOCK_LEADERS actors dated latest (a clock running fast is flagged).
+    clocks: dict[str, list[str]] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)  # room for later entity kinds
 
 

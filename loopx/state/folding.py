@@ -19,6 +19,10 @@ if TYPE_CHECKING:
 # replay allows this much more. A clock beyond that is a problem event, and it never becomes
 # the floor the next write's clock is counted from (docs/reliability.md).
 MAX_CLOCK_LEAD = 100_000
+# How many writers the fold remembers the latest-dated event of (Fold.clocks): the ones dated
+# latest, which are the ones a clock running fast shows up as. A bound, so that a ledger with
+# many writers does not make every write carry them all.
+CLOCK_LEADERS = 16
 
 
 def apply(fold: Fold, event: Event) -> Optional[str]:
@@ -57,6 +61,31 @@ def count(fold: Fold, event: Event, *, floor: bool = True) -> None:
     if floor:
         fold.max_clock = max(fold.max_clock, event.env.clock)
     fold.last_key = max(fold.last_key, event.sort_key())
+    _note_date(fold, event)
+
+
+def _note_date(fold: Fold, event: Event) -> None:
+    """Keep ``fold.clocks``: the latest-dated event (by ``at``, then id) of each of the
+    CLOCK_LEADERS writers dated latest. The same events give the same entries in any order: a
+    writer's entry only ever moves later, and one pushed out by later-dated writers could only
+    come back with a date later than any it had."""
+    actor, key = event.env.actor, (_when(event.env.at), event.id)
+    held = fold.clocks.get(actor)
+    if held is not None and (_when(held[0]), held[1]) >= key:
+        return
+    if held is None and len(fold.clocks) >= CLOCK_LEADERS:
+        lowest = min(fold.clocks, key=lambda a: (_when(fold.clocks[a][0]), a))
+        if (_when(fold.clocks[lowest][0]), lowest) >= (key[0], actor):
+            return
+        del fold.clocks[lowest]
+    fold.clocks[actor] = [event.env.at, event.id]
+
+
+def _when(at: str) -> str:
+    """An order key of an envelope's ``at`` without parsing it (replay meets one per event):
+    every ``at`` is UTC, fixed-width to the second and ends in ``Z`` (TS_PATTERN), so the text
+    before the ``Z`` sorts as the time does (a fraction of a second sorts after none)."""
+    return at[:-1]
 
 
 def clock_ahead(events_before: int, clock: int) -> Optional[str]:

@@ -4,20 +4,117 @@
 from __future__ import annotations
 
 import dataclasses
-from datetime import datetime
-from collections.abc import Mapping
+from datetime import datetime, timedelta
+from collections.abc import Iterator, Mapping
 from typing import Any, Optional
 
 from loopx.errors import Ambiguous, NotFound
 from loopx.model import clock as clk
 from loopx.state import entities
-from loopx.state.entities import (DEFAULT_SESSION_SLOTS, Evidence, Fold, Gate, Goal, Quota,
-                                  Session, Todo)
+from loopx.state.entities import (DEFAULT_SESSION_SLOTS, MAX_LEASE_TTL_S, Evidence, Fold, Gate,
+                                  Goal, Quota, Session, Todo, Wake)
+
+# Clocks disagree (docs/design.md, "Clocks"). A writer's `at` is taken as when its event
+# happened only while it lies within CLOCK_TOLERANCE before the moment this clone first saw
+# the event, and never after it; otherwise the event counts from that first sight. So a lease
+# ends at most its ttl after this clone first saw it, whatever the writer's clock said.
+CLOCK_TOLERANCE = timedelta(minutes=5)
+Seen = Mapping[str, str]  # event id -> when this clone first saw it (its own clock, UTC)
+
 
 def lease_live(todo: Todo, at: str) -> bool:
+    """Whether the lease was live at ``at`` by its writer's clock: how replay judges events
+    of the versions before takeovers were recorded (todo.claimed and todo.done v2)."""
     return todo.holder is not None and todo.until is not None and (
         clk.parse_ts(todo.until) > clk.parse_ts(at)
     )
+
+
+def counted_from(at: str, first_seen: Optional[str]) -> datetime:
+    """When an event dated ``at`` counts from for this clone: its ``at``, unless that is
+    after ``first_seen`` (a clock running fast) or more than CLOCK_TOLERANCE before it (a
+    clock running slow, or an event seen late): then ``first_seen``. Without an observation,
+    the writer's ``at``."""
+    moment = clk.parse_ts(at)
+    if first_seen is None:
+        return moment
+    seen = clk.parse_ts(first_seen)
+    return moment if seen - CLOCK_TOLERANCE <= moment <= seen else seen
+
+
+def lease_end(todo: Todo, seen: Optional[Seen] = None) -> Optional[datetime]:
+    """When the lease on ``todo`` ends for this clone: its ttl (``until`` less the writer's
+    ``at``, at most MAX_LEASE_TTL_S) after the moment it counts from; None when unleased."""
+    if todo.holder is None or todo.until is None:
+        return None
+    until = clk.parse_ts(todo.until)
+    if todo.lease_at is None or todo.lease_event is None:
+        return until
+    written = clk.parse_ts(todo.lease_at)
+    ttl = min(max(until - written, timedelta(0)), timedelta(seconds=MAX_LEASE_TTL_S))
+    return counted_from(todo.lease_at, (seen or {}).get(todo.lease_event)) + ttl
+
+
+def lease_live_now(todo: Todo, now: datetime, seen: Optional[Seen] = None) -> bool:
+    """Whether someone holds a live lease on ``todo`` at ``now``, as this clone judges it."""
+    end = lease_end(todo, seen)
+    return end is not None and end > now
+
+
+def wake_due(wake: Wake, seen: Optional[Seen] = None) -> Optional[datetime]:
+    """When a time wake is due for this clone: at most its delay (``at`` less the writer's
+    clock when it was set) after this clone first saw it. Never later than ``at``: a wake
+    that comes early only makes someone look again."""
+    if wake.at is None:
+        return None
+    due = clk.parse_ts(wake.at)
+    if wake.set_at is None or wake.set_event is None:
+        return due
+    first = (seen or {}).get(wake.set_event)
+    if first is None:
+        return due
+    delay = max(due - clk.parse_ts(wake.set_at), timedelta(0))
+    return min(due, clk.parse_ts(first) + delay)
+
+
+def idle_since(session: Session, seen: Optional[Seen] = None) -> datetime:
+    """When ``session`` last ran or responded, as this clone counts it (counted_from)."""
+    first = (seen or {}).get(session.active_event) if session.active_event else None
+    return counted_from(session.active_at, first)
+
+
+def timed_events(fold: Fold) -> Iterator[str]:
+    """The events whose meaning runs on a clock in ``fold``: those that set a lease held
+    now, a time wake, or an open session's last activity (what first sight is kept for)."""
+    for todo in fold.todos.values():
+        if todo.holder is not None and todo.lease_event is not None:
+            yield todo.lease_event
+    for wake in fold.wakes.values():
+        if wake.at is not None and wake.set_event is not None:
+            yield wake.set_event
+    for session in fold.sessions.values():
+        if session.state != "closed" and session.active_event is not None:
+            yield session.active_event
+
+
+def clocks_ahead(fold: Fold, now: datetime) -> list[dict[str, Any]]:
+    """The writers with events dated more than CLOCK_TOLERANCE after ``now``: their clocks
+    run fast (or ours slow). Latest first: ``{actor, event, at, ahead_seconds}``."""
+    found = []
+    for actor, (at, event) in fold.clocks.items():
+        ahead = clk.parse_ts(at) - now
+        if ahead > CLOCK_TOLERANCE:
+            found.append({"actor": actor, "event": event, "at": at,
+                          "ahead_seconds": int(ahead.total_seconds())})
+    return sorted(found, key=lambda f: (-f["ahead_seconds"], f["actor"]))
+
+
+def clock_ahead_text(entry: Mapping[str, Any]) -> str:
+    """What status and doctor say about one writer of :func:`clocks_ahead`."""
+    ahead = clk.format_duration(timedelta(seconds=entry["ahead_seconds"]))
+    return (f"events by {entry['actor']} are dated up to {ahead} ahead of this clock (event "
+            f"{entry['event']} at {entry['at']}): its clock runs fast, or this one slow; its "
+            "leases, wakes and sessions count from when this clone first saw them")
 
 
 def ancestors(fold: Fold, todo_id: str) -> set[str]:
@@ -194,21 +291,23 @@ def _limits(quota: Quota) -> list[tuple[str, Optional[float], float]]:
             ("cost", quota.cost, quota.spent_cost)]
 
 
-def todo_view(fold: Fold, todo: Todo, now: datetime) -> dict[str, Any]:
-    live = todo.holder is not None and todo.until is not None and clk.parse_ts(todo.until) > now
+def todo_view(fold: Fold, todo: Todo, now: datetime, seen: Optional[Seen] = None) -> dict[str, Any]:
+    end = lease_end(todo, seen)
+    live = end is not None and end > now
+    until = clk.format_ts(end) if end is not None else None
     state = "claimed" if (todo.state == "open" and live) else todo.state
     why: Optional[str] = None
     if todo.state != "open":
         why = todo.state + (f": {todo.reason}" if todo.state == "blocked" and todo.reason else "")
     elif live:
-        why = f"claimed by {todo.holder} until {todo.until}"
+        why = f"claimed by {todo.holder} until {until}"
     else:
         why = not_ready(fold, todo)
     return {
         "id": todo.id, "goal": todo.goal, "title": todo.title, "state": state,
         "depends_on": list(todo.depends_on), "gates": list(todo.gates),
         "claimed_by": todo.holder if live else None,
-        "lease_expires": todo.until if live else None,
+        "lease_expires": until if live else None,
         "expired_claim_by": todo.holder if (todo.holder and not live) else None,
         "contested_by": list(todo.contested_by),
         "decisions_since_claim": list(todo.decisions_since_claim) if live else [],
@@ -218,10 +317,10 @@ def todo_view(fold: Fold, todo: Todo, now: datetime) -> dict[str, Any]:
     }
 
 
-def frontier(fold: Fold, now: datetime) -> list[str]:
+def frontier(fold: Fold, now: datetime, seen: Optional[Seen] = None) -> list[str]:
     """Open todos that are ready and unleased: by priority (0 first), then oldest first (by
     clock, then id)."""
-    ready = [t for t in fold.todos.values() if todo_view(fold, t, now)["ready"]]
+    ready = [t for t in fold.todos.values() if todo_view(fold, t, now, seen)["ready"]]
     return [t.id for t in sorted(ready, key=lambda t: (t.priority, t.clock, t.id))]
 
 
@@ -230,33 +329,46 @@ def by_priority(todos: list[dict[str, Any]]) -> list[str]:
     return [t["id"] for t in sorted((t for t in todos if t["ready"]), key=lambda t: t["priority"])]
 
 
-def snapshot(fold: Fold, now: datetime) -> dict[str, Any]:
-    """The ledger part of ``git loopx status --format json`` (documented in docs/status.md)."""
-    todos = [todo_view(fold, t, now) for t in sorted(fold.todos.values(), key=lambda t: (t.clock, t.id))]
+def snapshot(fold: Fold, now: datetime, seen: Optional[Seen] = None) -> dict[str, Any]:
+    """The ledger part of ``git loopx status --format json`` (documented in docs/status.md);
+    ``seen``: when this clone first saw the events of :func:`timed_events`."""
+    todos = [todo_view(fold, t, now, seen)
+             for t in sorted(fold.todos.values(), key=lambda t: (t.clock, t.id))]
     return {
-        "ledger": {"name": fold.name, "events": fold.events, "clock": fold.max_clock},
+        "ledger": {"name": fold.name, "events": fold.events, "clock": fold.max_clock,
+                   "clocks_ahead": clocks_ahead(fold, now)},
         "goals": [_goal_view(fold, g) for g in sorted(fold.goals.values(), key=lambda g: (g.clock, g.id))],
         "todos": todos,
         "frontier": by_priority(todos),
         "gates": [_gate_view(g) for g in fold.gates.values()],
         "evidence": [evidence_view(e) for e in fold.evidence.values()],
-        "wakes": [dataclasses.asdict(w) for w in fold.wakes.values()],
+        "wakes": [wake_view(w, seen) for w in fold.wakes.values()],
         "quota": {scope or "*": _quota_view(q) for scope, q in sorted(fold.quotas.items())},
         "effects": [dataclasses.asdict(e) for e in fold.effects.values()],
         "problems": [dict(dataclasses.asdict(p), dismissed=p.event in fold.dismissed)
                      for p in fold.problems],
         "unknown_events": list(fold.unknown),
         "notes": fold.notes,
-        "sessions": [session_view(s, now) for s in
+        "sessions": [session_view(s, now, seen) for s in
                      sorted(fold.sessions.values(), key=lambda s: (s.clock, s.id))],
     }
 
 
-def session_view(session: Session, now: datetime) -> dict[str, Any]:
+def wake_view(wake: Wake, seen: Optional[Seen] = None) -> dict[str, Any]:
+    """One wake as status shows it: ``at`` is when it is due for this clone (wake_due)."""
+    view = dataclasses.asdict(wake)
+    del view["set_event"], view["set_at"]
+    due = wake_due(wake, seen)
+    if due is not None and due != clk.parse_ts(view["at"]):
+        view["at"] = clk.format_ts(due)
+    return view
+
+
+def session_view(session: Session, now: datetime, seen: Optional[Seen] = None) -> dict[str, Any]:
     """One session as ``status --format json`` shows it (documented in docs/sessions.md)."""
     idle = None
     if session.state != "closed":
-        idle = max(0, int((now - clk.parse_ts(session.active_at)).total_seconds()))
+        idle = max(0, int((now - idle_since(session, seen)).total_seconds()))
     acked = set(session.acked)
     return {
         "id": session.id, "state": session.state, "owner": session.owner, "task": session.task,

@@ -64,7 +64,7 @@ def test_bench_scale_runs_and_prints_every_figure(tmp_path: Path) -> None:
     assert proc.returncode in (0, 1), proc.stderr  # 1: a goal missed (tiny counts, busy machine)
     for figure in ("one note add at 600 vs 300: CPU", "peak memory", "plumbing floor",
                    "cold replay at 600", "fresh clone of 600, with a checkpoint",
-                   "growth per single append once git gc --auto has packed it"):
+                   "growth per single append once loopx's maintenance has packed it"):
         assert figure in proc.stdout, figure
 
 
@@ -90,4 +90,13 @@ def test_bench_bounds_runs_and_prints_every_figure(tmp_path: Path) -> None:
                    "prose of the same length", "git commit, clone lock held",
                    "the same commit, lock free", "note add after the lock holder was killed",
                    "wake set --in 1s, then wait until it is due", "git loopx demo"):
+        assert figure in proc.stdout, figure
+
+
+def test_bench_growth_runs_and_prints_both_layouts(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_growth.py"), "--smoke"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode in (0, 1), proc.stderr  # 1: over the bound (figures are read by people)
+    for figure in ("2000 events in the day, old layout", "2000 events in the day, new layout",
+                   "KB per append before maintenance", "new layout after maintenance: at most"):
         assert figure in proc.stdout, figure

@@ -95,10 +95,13 @@ def test_a_lease_expires_with_time_and_frees_the_todo() -> None:
 
 
 def test_an_expired_lease_may_be_claimed_by_someone_else() -> None:
+    """The takeover names the lease its writer judged ended (v3): replay takes that judgement."""
+    first = ev("todo.claimed", {"id": "t1", "until": "2026-06-01T11:30:00Z"}, clock=5,
+               actor="agent:a")
     events = base() + [
-        ev("todo.claimed", {"id": "t1", "until": "2026-06-01T11:30:00Z"}, clock=5, actor="agent:a"),
-        ev("todo.claimed", {"id": "t1", "until": "2026-06-01T13:30:00Z"}, clock=6, actor="agent:b",
-           at="2026-06-01T11:45:00Z"),
+        first,
+        ev("todo.claimed", {"id": "t1", "until": "2026-06-01T13:30:00Z", "takes": first.id},
+           clock=6, actor="agent:b", at="2026-06-01T11:45:00Z"),
     ]
     state = views.snapshot(folding.replay(events), NOW)
     assert state["todos"][0]["claimed_by"] == "agent:b" and not state["problems"]

@@ -6,7 +6,15 @@ from typing import Annotated, Optional
 
 from pydantic import Field
 
+from loopx.model.ids import ULID_RE
 from loopx.model.payloads.base import ID_PATTERN, REF_PATTERN, TS_PATTERN, EntityId, Model, Text
+
+# A claim or a done over someone else's lease names the event that set that lease: the writer
+# judged it ended, by when its own clone first saw it (docs/design.md, "Clocks"). Replay takes
+# that judgement instead of comparing the two writers' clocks.
+Takes = Field(default=None, pattern=ULID_RE.pattern,
+              description="the event (claim or renewal) of someone else's lease that the writer "
+              "judged ended; a v3 event over a lease it does not name is not applied")
 
 
 class TodoAdded(Model):
@@ -39,6 +47,7 @@ class TodoClaimed(Model):
         default=None, pattern=REF_PATTERN,
         description="the branch checked out where the claim was made: commits without a "
         "Loopx-Todo trailer count for the lease only on it")
+    takes: Optional[str] = Takes
 
 
 class TodoRenewed(Model):
@@ -58,6 +67,7 @@ class TodoDone(Model):
     reason: Optional[str] = Field(
         default=None, min_length=1, max_length=20_000,
         description="why it is done without passing, fresh evidence (v2 needs one or the other)")
+    takes: Optional[str] = Takes
 
 
 class TodoAcked(Model):

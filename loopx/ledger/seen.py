@@ -1,0 +1,77 @@
+"""When this clone first saw each event whose meaning runs on a clock: the claim or renewal
+behind a lease held now, the event that set a time wake, an open session's last activity.
+
+Clocks disagree (docs/design.md, "Clocks"): a lease ends at most its ttl after this clone first
+saw it, so a writer whose clock runs a year fast cannot hold a todo for a year, nor one a year
+slow lose its lease at once. First sight is an observation of this clone by its own clock,
+like ``now``: it is not part of the fold (which stays the same for the same events on every
+clone), but a small file beside the projection cache, ``<ref>.seen``. It holds only the events
+:func:`loopx.state.views.timed_events` names, so it stays as small as the work in play.
+
+Derived data: a file that is missing or does not parse is taken as empty, and an event not in
+it is first seen now, which errs on the side of a live lease, for at most its ttl.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable
+from datetime import datetime
+from pathlib import Path
+
+from loopx.model import clock
+
+_MAGIC = "loopx-seen-1"
+_ULID = re.compile(r"^[0-7][0-9A-HJKMNP-TV-Z]{25}$")
+_TS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
+MAX_ENTRIES = 100_000  # a file that claims more is not ours to trust
+
+
+def path_for(live_path: Path) -> Path:
+    """The first-sight file beside a ref's live file (``<ref>.live`` -> ``<ref>.seen``)."""
+    return live_path.with_suffix(".seen")
+
+
+def load(path: Path) -> dict[str, str]:
+    """event id -> first sight, from ``path``; {} when absent or not trustworthy."""
+    try:
+        doc = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(doc, dict) or doc.get("format") != _MAGIC:
+        return {}
+    seen = doc.get("seen")
+    if not isinstance(seen, dict) or len(seen) > MAX_ENTRIES:
+        return {}
+    return {k: v for k, v in seen.items()
+            if isinstance(k, str) and _ULID.match(k) and isinstance(v, str) and _TS.match(v)}
+
+
+def observe(path: Path, events: Iterable[str], now: datetime, *,
+            prune: bool = False) -> dict[str, str]:
+    """First sight of each of ``events``: as recorded, or ``now`` for those seen for the first
+    time (recorded then). A recorded time after ``now`` (this clock was set back) counts as
+    ``now``. ``prune``: ``events`` are all the timed events of the tip; forget the others."""
+    recorded = load(path)
+    stamp = clock.format_ts(now)
+    found: dict[str, str] = {}
+    for event in events:
+        when = recorded.get(event)
+        found[event] = stamp if when is None or clock.parse_ts(when) > now else when
+    kept = found if prune else {**recorded, **found}
+    if kept != recorded:
+        _save(path, kept)
+    return found
+
+
+def _save(path: Path, seen: dict[str, str]) -> None:
+    """Write atomically (temp file + rename); a failure only means "first seen" again later."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.seen-tmp")
+        tmp.write_text(json.dumps({"format": _MAGIC, "seen": seen}, sort_keys=True), "utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass
