@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 from loopx.errors import (CheckedOut, LockTimeout, LoopxError, Quarantined, RefRaceError,
-                          SyncError)
+                          SyncError, UsageError)
 from loopx.ledger.book import Ledger
 from loopx.storage import gateway
 from loopx.storage.store import STATE_REF
@@ -119,6 +119,16 @@ def actor(cwd: Path | str, given: Optional[str] = None) -> str:
         raise LoopxError(
             "who is acting? pass --actor KIND:NAME, set LOOPX_ACTOR, or `git config user.email`")
     return f"human:{email}"
+
+
+def within(principal: str, named: Optional[str]) -> str:
+    """Who acts for one call of a process that acts as ``principal`` (an MCP server): the
+    principal itself, or a sub-identity under it that the call ``named``
+    (``agent:claude@laptop/worker-2`` under ``agent:claude@laptop``); anyone else is refused."""
+    if named is None or named == principal or named.startswith(principal + "/"):
+        return named or principal
+    raise UsageError(f"this server acts as {principal}; a call may name {principal} or a "
+                     f"sub-identity {principal}/NAME, not {named}")
 
 
 def remote(ledger: Ledger) -> Optional[str]:
