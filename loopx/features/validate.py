@@ -26,6 +26,9 @@ are :mod:`loopx.rules`, the same functions sync's incoming check applies to a fe
   decision that does not supersede the one in force; see docs/review.md).
 - ``unauthorised-config``: while signed answers are on, a change to roles or signing rules
   that is not in a commit signed by its actor's key in allowed_signers.
+- ``unauthorised-act``: another authority act (finishing or cancelling a todo a gate still
+  holds, an ``override``, a ``force``) by someone who is not the authority, or without the
+  signature the policy requires.
 - ``conflicts-with-base``: BASE moved since the range forked, and replaying the union of
   both (what the merge will hold) refuses an event that applies on either side alone, or
   leaves a gate conflicted that neither side alone does (the same gate answered differently
@@ -328,7 +331,13 @@ def _rule_for(problem: entities.Problem) -> str:
         return "unauthorised-answer"
     if problem.type == "config.set" and signing:
         return "unauthorised-config"
+    if problem.type in ACTS and (signing or " only; you are " in problem.reason):
+        return "unauthorised-act"
     return "illegal-transition"
+
+
+# Authority acts besides gate decisions and config: they decide past a gate or a rule.
+ACTS = ("todo.done", "todo.cancelled", "goal.closed", "quota.spent")
 
 
 def _event_row(item: Added, event: Event) -> dict[str, Any]:

@@ -409,9 +409,10 @@ class Ledger:
             if not txn.sign:
                 raise
             raise UsageError(
-                f"could not sign the commit ({exc}); this ledger requires signed commits for gate "
-                "answers and for changes to roles or signing rules: "
-                "set `git config gpg.format ssh` and `git config user.signingkey <key>`") from None
+                f"could not sign the commit ({exc}); this ledger requires signed commits for "
+                "authority acts (gate decisions, overrides, finishing gated work, changes to "
+                "roles, signers or policy): set `git config gpg.format ssh` and "
+                "`git config user.signingkey <key>`") from None
         if txn.sign:
             from loopx.ledger import signatures  # only a write that signs needs it (tempfile)
 
