@@ -289,10 +289,10 @@ class Ledger:
         self._reader.progress = self.progress
         return self._reader
 
-    def fold_at(self, commit: str) -> entities.Fold:
+    def fold_at(self, commit: str, *, held: frozenset[str] = frozenset()) -> entities.Fold:
         """The projection of any commit of a state branch, read afresh (no cache): the one
-        fold that status, diff and validate all use."""
-        return self.reader.fold_at(commit)
+        fold that status, diff and validate all use (``held``: see Reader.fold_at)."""
+        return self.reader.fold_at(commit, held=held)
 
     def fold_merged(self, tips: list[str]) -> entities.Fold:
         """The projection of the union of several commits' events: what merging them gives."""

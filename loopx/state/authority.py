@@ -42,6 +42,9 @@ def signature_required(config: dict[str, Any], gate_id: str) -> bool:
 # Who may answer (roles) and how answers are verified: while signing is on, changing these
 # needs a signed commit too, or an unsigned config event could simply switch signing off.
 GUARDED_CONFIG = frozenset({"roles", "signed_answers", "allowed_signers"})
+# Who signs and what must be signed: review holds a range's own changes to these back, so its
+# acts are judged by the signers and policy at its base.
+SIGNING_CONFIG = frozenset({"signed_answers", "allowed_signers"})
 
 
 def signing_on(config: dict[str, Any]) -> bool:

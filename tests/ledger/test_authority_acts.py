@@ -267,3 +267,37 @@ def test_a_forged_act_arriving_by_fetch_has_no_effect(repo: Path, tmp_path: Path
             assert fold.config == config
             assert len(fold.problems) == 1 and "sign" in fold.problems[0].reason
     assert [p["reason"] for p in status["problems"]] == [fold.problems[0].reason]
+
+
+# --- review: a range is judged by the signers and policy at its base ---------------------------
+
+
+def test_validate_rejects_a_range_that_adds_a_signer_and_uses_it(repo: Path,
+                                                                 keys: dict[str, Path]) -> None:
+    _sign_with(repo, keys["alice"])
+    assert invoke(repo, "config", "set", "--role", f"maintainer={ALICE},{BOB}",
+                  actor=ALICE).code == 0  # bob may answer, but has no key listed yet
+    for proposal in ("proposal/bob", "proposal/add-only"):
+        added = invoke(repo, "signer", "add", BOB, "--key", f"{keys['bob']}.pub",
+                       "--state-ref", proposal, actor=ALICE)
+        assert added.code == 0, added.err
+    _sign_with(repo, keys["bob"])
+    answered = invoke(repo, "gate", "answer", "q-1", "--approve", "--state-ref", "proposal/bob",
+                      "--json", actor=BOB)
+    assert answered.code == 0, answered.err  # at HEAD the key is listed: the answer applies
+    report = invoke(repo, "validate", "--range", f"{STATE}..refs/heads/proposal/bob", "--json",
+                    actor=ALICE)
+    assert report.code == 1
+    findings = report.json()["findings"]
+    assert [(f["rule"], f["where"]) for f in findings] == [
+        ("unauthorised-at-base", answered.json()["id"])]
+    assert "judged by the signers and signing policy of the merge base" in findings[0]["message"]
+    # The signer change alone is fine; once it is merged, bob's key counts.
+    alone = invoke(repo, "validate", "--range", f"{STATE}..refs/heads/proposal/add-only",
+                   actor=ALICE)
+    assert alone.code == 0, alone.out
+    git(repo, "update-ref", STATE, "refs/heads/proposal/add-only")
+    assert invoke(repo, "gate", "answer", "q-1", "--approve", "--state-ref", "proposal/later",
+                  actor=BOB).code == 0
+    assert invoke(repo, "validate", "--range", f"{STATE}..refs/heads/proposal/later",
+                  actor=ALICE).code == 0
