@@ -6,6 +6,7 @@ an unsigned or forged one that arrives by fetch is a problem and changes nothing
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -28,16 +29,17 @@ STATE = "refs/heads/loopx/state"
 def _setup(repo: Path) -> None:
     """Goal g-1 whose todo t-1 waits on gate q-1 (asked of the maintainer alice, opened by the
     agent); goal g-2 with an unmet criterion and no work; a budget of one turn."""
-    steps = [(ALICE, ["init"]), (ALICE, ["config", "set", "--role", f"maintainer={ALICE}"]),
-             (ALICE, ["goal", "add", "Ship", "--id", "g-1"]),
-             (ALICE, ["goal", "add", "Docs", "--id", "g-2", "--accept", "written"]),
-             (ALICE, ["todo", "add", "g-1", "Build", "--id", "t-1"]),
-             (ALICE, ["quota", "set", "--goal", "g-1", "--turns", "1"]),
-             (AGENT, ["gate", "open", "g-1", "Ship it?", "--id", "q-1", "--authority",
-                      "role:maintainer", "--blocks", "t-1"])]
-    for actor, args in steps:
-        result = invoke(repo, *args, actor=actor)
-        assert result.code == 0, (args, result.err)
+    lines = [["config", "set", "--role", f"maintainer={ALICE}"],
+             ["goal", "add", "Ship", "--id", "g-1"],
+             ["goal", "add", "Docs", "--id", "g-2", "--accept", "written"],
+             ["todo", "add", "g-1", "Build", "--id", "t-1"],
+             ["quota", "set", "--goal", "g-1", "--turns", "1"]]
+    assert invoke(repo, "init", actor=ALICE).code == 0
+    done = invoke(repo, "batch", input="\n".join(json.dumps(line) for line in lines), actor=ALICE)
+    assert done.code == 0, done.err
+    opened = invoke(repo, "gate", "open", "g-1", "Ship it?", "--id", "q-1", "--authority",
+                    "role:maintainer", "--blocks", "t-1", actor=AGENT)
+    assert opened.code == 0, opened.err
 
 
 @pytest.fixture
