@@ -28,6 +28,7 @@ class App:
                  debug: bool) -> None:
         self.cwd = cwd
         self._actor = actor
+        self.named_actor = actor  # --actor or $LOOPX_ACTOR as given, before any default
         self.state_ref = state_ref
         self.debug = debug
         self.format = "text"

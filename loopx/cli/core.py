@@ -13,7 +13,7 @@ from typing import Any, Optional
 import click
 
 from loopx.cli import render
-from loopx.cli.app import App, optional_duration, pass_app
+from loopx.cli.app import App, event_id_option, optional_duration, pass_app
 from loopx.errors import LoopxError, UsageError
 from loopx.model import plural
 from loopx.ops import hooking, ledgers, settings, upkeep
@@ -107,6 +107,56 @@ def config_show(app: App) -> None:
     if effective.get("allowed_signers"):
         shown["allowed_signers"] = plural.counted(len(effective['allowed_signers'].splitlines()), 'line')
     app.emit(effective, lambda: render.fields_text(shown))
+
+
+@click.group()
+def signer() -> None:
+    """The ssh keys that sign authority acts (docs/security.md)."""
+
+
+@signer.command("add")
+@click.argument("identity")
+@click.option("--key", "key_file", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="IDENTITY's ssh public key (the .pub file), e.g. ~/.ssh/id_ed25519.pub.")
+@event_id_option
+@pass_app
+def signer_add(app: App, identity: str, key_file: str, event_id: Optional[str]) -> None:
+    """List IDENTITY's ssh key in the ledger's allowed signers.
+
+    The first key is trusted on first use (nothing vouches for it: check it is theirs) and
+    turns signing on: from then on every authority act (gate decisions, overrides, finishing
+    gated work, changes to roles, signers or policy) counts only in a commit signed by its
+    actor's listed key, and later `signer add`/`remove` are themselves signed.
+    """
+    text = Path(key_file).read_text("utf-8", errors="replace")
+    event, first = app.write(lambda txn: settings.add_signer(txn, identity, text,
+                                                            event_id=event_id))
+    said = f"listed {settings.Signer(identity, settings.public_key(text)).fingerprint} for {identity}"
+    if first:
+        said += ("; trusted on first use (nothing vouched for this key: check it is theirs). "
+                 "Signing is on: authority acts now count only signed by a listed key")
+    app.emit_event(event, said)
+
+
+@signer.command("remove")
+@click.argument("identity")
+@event_id_option
+@pass_app
+def signer_remove(app: App, identity: str, event_id: Optional[str]) -> None:
+    """Take IDENTITY's keys off the ledger's allowed signers (a signed change)."""
+    event = app.write(lambda txn: settings.remove_signer(txn, identity, event_id=event_id))
+    app.emit_event(event, f"removed the keys of {identity}")
+
+
+@signer.command("list")
+@pass_app
+def signer_list(app: App) -> None:
+    """The listed keys: identity, key type and fingerprint."""
+    found = [{"identity": s.identity, "key": s.key, "fingerprint": s.fingerprint}
+             for s in settings.signers(settings.effective(app.ledger).get("allowed_signers"))]
+    app.emit(found, lambda: "\n".join(
+        f"{s['identity']}  {s['key'].split()[0]}  {s['fingerprint']}" for s in found)
+        or "no signers listed (git loopx signer add IDENTITY --key KEY.pub)")
 
 
 @click.command()

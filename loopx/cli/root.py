@@ -42,6 +42,7 @@ _GROUPS = [
     ("loopx.cli.waiting", "wait"), ("loopx.cli.waiting", "watch"),
     ("loopx.cli.serve", "mcp"),
     ("loopx.cli.review", "log"), ("loopx.cli.review", "diff"), ("loopx.cli.review", "validate"),
+    ("loopx.cli.core", "signer"),
     ("loopx.cli.core", "batch"),
     ("loopx.cli.core", "schema"),
     ("loopx.cli.core", "demo"),

@@ -26,12 +26,18 @@ are :mod:`loopx.rules`, the same functions sync's incoming check applies to a fe
   decision that does not supersede the one in force; see docs/review.md).
 - ``unauthorised-config``: while signed answers are on, a change to roles or signing rules
   that is not in a commit signed by its actor's key in allowed_signers.
+- ``unauthorised-act``: another authority act (finishing or cancelling a todo a gate still
+  holds, an ``override``, a ``force``) by someone who is not the authority, or without the
+  signature the policy requires.
 - ``conflicts-with-base``: BASE moved since the range forked, and replaying the union of
   both (what the merge will hold) refuses an event that applies on either side alone, or
   leaves a gate conflicted that neither side alone does (the same gate answered differently
   on both sides).
 - ``breaks-existing``: an event that applied at the merge base no longer applies at HEAD
   (something in the range sorts before it and changes its meaning).
+- ``unauthorised-at-base``: an event of the range that applies at HEAD only thanks to a change
+  of signers or signing policy the range itself makes: every act is judged by the signers and
+  policy at the merge base, so a change cannot add its own signer and use it.
 
 Config changes in the range are listed for reviewers (who may answer gates is config) but
 are not failures on their own.
@@ -45,7 +51,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from loopx.storage import commits
 from loopx.state import history
 from loopx.features import incoming
-from loopx.state import entities
+from loopx.state import authority, entities
 from loopx.ledger import layout as rules
 from loopx.errors import NotFound
 from loopx.ledger import checkpoints
@@ -256,11 +262,33 @@ def _check_replay(
             )
     _check_conflicts(before, after, report, "conflicting-decision", head,
                      "leaves it conflicted; answer with --supersede to replace a decision")
+    if mb is not None:  # a whole history has no base to judge by
+        _check_at_base(ledger, head, after, ours, report)
     report.events = [
         _event_row(ours[e.id], e)
         for e in sorted((i.event for i in ours.values() if i.event is not None), key=lambda event: event.sort_key())
     ]
     report.config = history.config_changes(before.config, after.config)
+
+
+def _check_at_base(ledger: Ledger, head: str, after: entities.Fold, ours: dict[str, Added],
+                   report: Report) -> None:
+    """Every act of the range judged by the signers and signing policy at the merge base: a
+    range that changes them (say, adds a signer) cannot also use the change. Replays HEAD
+    once more with the range's own such changes held back, only when it has any."""
+    held = frozenset(
+        i.event.id for i in ours.values() if i.event is not None and i.event.type == "config.set"
+        and i.event.data is not None
+        and authority.SIGNING_CONFIG & set(i.event.data.model_dump(exclude_none=True)))
+    if not held:
+        return
+    refused = {p.event for p in after.problems}
+    for problem in ledger.fold_at(head, held=held).problems:
+        if problem.type != "file" and problem.event in ours and problem.event not in refused:
+            _fail(report, "unauthorised-at-base", problem.event, ours[problem.event].commit,
+                  f"{problem.type} by {problem.actor}, judged by the signers and signing policy "
+                  f"of the merge base (this range changes them; use a change once it is "
+                  f"merged): {problem.reason}")
 
 
 def _check_checkpoints(ledger: Ledger, head: str, added: list[Added], report: Report) -> None:
@@ -328,7 +356,13 @@ def _rule_for(problem: entities.Problem) -> str:
         return "unauthorised-answer"
     if problem.type == "config.set" and signing:
         return "unauthorised-config"
+    if problem.type in ACTS and (signing or " only; you are " in problem.reason):
+        return "unauthorised-act"
     return "illegal-transition"
+
+
+# Authority acts besides gate decisions and config: they decide past a gate or a rule.
+ACTS = ("todo.done", "todo.cancelled", "goal.closed", "quota.spent")
 
 
 def _event_row(item: Added, event: Event) -> dict[str, Any]:

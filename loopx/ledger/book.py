@@ -302,10 +302,10 @@ class Ledger:
         self._reader.progress = self.progress
         return self._reader
 
-    def fold_at(self, commit: str) -> entities.Fold:
+    def fold_at(self, commit: str, *, held: frozenset[str] = frozenset()) -> entities.Fold:
         """The projection of any commit of a state branch, read afresh (no cache): the one
-        fold that status, diff and validate all use."""
-        return self.reader.fold_at(commit)
+        fold that status, diff and validate all use (``held``: see Reader.fold_at)."""
+        return self.reader.fold_at(commit, held=held)
 
     def fold_merged(self, tips: list[str]) -> entities.Fold:
         """The projection of the union of several commits' events: what merging them gives."""
@@ -423,9 +423,10 @@ class Ledger:
             if not txn.sign:
                 raise
             raise UsageError(
-                f"could not sign the commit ({exc}); this ledger requires signed commits for gate "
-                "answers and for changes to roles or signing rules: "
-                "set `git config gpg.format ssh` and `git config user.signingkey <key>`") from None
+                f"could not sign the commit ({exc}); this ledger requires signed commits for "
+                "authority acts (gate decisions, overrides, finishing gated work, changes to "
+                "roles, signers or policy): set `git config gpg.format ssh` and "
+                "`git config user.signingkey <key>`") from None
         if txn.sign:
             from loopx.ledger import signatures  # only a write that signs needs it (tempfile)
 

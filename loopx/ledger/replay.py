@@ -179,21 +179,25 @@ class Reader:
             return None  # answers to verify against the signers in force: replay everything
         return folding.replay(events, fold)
 
-    def fold_at(self, commit: str) -> entities.Fold:
+    def fold_at(self, commit: str, *, held: frozenset[str] = frozenset()) -> entities.Fold:
         """The projection of any commit of a state branch, read afresh (no cache): the one
-        fold that status, diff and validate all use."""
-        return self.fold_merged([commit])
+        fold that status, diff and validate all use. The config events named in ``held``
+        change no roles, signers or signing policy (review judges a range by its base's)."""
+        return self.fold_merged([commit], held=held)
 
-    def fold_merged(self, tips: list[str]) -> entities.Fold:
+    def fold_merged(self, tips: list[str], *,
+                    held: frozenset[str] = frozenset()) -> entities.Fold:
         """The projection of the union of several commits' events: what merging them gives."""
         with paused_gc():
-            return self._fold_merged(tips)
+            return self._fold_merged(tips, held)
 
-    def _fold_merged(self, tips: list[str]) -> entities.Fold:
+    def _fold_merged(self, tips: list[str], held: frozenset[str]) -> entities.Fold:
         file_problems: list[entities.Problem] = []
         found = {tip: self.read_events(tip, file_problems) for tip in tips}
         events = list({e.id: e for tip_events in found.values() for e in tip_events}.values())
         fold = entities.Fold()
+        if held:
+            fold.extra["held"] = held
         for tip in tips:  # a signature is found in the history of the tip that has the file
             for event_id, verdicts in signatures.verify(self.store, tip, events).items():
                 fold.extra.setdefault("signed", {}).setdefault(event_id, {}).update(verdicts)

@@ -19,8 +19,9 @@ if TYPE_CHECKING:
     from loopx.ledger.txn import Txn
     from loopx.model.events import ConfigSet, Event
 
-# The events authority.needs_signature covers.
-SIGNED_TYPES = ("gate.answered", "gate.withdrawn", "config.set")
+# The events authority.needs_signature covers (the authority acts).
+SIGNED_TYPES = ("gate.answered", "gate.withdrawn", "config.set", "todo.done", "todo.cancelled",
+                "goal.closed", "quota.spent")
 
 Verdicts = dict[str, dict[str, str]]  # event id -> {signers digest: principal}
 
@@ -55,19 +56,23 @@ def verify(store: Store, commit: str, events: list[Event]) -> Verdicts:
 
 
 def verify_own(store: Store, commit: str, txn: Txn) -> None:
-    """Refuse before the ref moves when git does not verify our own signature as the actor."""
-    allowed = txn.fold.config.get("allowed_signers")
-    claimed = [e for e in txn.events if e.id in txn.fold.extra.get("signed", {})]
-    if not allowed or not claimed:
-        return  # signed by choice (--sign), not because the config requires it
-    principal = commits.signers(store.cwd, [commit], allowed).get(commit)
-    if principal is None or not authority.signer_matches(principal, txn.actor):
-        raise TransitionError(
-            f"this change must be signed by {txn.actor}'s key in the ledger's allowed_signers, "
-            f"but git verified the commit as {principal or 'not validly signed'}; set "
-            "`git config user.signingkey` (and gpg.format ssh) to that key")
-    for event in claimed:
-        txn.fold.extra["signed"][event.id] = {authority.signers_digest(allowed): principal}
+    """Refuse before the ref moves when git does not verify our own signature as the actor,
+    by the allowed_signers in force before each event (not after: a change to the signers
+    is judged by the list it changes, or a key could vouch for its own registration)."""
+    claimed = txn.fold.extra.get("signed", {})
+    for digest, allowed in txn.signers.items():
+        events = [e for e in txn.events if digest in claimed.get(e.id, {})]
+        if not events:
+            continue  # signed by choice (--sign), not because the config requires it
+        principal = commits.signers(store.cwd, [commit], allowed).get(commit)
+        if principal is None or not authority.signer_matches(principal, txn.actor):
+            raise TransitionError(
+                f"this change must be signed by {txn.actor}'s key in the ledger's "
+                f"allowed_signers, but git verified the commit as "
+                f"{principal or 'not validly signed'}; set `git config user.signingkey` (and "
+                "gpg.format ssh) to that key")
+        for event in events:
+            claimed[event.id] = {digest: principal}
 
 
 def signer_texts(events: list[Event]) -> list[str]:

@@ -35,6 +35,9 @@ class Txn:
     events: list[Event] = field(default_factory=list)
     duplicates: list[Event] = field(default_factory=list)
     sign: bool = False  # set when an event needs a signed commit (see _claim_signature)
+    # The allowed_signers texts the signed events are judged by, by digest (what
+    # signatures.verify_own checks the commit against before the ref moves).
+    signers: dict[str, str] = field(default_factory=dict)
     # The ref's own tip: None for a proposal ref that does not exist yet, whose first commit
     # forks from loopx/state (``base``) and creates the ref.
     expected: Optional[str] = None
@@ -121,8 +124,10 @@ class Txn:
         if not event.known or not allowed or not authority.needs_signature(self.fold, event):
             return
         self.sign = True
+        digest = authority.signers_digest(allowed)
+        self.signers[digest] = allowed
         signed = self.fold.extra.setdefault("signed", {})
-        signed[event.id] = {authority.signers_digest(allowed): event.env.actor}
+        signed[event.id] = {digest: event.env.actor}
 
     def _duplicate(self, earlier: Event, event: Event) -> Event:
         if _meaning(earlier) != _meaning(event):

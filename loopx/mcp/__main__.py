@@ -7,12 +7,20 @@ import argparse
 import importlib.util
 import logging
 import os
+import re
 import sys
 from typing import Optional
 
 from loopx.errors import LoopxError
 from loopx.mcp import HINT
+from loopx.model.payloads.base import ACTOR_PATTERN
 from loopx.ops import ledgers
+
+# One principal per process: a server acts as the identity it was started with, never as
+# whoever git's user.email names (that would make every agent the human).
+NO_ACTOR = ("the MCP server acts as one identity and none was named: start it as "
+            "`git loopx --actor agent:NAME@HOST mcp` (or set LOOPX_ACTOR)")
+BAD_ACTOR = "--actor {!r} is not an identity: give KIND:NAME, e.g. agent:claude@laptop"
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -21,13 +29,17 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("-C", dest="cwd", default=".", metavar="PATH",
                         help="the repository (default: the current directory)")
     parser.add_argument("--actor", default=os.environ.get("LOOPX_ACTOR"), help=(
-        "who acts when a call does not say (default: $LOOPX_ACTOR, else human:<git "
-        "user.email>)"))
+        "the one identity the server acts as (default: $LOOPX_ACTOR; required); a call may "
+        "name a sub-identity under it, WHO/NAME"))
     parser.add_argument("--state-ref", default=os.environ.get("LOOPX_STATE_REF"), metavar="REF",
                         help="serve this state branch instead of loopx/state")
     args = parser.parse_args(argv)
     if importlib.util.find_spec("mcp") is None:
         print(f"error: {HINT}", file=sys.stderr)
+        return 1
+    if not args.actor or not re.match(ACTOR_PATTERN, args.actor):
+        print(f"error: {NO_ACTOR if not args.actor else BAD_ACTOR.format(args.actor)}",
+              file=sys.stderr)
         return 1
     # Imported once the SDK is known to be there: the server module (and anyio) need it.
     import anyio
@@ -40,22 +52,14 @@ def main(argv: Optional[list[str]] = None) -> int:
     try:
         os.chdir(args.cwd)  # `evidence_run` runs commands where the repository is, as git -C
         ledger = worker.call(lambda: ledgers.open_ledger(".", ref=args.state_ref))
-        actor = args.actor or _default_actor()
     except LoopxError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     try:
-        anyio.run(server.serve, server.Config(ledger, actor, worker))
+        anyio.run(server.serve, server.Config(ledger, args.actor, worker))
     finally:
         worker.call(ledger.close)
     return 0
-
-
-def _default_actor() -> Optional[str]:
-    try:
-        return ledgers.actor(".")
-    except LoopxError:
-        return None  # each call must then name its actor
 
 
 if __name__ == "__main__":

@@ -70,11 +70,11 @@ class Worker:
 
 @dataclass
 class Config:
-    """What the server serves: one repository's ledger (opened in ``worker``), and who acts
-    when a call does not say."""
+    """What the server serves: one repository's ledger (opened in ``worker``), and the one
+    identity it acts as (a call may name a sub-identity under it, nothing else)."""
 
     ledger: Ledger
-    actor: Optional[str]
+    actor: str
     worker: Worker
 
 

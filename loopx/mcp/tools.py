@@ -37,7 +37,8 @@ class Args(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     actor: Optional[str] = Field(default=None, pattern=ACTOR_PATTERN, description=(
-        "who is acting (e.g. agent:claude@laptop); default: the server's --actor"))
+        "who is acting: the server's identity (its --actor, the default) or a sub-identity "
+        "under it, e.g. agent:claude@laptop/worker-2; any other name is refused"))
 
 
 class WriteArgs(Args):
@@ -47,16 +48,17 @@ class WriteArgs(Args):
 
 @dataclass(frozen=True)
 class Context:
-    """What a call runs against: the server's ledger and default actor."""
+    """What a call runs against: the server's ledger and the one identity it acts as."""
 
     ledger: Ledger
-    actor: Optional[str]
+    actor: str
 
     def who(self, args: Args) -> str:
-        return ledgers.actor(self.ledger.repo.cwd, args.actor or self.actor)
+        """The server's identity, or the sub-identity under it that the call names."""
+        return ledgers.within(self.actor, args.actor)
 
     def maybe_who(self, args: Args) -> Optional[str]:
-        return args.actor or self.actor
+        return self.who(args)
 
     def write(self, args: Args, build: Callable[[Any], Any], *, sign: bool = False) -> Any:
         self.ledger.require()

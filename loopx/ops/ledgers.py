@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 from loopx.errors import (CheckedOut, LockTimeout, LoopxError, Quarantined, RefRaceError,
-                          SyncError)
+                          SyncError, UsageError)
 from loopx.ledger.book import Ledger
 from loopx.storage import gateway
 from loopx.storage.store import STATE_REF
@@ -131,6 +131,16 @@ def git_setting(cwd: Path | str, key: str) -> Optional[str]:
     """A git setting (``core.pager``) as git reads it in ``cwd``, or None when it is unset."""
     proc = gateway.run(cwd, "config", key, check=False)
     return proc.stdout.decode("utf-8", "replace").strip() if proc.returncode == 0 else None
+
+
+def within(principal: str, named: Optional[str]) -> str:
+    """Who acts for one call of a process that acts as ``principal`` (an MCP server): the
+    principal itself, or a sub-identity under it that the call ``named``
+    (``agent:claude@laptop/worker-2`` under ``agent:claude@laptop``); anyone else is refused."""
+    if named is None or named == principal or named.startswith(principal + "/"):
+        return named or principal
+    raise UsageError(f"this server acts as {principal}; a call may name {principal} or a "
+                     f"sub-identity {principal}/NAME, not {named}")
 
 
 def remote(ledger: Ledger) -> Optional[str]:

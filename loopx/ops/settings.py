@@ -4,7 +4,12 @@ everything else."""
 
 from __future__ import annotations
 
+import base64
+import binascii
+import hashlib
+import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from loopx.errors import UsageError
@@ -56,6 +61,94 @@ def set_(txn: Txn, *, roles: Optional[Mapping[str, Sequence[str]]] = None,
         raise UsageError("nothing to set: give roles, a lease length, session limits, "
                          "signing rules, evidence_ignore or CI criteria")
     return txn.add(Draft("config.set", data, None, event_id))
+
+
+# The key types ssh-keygen -Y sign can make, hardware-backed (sk-) ones included.
+KEY_TYPES = frozenset({
+    "ssh-ed25519", "sk-ssh-ed25519@openssh.com", "ssh-rsa", "ecdsa-sha2-nistp256",
+    "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521", "sk-ecdsa-sha2-nistp256@openssh.com"})
+
+
+@dataclass(frozen=True)
+class Signer:
+    """One line of the ledger's allowed_signers: whose key it is, and the key."""
+
+    identity: str
+    key: str  # "TYPE BASE64"
+
+    @property
+    def fingerprint(self) -> str:
+        """``SHA256:...`` as ``ssh-keygen -l`` prints it."""
+        blob = base64.b64decode(self.key.split()[1])
+        return "SHA256:" + base64.b64encode(hashlib.sha256(blob).digest()).decode().rstrip("=")
+
+    @property
+    def line(self) -> str:
+        return f"{self.identity} {self.key}"
+
+
+def public_key(text: str) -> str:
+    """``TYPE BASE64`` of an ssh public key (a ``.pub`` file's text); refuses anything else,
+    e.g. a private key given by mistake."""
+    fields = text.split()
+    if len(fields) < 2 or fields[0] not in KEY_TYPES or "PRIVATE" in text:
+        raise UsageError("not an ssh public key: give the .pub file (e.g. ~/.ssh/id_ed25519.pub)")
+    try:
+        blob = base64.b64decode(fields[1], validate=True)
+    except (binascii.Error, ValueError):
+        blob = b""
+    size = int.from_bytes(blob[:4], "big") if len(blob) >= 4 else 0
+    if blob[4:4 + size] != fields[0].encode():
+        raise UsageError(f"not an ssh public key: its {fields[0]} key data does not decode")
+    return f"{fields[0]} {fields[1]}"
+
+
+def signers(text: Optional[str]) -> list[Signer]:
+    """The lines of an allowed_signers text (principals, then the key; options not kept)."""
+    found = []
+    for line in (text or "").splitlines():
+        fields = line.split()
+        typed = [i for i, f in enumerate(fields) if f in KEY_TYPES and i + 1 < len(fields)]
+        if fields and not line.lstrip().startswith("#") and typed:
+            i = typed[0]
+            found.append(Signer(fields[0], f"{fields[i]} {fields[i + 1]}"))
+    return found
+
+
+def add_signer(txn: Txn, identity: str, key_text: str, *,
+               event_id: Optional[str] = None) -> tuple[Event[ConfigSet], bool]:
+    """List ``identity``'s ssh public key in the ledger's allowed_signers; returns the event
+    and whether it is the first key (trusted on first use: nothing vouches for it). The
+    first key also turns signing on for every authority act (``signed_answers: all``) unless
+    a policy was set; later changes are themselves signed by a listed key."""
+    # Imported here: the payload patterns load pydantic, which `config show` and `help`
+    # (same CLI module) do not need.
+    from loopx.model.payloads.base import ACTOR_PATTERN
+
+    if not re.match(ACTOR_PATTERN, identity):
+        raise UsageError(f"{identity!r} is not an identity: give KIND:NAME, e.g. "
+                         "human:alice@example.com")
+    key = public_key(key_text)
+    listed = signers(txn.fold.config.get("allowed_signers"))
+    if any(s.identity == identity and s.key == key for s in listed):
+        raise UsageError(f"that key is already listed for {identity}")
+    text = "".join(f"{line}\n" for line in [
+        *(txt for txt in (txn.fold.config.get("allowed_signers") or "").splitlines() if txt),
+        Signer(identity, key).line])
+    data: dict[str, Any] = {"allowed_signers": text}
+    if txn.fold.config.get("signed_answers") is None:
+        data["signed_answers"] = "all"
+    return txn.add(Draft("config.set", data, None, event_id)), not listed
+
+
+def remove_signer(txn: Txn, identity: str, *, event_id: Optional[str] = None) -> Event[ConfigSet]:
+    """Take every key of ``identity`` off the ledger's allowed_signers (a signed change)."""
+    lines = (txn.fold.config.get("allowed_signers") or "").splitlines()
+    kept = [line for line in lines if not line.split() or line.split()[0] != identity]
+    if len(kept) == len(lines):
+        raise UsageError(f"no key is listed for {identity} (git loopx signer list)")
+    text = "".join(f"{line}\n" for line in kept if line)
+    return txn.add(Draft("config.set", {"allowed_signers": text}, None, event_id))
 
 
 def _ci_criteria(fold: entities.Fold, mapping: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:

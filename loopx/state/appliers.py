@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import MutableMapping
 from typing import TYPE_CHECKING, Any, Callable, Optional, cast
 
-from loopx.state import views
+from loopx.state import authority, views
 from loopx.state.entities import (Effect, Evidence, Fold, Gate, Goal, Quota, Session, Todo,
                                   Wake)
 from loopx.state.entities import Dismissal
@@ -31,7 +31,10 @@ def _apply_initialised(fold: Fold, event: Event) -> None:
 
 def _apply_config(fold: Fold, event: Event) -> None:
     d = cast("ConfigSet", event.data)
-    fold.config.update(d.model_dump(exclude_none=True))
+    changes = d.model_dump(exclude_none=True)
+    if event.id in fold.extra.get("held", ()):  # review: the range is judged by BASE's policy
+        changes = {k: v for k, v in changes.items() if k not in authority.SIGNING_CONFIG}
+    fold.config.update(changes)
 
 
 def _criterion(crit: Criterion) -> dict[str, Any]:

@@ -101,6 +101,10 @@ def _check_goal_closed(fold: Fold, event: Event) -> Optional[str]:
         return "only a human may override unmet acceptance criteria"
     if data.override and rules_v2 and not data.reason:
         return "an override is a decision on the record: say why with --reason TEXT"
+    if data.override:
+        why = authority.check_signature(fold, event, f"the override closing goal {data.id}")
+        if why:
+            return why
     unfinished = views.unfinished_todos(fold, fold.goals[data.id]) if rules_v2 else []
     if unfinished:
         named = ", ".join(f"{t.id} ({_todo_state(t, event.env.at)})" for t in unfinished[:5])
@@ -225,6 +229,9 @@ def _check_todo_done(fold: Fold, event: Event) -> Optional[str]:
     why = _others_lease(todo, event, data.takes if event.env.v >= 3 else None)
     if why:
         return why
+    why = _past_gates(fold, event, todo, "finishing")
+    if why:
+        return why
     failing = [e for e in data.evidence if e in fold.evidence and not views.passing(fold.evidence[e])]
     if failing:
         return (f"evidence {', '.join(failing)} does not pass (failed, or only a note); "
@@ -237,6 +244,22 @@ def _check_todo_done(fold: Fold, event: Event) -> Optional[str]:
         return (f"{missing}: record a passing result (git loopx run --todo {todo.id} -- CMD) "
                 "or say why it is done without one (--reason TEXT)")
     return None
+
+
+def _past_gates(fold: Fold, event: Event, todo: Todo, verb: str) -> Optional[str]:
+    """Finishing or cancelling a todo that a gate still holds decides past that gate: its
+    authority's act (signed where the policy says), for every version of the event."""
+    held = authority.holding(fold, todo)
+    for gate in held:
+        if event.env.actor not in authority.resolve(fold.config, gate.authority):
+            return (f"todo {todo.id} waits for gate {gate.id} ({gate.state}"
+                    f"{' ' + gate.decision if gate.decision and gate.state == 'answered' else ''}); "
+                    f"{verb} it is decided by {', '.join(gate.authority)} only; "
+                    f"you are {event.env.actor}")
+    if not held:
+        return None
+    return authority.check_signature(
+        fold, event, f"{verb} todo {todo.id} past gate {', '.join(g.id for g in held)}")
 
 
 def _check_todo_acked(fold: Fold, event: Event) -> Optional[str]:
@@ -275,7 +298,9 @@ def _check_todo_cancelled(fold: Fold, event: Event) -> Optional[str]:
     todo, why = _need_todo(fold, data.id)
     if why or todo is None:
         return why
-    return None if todo.state in ("open", "blocked") else f"todo {todo.id} is {todo.state}"
+    if todo.state not in ("open", "blocked"):
+        return f"todo {todo.id} is {todo.state}"
+    return _past_gates(fold, event, todo, "cancelling")
 
 
 def _check_gate_opened(fold: Fold, event: Event) -> Optional[str]:
@@ -316,9 +341,17 @@ def _check_gate_withdrawn(fold: Fold, event: Event) -> Optional[str]:
     gate = fold.gates.get(data.id)
     if gate is None:
         return f"unknown gate {data.id}"
-    # Withdrawing is a decision too: it unblocks the gate's todos.
-    deciders = authority.resolve(fold.config, gate.authority) | {gate.opened_by}
+    # Withdrawing is a decision too: it unblocks the gate's todos. Its opener may take back
+    # a question nobody has decided; once decided (or conflicted), replacing that decision
+    # is its authority's alone, or the opener could reverse the authority's reject.
+    deciders = authority.resolve(fold.config, gate.authority)
+    if gate.state == "open":
+        deciders = deciders | {gate.opened_by}
     if event.env.actor not in deciders:
+        if gate.state != "open":
+            return (f"gate {gate.id} is {gate.state} ({views.conflict_summary(gate)}): it is "
+                    f"withdrawn now by {', '.join(gate.authority)} only; you are "
+                    f"{event.env.actor}")
         return (f"gate {gate.id} is withdrawn by its opener {gate.opened_by} or by "
                 f"{', '.join(gate.authority)} only; you are {event.env.actor}")
     return authority.check_signature(fold, event, f"the withdrawal of gate {gate.id}")
@@ -379,7 +412,9 @@ def _check_quota_spent(fold: Fold, event: Event) -> Optional[str]:
     if why or event.env.v < 2:
         return why
     if data.force:
-        return None if data.reason else "spending past the budget needs --reason TEXT"
+        if not data.reason:
+            return "spending past the budget needs --reason TEXT"
+        return authority.check_signature(fold, event, "spending past the budget (--force)")
     over = views.quota_overrun(fold, event.env.goal,
                                {"turns": data.turns, "tokens": data.tokens, "cost": data.cost})
     return (f"{over}: raise the budget first (git loopx quota set ...), or record it anyway "

@@ -128,24 +128,39 @@ async def test_a_write_by_another_process_is_seen_by_the_next_call(session: Clie
     assert (await _call(session, "todo_claim", todo="fix"))["data"]["id"] == "fix"
 
 
-async def test_the_actor_comes_from_the_server_or_the_call(session: ClientSession,
-                                                           project: Path) -> None:
+async def test_the_server_acts_as_its_principal_or_a_sub_identity_under_it(
+        session: ClientSession, project: Path) -> None:
     opened = await _call(session, "gate_open", goal="json", question="Ship it?",
                          authority=["role:maintainer"], id="ship")
     assert opened["actor"] == AGENT
     refused = await session.call_tool("gate_answer", {"gate": "ship", "decision": "approve"})
     assert refused.is_error and "answered by role:maintainer only" in refused.content[0].text  # type: ignore[union-attr]
-    answered = await _call(session, "gate_answer", gate="ship", decision="approve", actor=ALICE)
-    assert answered["actor"] == ALICE
+    # Naming the maintainer (or any other principal) in a call is refused, reads included,
+    # and nothing is written.
+    for tool, arguments in (("gate_answer", {"gate": "ship", "decision": "approve"}),
+                            ("note_add", {"text": "hi"}), ("status", {"ci": False})):
+        for other in (ALICE, "agent:claude@laptopX", "agent:claude@laptop.evil/x"):
+            named = await session.call_tool(tool, {**arguments, "actor": other})
+            assert named.is_error, (tool, other)
+            assert named.content[0].text == (  # type: ignore[union-attr]
+                f"this server acts as {AGENT}; a call may name {AGENT} or a sub-identity "
+                f"{AGENT}/NAME, not {other}")
+    assert (await _call(session, "gate_show", gate="ship"))["state"] == "open"
+    worker = await _call(session, "note_add", text="from a worker", actor=f"{AGENT}/worker-2")
+    assert worker["actor"] == f"{AGENT}/worker-2"
+    assert (await _call(session, "note_add", text="plain"))["actor"] == AGENT
+    # The maintainer answers from their own process.
+    assert run_loopx(project, "gate", "answer", "ship", "--approve", actor=ALICE).code == 0
     assert (await _call(session, "gate_show", gate="ship"))["answered_by"] == ALICE
 
 
-async def test_sessions_notes_wakes_and_quota_through_tools(session: ClientSession) -> None:
+async def test_sessions_notes_wakes_and_quota_through_tools(session: ClientSession,
+                                                          project: Path) -> None:
     opened = await _call(session, "session_open", task="Keep the changelog", id="s-log")
     assert opened["data"]["workspace"]["path"]
     await _call(session, "session_progress", session="s-log", text="halfway")
     await _call(session, "session_respond", session="s-log", text="done for now")
-    await _call(session, "session_send", session="s-log", text="one more thing", actor=ALICE)
+    assert run_loopx(project, "session", "send", "s-log", "one more thing", actor=ALICE).code == 0
     inbox = await _call(session, "session_inbox", session="s-log", ack=True)
     assert [m["message"] for m in inbox["messages"]] == ["one more thing"]
     assert await _call(session, "session_ack", session="s-log") == {"acked": []}
@@ -175,17 +190,27 @@ async def test_resources_the_brief_the_primer_and_one_goal(session: ClientSessio
         await session.read_resource("loopx://goal/nope")
 
 
-async def test_without_an_actor_a_write_asks_who_is_acting(project: Path) -> None:
-    git(project, "config", "--global", "--unset", "user.email")
+def test_without_an_identity_the_server_refuses_to_start(project: Path) -> None:
+    """git's user.email is set here, and still the server does not act as that human."""
+    import subprocess
+
     env = {k: v for k, v in os.environ.items() if k != "LOOPX_ACTOR"}
-    params = StdioServerParameters(command="git", args=["loopx", "-C", str(project), "mcp"],
-                                   env=env)
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
-        await client.initialize()
-        result = await client.call_tool("note_add", {"text": "hi"})
-        assert result.is_error and "who is acting?" in result.content[0].text  # type: ignore[union-attr]
-        ok = await client.call_tool("note_add", {"text": "hi", "actor": AGENT})
-        assert not ok.is_error
+    for argv in (["git", "loopx", "mcp"], [sys.executable, "-m", "loopx.mcp"],
+                 ["git", "loopx", "mcp", "--actor", "claude"]):
+        done = subprocess.run(argv, cwd=project, env=env, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 1 and done.stdout == ""
+        lines = done.stderr.splitlines()
+        assert len(lines) == 1, done.stderr
+        assert lines[0] == ("error: --actor 'claude' is not an identity: give KIND:NAME, e.g. "
+                            "agent:claude@laptop" if "--actor" in argv else
+                            "error: the MCP server acts as one identity and none was named: "
+                            "start it as `git loopx --actor agent:NAME@HOST mcp` (or set "
+                            "LOOPX_ACTOR)")
+    env["LOOPX_ACTOR"] = AGENT  # the environment names it as well as --actor does
+    started = subprocess.run(["git", "loopx", "mcp"], cwd=project, env=env, input="",
+                             capture_output=True, text=True, timeout=60)
+    assert started.returncode == 0, started.stderr
 
 
 def test_without_the_sdk_mcp_says_how_to_install_it(project: Path,
