@@ -35,6 +35,7 @@ from pydantic import BaseModel, ValidationError
 from loopx.errors import LoopxError, describe
 from loopx.features.schema import STATUS_SCHEMA
 from loopx.ledger.book import Ledger
+from loopx.model import inert
 from loopx.mcp import tools
 from loopx.ops import goals, ledgers, status
 from loopx.version import __version__
@@ -129,9 +130,10 @@ def call(config: Config, name: str, arguments: Optional[dict[str, Any]]) -> Call
 
 
 def _error(kind: str, message: str, code: int) -> CallToolResult:
+    # The text is one line (a message may quote a title or a question); the JSON is exact.
     doc = {"error": {"message": message, "kind": kind, "exit_code": code}}
-    return CallToolResult(content=[TextContent(text=message)], structured_content=doc,
-                          is_error=True)
+    return CallToolResult(content=[TextContent(text=inert.line(message))],
+                          structured_content=doc, is_error=True)
 
 
 def read(config: Config, uri: str) -> ReadResourceResult:
@@ -148,7 +150,8 @@ def read(config: Config, uri: str) -> ReadResourceResult:
         try:
             goal = goals.show(config.ledger, str(found["id"]))
         except LoopxError as exc:
-            raise MCPError(code=INVALID_PARAMS, message=str(exc), data={"uri": uri}) from None
+            raise MCPError(code=INVALID_PARAMS, message=inert.line(str(exc)),
+                           data={"uri": uri}) from None
         return _text(uri, json.dumps(tools.plain(goal), ensure_ascii=False), "application/json")
     raise MCPError(code=INVALID_PARAMS, message=f"unknown resource {uri} (loopx serves "
                    f"{BRIEF}, {PRIME} and loopx://goal/ID)", data={"uri": uri})
@@ -166,7 +169,7 @@ def resources(config: Config) -> list[Resource]:
                        description="Your primer: the commands and what matters to you now")]
     if config.ledger.exists():
         listed += [Resource(uri=f"loopx://goal/{g['id']}", name=f"goal {g['id']}",
-                            description=g["title"], mime_type="application/json")
+                            description=inert.md(g["title"]), mime_type="application/json")
                    for g in goals.listing(config.ledger)]
     return listed
 
