@@ -141,7 +141,7 @@ def _sessions_section(snap: dict[str, Any]) -> list[str]:
     for s in sessions:
         where = (s.get("workspace") or {}).get("host")
         elsewhere = f" on {md(where)} (not this host)" if where and here and where != here else ""
-        lines.append(f"- {md(s['id'])} ({md(s['state'])}, {md(str(s.get('owner')))}){elsewhere}: "
+        lines.append(f"- {md(s['id'])} ({s['state']}, {md(str(s.get('owner')))}){elsewhere}: "
                      f"{md(str(s.get('task')))}")
     return ["## Sessions", ""] + lines + [""]
 

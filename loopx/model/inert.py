@@ -17,6 +17,7 @@ passed through one of these before it is put in a line:
   GitHub quirk reaches into code spans: ``[x]`` on the line of a task list item ticks it, so
   its bracket is written ``\\u005b`` there.)
 - :func:`code`: always a code span (a command to run).
+- :func:`indented`: several lines, each a :func:`line` under an indent (a note in a listing).
 
 JSON output never goes through here: it carries the text exactly.
 Pure: strings in, strings out.
@@ -37,6 +38,7 @@ SEQUENCE = (
 )
 _SEQUENCE = re.compile(SEQUENCE)
 _BREAK = re.compile("(?:\r\n|[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029])+")
+_BREAK_ONE = re.compile("\r\n|[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
 BREAK_MARK = " \u21b5 "  # " ↵ "
 # Invisible characters that are letters or marks to Unicode: the combining grapheme joiner,
 # Hangul fillers, the Mongolian vowel separator (a format character in newer Unicode).
@@ -68,6 +70,20 @@ def _visible(char: str) -> str:
         return char
     point = ord(char)
     return f"\\u{point:04x}" if point <= 0xFFFF else f"\\U{point:08x}"
+
+
+def indented(text: str, prefix: str = "    ") -> str:
+    """Several lines of ``text`` (a note, a message), each a :func:`line` under ``prefix``:
+    none can start a line of the output."""
+    return "\n".join(prefix + line(part) for part in _BREAK_ONE.split(text))
+
+
+def first_hidden(text: str) -> str | None:
+    """The first character of ``text`` that :func:`line` would not show as itself (a line
+    break, a tab, a control or format character), if any."""
+    if text.isprintable() and not _INVISIBLE.intersection(text):
+        return None
+    return next((c for c in text if unicodedata.category(c) in _HIDDEN or c in _INVISIBLE), None)
 
 
 def md(text: str) -> str:

@@ -6,13 +6,15 @@ from typing import Annotated, Optional
 
 from pydantic import Field
 
-from loopx.model.payloads.base import ID_PATTERN, REF_PATTERN, TS_PATTERN, EntityId, Model, Text
+from loopx.model.payloads.base import (
+    ID_PATTERN, ONE_LINE, REF_PATTERN, TS_PATTERN, EntityId, Model, Text,
+)
 
 
 class TodoAdded(Model):
     id: str = EntityId
     goal: str = EntityId
-    title: str = Field(min_length=1, max_length=500)
+    title: str = Field(min_length=1, max_length=500, json_schema_extra=ONE_LINE)
     description: Optional[str] = Field(default=None, max_length=20_000)
     depends_on: list[str] = Field(default_factory=list, max_length=200)
     gates: list[str] = Field(default_factory=list, max_length=200)
@@ -25,7 +27,8 @@ class TodoAdded(Model):
 
 class TodoUpdated(Model):
     id: str = EntityId
-    title: Optional[str] = Field(default=None, min_length=1, max_length=500)
+    title: Optional[str] = Field(default=None, min_length=1, max_length=500,
+                                 json_schema_extra=ONE_LINE)
     description: Optional[str] = Field(default=None, max_length=20_000)
     add_depends_on: list[str] = Field(default_factory=list, max_length=200)
     add_gates: list[str] = Field(default_factory=list, max_length=200)
