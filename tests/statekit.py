@@ -50,23 +50,13 @@ def event(
     )
 
 
-def foreign_event(
-    type: str,
-    data: dict[str, Any],
-    *,
-    clock: int,
-    actor: str = "human:alice@example.com",
-    goal: Optional[str] = None,
-    at: str = "2026-11-29T12:00:00Z",
-) -> Event:
+def foreign_event(type: str, data: dict[str, Any], **envelope: Any) -> Event:
     """An event as another clone (an older loopx, another tool, a hand-written file) may have
     it: held to the rules of reading only, not to what `git loopx` refuses to write (a line
-    break in a title)."""
-    doc: dict[str, Any] = {"id": ids.new_event_id(), "type": type,
-                           "v": EVENT_TYPES.version(type), "at": at, "clock": clock,
-                           "actor": actor, "data": data}
-    if goal is not None:
-        doc["goal"] = goal
+    break in a title). ``envelope``: clock, actor, goal, at."""
+    doc = {"id": ids.new_event_id(), "type": type, "v": EVENT_TYPES.version(type),
+           "at": "2026-11-29T12:00:00Z", "actor": "human:alice@example.com", "data": data,
+           **envelope}
     return parse_event(doc)
 
 

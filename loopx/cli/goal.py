@@ -108,7 +108,8 @@ def _list_text(found: list[dict[str, Any]]) -> str:
     lines = []
     for g in found:
         met = sum(c["met"] for c in g["acceptance"])
-        lines.append(f"{g['id']:<12} {g['state']:<9} {met}/{len(g['acceptance'])} met  {line(g['title'])}")
+        lines.append(f"{g['id']:<12} {g['state']:<9} {met}/{len(g['acceptance'])} met  "
+                     f"{line(g['title'])}")
     return "\n".join(lines)
 
 

@@ -1,5 +1,5 @@
 """Text renderings for people: short, most important first, coloured on a TTY. Text from
-events is shown with :func:`loopx.model.inert.line`: one line each, so it cannot fake one of ours."""
+events is shown with :func:`loopx.model.inert.line`: one line, so it cannot fake one of ours."""
 
 from __future__ import annotations
 
@@ -155,7 +155,8 @@ def elsewhere(workspace: dict[str, str], here: str) -> str:
     """A note when a session's workspace is on another host than ``here``."""
     if workspace["host"] == here:
         return ""
-    return f"  (workspace on {line(workspace['host'])}: its live objects cannot be re-attached here)"
+    return (f"  (workspace on {line(workspace['host'])}: its live objects cannot be "
+            "re-attached here)")
 
 
 def fields_text(found: dict[str, Any]) -> str:

@@ -245,7 +245,8 @@ def _show_text(view: dict[str, Any]) -> str:
     out = [f"session {view['id']}: {line(view['task'])}",
            f"  state:     {_state_text(view)}",
            f"  owner:     {line(view['owner'])}",
-           f"  workspace: {line(ws['host'])}:{line(ws['path'])}" + elsewhere(ws, readback.local_host()),
+           f"  workspace: {line(ws['host'])}:{line(ws['path'])}"
+           + elsewhere(ws, readback.local_host()),
            f"  keep open: {'yes' if view['keep_open'] else 'no (one-shot)'}"
            + (f" - {line(view['keep_open_reason'])}" if view["keep_open_reason"] else "")]
     out += [f"  goal:      {view['goal']}"] if view["goal"] else []

@@ -69,7 +69,8 @@ def _todo(todo: dict[str, Any]) -> dict[str, Any]:
 
 def markdown(data: dict[str, Any]) -> str:
     """The primer as Markdown."""
-    who = md(data["actor"]) if data["actor"] else "nobody yet (set LOOPX_ACTOR, e.g. agent:NAME@HOST)"
+    who = (md(data["actor"]) if data["actor"]
+           else "nobody yet (set LOOPX_ACTOR, e.g. agent:NAME@HOST)")
     out = [f"# loopx primer for {who}", "", *ABOUT, "", "## Commands", ""]
     out += [f"- `{cmd}` — {what}" for cmd, what in COMMANDS]
     out += ["", f"## Now ({md(data['now'])}, ledger {md(data['ledger'] or 'loopx/state')})", ""]

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import sys
 from collections.abc import Callable
@@ -125,7 +124,7 @@ def call(config: Config, name: str, arguments: Optional[dict[str, Any]]) -> Call
         if not isinstance(exc, LoopxError):
             log.exception("tool %s failed", name)
         return _error(*describe(exc))
-    return CallToolResult(content=[TextContent(text=json.dumps(data, ensure_ascii=False))],
+    return CallToolResult(content=[TextContent(text=inert.json_text(data))],
                           structured_content=data)
 
 
@@ -152,7 +151,7 @@ def read(config: Config, uri: str) -> ReadResourceResult:
         except LoopxError as exc:
             raise MCPError(code=INVALID_PARAMS, message=inert.line(str(exc)),
                            data={"uri": uri}) from None
-        return _text(uri, json.dumps(tools.plain(goal), ensure_ascii=False), "application/json")
+        return _text(uri, inert.json_text(tools.plain(goal)), "application/json")
     raise MCPError(code=INVALID_PARAMS, message=f"unknown resource {uri} (loopx serves "
                    f"{BRIEF}, {PRIME} and loopx://goal/ID)", data={"uri": uri})
 

@@ -18,15 +18,18 @@ passed through one of these before it is put in a line:
   its bracket is written ``\\u005b`` there.)
 - :func:`code`: always a code span (a command to run).
 - :func:`indented`: several lines, each a :func:`line` under an indent (a note in a listing).
+- :func:`json_text`: JSON, exact, with those characters written as escapes.
 
-JSON output never goes through here: it carries the text exactly.
+JSON carries the text exactly.
 Pure: strings in, strings out.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
+from typing import Any
 
 # Terminal control sequences (shared with loopx.cli.terminal, which removes them too).
 SEQUENCE = (
@@ -76,6 +79,19 @@ def indented(text: str, prefix: str = "    ") -> str:
     """Several lines of ``text`` (a note, a message), each a :func:`line` under ``prefix``:
     none can start a line of the output."""
     return "\n".join(prefix + line(part) for part in _BREAK_ONE.split(text))
+
+
+# What json.dumps leaves raw (it escapes U+0000-U+001F itself): C1 controls, bidi embeddings,
+# overrides, isolates and marks, zero-width characters, the BOM, the Unicode line separators.
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069"
+                          "\u2028\u2029\ufeff]")
+
+
+def json_text(data: Any, **options: Any) -> str:
+    """``data`` as JSON, exact, with every character a terminal or a reader acts on (or
+    cannot see) written as a ``\\uXXXX`` escape: the same strings, decoded."""
+    text = json.dumps(data, ensure_ascii=False, default=str, **options)
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def first_hidden(text: str) -> str | None:
