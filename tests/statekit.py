@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 from loopx.model import codec
 from loopx.model import ids
-from loopx.model.events import Event, event_path, make_event
+from loopx.model.events import EVENT_TYPES, Event, event_path, make_event, parse_event
 
 
 def run(
@@ -48,6 +48,16 @@ def event(
         actor=actor,
         goal=goal,
     )
+
+
+def foreign_event(type: str, data: dict[str, Any], **envelope: Any) -> Event:
+    """An event as another clone (an older loopx, another tool, a hand-written file) may have
+    it: held to the rules of reading only, not to what `git loopx` refuses to write (a line
+    break in a title). ``envelope``: clock, actor, goal, at."""
+    doc = {"id": ids.new_event_id(), "type": type, "v": EVENT_TYPES.version(type),
+           "at": "2026-11-29T12:00:00Z", "actor": "human:alice@example.com", "data": data,
+           **envelope}
+    return parse_event(doc)
 
 
 def file_of(ev: Event) -> tuple[str, bytes]:

@@ -9,6 +9,8 @@ import click
 from loopx.cli.app import App, event_id_option, pass_app
 from loopx.errors import NotFound
 from loopx.ops import evidence as evidence_ops
+from loopx.model import inert
+from loopx.model.inert import line
 
 # --- evidence -------------------------------------------------------------------------------
 
@@ -103,7 +105,7 @@ def evidence_show(app: App, evidence_id: str) -> None:
 
 def _evidence_show_text(ev: dict[str, Any]) -> str:
     judged = ev["judged"]
-    lines = [f"evidence {ev['id']} ({ev['kind']}): {ev['summary'] or '-'}"]
+    lines = [f"evidence {ev['id']} ({ev['kind']}): {line(ev['summary'] or '-')}"]
     fields = [("result", _result(ev)), ("command", ev["command"]), ("ran in", ev.get("cwd")),
               ("took", f"{ev['duration_s']:.1f}s" if ev.get("duration_s") is not None else None),
               ("goal", ev["goal"]), ("todo", ev["todo"]),
@@ -117,10 +119,9 @@ def _evidence_show_text(ev: dict[str, Any]) -> str:
               ("now", judged["state"] + (f": {judged['reason']}" if judged["reason"] else "")),
               ("changed", ", ".join(judged["changed"][:10]) or None),
               ("digest", ev.get("digest"))]
-    lines += [f"  {name + ':':<9} {value}" for name, value in fields if value]
+    lines += [f"  {name + ':':<9} {line(str(value))}" for name, value in fields if value]
     if ev.get("output_tail"):
-        lines += ["  output (last lines):"] + [f"    {line}" for line in
-                                                ev["output_tail"].splitlines()]
+        lines += ["  output (last lines):", inert.indented(ev["output_tail"].rstrip("\n"))]
     return "\n".join(lines)
 
 

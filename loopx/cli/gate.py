@@ -9,6 +9,7 @@ import click
 from loopx.cli import render
 from loopx.cli.app import App, event_id_option, pass_app
 from loopx.ops import gates
+from loopx.model.inert import line
 
 
 @click.group()
@@ -90,7 +91,7 @@ def _list_text(found: list[dict[str, Any]]) -> str:
     if not found:
         return "no open gates"
     return "\n".join(
-        f"{g['id']:<12} {g['state']:<9} {g['question']}  "
+        f"{g['id']:<12} {g['state']:<9} {line(g['question'])}  "
         + (f"(asks {', '.join(g['authority'])})" if g["state"] == "open"
            else f"({g['decision']} by {g['answered_by']})" if g["decision"]
            else "(" + ", ".join(f"{d['decision'] or 'withdraw'} by {d['actor']}"

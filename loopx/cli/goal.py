@@ -8,6 +8,7 @@ import click
 
 from loopx.cli.app import App, event_id_option, pass_app
 from loopx.ops import goals
+from loopx.model.inert import line
 
 
 @click.group()
@@ -107,7 +108,8 @@ def _list_text(found: list[dict[str, Any]]) -> str:
     lines = []
     for g in found:
         met = sum(c["met"] for c in g["acceptance"])
-        lines.append(f"{g['id']:<12} {g['state']:<9} {met}/{len(g['acceptance'])} met  {g['title']}")
+        lines.append(f"{g['id']:<12} {g['state']:<9} {met}/{len(g['acceptance'])} met  "
+                     f"{line(g['title'])}")
     return "\n".join(lines)
 
 
@@ -121,18 +123,18 @@ def goal_show(app: App, goal_id: str) -> None:
 
 
 def _show_text(found: dict[str, Any]) -> str:
-    lines = [f"goal {found['id']}: {found['title']} ({found['state']})"]
+    lines = [f"goal {found['id']}: {line(found['title'])} ({found['state']})"]
     for c in found["acceptance"]:
         mark = "x" if c["met"] else " "
         ev = f"  <- {', '.join(c['evidence'])}" if c["evidence"] else ""
         if c.get("verdict") == "fail":
             ev += f"  (latest: {c['latest']} failed)"
         scope = f"  [on {', '.join(c['paths'])}]" if c.get("paths") else ""
-        lines.append(f"  [{mark}] {c['id']}: {c['text']}{scope}{ev}")
+        lines.append(f"  [{mark}] {c['id']}: {line(c['text'])}{line(scope)}{ev}")
     for c in found.get("retired", []):
-        lines.append(f"  [-] {c['id']}: {c['text']}  (retired)")
+        lines.append(f"  [-] {c['id']}: {line(c['text'])}  (retired)")
     for t in found["todos"]:
-        lines.append(f"  todo {t['id']:<10} {t['state']:<9} {t['title']}")
+        lines.append(f"  todo {t['id']:<10} {t['state']:<9} {line(t['title'])}")
     for g in found["gates"]:
-        lines.append(f"  gate {g['id']:<10} {g['state']:<9} {g['question']}")
+        lines.append(f"  gate {g['id']:<10} {g['state']:<9} {line(g['question'])}")
     return "\n".join(lines)

@@ -7,7 +7,8 @@ from typing import Optional
 import click
 
 from loopx.cli.app import App, event_id_option, pass_app
-from loopx.model import plural
+from loopx.model import inert, plural
+from loopx.model.inert import line
 from loopx.ops import notes, notices
 
 # --- notes ----------------------------------------------------------------------------------
@@ -40,9 +41,9 @@ def note_list(app: App, todo_id: Optional[str], goal_id: Optional[str]) -> None:
     """List notes, oldest first."""
     found = notes.listing(app.ledger, todo=todo_id, goal=goal_id)
     app.emit(found, lambda: "\n".join(
-        f"{n['id']:<12} {n['at']}  {n['actor']}" + (f"  (on {n['todo'] or n['goal']})"
-                                                   if n["todo"] or n["goal"] else "")
-        + f"\n    {n['text']}" for n in found) or "no notes")
+        f"{n['id']:<12} {n['at']}  {line(n['actor'])}" + (f"  (on {n['todo'] or n['goal']})"
+                                                         if n["todo"] or n["goal"] else "")
+        + "\n" + inert.indented(n["text"]) for n in found) or "no notes")
 
 
 

@@ -8,6 +8,7 @@ import click
 
 from loopx.cli.app import App, event_id_option, optional_duration, pass_app
 from loopx.ops import effects, quotas, wakes
+from loopx.model.inert import line
 
 # --- wakes ----------------------------------------------------------------------------------
 
@@ -77,7 +78,7 @@ def wake_list(app: App) -> None:
     app.emit(found, lambda: "\n".join(
         f"{w['id']:<12} " + ", ".join(f"{k}={w[k]}" for k in ("at", "on_gate", "on_ci", "on_todo",
                                                              "every") if w[k])
-        + (f"  ({w['reason']})" if w["reason"] else "") for w in found) or "no wakes")
+        + (f"  ({line(w['reason'])})" if w["reason"] else "") for w in found) or "no wakes")
 
 
 # --- quota ----------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import click
 
 from loopx.cli import pager, render
 from loopx.cli.app import App, optional_duration, pass_app
-from loopx.model import plural
+from loopx.model import inert, plural
 from loopx.ops import status as recovery
 
 EXIT_WAIT = 10
@@ -92,11 +92,11 @@ def _next_text(result: dict[str, Any]) -> str:
     if best is None:
         wake = f"; look again at {result['next_wake']}" if result["next_wake"] else ""
         return f"nothing left to do{wake}"
-    lines = [f"{best['kind']}: {best['reason']}"]
+    lines = [f"{best['kind']}: {inert.line(best['reason'])}"]
     if best.get("command"):
-        lines.append(f"  {best['command']}")
+        lines.append(f"  {inert.line(best['command'])}")
     if result.get("not_claimed") and best is not None:
-        lines.append(f"(not claimed: {result['not_claimed']})")
+        lines.append(f"(not claimed: {inert.line(result['not_claimed'])})")
     return "\n".join(lines)
 
 
@@ -145,9 +145,9 @@ def status_text(snap: dict[str, Any], ledger_text: str, *, color: bool = False) 
                          bold=True))
         for action in actions:
             colour = "yellow" if recovery.is_waiting(action) else "red" if action["priority"] < 30 else "cyan"
-            out.append(f"  {paint(action['kind'], fg=colour)}: {action['reason']}")
+            out.append(f"  {paint(action['kind'], fg=colour)}: {inert.line(action['reason'])}")
             if action.get("command"):
-                out.append(paint(f"    {action['command']}", dim=True))
+                out.append(paint(f"    {inert.line(action['command'])}", dim=True))
     if not snap["actions"] and snap.get("next_wake"):
         out.append(f"\nNothing to do; look again at {snap['next_wake']}")
     return "\n".join(out) + ("\n" + rest if rest else "")
@@ -164,10 +164,10 @@ def environment_lines(env: dict[str, Any], paint: Any) -> list[str]:
         lines.append(paint(f"  {env['in_progress']} in progress", fg="red"))
     if env.get("dirty"):
         lines.append(paint(f"  {plural.counted(len(env['dirty']), 'changed file')}: "
-                           f"{', '.join(env['dirty'][:5])}", fg="yellow"))
+                           f"{inert.line(', '.join(env['dirty'][:5]))}", fg="yellow"))
     if env.get("untracked"):
         lines.append(f"  {plural.counted(len(env['untracked']), 'untracked file')}: "
-                     f"{', '.join(env['untracked'][:5])}")
+                     f"{inert.line(', '.join(env['untracked'][:5]))}")
     state = env.get("state") or {}
     if state.get("unpushed") or state.get("unmerged"):
         lines.append(f"  ledger: {plural.counted(state['unpushed'], 'event')} not pushed, "
@@ -175,6 +175,6 @@ def environment_lines(env: dict[str, Any], paint: Any) -> list[str]:
     ci = env.get("ci") or {}
     if ci.get("provider"):
         colour = {"success": "green", "failure": "red", "pending": "yellow"}.get(ci["state"])
-        detail = f" ({ci['detail']})" if ci.get("detail") else ""
+        detail = f" ({inert.line(ci['detail'])})" if ci.get("detail") else ""
         lines.append(f"  CI ({ci['provider']}): " + paint(ci["state"], fg=colour) + detail)
     return lines

@@ -1,4 +1,5 @@
-"""Text renderings for people: short, most important first, coloured on a TTY."""
+"""Text renderings for people: short, most important first, coloured on a TTY. Text from
+events is shown with :func:`loopx.model.inert.line`: one line, so it cannot fake one of ours."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import click
 
 from loopx.features.readback import local_host
 from loopx.model import clock, plural
+from loopx.model.inert import line
 
 
 def _style(color: bool):  # type: ignore[no-untyped-def]
@@ -22,12 +24,12 @@ def status_text(snap: dict[str, Any], *, color: bool = False) -> str:
     paint = _style(color)
     ref = snap.get("ref", "refs/heads/loopx/state").removeprefix("refs/heads/")
     count = snap["ledger"]["events"]
-    name = f"{snap['ledger']['name']}, " if snap["ledger"].get("name") else ""
+    name = f"{line(snap['ledger']['name'])}, " if snap["ledger"].get("name") else ""
     out = [f"On ledger {ref} ({name}{plural.counted(count, 'event')})"]
     shown = [p for p in snap["problems"] if not p.get("dismissed")]
     if shown:
         out.append("\n" + paint(f"Problems ({len(shown)}), events not applied:", fg="red", bold=True))
-        out += [f"  {p['event']}: {p['reason']}" for p in shown[:10]]
+        out += [f"  {line(p['event'])}: {line(p['reason'])}" for p in shown[:10]]
     for goal in snap["goals"]:
         if goal["state"] not in ("achieved", "abandoned"):
             out += _goal(goal, paint)
@@ -46,15 +48,15 @@ def status_text(snap: dict[str, Any], *, color: bool = False) -> str:
 def _goal(goal: dict[str, Any], paint: Any) -> list[str]:
     met = sum(c["met"] for c in goal["acceptance"])
     stale = sum(bool(c["met"] and c.get("needs_rerun")) for c in goal["acceptance"])
-    out = ["\n" + paint(f"Goal {goal['id']}: {goal['title']}", bold=True)
+    out = ["\n" + paint(f"Goal {goal['id']}: {line(goal['title'])}", bold=True)
            + f"  [{goal['state']}, {met}/{len(goal['acceptance'])} criteria met"
            + (f", {stale} of them by stale evidence]" if stale else "]")]
     for c in goal["acceptance"]:
         mark = paint("x", fg="green") if c["met"] else " "
         if c.get("needs_rerun"):  # met only by stale evidence (added by readback)
             mark = paint("~", fg="yellow")
-        out.append(f"  [{mark}] {c['id']}  {c['text']}" + _criterion_note(c))
-    out += [f"  [-] {c['id']}  {c['text']}  (retired)" for c in goal.get("retired", [])]
+        out.append(f"  [{mark}] {c['id']}  {line(c['text'])}" + _criterion_note(c))
+    out += [f"  [-] {c['id']}  {line(c['text'])}  (retired)" for c in goal.get("retired", [])]
     return out
 
 
@@ -64,7 +66,7 @@ def _criterion_note(crit: dict[str, Any]) -> str:
         return f"  (CI {verdict} for HEAD, not recorded: git loopx ci record)"
     if crit.get("needs_rerun"):
         changed = crit.get("changed") or []
-        shown = f": {', '.join(changed[:3])}{', ...' if len(changed) > 3 else ''} changed" if (
+        shown = f": {line(', '.join(changed[:3]))}{', ...' if len(changed) > 3 else ''} changed" if (
             changed) else ""
         return f"  (evidence is stale{shown}: re-run)"
     if crit.get("verdict") == "fail":
@@ -79,15 +81,15 @@ def _todos(snap: dict[str, Any], paint: Any) -> list[str]:
     sections = [
         ("\n" + paint("Ready to work on", fg="green") + " (git loopx todo claim ID, or "
          "git loopx next --claim for the best one):",
-         [f"  {t['id']:<12} {t['title']}" for t in (todos[i] for i in snap["frontier"])]),
+         [f"  {t['id']:<12} {line(t['title'])}" for t in (todos[i] for i in snap["frontier"])]),
         ("\nClaimed:",
-         [f"  {t['id']:<12} {t['title']}  ({t['claimed_by']} until {t['lease_expires']})"
+         [f"  {t['id']:<12} {line(t['title'])}  ({line(t['claimed_by'])} until {t['lease_expires']})"
           for t in todos.values() if t["state"] == "claimed"]),
         ("\n" + paint("Waiting:", fg="yellow"),
-         [f"  {t['id']:<12} {t['title']}  ({t['why_not_ready']})" for t in todos.values()
+         [f"  {t['id']:<12} {line(t['title'])}  ({line(t['why_not_ready'])})" for t in todos.values()
           if t["state"] in ("open", "blocked") and not t["ready"] and t["goal"] not in closed]),
         ("\n" + paint("Open gates:", fg="yellow"),
-         [f"  {g['id']:<12} {g['question']}  (asks {', '.join(g['authority'])})"
+         [f"  {g['id']:<12} {line(g['question'])}  (asks {line(', '.join(g['authority']))})"
           for g in snap["gates"] if g["state"] == "open"]),
         (paint("\nGates with decisions that did not see each other:", fg="red", bold=True),
          [line for g in snap["gates"] if g["state"] == "conflicted" for line in _conflict(g)]),
@@ -97,8 +99,9 @@ def _todos(snap: dict[str, Any], paint: Any) -> list[str]:
 
 def _conflict(gate: dict[str, Any]) -> list[str]:
     """A conflicted gate: every decision in force, and how its authority decides again."""
-    lines = [f"  {gate['id']:<12} {gate['question']}  (asks {', '.join(gate['authority'])})"]
-    lines += [f"               {d['decision'] or 'withdraw'} by {d['actor']}"
+    lines = [f"  {gate['id']:<12} {line(gate['question'])}  "
+             f"(asks {line(', '.join(gate['authority']))})"]
+    lines += [f"               {d['decision'] or 'withdraw'} by {line(d['actor'])}"
               + (f": {first_line(d['answer'] or d['comment'], 50)}" if d["answer"] or d["comment"]
                  else "") + f"  [{d['event']}]" for d in gate["conflict"]]
     lines.append(f"               decide again: git loopx gate answer {gate['id']} --supersede "
@@ -114,8 +117,8 @@ def _history(snap: dict[str, Any]) -> list[str]:
     closed = [g for g in snap["goals"] if g["state"] in ("achieved", "abandoned")]
     if closed:  # only with --all: plain status lists the goals in play
         out.append("\nClosed goals:")
-        out += [f"  {g['id']:<12} {g['state']:<9} {g['title']}"
-                + (f"  ({g['reason']})" if g.get("reason") else "") for g in closed]
+        out += [f"  {g['id']:<12} {g['state']:<9} {line(g['title'])}"
+                + (f"  ({line(g['reason'])})" if g.get("reason") else "") for g in closed]
     return out
 
 
@@ -130,7 +133,7 @@ def _sessions(sessions: list[dict[str, Any]], paint: Any) -> list[str]:
         for s in rows:
             said = s["last_response"] if state == "awaiting_input" else s["last_progress"]
             idle = f", idle {ago(s['idle_seconds'])}" if state == "awaiting_input" else ""
-            out.append(f"  {s['id']:<12} {first_line(s['task'], 50)}  ({s['owner']}{idle})"
+            out.append(f"  {s['id']:<12} {first_line(s['task'], 50)}  ({line(s['owner'])}{idle})"
                        + elsewhere(s["workspace"], here))
             out += [f"               {first_line(said)}"] if said else []
             out += [f"               {plural.counted(len(s['inbox']), 'unread message')}"] if s["inbox"] else []
@@ -144,15 +147,16 @@ def ago(seconds: Optional[int]) -> str:
 
 def first_line(text: Optional[str], width: int = 70) -> str:
     lines = (text or "").strip().splitlines()
-    line = lines[0] if lines else ""
-    return line if len(line) <= width else line[: width - 3] + "..."
+    first = line(lines[0]) if lines else ""
+    return first if len(first) <= width else first[: width - 3] + "..."
 
 
 def elsewhere(workspace: dict[str, str], here: str) -> str:
     """A note when a session's workspace is on another host than ``here``."""
     if workspace["host"] == here:
         return ""
-    return f"  (workspace on {workspace['host']}: its live objects cannot be re-attached here)"
+    return (f"  (workspace on {line(workspace['host'])}: its live objects cannot be "
+            "re-attached here)")
 
 
 def fields_text(found: dict[str, Any]) -> str:

@@ -19,6 +19,7 @@ from loopx.version import __version__
 from loopx.cli import terminal
 from loopx.cli.app import App
 from loopx.errors import GitError, LoopxError, describe
+from loopx.model import inert
 
 # (module, attribute) of each command or group, imported when the CLI starts.
 _GROUPS = [
@@ -191,7 +192,7 @@ def _hint_global_option(exc: click.ClickException) -> click.ClickException:
 
 def _fail(kind: str, message: str, code: int, as_json: bool, hint: Optional[str] = None) -> None:
     """One clear line on stderr (plus a hint); with --json also a JSON error on stdout."""
-    terminal.echo(f"error: {message}", err=True)
+    terminal.echo(f"error: {inert.line(message)}", err=True)  # it may quote a title
     if hint:
         terminal.echo(hint, err=True)
     if as_json:

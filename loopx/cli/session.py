@@ -12,7 +12,8 @@ from loopx.cli import terminal
 from loopx.cli.app import App, duration, event_id_option, optional_duration, pass_app
 from loopx.cli.render import ago, elsewhere, first_line
 from loopx.features import readback
-from loopx.model import plural
+from loopx.model import inert, plural
+from loopx.model.inert import line
 from loopx.ops import sessions
 
 
@@ -235,21 +236,22 @@ def session_stats(app: App, window: str) -> None:
 
 def _inbox_text(items: list[dict[str, Any]]) -> str:
     return "\n".join(
-        f"#{m['seq']} {m['kind']:<10} from {m['from']} at {m['at']}  [{m['event']}]\n"
-        f"    {m['message']}" for m in items) or "inbox empty"
+        f"#{m['seq']} {m['kind']:<10} from {line(m['from'])} at {m['at']}  [{m['event']}]\n"
+        + inert.indented(m["message"]) for m in items) or "inbox empty"
 
 
 def _show_text(view: dict[str, Any]) -> str:
     ws = view["workspace"]
-    out = [f"session {view['id']}: {view['task']}",
+    out = [f"session {view['id']}: {line(view['task'])}",
            f"  state:     {_state_text(view)}",
-           f"  owner:     {view['owner']}",
-           f"  workspace: {ws['host']}:{ws['path']}" + elsewhere(ws, readback.local_host()),
+           f"  owner:     {line(view['owner'])}",
+           f"  workspace: {line(ws['host'])}:{line(ws['path'])}"
+           + elsewhere(ws, readback.local_host()),
            f"  keep open: {'yes' if view['keep_open'] else 'no (one-shot)'}"
-           + (f" - {view['keep_open_reason']}" if view["keep_open_reason"] else "")]
+           + (f" - {line(view['keep_open_reason'])}" if view["keep_open_reason"] else "")]
     out += [f"  goal:      {view['goal']}"] if view["goal"] else []
-    out += [f"  progress:  {view['last_progress']}"] if view["last_progress"] else []
-    out += [f"  response:  {view['last_response']}"] if view["last_response"] else []
+    out += [f"  progress:  {line(view['last_progress'])}"] if view["last_progress"] else []
+    out += [f"  response:  {line(view['last_response'])}"] if view["last_response"] else []
     out += [f"  inbox:     {len(view['inbox'])} unconsumed of "
             f"{plural.counted(len(view['messages']), 'message')}"]
     for point in view["checkpoints"]:

@@ -11,27 +11,20 @@ characters a terminal would act on written as ``\\uXXXX`` escapes.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 import click
 
+from loopx.model import inert
+from loopx.model.inert import SEQUENCE  # CSI, OSC, DCS and other escapes
+
 # The SGR codes click.style emits for what the renderers use: reset, bold, dim, colours.
 _STYLE = r"\x1b\[(?:0|1|2|22|3[0-7]|39|9[0-7])m"
-_SEQUENCE = (
-    r"\x1b\[[0-?]*[ -/]*[@-~]?"  # CSI: parameters, intermediates, final byte
-    # OSC, DCS, SOS, PM, APC strings (to their terminator; never past a line: the introducer
-    # is gone, so what is left of an unterminated one is plain text)
-    r"|\x1b[\]PX^_][^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"
-    r"|\x1b[ -/]*[0-~]?"  # other escapes, and a lone ESC
-)
 # C0 controls but tab and newline, DEL, C1 controls (U+009B is CSI on 8-bit terminals),
 # bidi embeddings, overrides, isolates and marks, and the Unicode line separators.
 _CONTROL = "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]"
-_UNSAFE = re.compile(f"({_STYLE})|{_SEQUENCE}|{_CONTROL}")
-# What json.dumps leaves raw (it escapes U+0000-U+001F itself).
-_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+_UNSAFE = re.compile(f"({_STYLE})|{SEQUENCE}|{_CONTROL}")
 
 
 def safe(text: str) -> str:
@@ -41,8 +34,7 @@ def safe(text: str) -> str:
 
 def json_text(data: Any, **options: Any) -> str:
     """``data`` as JSON, exact, with every character a terminal acts on escaped."""
-    text = json.dumps(data, ensure_ascii=False, default=str, **options)
-    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return inert.json_text(data, **options)
 
 
 def echo(text: str = "", *, err: bool = False, nl: bool = True) -> None:

@@ -8,6 +8,7 @@ import click
 
 from loopx.cli.app import App, event_id_option, optional_duration, pass_app
 from loopx.ops import todos
+from loopx.model.inert import line
 
 
 @click.group()
@@ -209,8 +210,8 @@ def _list_text(found: list[dict[str, Any]]) -> str:
     if not found:
         return "no todos"
     return "\n".join(
-        f"{t['id']:<12} {t['state']:<9} P{t['priority']} {t['title']}"
-        + (f"  ({t['why_not_ready']})" if t["why_not_ready"] and t["state"] != "done" else "")
+        f"{t['id']:<12} {t['state']:<9} P{t['priority']} {line(t['title'])}"
+        + (f"  ({line(t['why_not_ready'])})" if t["why_not_ready"] and t["state"] != "done" else "")
         for t in found
     )
 
@@ -225,7 +226,7 @@ def todo_show(app: App, todo_id: str) -> None:
 
 
 def _show_text(found: dict[str, Any]) -> str:
-    lines = [f"todo {found['id']}: {found['title']}", f"  goal:    {found['goal']}",
+    lines = [f"todo {found['id']}: {line(found['title'])}", f"  goal:    {found['goal']}",
              f"  state:   {found['state']}", f"  priority: {found['priority']}"]
     if found["discovered_from"]:
         lines.append(f"  found while doing: {found['discovered_from']}")
@@ -234,13 +235,13 @@ def _show_text(found: dict[str, Any]) -> str:
     if found["gates"]:
         lines.append(f"  gates:   {', '.join(found['gates'])}")
     if found["claimed_by"]:
-        lines.append(f"  claimed: {found['claimed_by']} until {found['lease_expires']}")
+        lines.append(f"  claimed: {line(found['claimed_by'])} until {found['lease_expires']}")
     if found["why_not_ready"]:
-        lines.append(f"  not ready: {found['why_not_ready']}")
+        lines.append(f"  not ready: {line(found['why_not_ready'])}")
     if found["evidence"]:
         lines.append(f"  evidence: {', '.join(found['evidence'])}")
     if found.get("no_evidence_reason"):
-        lines.append(f"  done without evidence: {found['no_evidence_reason']}")
+        lines.append(f"  done without evidence: {line(found['no_evidence_reason'])}")
     if found["decisions_since_claim"]:
         lines.append(f"  decisions since claim: {', '.join(found['decisions_since_claim'])} "
                      f"(git loopx todo ack {found['id']})")

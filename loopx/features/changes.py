@@ -15,7 +15,7 @@ from loopx.storage.gateway import Oversize
 from loopx.state import history
 from loopx.state import views
 from loopx.errors import NotFound, SchemaError, UsageError
-from loopx.model import plain
+from loopx.model import inert, plain
 from loopx.model.codec import MAX_BYTES
 from loopx.ledger.book import Ledger
 
@@ -109,7 +109,8 @@ def _commit_row(commit: commits.Commit, events: list[dict[str, Any]]) -> dict[st
 def log_text(rows: list[dict[str, Any]], *, oneline: bool = False) -> str:
     """``git log``-like text: one header per commit, one line per event (or ``--oneline``)."""
     if oneline:
-        return "\n".join(f"{row['commit'][:12]} {e['actor'] or row['author']}: {e['text']}"
+        return "\n".join(f"{row['commit'][:12]} {inert.line(e['actor'] or row['author'])}: "
+                         f"{e['text']}"
                          + ("" if e["applied"] else "  [NOT APPLIED]")
                          for row in rows for e in row["events"]) or "no commits"
     out: list[str] = []
@@ -122,7 +123,7 @@ def log_text(rows: list[dict[str, Any]], *, oneline: bool = False) -> str:
             if len(row["parents"]) > 1
             else ""
         )
-        out.append(f"commit {row['commit'][:12]}  {when}  {who}{merge}")
+        out.append(f"commit {row['commit'][:12]}  {inert.line(when)}  {inert.line(who)}{merge}")
         for e in row["events"]:
             line = f"    {e['text']}"
             if "signed_by" in e:
@@ -163,7 +164,7 @@ def diff_text(result: dict[str, Any]) -> str:
         f"{result['events']['before']} -> {result['events']['after']} events"
     ]
     for c in result["changes"]:
-        out.append(f"  {_MARK[c['change']]} {c['kind']:<9} {c['id']:<12} {c['text']}")
+        out.append(f"  {_MARK[c['change']]} {c['kind']:<9} {c['id']:<12} {inert.line(c['text'])}")
     if len(out) == 1:
         out.append("  no change in state")
     before, after = result["frontier"]["before"], result["frontier"]["after"]

@@ -2,11 +2,15 @@
 context was compacted. What loopx is in three lines, the commands it needs, and the live state
 that matters to *this* actor: its leases, the top of the frontier, gates waiting on it, its
 sessions' inboxes, stale evidence. Built from the status document only; short and stable, so a
-session-start hook can inject it every time."""
+session-start hook can inject it every time. Every value from the ledger is shown through
+:mod:`loopx.model.inert`: the Markdown structure is loopx's own."""
 
 from __future__ import annotations
 
 from typing import Any, Optional
+
+from loopx.model import inert
+from loopx.model.inert import md
 
 FRONTIER_SHOWN = 5
 
@@ -65,37 +69,40 @@ def _todo(todo: dict[str, Any]) -> dict[str, Any]:
 
 def markdown(data: dict[str, Any]) -> str:
     """The primer as Markdown."""
-    who = data["actor"] or "nobody yet (set LOOPX_ACTOR, e.g. agent:NAME@HOST)"
+    who = (md(data["actor"]) if data["actor"]
+           else "nobody yet (set LOOPX_ACTOR, e.g. agent:NAME@HOST)")
     out = [f"# loopx primer for {who}", "", *ABOUT, "", "## Commands", ""]
     out += [f"- `{cmd}` — {what}" for cmd, what in COMMANDS]
-    out += ["", f"## Now ({data['now']}, ledger {data['ledger'] or 'loopx/state'})", ""]
+    out += ["", f"## Now ({md(data['now'])}, ledger {md(data['ledger'] or 'loopx/state')})", ""]
     out += _next_line(data)
-    out += _section("Needs attention", [f"- {a['kind']}: {a['reason']}{_cmd(a)}"
+    out += _section("Needs attention", [f"- {a['kind']}: {md(a['reason'])}{_cmd(a)}"
                                         for a in data["attention"]])
-    out += _section("Your leases", [f"- {t['id']}: {t['title']} (goal {t['goal']}), until "
-                                    f"{t['until']}" for t in data["leases"]])
+    out += _section("Your leases", [f"- {md(t['id'])}: {md(t['title'])} (goal {md(t['goal'])}), "
+                                    f"until {md(str(t['until']))}" for t in data["leases"]])
     shown = len(data["frontier"])
     more = f" (top {shown} of {data['frontier_size']})" if data["frontier_size"] > shown else ""
-    out += _section(f"Ready to claim{more}", [f"- P{t['priority']} {t['id']}: {t['title']} "
-                                              f"(goal {t['goal']})" for t in data["frontier"]])
-    out += _section("Gates waiting on you", [f"- {g['reason']}{_cmd(g)}" for g in data["gates"]])
+    out += _section(f"Ready to claim{more}", [
+        f"- P{t['priority']} {md(t['id'])}: {md(t['title'])} (goal {md(t['goal'])})"
+        for t in data["frontier"]])
+    out += _section("Gates waiting on you", [f"- {md(g['reason'])}{_cmd(g)}"
+                                             for g in data["gates"]])
     out += _section("Your sessions' inboxes", [
-        f"- {s['session']} ({s['task']}): {s['unread']} unread — "
-        f"`git loopx session inbox {s['session']} --ack`" for s in data["inboxes"]])
-    out += _section("Stale evidence", [f"- {s['reason']}{_cmd(s)}" for s in data["stale"]])
+        f"- {md(s['session'])} ({md(s['task'])}): {s['unread']} unread — "
+        + inert.code(f"git loopx session inbox {s['session']} --ack") for s in data["inboxes"]])
+    out += _section("Stale evidence", [f"- {md(s['reason'])}{_cmd(s)}" for s in data["stale"]])
     return "\n".join(out).rstrip() + "\n"
 
 
 def _next_line(data: dict[str, Any]) -> list[str]:
     best = data["next"]
     if best is None:
-        wake = f"; look again at {data['next_wake']}" if data["next_wake"] else ""
+        wake = f"; look again at {md(data['next_wake'])}" if data["next_wake"] else ""
         return [f"**Next:** nothing to do{wake}.", ""]
-    return [f"**Next:** {best['kind']}: {best['reason']}{_cmd(best)}", ""]
+    return [f"**Next:** {best['kind']}: {md(best['reason'])}{_cmd(best)}", ""]
 
 
 def _cmd(action: dict[str, Any]) -> str:
-    return f" — `{action['command']}`" if action.get("command") else ""
+    return f" — {inert.code(action['command'])}" if action.get("command") else ""
 
 
 def _section(title: str, lines: list[str]) -> list[str]:

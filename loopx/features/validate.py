@@ -56,6 +56,7 @@ from loopx.ledger import layout as rules
 from loopx.errors import NotFound
 from loopx.ledger import checkpoints
 from loopx.ledger.book import Ledger
+from loopx.model import inert
 from loopx.storage.store import STATE_REF
 
 if TYPE_CHECKING:
@@ -398,13 +399,14 @@ def render(report: Report) -> str:
         )
     ]
     for f in report.findings:
-        lines.append(f"  {f.rule:<20} {f.message}  [commit {f.commit[:12]}]")
+        lines.append(f"  {f.rule:<20} {inert.line(f.message)}  [commit {f.commit[:12]}]")
     if report.config:
         lines.append("Config changes (who may answer gates, signing rules): review them")
-        lines += [f"  {c['text']}" for c in report.config]
+        lines += [f"  {inert.line(c['text'])}" for c in report.config]
     if report.events:
         lines.append("New events, in replay order:")
-        lines += [f"  {e['actor']}: {e['text']}  [{e['id']}]" for e in report.events]
+        lines += [f"  {inert.line(e['actor'])}: {inert.line(e['text'])}  [{e['id']}]"
+                  for e in report.events]
     return "\n".join(lines)
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import sys
 from collections.abc import Callable
@@ -35,6 +34,7 @@ from pydantic import BaseModel, ValidationError
 from loopx.errors import LoopxError, describe
 from loopx.features.schema import STATUS_SCHEMA
 from loopx.ledger.book import Ledger
+from loopx.model import inert
 from loopx.mcp import tools
 from loopx.ops import goals, ledgers, status
 from loopx.version import __version__
@@ -124,14 +124,15 @@ def call(config: Config, name: str, arguments: Optional[dict[str, Any]]) -> Call
         if not isinstance(exc, LoopxError):
             log.exception("tool %s failed", name)
         return _error(*describe(exc))
-    return CallToolResult(content=[TextContent(text=json.dumps(data, ensure_ascii=False))],
+    return CallToolResult(content=[TextContent(text=inert.json_text(data))],
                           structured_content=data)
 
 
 def _error(kind: str, message: str, code: int) -> CallToolResult:
+    # The text is one line (a message may quote a title or a question); the JSON is exact.
     doc = {"error": {"message": message, "kind": kind, "exit_code": code}}
-    return CallToolResult(content=[TextContent(text=message)], structured_content=doc,
-                          is_error=True)
+    return CallToolResult(content=[TextContent(text=inert.line(message))],
+                          structured_content=doc, is_error=True)
 
 
 def read(config: Config, uri: str) -> ReadResourceResult:
@@ -148,8 +149,9 @@ def read(config: Config, uri: str) -> ReadResourceResult:
         try:
             goal = goals.show(config.ledger, str(found["id"]))
         except LoopxError as exc:
-            raise MCPError(code=INVALID_PARAMS, message=str(exc), data={"uri": uri}) from None
-        return _text(uri, json.dumps(tools.plain(goal), ensure_ascii=False), "application/json")
+            raise MCPError(code=INVALID_PARAMS, message=inert.line(str(exc)),
+                           data={"uri": uri}) from None
+        return _text(uri, inert.json_text(tools.plain(goal)), "application/json")
     raise MCPError(code=INVALID_PARAMS, message=f"unknown resource {uri} (loopx serves "
                    f"{BRIEF}, {PRIME} and loopx://goal/ID)", data={"uri": uri})
 
@@ -166,7 +168,7 @@ def resources(config: Config) -> list[Resource]:
                        description="Your primer: the commands and what matters to you now")]
     if config.ledger.exists():
         listed += [Resource(uri=f"loopx://goal/{g['id']}", name=f"goal {g['id']}",
-                            description=g["title"], mime_type="application/json")
+                            description=inert.md(g["title"]), mime_type="application/json")
                    for g in goals.listing(config.ledger)]
     return listed
 

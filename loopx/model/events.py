@@ -20,10 +20,11 @@ from pydantic import Field, ValidationError, field_validator
 from typing_extensions import TypeVar
 
 from loopx.errors import SchemaError
+from loopx.model import inert
 from loopx.model.ids import ULID_RE, EVENT_ID_RULE, EventId, is_event_id
 from loopx.model.paths import file_path
 from loopx.model.payloads.base import (
-    ACTOR_PATTERN, ID_PATTERN, MAX_CLOCK, OID_PATTERN, TS_PATTERN, Model,
+    ACTOR_PATTERN, ID_PATTERN, MAX_CLOCK, OID_PATTERN, ONE_LINE, TS_PATTERN, Model,
 )
 
 if TYPE_CHECKING:  # the payload models, for annotations (at run time: __getattr__ below)
@@ -47,6 +48,7 @@ if TYPE_CHECKING:  # the payload models, for annotations (at run time: __getattr
 __all__ = [
     "ACTOR_PATTERN", "ADDED_IN", "EVENT_TYPES", "Envelope", "Event", "ID_PATTERN", "Model",
     "OID_PATTERN", "RETRY_VOLATILE", "TS_PATTERN", "VERBATIM_TEXT", "event_path", "free_text",
+    "one_line", "one_line_rule",
     "make_event", "parse_event",
     "ConfigSet", "Criterion", "CriterionScope", "EffectConfirmed", "EffectFailed",
     "EffectIntended", "EvidenceRecorded", "EvidenceRemapped", "GateAnswered", "GateOpened",
@@ -196,18 +198,54 @@ def free_text(type: str) -> tuple[tuple[str, ...], ...]:
                  if (type, ".".join(path)) not in VERBATIM_TEXT)
 
 
-def _text_paths(model: type[Model], prefix: tuple[str, ...]) -> list[tuple[str, ...]]:
+@functools.lru_cache(maxsize=None)
+def one_line(type: str) -> tuple[tuple[str, ...], ...]:
+    """The free-text fields of ``type`` that are shown on one line (a title, a question):
+    those marked ``ONE_LINE`` in the models, as key paths like :func:`free_text`'s."""
+    known = EVENT_TYPES.get(type)
+    return tuple(_text_paths(known[0], (), one_line=True)) if known else ()
+
+
+def one_line_rule(type: str, data: dict[str, Any]) -> Optional[str]:
+    """Why ``data`` may not be written as an event of ``type``: a line break or a control or
+    format character in a one-line field (a rule of writing only: see ONE_LINE)."""
+    for path in one_line(type):
+        for where, text in _strings_at(data, path, "data"):
+            found = inert.first_hidden(text)
+            if found is not None:
+                what = ("a line break" if found in "\r\n\x0b\x0c\x85\u2028\u2029"
+                        else "a tab" if found == "\t"
+                        else f"U+{ord(found):04X}, a control or format character")
+                return (f"{where} is one line of text and holds {what}; put more in a note "
+                        "(or a description)")
+    return None
+
+
+def _strings_at(value: Any, path: tuple[str, ...], where: str) -> Iterator[tuple[str, str]]:
+    if not path:
+        if isinstance(value, str):
+            yield where, value
+    elif path[0] == "*":
+        for n, item in enumerate(value if isinstance(value, list) else []):
+            yield from _strings_at(item, path[1:], f"{where}[{n}]")
+    elif isinstance(value, dict) and path[0] in value:
+        yield from _strings_at(value[path[0]], path[1:], f"{where}.{path[0]}")
+
+
+def _text_paths(model: type[Model], prefix: tuple[str, ...],
+                one_line: bool = False) -> list[tuple[str, ...]]:
     paths: list[tuple[str, ...]] = []
     for name, info in model.model_fields.items():
         kind = _unwrap(info.annotation)
         args = typing.get_args(kind)
         if kind is str and not any(getattr(m, "pattern", None) for m in info.metadata):
-            paths.append((*prefix, name))
+            if not one_line or (info.json_schema_extra or {}) == ONE_LINE:
+                paths.append((*prefix, name))
         elif isinstance(kind, type) and issubclass(kind, Model):
-            paths += _text_paths(kind, (*prefix, name))
+            paths += _text_paths(kind, (*prefix, name), one_line)
         elif typing.get_origin(kind) is list and args and isinstance(args[0], type) \
                 and issubclass(args[0], Model):
-            paths += _text_paths(args[0], (*prefix, name, "*"))
+            paths += _text_paths(args[0], (*prefix, name, "*"), one_line)
     return paths
 
 
@@ -350,12 +388,16 @@ def make_event(
     *, type: str, data: dict[str, Any], event_id: str, at: str, clock: int, actor: str,
     goal: Optional[str] = None,
 ) -> Event:
-    """Build and validate a new event for writing."""
+    """Build and validate a new event for writing (one-line fields hold one line)."""
     doc: dict[str, Any] = {"id": event_id, "type": type, "v": EVENT_TYPES.version(type), "at": at,
                            "clock": clock, "actor": actor, "data": data}
     if goal is not None:
         doc["goal"] = goal
-    return parse_event(doc, "new event")
+    event = parse_event(doc, "new event")
+    broken = one_line_rule(type, data)
+    if broken is not None:
+        raise SchemaError(f"new event: {type}: {broken}")
+    return event
 
 
 def event_path(event: Event) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
-from loopx.model import clock
+from loopx.model import clock, inert
 
 if TYPE_CHECKING:  # describe() reads validated events and plain ones alike
     from loopx.model.events import Event
@@ -233,12 +233,13 @@ _DESCRIBE: dict[str, Callable[[Any], str]] = {
 
 
 def describe(event: Union[Event, PlainEvent]) -> str:
-    """One line saying what ``event`` does, in the ledger's terms."""
+    """One line saying what ``event`` does, in the ledger's terms (its text shown with
+    :func:`loopx.model.inert.line`: it came from anywhere)."""
     if not event.known:
         return f"{event.type} (v{event.env.v}, a type this loopx does not know; kept)"
     if event.type not in _DESCRIBE:  # a type added without a description yet
         return f"{event.type} {getattr(event.data, 'id', '') or ''}".rstrip()
-    return _DESCRIBE[event.type](event.data)
+    return inert.line(_DESCRIBE[event.type](event.data))
 
 
 # --- diff of two snapshots -----------------------------------------------------------------------

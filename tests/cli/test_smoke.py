@@ -31,7 +31,7 @@ def test_the_readme_for_agents_block_works_when_pasted(repo: Path) -> None:
                           capture_output=True, text=True, timeout=120,
                           env=dict(os.environ, LOOPX_ACTOR="agent:codex@devbox"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "# loopx primer for agent:codex@devbox" in proc.stdout
+    assert "# loopx primer for `agent:codex@devbox`" in proc.stdout
     assert "P0 parser: Fix the parser" in proc.stdout
     assert "woke: 0" in proc.stdout and "an agent turn runs here" in proc.stdout
     config = json.loads(re.findall(r"```json\n(.*?)```", section, re.S)[0])

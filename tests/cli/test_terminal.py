@@ -48,18 +48,20 @@ def test_json_text_is_exact_and_escapes_what_a_terminal_acts_on() -> None:
 def _hostile_remote(tmp_path: Path) -> tuple[Path, Path]:
     """A remote whose state (built with plumbing) names a goal, a todo, a gate and a note
     with terminal sequences in their text; a clone that synced it."""
-    from statekit import commit_files, event, file_of
+    from statekit import commit_files, file_of, foreign_event
 
     remote, (ours,) = seeded(tmp_path, 1)
     bad = "".join(DANGEROUS)
     events = [
-        event("goal.created", {"id": "g-1", "title": f"Ship {OSC_TITLE}{BIDI}"}, clock=10),
-        event("todo.added", {"id": "t-1", "goal": "g-1", "title": f"Do {CSI_OVERWRITE}it"},
-              clock=11),
-        event("gate.opened", {"id": "q-1", "goal": "g-1", "question": f"Ok? {OSC_CLIPBOARD}",
-                              "authority": ["human:alice@example.com"], "blocks": ["t-1"]},
-              clock=12, goal="g-1"),
-        event("note.added", {"id": "n-1", "text": f"note {bad}"}, clock=13),
+        foreign_event("goal.created", {"id": "g-1", "title": f"Ship {OSC_TITLE}{BIDI}"},
+                      clock=10),
+        foreign_event("todo.added", {"id": "t-1", "goal": "g-1",
+                                     "title": f"Do {CSI_OVERWRITE}it"}, clock=11),
+        foreign_event("gate.opened", {"id": "q-1", "goal": "g-1",
+                                      "question": f"Ok? {OSC_CLIPBOARD}",
+                                      "authority": ["human:alice@example.com"],
+                                      "blocks": ["t-1"]}, clock=12, goal="g-1"),
+        foreign_event("note.added", {"id": "n-1", "text": f"note {bad}"}, clock=13),
     ]
     commit_files(remote, STATE, dict(file_of(e) for e in events), message="hostile text")
     do_sync(ours)

@@ -174,7 +174,7 @@ async def test_sessions_notes_wakes_and_quota_through_tools(session: ClientSessi
     spent = await _call(session, "quota_spend", goal="json", tokens=1200, turns=1)
     assert spent["data"]["tokens"] == 1200
     primer = await _call(session, "prime", ci=False)
-    assert primer["markdown"].startswith(f"# loopx primer for {AGENT}")
+    assert primer["markdown"].startswith(f"# loopx primer for `{AGENT}`")
 
 
 async def test_resources_the_brief_the_primer_and_one_goal(session: ClientSession) -> None:

@@ -6,7 +6,7 @@ command builds only the models of the events it writes or reads (start-up time).
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -26,6 +26,10 @@ CRITERION_REF_PATTERN = f"^{_ID}:{_ID}$"  # GOAL:CRITERION
 Identity = Annotated[str, Field(pattern=ACTOR_PATTERN)]
 EntityId = Field(pattern=ID_PATTERN)
 Text = Field(min_length=1, max_length=20_000)
+# A field shown on one line (a title, a question): `git loopx` writes no line break or control
+# or format character in it (loopx.model.events.one_line_rule). A rule of writing only: an
+# event from elsewhere that has one is read as it is and shown inert (loopx.model.inert).
+ONE_LINE: dict[str, Any] = {"x-loopx-one-line": True}
 # A scope: globs of paths from the top of the repository (loopx.model.globs says how they match).
 Glob = Annotated[str, Field(pattern=GLOB_PATTERN)]
 Globs = Field(default=None, max_length=MAX_GLOBS,

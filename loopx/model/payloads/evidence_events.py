@@ -8,8 +8,8 @@ from typing import Literal, Optional
 from pydantic import Field, field_validator
 
 from loopx.model.payloads.base import (
-    CHECK_PATTERN, ID_PATTERN, MAX_EXIT, MAX_SECONDS, MIN_EXIT, OID_PATTERN, EntityId, Glob,
-    Globs, Model,
+    CHECK_PATTERN, ID_PATTERN, MAX_EXIT, MAX_SECONDS, MIN_EXIT, OID_PATTERN, ONE_LINE, EntityId,
+    Glob, Globs, Model,
 )
 
 
@@ -24,9 +24,9 @@ class EvidenceRecorded(Model):
     duration_s: Optional[float] = Field(default=None, ge=0, le=MAX_SECONDS)
     summary: Optional[str] = Field(default=None, max_length=20_000)
     digest: Optional[str] = Field(default=None, max_length=200)
-    url: Optional[str] = Field(default=None, max_length=2_000)
+    url: Optional[str] = Field(default=None, max_length=2_000, json_schema_extra=ONE_LINE)
     output_tail: Optional[str] = Field(default=None, max_length=20_000)
-    author: Optional[str] = Field(default=None, max_length=500)
+    author: Optional[str] = Field(default=None, max_length=500, json_schema_extra=ONE_LINE)
     todo: Optional[str] = Field(default=None, pattern=ID_PATTERN)
     criteria: list[str] = Field(default_factory=list, max_length=200)
     paths: Optional[list[Glob]] = Globs

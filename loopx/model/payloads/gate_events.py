@@ -7,13 +7,13 @@ from typing import Annotated, Literal, Optional
 from pydantic import Field
 
 from loopx.model.ids import ULID_RE
-from loopx.model.payloads.base import EntityId, Identity, Model, Text
+from loopx.model.payloads.base import ONE_LINE, EntityId, Identity, Model
 
 
 class GateOpened(Model):
     id: str = EntityId
     goal: str = EntityId
-    question: str = Text
+    question: str = Field(min_length=1, max_length=20_000, json_schema_extra=ONE_LINE)
     authority: list[Identity] = Field(
         min_length=1, max_length=50,
         description="identities (human:alice@example.com) or roles (role:maintainer)",

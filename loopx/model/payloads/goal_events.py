@@ -7,14 +7,14 @@ from typing import Annotated, Literal, Optional
 from pydantic import Field
 
 from loopx.model.globs import MAX_GLOBS
-from loopx.model.payloads.base import ID_PATTERN, EntityId, Glob, Globs, Model, Text
+from loopx.model.payloads.base import ID_PATTERN, ONE_LINE, EntityId, Glob, Globs, Model
 
 
 class Criterion(Model):
     """An acceptance criterion of a goal."""
 
     id: str = Field(pattern=ID_PATTERN)
-    text: str = Text
+    text: str = Field(min_length=1, max_length=20_000, json_schema_extra=ONE_LINE)
     paths: Optional[list[Glob]] = Globs
 
 
@@ -27,14 +27,15 @@ class CriterionScope(Model):
 
 class GoalCreated(Model):
     id: str = EntityId
-    title: str = Field(min_length=1, max_length=500)
+    title: str = Field(min_length=1, max_length=500, json_schema_extra=ONE_LINE)
     description: Optional[str] = Field(default=None, max_length=20_000)
     acceptance: list[Criterion] = Field(default_factory=list, max_length=200)
 
 
 class GoalUpdated(Model):
     id: str = EntityId
-    title: Optional[str] = Field(default=None, min_length=1, max_length=500)
+    title: Optional[str] = Field(default=None, min_length=1, max_length=500,
+                                 json_schema_extra=ONE_LINE)
     description: Optional[str] = Field(default=None, max_length=20_000)
     add_acceptance: list[Criterion] = Field(default_factory=list, max_length=200)
     state: Optional[Literal["active", "paused"]] = None

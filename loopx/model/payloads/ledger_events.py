@@ -8,14 +8,15 @@ from pydantic import Field
 
 from loopx.model.globs import MAX_GLOBS
 from loopx.model.payloads.base import (
-    CHECK_PATTERN, CRITERION_REF_PATTERN, ID_PATTERN, MAX_SECONDS, Glob, Identity, Model,
+    CHECK_PATTERN, CRITERION_REF_PATTERN, ID_PATTERN, MAX_SECONDS, ONE_LINE, Glob, Identity,
+    Model,
 )
 
 
 class LedgerInitialised(Model):
     """The first event of a ledger."""
 
-    name: Optional[str] = Field(default=None, max_length=200)
+    name: Optional[str] = Field(default=None, max_length=200, json_schema_extra=ONE_LINE)
     loopx_version: str = Field(max_length=40)
 
 

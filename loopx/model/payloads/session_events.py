@@ -10,13 +10,13 @@ from pydantic import Field
 
 from loopx.model.ids import ULID_RE
 from loopx.model.paths import SESSION_FILE_RE, TRANSCRIPT_CHUNK_BYTES, TRANSCRIPT_MAX_BYTES
-from loopx.model.payloads.base import ID_PATTERN, OID_PATTERN, EntityId, Model, Text
+from loopx.model.payloads.base import ID_PATTERN, OID_PATTERN, ONE_LINE, EntityId, Model, Text
 
 
 class Workspace(Model):
     """Where a session's live process and files are: only that host can re-attach to them."""
 
-    host: str = Field(min_length=1, max_length=255)
+    host: str = Field(min_length=1, max_length=255, json_schema_extra=ONE_LINE)
     path: str = Field(min_length=1, max_length=4_096)
 
 

@@ -7,7 +7,9 @@ from typing import Annotated, Optional
 from pydantic import Field
 
 from loopx.model.ids import ULID_RE
-from loopx.model.payloads.base import ID_PATTERN, REF_PATTERN, TS_PATTERN, EntityId, Model, Text
+from loopx.model.payloads.base import (
+    ID_PATTERN, ONE_LINE, REF_PATTERN, TS_PATTERN, EntityId, Model, Text,
+)
 
 # A claim or a done over someone else's lease names the event that set that lease: the writer
 # judged it ended, by when its own clone first saw it (docs/design.md, "Clocks"). Replay takes
@@ -20,7 +22,7 @@ Takes = Field(default=None, pattern=ULID_RE.pattern,
 class TodoAdded(Model):
     id: str = EntityId
     goal: str = EntityId
-    title: str = Field(min_length=1, max_length=500)
+    title: str = Field(min_length=1, max_length=500, json_schema_extra=ONE_LINE)
     description: Optional[str] = Field(default=None, max_length=20_000)
     depends_on: list[str] = Field(default_factory=list, max_length=200)
     gates: list[str] = Field(default_factory=list, max_length=200)
@@ -33,7 +35,8 @@ class TodoAdded(Model):
 
 class TodoUpdated(Model):
     id: str = EntityId
-    title: Optional[str] = Field(default=None, min_length=1, max_length=500)
+    title: Optional[str] = Field(default=None, min_length=1, max_length=500,
+                                 json_schema_extra=ONE_LINE)
     description: Optional[str] = Field(default=None, max_length=20_000)
     add_depends_on: list[str] = Field(default_factory=list, max_length=200)
     add_gates: list[str] = Field(default_factory=list, max_length=200)

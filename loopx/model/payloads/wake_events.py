@@ -6,16 +6,17 @@ from typing import Optional
 
 from pydantic import Field
 
-from loopx.model.payloads.base import ID_PATTERN, TS_PATTERN, EntityId, Model
+from loopx.model.payloads.base import ID_PATTERN, ONE_LINE, TS_PATTERN, EntityId, Model
 
 
 class WakeSet(Model):
     id: str = EntityId
     at: Optional[str] = Field(default=None, pattern=TS_PATTERN)
     on_gate: Optional[str] = Field(default=None, pattern=ID_PATTERN)
-    on_ci: Optional[str] = Field(default=None, max_length=200, description="a commit sha or 'HEAD'")
+    on_ci: Optional[str] = Field(default=None, max_length=200, description="a commit sha or 'HEAD'",
+                                 json_schema_extra=ONE_LINE)
     on_todo: Optional[str] = Field(default=None, pattern=ID_PATTERN)
-    reason: Optional[str] = Field(default=None, max_length=2_000)
+    reason: Optional[str] = Field(default=None, max_length=2_000, json_schema_extra=ONE_LINE)
     every: Optional[int] = Field(
         default=None, ge=60, le=366 * 86400,
         description="seconds: a recurring time wake, next due this long after it last fired")

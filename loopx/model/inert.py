@@ -1,0 +1,135 @@
+"""Text from events, shown as data: it can never become structure in what loopx renders.
+
+Titles, questions, notes, run output and reasons come from any clone (or a pull request), and
+the documents loopx renders from them (``brief``, ``prime``, MCP text, ``status``) are read
+by agents as instructions and by people on GitHub. So every value that came from an event is
+passed through one of these before it is put in a line:
+
+- :func:`line`: one line of visible text. Line breaks become `` ↵ ``, tabs spaces, terminal
+  control sequences go, and every other invisible or format character (C0/C1 controls, bidi
+  embeddings, overrides and isolates, zero-width characters, BOM, private use) is written as
+  a ``\\uXXXX`` escape, so what is shown is what is there. For plain text output.
+- :func:`md`: the same line, made inert in Markdown (CommonMark and GitHub's dialect): left as
+  it is when it holds only letters, digits, spaces and punctuation that starts nothing
+  (``Fix the trailing newline``), otherwise a code span whose fence is longer than any run of
+  backticks in it, where nothing (heading, list, quote, fence, link, autolink, HTML, emphasis,
+  table) is read. It stays inert wherever it is put on a line, the start included. (One
+  GitHub quirk reaches into code spans: ``[x]`` on the line of a task list item ticks it, so
+  its bracket is written ``\\u005b`` there.)
+- :func:`code`: always a code span (a command to run).
+- :func:`indented`: several lines, each a :func:`line` under an indent (a note in a listing).
+- :func:`json_text`: JSON, exact, with those characters written as escapes.
+
+JSON carries the text exactly.
+Pure: strings in, strings out.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from typing import Any
+
+# Terminal control sequences (shared with loopx.cli.terminal, which removes them too).
+SEQUENCE = (
+    r"\x1b\[[0-?]*[ -/]*[@-~]?"  # CSI: parameters, intermediates, final byte
+    # OSC, DCS, SOS, PM, APC strings (to their terminator; never past a line: the introducer
+    # is gone, so what is left of an unterminated one is plain text)
+    r"|\x1b[\]PX^_][^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[ -/]*[0-~]?"  # other escapes, and a lone ESC
+)
+_SEQUENCE = re.compile(SEQUENCE)
+_BREAK = re.compile("(?:\r\n|[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029])+")
+_BREAK_ONE = re.compile("\r\n|[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
+BREAK_MARK = " \u21b5 "  # " ↵ "
+# Invisible characters that are letters or marks to Unicode: the combining grapheme joiner,
+# Hangul fillers, the Mongolian vowel separator (a format character in newer Unicode).
+_INVISIBLE = frozenset("\u034f\u115f\u1160\u180e\u3164\uffa0")
+# Text left as it is: letters, digits, spaces and the punctuation that starts nothing inline.
+_PLAIN = re.compile(r"(?:[^\W_]|[ ,.;:?!'\"()/%+=-])+")
+_STARTS = re.compile(r"[-+=]|\d+[.)]|\s")  # a list item, setext line, ordered item, indent
+_LINKY = re.compile(r"://|www\.", re.IGNORECASE)  # GitHub's bare autolinks
+_TICKS = re.compile("`+")
+_TICKED = re.compile(r"\[[xX]\]")
+# Cc controls, Cf format (bidi, zero-width, BOM, tags), Cs lone surrogates (from bytes decoded
+# with surrogateescape), Co private use, Zl/Zp separators.
+_HIDDEN = frozenset({"Cc", "Cf", "Cs", "Co", "Zl", "Zp"})
+
+
+def line(text: str) -> str:
+    """``text`` as one line of visible characters (see the module docstring)."""
+    text = _BREAK.sub(BREAK_MARK, _SEQUENCE.sub("", text)).replace("\t", " ")
+    if text.isprintable() and not _INVISIBLE.intersection(text):
+        return text
+    return "".join(_visible(c) for c in text)
+
+
+def _visible(char: str) -> str:
+    category = unicodedata.category(char)
+    if category == "Zs":  # no-break, ideographic, en and em spaces: a space
+        return " "
+    if category not in _HIDDEN and char not in _INVISIBLE:
+        return char
+    point = ord(char)
+    return f"\\u{point:04x}" if point <= 0xFFFF else f"\\U{point:08x}"
+
+
+def indented(text: str, prefix: str = "    ") -> str:
+    """Several lines of ``text`` (a note, a message), each a :func:`line` under ``prefix``:
+    none can start a line of the output."""
+    return "\n".join(prefix + line(part) for part in _BREAK_ONE.split(text))
+
+
+# What json.dumps leaves raw (it escapes U+0000-U+001F itself): C1 controls, bidi embeddings,
+# overrides, isolates and marks, zero-width characters, the BOM, the Unicode line separators.
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069"
+                          "\u2028\u2029\ufeff]")
+
+
+def json_text(data: Any, **options: Any) -> str:
+    """``data`` as JSON, exact, with every character a terminal or a reader acts on (or
+    cannot see) written as a ``\\uXXXX`` escape: the same strings, decoded."""
+    text = json.dumps(data, ensure_ascii=False, default=str, **options)
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def first_hidden(text: str) -> str | None:
+    """The first character of ``text`` that :func:`line` would not show as itself (a line
+    break, a tab, a control or format character), if any."""
+    if text.isprintable() and not _INVISIBLE.intersection(text):
+        return None
+    return next((c for c in text if unicodedata.category(c) in _HIDDEN or c in _INVISIBLE), None)
+
+
+def md(text: str) -> str:
+    """``text`` as one line that Markdown reads as nothing but text."""
+    shown = line(text)
+    if not shown or _plain(shown):
+        return shown
+    return _span(shown)
+
+
+def code(text: str) -> str:
+    """``text`` as one line in a code span (empty text: nothing)."""
+    shown = line(text)
+    return _span(shown) if shown else ""
+
+
+def _plain(shown: str) -> bool:
+    if not shown.isascii():  # decomposed accents (e\u0301) are letters too
+        shown = unicodedata.normalize("NFC", shown)
+    return (_PLAIN.fullmatch(shown) is not None and _STARTS.match(shown) is None
+            and not shown.endswith(" ") and _LINKY.search(shown) is None)
+
+
+def _span(shown: str) -> str:
+    # CommonMark: a code span closes at the first run of backticks as long as the one that
+    # opened it, and one space is stripped from each end when both ends have one.
+    fence = "`" * (max((len(run) for run in _TICKS.findall(shown)), default=0) + 1)
+    # cmark-gfm ticks a task list item "- [ ] ..." if "[x]" is anywhere on its line, code
+    # spans included: that bracket is written as an escape.
+    shown = _TICKED.sub(lambda m: "\\u005b" + m.group()[1:], shown)
+    if (shown[0] in "` " or shown[-1] in "` ") and shown.strip(" "):
+        shown = f" {shown} "
+    return f"{fence}{shown}{fence}"
