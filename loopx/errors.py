@@ -56,6 +56,15 @@ class DamagedLedger(LoopxError):
     """Objects the state branch needs are missing (pruned by `git gc`?): see `git loopx doctor`."""
 
 
+class DamagedRef(DamagedLedger):
+    """A ref that git cannot read, or that points at something other than a commit (``kind``:
+    ``missing``, ``type``, ``unreadable`` or ``gone``): damage to name, never "no ledger"."""
+
+    def __init__(self, message: str, *, kind: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
 class LockTimeout(LoopxError):
     """Another loopx writer held this clone's lock for longer than we were willing to wait."""
 

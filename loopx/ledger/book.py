@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
 from loopx.version import __version__
-from loopx.errors import (CheckedOut, DamagedLedger, GitError, LoopxError, NotFound, RefRaceError,
+from loopx.errors import (CheckedOut, GitError, LoopxError, NotFound, RefRaceError,
                           UsageError)
 from loopx.ledger import cache
 from loopx.ledger.draft import Draft
@@ -101,23 +101,11 @@ class Ledger:
         Raises DamagedLedger when the ref exists but its commit is missing (pruned): that is
         not "no ledger", and nothing may be written on it.
         """
-        tip = self.store.tip(self.ref)
-        if tip is None:
-            self._refuse_dangling(self.ref)
-            if self.ref != STATE_REF:
-                tip = self.store.tip(STATE_REF)
-                if tip is None:
-                    self._refuse_dangling(STATE_REF)
+        tip = self.store.tip(self.ref)  # raises DamagedRef on a ref it cannot read
+        if tip is None and self.ref != STATE_REF:
+            tip = self.store.tip(STATE_REF)
         self._seen = self._seen or tip is not None
         return tip
-
-    def _refuse_dangling(self, ref: str) -> None:
-        target = self.store.ref_target(ref)
-        if target is not None:
-            raise DamagedLedger(
-                f"{ref} points at {target[:12]}, which is not a commit in this repository (pruned "
-                "by `git gc`?); nothing was changed. `git loopx doctor` says which events are "
-                "lost, `git loopx doctor --repair` goes on with every other event")
 
     def exists(self) -> bool:
         # A ledger is never deleted: once seen, it exists; and its ref's file says so without
