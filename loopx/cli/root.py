@@ -126,8 +126,7 @@ def main(argv: Optional[list[str]] = None) -> None:
     as_json = "--json" in args or "--format=json" in args or any(
         a == "--format" and b == "json" for a, b in zip(args, args[1:]))
     try:
-        code = cli.main(args=argv, prog_name=_prog_name(), standalone_mode=False,
-                        complete_var=COMPLETE_VAR)
+        code = _run_once_more_on_cache_trouble(argv)
         if isinstance(code, int) and code:  # click returns Exit(n)'s code when not standalone
             sys.exit(code)
     except click.exceptions.Abort:
@@ -160,6 +159,29 @@ def main(argv: Optional[list[str]] = None) -> None:
 
             traceback.print_exc()
         _fail(*describe(exc), as_json, "hint: rerun with --debug and report the traceback")
+
+
+def _run_once_more_on_cache_trouble(argv: Optional[list[str]]) -> object:
+    """Run the command; if the cache failed a read the ledger could not retry itself (a
+    table a view read on demand) and nothing was written, run it again on a rebuilt or
+    in-memory cache. Derived data is never required (docs/reliability.md)."""
+    try:
+        return cli.main(args=argv, prog_name=_prog_name(), standalone_mode=False,
+                        complete_var=COMPLETE_VAR)
+    except Exception as exc:
+        from loopx.ledger import book, cache  # loaded already: a ledger was open
+
+        if not cache.is_cache_error(exc):
+            raise
+        from loopx.ledger import rows  # sqlite3 is loaded: it raised ``exc``
+
+        for line in rows.trouble_all(exc):
+            terminal.echo(line, err=True)
+        if book.published:
+            raise LoopxError(f"the cache failed after this command's write was recorded "
+                             f"({exc}); it is rebuilt by the next command") from None
+        return cli.main(args=argv, prog_name=_prog_name(), standalone_mode=False,
+                        complete_var=COMPLETE_VAR)
 
 
 # Options of `git loopx` itself: given after a command's name they are not that command's.

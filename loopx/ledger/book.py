@@ -10,6 +10,8 @@ The path of one write, from :meth:`Ledger.write` to the ref, is in docs/design.m
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
@@ -33,6 +35,9 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 MAX_RACE_RETRIES = 5
+# How many writes this process has published (moved a ref for): a command that wrote is never
+# run a second time (see loopx.cli.root.main, on a cache that failed a read).
+published = 0
 
 
 class Ledger:
@@ -134,6 +139,34 @@ class Ledger:
             return entities.Fold()
         if self._fold is not None and self._fold[0] == tip:
             return self._fold[1]
+        return self._cached(lambda: self._fold_of(tip))
+
+    def _cached(self, read: Callable[[], T]) -> T:
+        """``read()``; once more, on a rebuilt or in-memory cache, if the cache failed it."""
+        try:
+            return read()
+        except Exception as exc:
+            if not cache.is_cache_error(exc):
+                raise
+            self.cache_trouble(exc)
+            return read()
+
+    def cache_trouble(self, exc: BaseException) -> None:
+        """The cache failed with ``exc``: drop it (damaged) or fold in memory (read-only,
+        locked, no room), saying so on stderr; derived data is never required."""
+        from loopx.ledger import rows  # sqlite3 is loaded already: it raised ``exc``
+
+        self._fold = None
+        if self._projection is not None:
+            with contextlib.suppress(Exception):
+                self._projection.close()
+            self._projection = None
+        print(rows.trouble(exc, self._db_path), file=sys.stderr, flush=True)
+        if self._cache_owner:
+            with contextlib.suppress(OSError):
+                self._live_path.unlink(missing_ok=True)
+
+    def _fold_of(self, tip: str) -> entities.Fold:
         self.projection.end()
         self._bring_up_to(tip)
         self.projection.begin(write=False)  # a snapshot: later writers do not change it
@@ -154,8 +187,7 @@ class Ledger:
         cached = cache.load_live(self._live_path)
         if cached is not None and cached[0] == tip:
             return cached[1]
-        self.fold()
-        live = self.projection.live()
+        live = self._cached(lambda: (self.fold(), self.projection.live())[1])
         if self._cache_owner:
             cache.save_live(self._live_path, tip, live)
             if self.ref == STATE_REF:
@@ -166,13 +198,16 @@ class Ledger:
         """Bring the cache up to ``tip`` before the ref points there (adopting a clone's
         origin); returns the problems of the fold of ``tip``, so that the caller can refuse it.
         """
-        self.projection.end()
-        self._bring_up_to(tip)
-        self.projection.begin(write=False)
-        try:
-            return list(self.projection.fold().problems)
-        finally:
+        def problems() -> list[entities.Problem]:
             self.projection.end()
+            self._bring_up_to(tip)
+            self.projection.begin(write=False)
+            try:
+                return list(self.projection.fold().problems)
+            finally:
+                self.projection.end()
+
+        return self._cached(problems)
 
     def _bring_up_to(self, tip: str) -> None:
         """Make the cache's rows the fold of ``tip``: apply what was added since the tip they
@@ -311,7 +346,13 @@ class Ledger:
             with self.store.lock():
                 expected = self.store.tip(self.ref)
                 base = expected or self.tip()
-                fold = self._writable(base)
+                try:
+                    fold = self._writable(base)
+                except Exception as exc:
+                    if not cache.is_cache_error(exc):
+                        raise
+                    self.cache_trouble(exc)
+                    fold = self._writable(base)
                 txn = Txn(self, fold, base, actor, now or clock.now(), sign=sign,
                           expected=expected)
                 self.store.journal()  # every object this attempt writes, for _settle
@@ -330,8 +371,16 @@ class Ledger:
                     if attempt == MAX_RACE_RETRIES - 1:
                         raise
                     continue
+                except Exception as exc:
+                    if not cache.is_cache_error(exc):
+                        self._end_quietly()
+                        raise
+                    # The cache failed before anything was published: build again on a
+                    # rebuilt or in-memory fold (never acknowledge a write on a doubtful one).
+                    self.cache_trouble(exc)
+                    continue
                 except BaseException:
-                    self.projection.end()
+                    self._end_quietly()
                     raise
                 self._keep(new, txn.fold, base)
                 self.store.maintain()
@@ -354,15 +403,30 @@ class Ledger:
 
     def _keep(self, new: str, fold: entities.Fold, base: Optional[str]) -> None:
         """Store the fold of the new tip in the cache (the transaction :meth:`_writable`
-        opened), or drop it for a proposal, whose cache is its parent's."""
+        opened), or drop it for a proposal, whose cache is its parent's. The write is
+        published already: a cache that fails now is dropped, never an error."""
         if not self._cache_owner:
-            self.projection.end()
+            self._end_quietly()
             return
-        if base is None:
-            self.projection.replace(new, fold)
-        else:
-            self.projection.commit(new, fold)
-        self._save_live(new)
+        try:
+            if base is None:
+                self.projection.replace(new, fold)
+            else:
+                self.projection.commit(new, fold)
+            self._save_live(new)
+        except Exception as exc:
+            if not cache.is_cache_error(exc):
+                raise
+            self.cache_trouble(exc)
+
+    def _end_quietly(self) -> None:
+        """End the cache's transaction, if the cache can still say so."""
+        if self._projection is not None:
+            try:
+                self._projection.end()
+            except Exception as exc:
+                if not cache.is_cache_error(exc):
+                    raise
 
     def run(self, op: Callable[..., T], *args: Any, actor: str, now: Optional[datetime] = None,
             **kwargs: Any) -> T:
@@ -406,6 +470,8 @@ class Ledger:
             signatures.verify_own(self.store, commit, txn)
         self.store.update_ref_if(self.ref, commit, expected=txn.expected,
                                  reason=f"loopx: {subject}")
+        global published
+        published += 1
         self._settle()
         return commit
 

@@ -52,6 +52,12 @@ LIVE_STATES = ("active", "paused")
 SCALARS = ("name", "config", "notes", "events", "max_clock", "last_key")
 INDEXES = ("effect_keys", "open_sessions", "by_commit")  # of the write path; not in the live file
 
+def is_cache_error(exc: BaseException) -> bool:
+    """Whether ``exc`` came from the cache's database (told without importing SQLite, which a
+    warm read never loads)."""
+    return type(exc).__module__ == "sqlite3"
+
+
 def paths_for(cache_dir: Path, ref: str) -> tuple[Path, Path]:
     """(the SQLite file, the live file) of ``ref``'s cache."""
     stem = cache_dir / hashlib.sha1(ref.encode()).hexdigest()[:16]

@@ -8,9 +8,11 @@ replay): a warm `status` is answered by the live file without loading SQLite.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import sqlite3
+import sys
 from collections.abc import Iterator, MutableMapping, MutableSequence
 from pathlib import Path
 from typing import Any, Callable, Optional, overload
@@ -177,6 +179,34 @@ def _problem(text: str) -> entities.Problem:
     return entities.Problem(*json.loads(text))
 
 
+# The longest a command waits for another process's write lock on the cache: past it, the
+# command folds in memory (slower, as correct) rather than stall a git hook or a user.
+CACHE_WAIT_S = 2.0
+# Cache files this process could not use (read-only, locked, no room): folded in memory.
+_IN_MEMORY: set[str] = set()
+OPENED: set[str] = set()  # every cache file this process opened
+
+
+def trouble_all(exc: BaseException) -> list[str]:
+    """:func:`trouble` for every cache this process opened (an error raised where the path
+    is not known: a table read on demand by a view)."""
+    return [trouble(exc, Path(path)) for path in sorted(OPENED)]
+
+
+def trouble(exc: BaseException, path: Path) -> str:
+    """Act on an error of the cache at ``path`` and say so in one line: a damaged database is
+    removed (the next use rebuilds it from the events); one that cannot be written now
+    (read-only, locked, a full disk) is left alone and this process folds in memory."""
+    if isinstance(exc, sqlite3.OperationalError) or isinstance(exc, OSError):
+        _IN_MEMORY.add(str(path))
+        return (f"loopx: the cache {path} cannot be used now ({exc}); folding in memory "
+                "(slower, as correct)")
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(OSError):
+            Path(f"{path}{suffix}").unlink()
+    return f"loopx: the cache {path} was damaged ({exc}); rebuilding it from the events"
+
+
 class Projection:
     """The SQLite half of the cache for one state ref (see the module docstring)."""
 
@@ -185,17 +215,34 @@ class Projection:
         self._conn: Optional[sqlite3.Connection] = None
 
     @property
+    def in_memory(self) -> bool:
+        return str(self.path) in _IN_MEMORY or str(self.path) == ":memory:"
+
+    @property
     def conn(self) -> sqlite3.Connection:
         if self._conn is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")  # derived data: a lost tail is replayed
-            conn.executescript(_SCHEMA)
-            self._conn = conn
+            try:
+                self._conn = self._open(":memory:" if self.in_memory else self.path)
+            except (sqlite3.OperationalError, OSError) as exc:
+                print(trouble(exc, self.path), file=sys.stderr, flush=True)
+                self._conn = self._open(":memory:")
             if self._meta("key") != ROWS_KEY:
                 self.clear()
         return self._conn
+
+    def _open(self, where: Path | str) -> sqlite3.Connection:
+        if where != ":memory:":
+            OPENED.add(str(self.path))
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(where, timeout=CACHE_WAIT_S, isolation_level=None)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")  # derived data: a lost tail is replayed
+            conn.executescript(_SCHEMA)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
 
     def close(self) -> None:
         if self._conn is not None:

@@ -1,0 +1,137 @@
+"""Derived data is checked before use, never required (issue 22): a cache that is damaged,
+read-only, locked by another process or cannot be created costs a rebuild or an in-memory
+fold with a one-line notice, never an exit 3 and never a wrong answer. Real SQLite files,
+real processes holding their locks, real git.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conftest import git, invoke
+
+
+def _cache(repo: Path) -> Path:
+    (found,) = (repo / ".git" / "loopx" / "cache").glob("*.sqlite")
+    return found
+
+
+def _notes(repo: Path, count: int = 6) -> None:
+    for n in range(count):
+        assert invoke(repo, "note", "add", f"note {n}").code == 0
+
+
+def _flip(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    for at in range(4096 + 100, len(data), 31):
+        data[at] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def _drop_live(repo: Path) -> None:
+    for live in (repo / ".git" / "loopx" / "cache").glob("*.live"):
+        live.unlink()
+
+
+def _assert_whole(repo: Path, count: int) -> None:
+    listed = invoke(repo, "note", "list")
+    assert listed.code == 0, listed.err
+    assert all(f"note {n}" in listed.out for n in range(count)), listed.out
+
+
+@pytest.mark.parametrize("damage", ["flipped bytes", "not a database", "empty file"])
+def test_a_damaged_cache_is_rebuilt_with_a_notice(ledger: object, repo: Path,
+                                                  damage: str) -> None:
+    _notes(repo)
+    db = _cache(repo)
+    (repo / ".git" / "loopx" / "cache" / f"{db.name}-wal").unlink(missing_ok=True)
+    {"flipped bytes": lambda: _flip(db), "not a database": lambda: db.write_bytes(b"x" * 8192),
+     "empty file": lambda: db.write_bytes(b"")}[damage]()
+    _drop_live(repo)
+    for args in (("note", "list"), ("note", "add", "after"), ("status", "--all"), ("log",)):
+        result = invoke(repo, *args)
+        assert result.code == 0, (args, result.err)
+    _assert_whole(repo, 6)
+    assert "after" in invoke(repo, "note", "list").out
+    assert invoke(repo, "doctor", "--verify").code == 0
+
+
+def test_a_damaged_cache_read_by_a_view_is_answered_from_the_events(ledger: object,
+                                                                    repo: Path) -> None:
+    _notes(repo)
+    db = _cache(repo)
+    _flip(db)
+    _drop_live(repo)
+    result = invoke(repo, "note", "list")
+    assert result.code == 0 and "note 5" in result.out, result.err
+
+
+@pytest.fixture
+def immutable(repo: Path) -> Iterator[Path]:
+    """The cache file made read-only even for root (chattr +i), undone afterwards."""
+    paths: list[Path] = []
+
+    def make(path: Path) -> None:
+        if subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode != 0:
+            pytest.skip("chattr +i is not available here")
+        paths.append(path)
+
+    yield make  # type: ignore[misc]
+    for path in paths:
+        subprocess.run(["chattr", "-i", str(path)], check=False)
+
+
+def test_a_read_only_cache_means_an_in_memory_fold(ledger: object, repo: Path,
+                                                  immutable: object) -> None:
+    _notes(repo)
+    folder = _cache(repo).parent
+    for path in [*folder.iterdir(), folder]:  # the database, its -wal and -shm, the folder
+        immutable(path)  # type: ignore[operator]
+    written = invoke(repo, "note", "add", "on a read-only cache")
+    assert written.code == 0, written.err
+    assert "folding in memory" in written.err and len(written.err.strip().splitlines()) == 1
+    listed = invoke(repo, "note", "list")
+    assert listed.code == 0 and "on a read-only cache" in listed.out, listed.err
+
+
+HOLD = """
+import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("BEGIN IMMEDIATE")
+print("held", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_cache_locked_by_another_process_means_an_in_memory_fold(ledger: object,
+                                                                   repo: Path) -> None:
+    _notes(repo, 2)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(_cache(repo))],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        written = invoke(repo, "note", "add", "beside a lock")
+        assert written.code == 0, written.err
+        assert "database is locked" in written.err and "folding in memory" in written.err
+    finally:
+        holder.communicate("")
+    _drop_live(repo)
+    _assert_whole(repo, 2)
+    assert "beside a lock" in invoke(repo, "note", "list").out
+
+
+def test_a_cache_folder_that_cannot_be_made_means_an_in_memory_fold(repo: Path) -> None:
+    assert invoke(repo, "init").code == 0
+    cache = repo / ".git" / "loopx" / "cache"
+    for path in cache.iterdir():
+        path.unlink()
+    cache.rmdir()
+    cache.write_text("a file where the folder was\n")
+    _notes(repo, 2)
+    _assert_whole(repo, 2)
+    assert git(repo, "rev-list", "--count", "refs/heads/loopx/state") == "3"
