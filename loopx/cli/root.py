@@ -18,7 +18,7 @@ import click
 from loopx.version import __version__
 from loopx.cli import terminal
 from loopx.cli.app import App
-from loopx.errors import GitError, LoopxError, describe
+from loopx.errors import GitError, LoopxError, describe, refused_write
 
 # (module, attribute) of each command or group, imported when the CLI starts.
 _GROUPS = [
@@ -146,7 +146,7 @@ def main(argv: Optional[list[str]] = None) -> None:
         sys.exit(exc.exit_code)
     except GitError as exc:
         hint = exc.stderr if debug else "hint: rerun with --debug for details"
-        _fail(*describe(exc), as_json, hint)
+        _fail(*describe(exc), as_json, None if refused_write(exc) else hint)
     except LoopxError as exc:
         _fail(*describe(exc), as_json)
     except KeyboardInterrupt:
@@ -158,7 +158,8 @@ def main(argv: Optional[list[str]] = None) -> None:
             import traceback  # only under --debug
 
             traceback.print_exc()
-        _fail(*describe(exc), as_json, "hint: rerun with --debug and report the traceback")
+        _fail(*describe(exc), as_json,
+              None if refused_write(exc) else "hint: rerun with --debug and report the traceback")
 
 
 def _run_once_more_on_cache_trouble(argv: Optional[list[str]]) -> object:

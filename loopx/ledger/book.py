@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
 from loopx.version import __version__
 from loopx.errors import (CheckedOut, GitError, LoopxError, NotFound, RefRaceError,
-                          UsageError)
+                          UsageError, refused_write)
 from loopx.ledger import cache
 from loopx.ledger.draft import Draft
 from loopx.model import clock
@@ -363,12 +363,12 @@ class Ledger:
                         return result, txn
                     refuse_checked_out(self.store, self.ref)
                     new = self._commit(base, txn, message)
-                except (RefRaceError, GitError):
+                except (RefRaceError, GitError) as exc:
                     # GitError too: a concurrent `git gc` can make object writes fail for a
                     # moment (loose objects packed away, object dirs pruned); nothing was
                     # published before the CAS, so building the commit again is safe.
-                    self.projection.end()
-                    if attempt == MAX_RACE_RETRIES - 1:
+                    self._end_quietly()
+                    if attempt == MAX_RACE_RETRIES - 1 or refused_write(exc):
                         raise
                     continue
                 except Exception as exc:

@@ -146,10 +146,20 @@ def save_live(path: Path, tip: str, fold: entities.Fold) -> None:
         body = marshal.dumps((_LIVE_KEY, tip, _fold_to_data(fold)))
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_bytes(_LIVE_MAGIC + hashlib.sha256(body).digest() + body)
-        os.replace(tmp, path)
+        _write_then_rename(tmp, path, _LIVE_MAGIC + hashlib.sha256(body).digest() + body)
     except (OSError, ValueError):
         pass
+
+
+def _write_then_rename(tmp: Path, path: Path, data: bytes) -> None:
+    """Write ``data`` to ``tmp`` and rename it over ``path``; a failed write (no room, a
+    file-size limit) leaves no partial ``tmp`` behind."""
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def hooks_state_path(loopx_dir: Path) -> Path:
@@ -168,8 +178,7 @@ def save_hooks_state(path: Path, tip: str, live: entities.Fold) -> None:
             lines.append(f"lease {todo.holder} {todo.branch} {until}")
     try:
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text("\n".join(lines) + "\n", "utf-8")
-        os.replace(tmp, path)
+        _write_then_rename(tmp, path, ("\n".join(lines) + "\n").encode())
     except OSError:
         pass  # without the file the shim asks loopx itself: slower, never wrong
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import os
 import sqlite3
 import sys
 from collections.abc import Iterator, MutableMapping, MutableSequence
@@ -199,7 +200,11 @@ def trouble(exc: BaseException, path: Path) -> str:
     (read-only, locked, a full disk) is left alone and this process folds in memory."""
     if isinstance(exc, sqlite3.OperationalError) or isinstance(exc, OSError):
         _IN_MEMORY.add(str(path))
-        return (f"loopx: the cache {path} cannot be used now ({exc}); folding in memory "
+        why = str(exc)
+        with contextlib.suppress(OSError):
+            if why == "disk I/O error" and os.statvfs(path.parent).f_bavail == 0:
+                why = "no space left on device"  # what SQLite calls a write that found no room
+        return (f"loopx: the cache {path} cannot be used now ({why}); folding in memory "
                 "(slower, as correct)")
     for suffix in ("", "-wal", "-shm"):
         with contextlib.suppress(OSError):

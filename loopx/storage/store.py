@@ -61,6 +61,9 @@ PACK_MIN_BLOBS = 16
 _MISSING_OBJECT = re.compile(r"not a valid object|nonexistent object|bad object|"
                              r"unable to read|missing (?:blob|tree|commit)|is not a valid")
 _GC_RACE = re.compile(r"unable to (?:write|create)|No such file or directory")
+# ... and git's words for a write the machine refused: retrying cannot help.
+_REFUSED = re.compile(r"No space left|Disk quota|File too large|Read-only file system|"
+                      r"Permission denied|Operation not permitted")
 
 
 
@@ -407,6 +410,8 @@ class Store:
             stderr = proc.stderr.decode("utf-8", "replace")
             if proc.returncode == 0 or attempt == 4:
                 return proc
+            if _REFUSED.search(stderr) or proc.returncode < 0:
+                return proc  # the machine refused the write (no room, no permission): say so
             if self._journal and _MISSING_OBJECT.search(stderr):
                 if not self._rewrite_missing(self._journal):
                     return proc
