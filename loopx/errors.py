@@ -65,6 +65,10 @@ class DamagedRef(DamagedLedger):
         self.kind = kind
 
 
+class ForeignStateDir(LoopxError):
+    """The loopx folder is another repository's (a symlink or bind mount shared by two)."""
+
+
 class LockTimeout(LoopxError):
     """Another loopx writer held this clone's lock for longer than we were willing to wait."""
 

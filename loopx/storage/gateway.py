@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from typing import NewType
 
 from loopx.errors import GitError, NotFound
+from loopx.storage import owner
 
 Oid = NewType("Oid", str)
 RefName = NewType("RefName", str)
@@ -179,8 +180,9 @@ class Repo:
 
     @property
     def loopx_dir(self) -> Path:
-        """loopx's private files (lock, cache), shared by all worktrees of the repository."""
-        return self.common_dir / "loopx"
+        """loopx's private files (lock, cache), shared by all worktrees of the repository,
+        and by no other repository (see :mod:`loopx.storage.owner`)."""
+        return owner.checked(self.common_dir / "loopx", self.common_dir)
 
 
 def discover(path: Path | str = ".") -> Repo:
