@@ -121,7 +121,7 @@ def refused_write(exc: BaseException) -> str | None:
         where = f" {exc.filename}" if exc.filename else ""
         return (f"cannot write{where}: {_REFUSALS[_REFUSED_ERRNOS[exc.errno]][1]}; "
                 "nothing was changed")
-    if type(exc).__module__ == "sqlite3":
+    if any(cls.__module__ == "sqlite3" for cls in type(exc).__mro__):
         for said, meaning in _REFUSALS:
             if said.lower() in str(exc).lower() or (said == "No space left on device"
                                                      and "database or disk is full" in str(exc)):

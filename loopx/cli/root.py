@@ -166,6 +166,11 @@ def _run_once_more_on_cache_trouble(argv: Optional[list[str]]) -> object:
     """Run the command; if the cache failed a read the ledger could not retry itself (a
     table a view read on demand) and nothing was written, run it again on a rebuilt or
     in-memory cache. Derived data is never required (docs/reliability.md)."""
+    loaded = sys.modules.get("loopx.ledger.book")  # a process that ran commands before
+    published = getattr(loaded, "published", 0)
+    rows_module = sys.modules.get("loopx.ledger.rows")
+    if rows_module is not None:
+        rows_module.OPENED.clear()
     try:
         return cli.main(args=argv, prog_name=_prog_name(), standalone_mode=False,
                         complete_var=COMPLETE_VAR)
@@ -178,7 +183,7 @@ def _run_once_more_on_cache_trouble(argv: Optional[list[str]]) -> object:
 
         for line in rows.trouble_all(exc):
             terminal.echo(line, err=True)
-        if book.published:
+        if book.published != published:
             raise LoopxError(f"the cache failed after this command's write was recorded "
                              f"({exc}); it is rebuilt by the next command") from None
         return cli.main(args=argv, prog_name=_prog_name(), standalone_mode=False,

@@ -51,6 +51,7 @@ def examine(*, ledger: Ledger) -> dict[str, Any]:
                  "them)"] if queued else []
     warnings += [f"queued hook entry {path} was set aside: {spool.reason(path)}"
                  for path in spool.failed(store.repo.loopx_dir)]
+    warnings += cache_warnings(ledger)
     locks = _locks(store, ledger.ref)
     problems += [lock["problem"] for lock in locks if lock.get("problem")]
     return {
@@ -87,6 +88,35 @@ def verify(*, ledger: Ledger) -> dict[str, Any]:
         problems += checkpoints.verify(ledger.fold_at(manifest.commit), ledger.store, tip,
                                        manifest)
     return {"ok": not problems, "checked": checked, "problems": problems}
+
+
+def cache_warnings(ledger: Ledger) -> list[str]:
+    """What is wrong with the cache, if anything: damaged rows or file, or a file that cannot
+    be written now (commands then rebuild it, or fold in memory). Changes nothing."""
+    from loopx.ledger import rows  # only doctor looks at the file itself
+
+    path = ledger.projection.path
+    if not path.exists():
+        return []
+    projection = rows.Projection(path)
+    try:
+        projection.begin(write=True)
+        projection.tip()
+        doubtful = projection.doubtful()
+        projection.end()
+        if doubtful:
+            return [f"the cache {path} has {doubtful} row(s) that do not match their seal: "
+                    "commands rebuild it; `git loopx doctor --verify` rebuilds it now"]
+        if projection.in_memory:
+            return [f"the cache {path} cannot be opened: commands fold in memory (slower)"]
+    except Exception as exc:
+        if not cache.is_cache_error(exc):
+            raise
+        return [f"the cache {path} is not usable ({exc}): commands rebuild it or fold in "
+                "memory; `git loopx doctor --verify` rebuilds it now"]
+    finally:
+        projection.close()
+    return []
 
 
 def tip_problems(store: Store, tip: str) -> list[str]:

@@ -135,3 +135,75 @@ def test_a_cache_folder_that_cannot_be_made_means_an_in_memory_fold(repo: Path) 
     _notes(repo, 2)
     _assert_whole(repo, 2)
     assert git(repo, "rev-list", "--count", "refs/heads/loopx/state") == "3"
+
+
+def _edit_rows(db: Path, sql: str) -> int:
+    import sqlite3
+
+    conn = sqlite3.connect(db, isolation_level=None)
+    try:
+        return conn.execute(sql).rowcount
+    finally:
+        conn.close()
+
+
+def test_wrong_rows_in_a_valid_database_are_never_believed(ledger: object, repo: Path) -> None:
+    """A todo marked done by hand in the cache (valid SQLite, valid JSON): a read shows it
+    open, as the events say, and the claim that follows is checked against the events."""
+    assert invoke(repo, "goal", "add", "G", "--accept", "it works", "--id", "g").code == 0
+    assert invoke(repo, "todo", "add", "g", "first step", "--id", "t").code == 0
+    db = _cache(repo)
+    assert _edit_rows(db, "UPDATE rows SET data = replace(data, '\"open\"', '\"done\"') "
+                          "WHERE kind = 'todos'") == 1
+    _drop_live(repo)
+    shown = invoke(repo, "todo", "show", "t")
+    assert shown.code == 0 and "does not match its seal" in shown.err, shown.err
+    assert "open" in shown.out and "done" not in shown.out, shown.out
+    assert _edit_rows(_cache(repo), "UPDATE rows SET data = replace(data, '\"open\"', "
+                                    "'\"done\"') WHERE kind = 'todos'") == 1
+    claimed = invoke(repo, "todo", "claim", "t")
+    assert claimed.code == 0, claimed.err
+    assert invoke(repo, "doctor", "--verify").code == 0
+
+
+def test_an_edited_row_makes_the_write_use_a_fold_of_the_events(ledger: object,
+                                                                repo: Path) -> None:
+    _notes(repo, 2)
+    db = _cache(repo)
+    assert _edit_rows(db, "UPDATE meta SET v = '0' WHERE k = 'events'") == 1
+    _drop_live(repo)
+    written = invoke(repo, "note", "add", "after the edit")
+    assert written.code == 0 and "match their seal" in written.err, written.err
+    verified = invoke(repo, "doctor", "--verify")
+    assert verified.code == 0, verified.out + verified.err
+    _assert_whole(repo, 2)
+
+
+def test_rows_copied_from_another_clones_cache_are_never_believed(ledger: object, repo: Path,
+                                                                  tmp_path: Path) -> None:
+    _notes(repo, 2)
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", str(repo), str(other))
+    git(other, "fetch", "-q", "origin", "refs/heads/loopx/state:refs/heads/loopx/state")
+    assert invoke(other, "note", "list").code == 0
+    assert invoke(other, "note", "add", "only in the other").code == 0
+    theirs = _cache(other)
+    ours = _cache(repo)
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{ours}{suffix}").unlink(missing_ok=True)
+    ours.write_bytes(theirs.read_bytes())
+    _drop_live(repo)
+    listed = invoke(repo, "note", "list")
+    assert listed.code == 0 and "only in the other" not in listed.out, listed.out
+    assert "note 1" in listed.out
+
+
+def test_doctor_reports_a_cache_it_cannot_trust_and_verify_rebuilds_it(ledger: object,
+                                                                        repo: Path) -> None:
+    assert invoke(repo, "goal", "add", "G", "--accept", "it works", "--id", "g").code == 0
+    assert "cache" not in invoke(repo, "doctor").out
+    assert _edit_rows(_cache(repo), "UPDATE rows SET data = data || ' '") >= 1
+    report = invoke(repo, "doctor")
+    assert report.code == 0 and "do not match their seal" in report.out, report.out
+    assert invoke(repo, "doctor", "--verify").code == 0
+    assert "seal" not in invoke(repo, "doctor").out
