@@ -207,3 +207,26 @@ def test_doctor_reports_a_cache_it_cannot_trust_and_verify_rebuilds_it(ledger: o
     assert report.code == 0 and "do not match their seal" in report.out, report.out
     assert invoke(repo, "doctor", "--verify").code == 0
     assert "seal" not in invoke(repo, "doctor").out
+
+
+def test_a_commit_beside_a_locked_cache_is_recorded_without_a_stall(repo: Path) -> None:
+    """A real `git commit` with the hooks installed while another process holds the cache's
+    write lock: the commit returns and its evidence is recorded (through an in-memory fold,
+    after a wait of at most 2 s; the stall was 37 s before)."""
+    for args in (("init",), ("goal", "add", "G", "--id", "g1", "--accept", "works"),
+                 ("todo", "add", "g1", "T", "--id", "t1"), ("hooks", "install")):
+        assert invoke(repo, *args).code == 0
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(_cache(repo))],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        (repo / "file").write_text("x\n")
+        git(repo, "add", "file")
+        proc = subprocess.run(["git", "commit", "-q", "-m", "Fix it\n\nLoopx-Todo: t1"],
+                              cwd=repo, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+    finally:
+        holder.communicate("")
+    listed = invoke(repo, "evidence", "list", "--json")
+    assert listed.code == 0, listed.err
+    assert [e["commit"] for e in listed.json()] == [git(repo, "rev-parse", "HEAD")]  # type: ignore[index, union-attr]
