@@ -346,13 +346,7 @@ class Ledger:
             with self.store.lock():
                 expected = self.store.tip(self.ref)
                 base = expected or self.tip()
-                try:
-                    fold = self._writable(base)
-                except Exception as exc:
-                    if not cache.is_cache_error(exc):
-                        raise
-                    self.cache_trouble(exc)
-                    fold = self._writable(base)
+                fold = self._cached(lambda: self._writable(base))
                 txn = Txn(self, fold, base, actor, now or clock.now(), sign=sign,
                           expected=expected)
                 self.store.journal()  # every object this attempt writes, for _settle
@@ -372,7 +366,7 @@ class Ledger:
                         raise
                     continue
                 except Exception as exc:
-                    if not cache.is_cache_error(exc):
+                    if not cache.is_cache_error(exc) or attempt == MAX_RACE_RETRIES - 1:
                         self._end_quietly()
                         raise
                     # The cache failed before anything was published: build again on a

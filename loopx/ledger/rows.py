@@ -34,11 +34,11 @@ def _db_key() -> str:
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS rows (
+CREATE TABLE IF NOT EXISTS sealed_rows (
     kind TEXT NOT NULL, id TEXT NOT NULL, seq INTEGER NOT NULL, goal TEXT,
     data TEXT NOT NULL, seal BLOB NOT NULL, PRIMARY KEY (kind, id)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS rows_by_seq ON rows (kind, seq);
-CREATE INDEX IF NOT EXISTS rows_by_goal ON rows (goal, kind);
+CREATE INDEX IF NOT EXISTS sealed_rows_by_seq ON sealed_rows (kind, seq);
+CREATE INDEX IF NOT EXISTS sealed_rows_by_goal ON sealed_rows (goal, kind);
 """
 
 
@@ -109,7 +109,7 @@ class Table(MutableMapping[str, Any]):
         self.gone: set[str] = set()
 
     def _row(self, key: str) -> Optional[str]:
-        found = self._conn.execute(f"SELECT {_SEALED} FROM rows WHERE kind=? AND id=?",
+        found = self._conn.execute(f"SELECT {_SEALED} FROM sealed_rows WHERE kind=? AND id=?",
                                    (self.kind, key)).fetchone()
         return None if found is None else found
 
@@ -146,25 +146,25 @@ class Table(MutableMapping[str, Any]):
 
     def __iter__(self) -> Iterator[str]:
         stored = [str(row[0]) for row in self._conn.execute(
-            "SELECT id FROM rows WHERE kind=? ORDER BY seq", (self.kind,))]
+            "SELECT id FROM sealed_rows WHERE kind=? ORDER BY seq", (self.kind,))]
         yield from (key for key in stored if key not in self.gone)
         yield from list(self.added)
 
     def __len__(self) -> int:
-        stored = self._conn.execute("SELECT COUNT(*) FROM rows WHERE kind=?",
+        stored = self._conn.execute("SELECT COUNT(*) FROM sealed_rows WHERE kind=?",
                                     (self.kind,)).fetchone()[0]
         return int(stored) - len(self.gone) + len(self.added)
 
     def with_prefix(self, prefix: str, *, limit: int) -> list[str]:
         """Up to ``limit`` ids that start with ``prefix`` (an index range, not a scan)."""
         found = [str(row[0]) for row in self._conn.execute(
-            "SELECT id FROM rows WHERE kind=? AND id >= ? AND id < ? ORDER BY id LIMIT ?",
+            "SELECT id FROM sealed_rows WHERE kind=? AND id >= ? AND id < ? ORDER BY id LIMIT ?",
             (self.kind, prefix, prefix + "\U0010ffff", limit + len(self.gone)))]
         found += [key for key in self.added if key.startswith(prefix)]
         return [key for key in found if key not in self.gone][:limit]
 
     def values(self) -> Any:  # one query for a scan, not one per row
-        rows = self._conn.execute(f"SELECT id, {_SEALED} FROM rows WHERE kind=? ORDER BY seq",
+        rows = self._conn.execute(f"SELECT id, {_SEALED} FROM sealed_rows WHERE kind=? ORDER BY seq",
                                   (self.kind,)).fetchall()
         for key, *row in rows:
             if key not in self.touched and key not in self.gone:
@@ -188,7 +188,7 @@ class Appended(MutableSequence[Any]):
 
     def _all(self) -> list[Any]:
         if self._stored is None:
-            rows = self._conn.execute(f"SELECT {_SEALED} FROM rows WHERE kind=? ORDER BY seq",
+            rows = self._conn.execute(f"SELECT {_SEALED} FROM sealed_rows WHERE kind=? ORDER BY seq",
                                       (self.kind,))
             self._stored = [self._decode(row) for row in rows]
         return self._stored + self.new
@@ -319,7 +319,9 @@ class Projection:
         conn = self.conn
         self.end()
         conn.execute("BEGIN IMMEDIATE")
-        conn.execute("DROP TABLE IF EXISTS rows")  # an older file's rows have no seal column
+        # Rows of another version (of loopx, or of this table) go; an older loopx keeps its
+        # own table, ``rows``, so two versions sharing a clone never misread each other's.
+        conn.execute("DROP TABLE IF EXISTS sealed_rows")
         for statement in _SCHEMA.split(";"):
             if statement.strip():
                 conn.execute(statement)
@@ -398,14 +400,14 @@ class Projection:
 
     def _write_table(self, table: Any, kind: str) -> None:
         conn = self.conn
-        conn.executemany("DELETE FROM rows WHERE kind=? AND id=?",
+        conn.executemany("DELETE FROM sealed_rows WHERE kind=? AND id=?",
                          [(kind, key) for key in table.gone])
         added = set(table.added)
         seq = self._next_seq(kind)
         for key, value in table.touched.items():
             if key in added:
                 continue
-            conn.execute("UPDATE rows SET data=?1, goal=?2, seal=loopx_seal(?3, ?4, ?2, ?1) "
+            conn.execute("UPDATE sealed_rows SET data=?1, goal=?2, seal=loopx_seal(?3, ?4, ?2, ?1) "
                          "WHERE kind=?3 AND id=?4",
                          (_encode(value), _goal_of(kind, key, value), kind, key))
         conn.executemany(_INSERT, [
@@ -413,7 +415,7 @@ class Projection:
              _encode(table.touched[key])) for n, key in enumerate(table.added)])
 
     def _next_seq(self, kind: str) -> int:
-        found = self.conn.execute("SELECT MAX(seq) FROM rows WHERE kind=?", (kind,)).fetchone()
+        found = self.conn.execute("SELECT MAX(seq) FROM sealed_rows WHERE kind=?", (kind,)).fetchone()
         return 0 if found[0] is None else int(found[0]) + 1
 
     def _write_scalars(self, tip: str, fold: entities.Fold) -> None:
@@ -439,7 +441,7 @@ class Projection:
         self.end()
         conn.execute("BEGIN IMMEDIATE")
         try:
-            conn.execute("DELETE FROM rows")
+            conn.execute("DELETE FROM sealed_rows")
             for kind in TABLES:  # generators: the rows are never all in memory as text
                 table = getattr(fold, kind)
                 conn.executemany(_INSERT, (
@@ -470,7 +472,7 @@ class Projection:
         fold by different paths (a replay, a run of writes) give the same lines."""
         kind_now, rank = None, 0
         for kind, key, goal, data, ok in self.conn.execute(
-                "SELECT kind, id, goal, data, seal = loopx_seal(kind, id, goal, data) FROM rows "
+                "SELECT kind, id, goal, data, seal = loopx_seal(kind, id, goal, data) FROM sealed_rows "
                 "ORDER BY kind, seq"):
             if not ok:
                 raise DoubtfulRow(f"row {kind} {key} does not match its seal")
@@ -491,14 +493,14 @@ class Projection:
         self.end()
         conn.execute("BEGIN IMMEDIATE")
         try:
-            conn.execute("DELETE FROM rows")
+            conn.execute("DELETE FROM sealed_rows")
             conn.executemany(_INSERT, (
                 (kind, key, int(rank), goal or None, data)
                 for kind, key, rank, goal, data in (line.rstrip("\n").split("\t", 4)
                                                     for line in lines)))
             state = FIELDS[entities.Goal].index("state")
             live = sorted(str(key) for key, text in conn.execute(
-                "SELECT id, data FROM rows WHERE kind='goals'")
+                "SELECT id, data FROM sealed_rows WHERE kind='goals'")
                 if json.loads(text)[state] in LIVE_STATES)  # once per checkpoint loaded
             conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
                              [("tip", tip), ("source", source), ("live_goals", _json(live))]
@@ -512,7 +514,7 @@ class Projection:
     def doubtful(self) -> int:
         """How many rows do not match their seal (a scan of every row: for `doctor`)."""
         found = self.conn.execute(
-            "SELECT COUNT(*) FROM rows WHERE seal IS NOT loopx_seal(kind, id, goal, data)")
+            "SELECT COUNT(*) FROM sealed_rows WHERE seal IS NOT loopx_seal(kind, id, goal, data)")
         return int(found.fetchone()[0])
 
     def source(self) -> Optional[str]:
@@ -536,14 +538,14 @@ class Projection:
         marks = ",".join("?" * len(live_goals))
         for kind in BY_GOAL:
             rows = conn.execute(
-                f"SELECT seq, id, {_SEALED} FROM rows WHERE kind=? AND (goal IS NULL OR goal IN "
+                f"SELECT seq, id, {_SEALED} FROM sealed_rows WHERE kind=? AND (goal IS NULL OR goal IN "
                 f"({marks}))", (kind, *live_goals)).fetchall()
             setattr(part, kind, _in_order(kind, rows))
         wanted = {kind: _referenced(part, kind) for kind in ("todos", "gates")}
         for kind, keys in wanted.items():
             if keys:
                 rows = conn.execute(
-                    f"SELECT seq, id, {_SEALED} FROM rows WHERE kind=? AND id IN "
+                    f"SELECT seq, id, {_SEALED} FROM sealed_rows WHERE kind=? AND id IN "
                     f"({','.join('?' * len(keys))})", (kind, *keys)).fetchall()
                 setattr(part, kind, {**getattr(part, kind), **_in_order(kind, rows)})
                 setattr(part, kind, dict(sorted(getattr(part, kind).items(),
@@ -572,8 +574,8 @@ def _referenced(part: entities.Fold, kind: str) -> list[str]:
                    if ref not in table})
 
 
-_INSERT = "INSERT INTO rows VALUES (?1, ?2, ?3, ?4, ?5, loopx_seal(?1, ?2, ?4, ?5))"
-_INSERT_NO_GOAL = "INSERT INTO rows VALUES (?1, ?2, ?3, NULL, ?4, loopx_seal(?1, ?2, NULL, ?4))"
+_INSERT = "INSERT INTO sealed_rows VALUES (?1, ?2, ?3, ?4, ?5, loopx_seal(?1, ?2, ?4, ?5))"
+_INSERT_NO_GOAL = "INSERT INTO sealed_rows VALUES (?1, ?2, ?3, NULL, ?4, loopx_seal(?1, ?2, NULL, ?4))"
 
 
 def _encode(value: Any) -> str:

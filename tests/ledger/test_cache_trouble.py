@@ -153,13 +153,13 @@ def test_wrong_rows_in_a_valid_database_are_never_believed(ledger: object, repo:
     assert invoke(repo, "goal", "add", "G", "--accept", "it works", "--id", "g").code == 0
     assert invoke(repo, "todo", "add", "g", "first step", "--id", "t").code == 0
     db = _cache(repo)
-    assert _edit_rows(db, "UPDATE rows SET data = replace(data, '\"open\"', '\"done\"') "
+    assert _edit_rows(db, "UPDATE sealed_rows SET data = replace(data, '\"open\"', '\"done\"') "
                           "WHERE kind = 'todos'") == 1
     _drop_live(repo)
     shown = invoke(repo, "todo", "show", "t")
     assert shown.code == 0 and "does not match its seal" in shown.err, shown.err
     assert "open" in shown.out and "done" not in shown.out, shown.out
-    assert _edit_rows(_cache(repo), "UPDATE rows SET data = replace(data, '\"open\"', "
+    assert _edit_rows(_cache(repo), "UPDATE sealed_rows SET data = replace(data, '\"open\"', "
                                     "'\"done\"') WHERE kind = 'todos'") == 1
     claimed = invoke(repo, "todo", "claim", "t")
     assert claimed.code == 0, claimed.err
@@ -202,7 +202,7 @@ def test_doctor_reports_a_cache_it_cannot_trust_and_verify_rebuilds_it(ledger: o
                                                                         repo: Path) -> None:
     assert invoke(repo, "goal", "add", "G", "--accept", "it works", "--id", "g").code == 0
     assert "cache" not in invoke(repo, "doctor").out
-    assert _edit_rows(_cache(repo), "UPDATE rows SET data = data || ' '") >= 1
+    assert _edit_rows(_cache(repo), "UPDATE sealed_rows SET data = data || ' '") >= 1
     report = invoke(repo, "doctor")
     assert report.code == 0 and "do not match their seal" in report.out, report.out
     assert invoke(repo, "doctor", "--verify").code == 0
