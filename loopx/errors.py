@@ -56,6 +56,19 @@ class DamagedLedger(LoopxError):
     """Objects the state branch needs are missing (pruned by `git gc`?): see `git loopx doctor`."""
 
 
+class DamagedRef(DamagedLedger):
+    """A ref that git cannot read, or that points at something other than a commit (``kind``:
+    ``missing``, ``type``, ``unreadable`` or ``gone``): damage to name, never "no ledger"."""
+
+    def __init__(self, message: str, *, kind: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class ForeignStateDir(LoopxError):
+    """The loopx folder is another repository's (a symlink or bind mount shared by two)."""
+
+
 class LockTimeout(LoopxError):
     """Another loopx writer held this clone's lock for longer than we were willing to wait."""
 
@@ -80,10 +93,50 @@ class ClaimLost(LoopxError):
     """Another actor's claim on the todo reached the shared state first."""
 
 
+# What the machine says when it refuses a write (git's stderr and strerror alike), and what
+# loopx says for it. A refused write is the machine's state, not a bug: exit 1, one line.
+_REFUSALS = (
+    ("No space left on device", "no space left on device"),
+    ("Disk quota exceeded", "disk quota exceeded"),
+    ("File too large", "file too large (the file-size limit, `ulimit -f`?)"),
+    ("Read-only file system", "read-only file system"),
+    ("Permission denied", "permission denied"),
+    ("Operation not permitted", "operation not permitted (an immutable file? `lsattr`)"),
+)
+_REFUSED_ERRNOS = {28: 0, 122: 1, 27: 2, 30: 3, 13: 4, 1: 5}  # ENOSPC EDQUOT EFBIG EROFS EACCES EPERM
+_SIGXFSZ = 25  # git killed for writing past the file-size limit
+
+
+def refused_write(exc: BaseException) -> str | None:
+    """One line for a write the machine refused (disk full, file too large, permission
+    denied, read-only), or None when ``exc`` is something else."""
+    if isinstance(exc, GitError):
+        if exc.returncode == -_SIGXFSZ:
+            return f"git {exc.argv[0]}: {_REFUSALS[2][1]}; nothing was changed"
+        for said, meaning in _REFUSALS:
+            if said in exc.stderr:
+                return f"git {exc.argv[0]}: {meaning}; nothing was changed"
+        return None
+    if isinstance(exc, OSError) and exc.errno in _REFUSED_ERRNOS:
+        where = f" {exc.filename}" if exc.filename else ""
+        return (f"cannot write{where}: {_REFUSALS[_REFUSED_ERRNOS[exc.errno]][1]}; "
+                "nothing was changed")
+    if any(cls.__module__ == "sqlite3" for cls in type(exc).__mro__):
+        for said, meaning in _REFUSALS:
+            if said.lower() in str(exc).lower() or (said == "No space left on device"
+                                                     and "database or disk is full" in str(exc)):
+                return f"the cache: {meaning}; nothing was changed"
+    return None
+
+
 def describe(exc: BaseException) -> tuple[str, str, int]:
     """``(kind, message, exit_code)`` of an error as every interface reports it (the CLI's
     ``--format json`` error and the MCP server's tool errors): the class name and the
-    message of a loopx error (exit 1; a failed git call 3), ``unexpected`` for anything else."""
+    message of a loopx error (exit 1; a failed git call 3), ``WriteRefused`` for a write the
+    machine refused (exit 1), ``unexpected`` for anything else."""
+    refused = refused_write(exc)
+    if refused is not None:
+        return "WriteRefused", refused, 1
     if isinstance(exc, GitError):
         return "GitError", str(exc), 3
     if isinstance(exc, LoopxError):

@@ -149,6 +149,11 @@ def _doctor_text(result: dict[str, Any]) -> str:
     for q in health["quarantines"]:
         lines.append(f"  quarantined: {q['ref']} -> {_short(q['tip'])} (report {q['report']})")
     lines += [f"  leftover proposal: {ref}" for ref in health["proposals"]]
+    for done in (result.get("repair") or {}, result.get("rollback") or {}):
+        if done.get("ref_restored"):
+            restored = done["ref_restored"]
+            lines.append(f"restored {health['ref']} to {_short(restored['to'])} from its reflog "
+                         f"({restored['damage']}); kept: {', '.join(restored['kept']) or 'nothing'}")
     if "repair" in result:
         lines += _repair_text(result["repair"])
     if "rollback" in result:

@@ -18,7 +18,7 @@ import click
 from loopx.version import __version__
 from loopx.cli import terminal
 from loopx.cli.app import App
-from loopx.errors import GitError, LoopxError, describe
+from loopx.errors import GitError, LoopxError, describe, refused_write
 from loopx.model import inert
 
 # (module, attribute) of each command or group, imported when the CLI starts.
@@ -128,8 +128,7 @@ def main(argv: Optional[list[str]] = None) -> None:
     as_json = "--json" in args or "--format=json" in args or any(
         a == "--format" and b == "json" for a, b in zip(args, args[1:]))
     try:
-        code = cli.main(args=argv, prog_name=_prog_name(), standalone_mode=False,
-                        complete_var=COMPLETE_VAR)
+        code = _run_once_more_on_cache_trouble(argv)
         if isinstance(code, int) and code:  # click returns Exit(n)'s code when not standalone
             sys.exit(code)
     except click.exceptions.Abort:
@@ -149,7 +148,7 @@ def main(argv: Optional[list[str]] = None) -> None:
         sys.exit(exc.exit_code)
     except GitError as exc:
         hint = exc.stderr if debug else "hint: rerun with --debug for details"
-        _fail(*describe(exc), as_json, hint)
+        _fail(*describe(exc), as_json, None if refused_write(exc) else hint)
     except LoopxError as exc:
         _fail(*describe(exc), as_json)
     except KeyboardInterrupt:
@@ -161,7 +160,36 @@ def main(argv: Optional[list[str]] = None) -> None:
             import traceback  # only under --debug
 
             traceback.print_exc()
-        _fail(*describe(exc), as_json, "hint: rerun with --debug and report the traceback")
+        _fail(*describe(exc), as_json,
+              None if refused_write(exc) else "hint: rerun with --debug and report the traceback")
+
+
+def _run_once_more_on_cache_trouble(argv: Optional[list[str]]) -> object:
+    """Run the command; if the cache failed a read the ledger could not retry itself (a
+    table a view read on demand) and nothing was written, run it again on a rebuilt or
+    in-memory cache. Derived data is never required (docs/reliability.md)."""
+    loaded = sys.modules.get("loopx.ledger.book")  # a process that ran commands before
+    published = getattr(loaded, "published", 0)
+    rows_module = sys.modules.get("loopx.ledger.rows")
+    if rows_module is not None:
+        rows_module.OPENED.clear()
+    try:
+        return cli.main(args=argv, prog_name=_prog_name(), standalone_mode=False,
+                        complete_var=COMPLETE_VAR)
+    except Exception as exc:
+        from loopx.ledger import book, cache  # loaded already: a ledger was open
+
+        if not cache.is_cache_error(exc):
+            raise
+        from loopx.ledger import rows  # sqlite3 is loaded: it raised ``exc``
+
+        for line in rows.trouble_all(exc):
+            terminal.echo(line, err=True)
+        if book.published != published:
+            raise LoopxError(f"the cache failed after this command's write was recorded "
+                             f"({exc}); it is rebuilt by the next command") from None
+        return cli.main(args=argv, prog_name=_prog_name(), standalone_mode=False,
+                        complete_var=COMPLETE_VAR)
 
 
 # Options of `git loopx` itself: given after a command's name they are not that command's.

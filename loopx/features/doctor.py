@@ -11,11 +11,14 @@ that drops.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import time
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Optional
 
-from loopx.errors import GitError, LoopxError
+from loopx.errors import DamagedRef, GitError, LoopxError
 from loopx.features import incoming, salvage, spool
 from loopx.features.sync import PROPOSAL_PREFIX
 from loopx.ledger import book, cache, checkpoints
@@ -29,10 +32,15 @@ def examine(*, ledger: Ledger, now: Optional[datetime] = None) -> dict[str, Any]
     """A health report of ``ledger``'s state branch; ``ok`` is False when something is wrong.
     Writers whose events are dated more than a few minutes after ``now`` are warned of."""
     store = ledger.store
-    tip = store.ref_target(ledger.ref)  # what the ref holds, even a commit that is missing
+    broken = ref_damage(store, ledger.ref)
+    # What the ref holds, even a commit that is missing; nothing when git cannot read it.
+    tip = None if broken else store.ref_target(ledger.ref)
     problems: list[str] = []
     damage = None
-    if tip is None:
+    if broken is not None:
+        problems.append(f"{str(broken).partition('; nothing was changed')[0]}; "
+                        f"{_restore_offer(store, ledger.ref)}")
+    elif tip is None:
         problems.append(f"{ledger.ref} does not exist (run `git loopx init` or `git loopx sync`)")
     else:
         damage = salvage.scan(store, ledger.ref, tip)
@@ -46,6 +54,7 @@ def examine(*, ledger: Ledger, now: Optional[datetime] = None) -> dict[str, Any]
                  "them)"] if queued else []
     warnings += [f"queued hook entry {path} was set aside: {spool.reason(path)}"
                  for path in spool.failed(store.repo.loopx_dir)]
+    warnings += cache_warnings(ledger)
     locks = _locks(store, ledger.ref)
     problems += [lock["problem"] for lock in locks if lock.get("problem")]
     ahead = views.clocks_ahead(ledger.live_fold(), now or ledger.time()) if (
@@ -54,6 +63,7 @@ def examine(*, ledger: Ledger, now: Optional[datetime] = None) -> dict[str, Any]
     return {
         "clocks_ahead": ahead,
         "ref": ledger.ref, "tip": tip, "ok": not problems, "problems": problems,
+        "ref_damage": broken.kind if broken else None,
         "damage": damage.to_dict() if damage else None,
         "warnings": warnings, "reflog_entries": len(reflog), "locks": locks,
         "quarantines": [{"ref": ref, "tip": store.tip(ref),
@@ -87,6 +97,35 @@ def verify(*, ledger: Ledger) -> dict[str, Any]:
     return {"ok": not problems, "checked": checked, "problems": problems}
 
 
+def cache_warnings(ledger: Ledger) -> list[str]:
+    """What is wrong with the cache, if anything: damaged rows or file, or a file that cannot
+    be written now (commands then rebuild it, or fold in memory). Changes nothing."""
+    from loopx.ledger import rows  # only doctor looks at the file itself
+
+    path = ledger.projection.path
+    if not path.exists():
+        return []
+    projection = rows.Projection(path)
+    try:
+        projection.begin(write=True)
+        projection.tip()
+        doubtful = projection.doubtful()
+        projection.end()
+        if doubtful:
+            return [f"the cache {path} has {doubtful} row(s) that do not match their seal: "
+                    "commands rebuild it; `git loopx doctor --verify` rebuilds it now"]
+        if projection.in_memory:
+            return [f"the cache {path} cannot be opened: commands fold in memory (slower)"]
+    except Exception as exc:
+        if not cache.is_cache_error(exc):
+            raise
+        return [f"the cache {path} is not usable ({exc}): commands rebuild it or fold in "
+                "memory; `git loopx doctor --verify` rebuilds it now"]
+    finally:
+        projection.close()
+    return []
+
+
 def tip_problems(store: Store, tip: str) -> list[str]:
     """Why the commit ``tip`` is not a healthy state (missing objects, invalid files)."""
     proc = gateway.run(store.cwd, "fsck", "--connectivity-only", "--no-dangling", "--no-progress",
@@ -106,7 +145,92 @@ def repair(*, ledger: Ledger) -> dict[str, Any]:
     ones put back) on the newest whole commit; lists the events lost."""
     with ledger.store.lock():
         book.refuse_checked_out(ledger.store, ledger.ref)
-        return salvage.repair(ledger.store, ledger.ref)
+        restored = restore_ref(ledger.store, ledger.ref)
+        done = salvage.repair(ledger.store, ledger.ref)
+        if restored:
+            done["ref_restored"] = restored
+        return done
+
+
+def ref_damage(store: Store, ref: str) -> Optional[DamagedRef]:
+    """The damage of ``ref`` itself (unreadable, wrong type, gone from its reflog), if any; a
+    ref whose commit is missing is not this but lost objects (:mod:`salvage`)."""
+    try:
+        store.tip(ref)
+    except DamagedRef as exc:
+        return None if exc.kind == "missing" else exc
+    return None
+
+
+def _restore_offer(store: Store, ref: str) -> str:
+    try:
+        good = _last_good(store, ref, None)
+    except LoopxError as exc:
+        return str(exc)
+    return f"`git loopx doctor --repair` puts it back at {good[:12]}, its last good tip in the reflog"
+
+
+def restore_ref(store: Store, ref: str) -> Optional[dict[str, Any]]:
+    """Put a damaged ``ref`` back at its last good tip from the reflog (under the clone lock):
+    the damaged ref file, or its line of packed-refs, is moved aside into
+    ``<loopx dir>/damaged/`` first, never just deleted. None when the ref is not damaged."""
+    broken = ref_damage(store, ref)
+    if broken is None:
+        return None
+    good = _last_good(store, ref, None)
+    kept = _set_aside(store, ref)
+    store.update_ref_if(ref, good, expected=None, reason="loopx: doctor restored from reflog")
+    still = ref_damage(store, ref)
+    if still is not None:
+        raise LoopxError(f"{ref} could not be restored: {still}")
+    return {"damage": str(broken).partition("; nothing was changed")[0], "to": good,
+            "kept": kept}
+
+
+def _set_aside(store: Store, ref: str) -> list[str]:
+    """Move ``ref``'s loose file and its packed-refs lines into the loopx dir's damaged/."""
+    common, aside = store.repo.common_dir, store.repo.loopx_dir / "damaged"
+    aside.mkdir(parents=True, exist_ok=True)
+    stamp = f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+    kept = []
+    loose = common / ref
+    if loose.is_file():
+        target = aside / f"{ref.replace('/', '_')}.{stamp}"
+        os.replace(loose, target)
+        kept.append(str(target))
+    packed = common / "packed-refs"
+    with contextlib.suppress(FileNotFoundError):
+        lines = packed.read_bytes().splitlines(keepends=True)
+        keep: list[bytes] = []
+        drop: list[bytes] = []
+        after_ours = False
+        for line in lines:
+            ours = line.rstrip(b"\n").endswith(b" " + ref.encode())
+            peeled_of_ours = line.startswith(b"^") and after_ours
+            (drop if ours or peeled_of_ours else keep).append(line)
+            after_ours = ours or peeled_of_ours
+        if drop:
+            target = aside / f"packed-refs.{stamp}"
+            target.write_bytes(b"".join(drop))
+            kept.append(str(target))
+            _rewrite_packed(packed, b"".join(keep))
+    return kept
+
+
+def _rewrite_packed(packed: Path, content: bytes) -> None:
+    """Replace packed-refs the way git does: write ``packed-refs.lock`` (created exclusively,
+    so a git writing it meanwhile makes us stop), then rename it over."""
+    lock = packed.with_name("packed-refs.lock")
+    try:
+        fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        raise LoopxError(f"{lock} exists: another git is writing packed-refs; try again") from None
+    try:
+        os.write(fd, content)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(lock, packed)
 
 
 def rollback(*, ledger: Ledger) -> dict[str, Any]:
@@ -114,6 +238,10 @@ def rollback(*, ledger: Ledger) -> dict[str, Any]:
     store = ledger.store
     with store.lock():
         book.refuse_checked_out(store, ledger.ref)
+        restored = restore_ref(store, ledger.ref)
+        if restored:
+            return {"rolled_back": True, "from": None, "to": restored["to"], "dropped": [],
+                    "ref_restored": restored}
         tip = store.ref_target(ledger.ref)
         if tip is not None and not tip_problems(store, tip):
             return {"rolled_back": False, "tip": tip, "dropped": [],

@@ -10,6 +10,8 @@ The path of one write, from :meth:`Ledger.write` to the ref, is in docs/design.m
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
@@ -17,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
 from loopx.version import __version__
 from loopx.errors import (CheckedOut, DamagedLedger, GitError, LoopxError, NotFound, RefRaceError,
-                          UsageError)
+                          UsageError, refused_write)
 from loopx.ledger import cache, seen
 from loopx.ledger.draft import Draft
 from loopx.model import clock
@@ -34,6 +36,9 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 MAX_RACE_RETRIES = 5
+# How many writes this process has published (moved a ref for): a command that wrote is never
+# run a second time (see loopx.cli.root.main, on a cache that failed a read).
+published = 0
 
 
 class Ledger:
@@ -105,23 +110,11 @@ class Ledger:
         Raises DamagedLedger when the ref exists but its commit is missing (pruned): that is
         not "no ledger", and nothing may be written on it.
         """
-        tip = self.store.tip(self.ref)
-        if tip is None:
-            self._refuse_dangling(self.ref)
-            if self.ref != STATE_REF:
-                tip = self.store.tip(STATE_REF)
-                if tip is None:
-                    self._refuse_dangling(STATE_REF)
+        tip = self.store.tip(self.ref)  # raises DamagedRef on a ref it cannot read
+        if tip is None and self.ref != STATE_REF:
+            tip = self.store.tip(STATE_REF)
         self._seen = self._seen or tip is not None
         return tip
-
-    def _refuse_dangling(self, ref: str) -> None:
-        target = self.store.ref_target(ref)
-        if target is not None:
-            raise DamagedLedger(
-                f"{ref} points at {target[:12]}, which is not a commit in this repository (pruned "
-                "by `git gc`?); nothing was changed. `git loopx doctor` says which events are "
-                "lost, `git loopx doctor --repair` goes on with every other event")
 
     def exists(self) -> bool:
         # A ledger is never deleted: once seen, it exists; and its ref's file says so without
@@ -150,6 +143,34 @@ class Ledger:
             return entities.Fold()
         if self._fold is not None and self._fold[0] == tip:
             return self._fold[1]
+        return self._cached(lambda: self._fold_of(tip))
+
+    def _cached(self, read: Callable[[], T]) -> T:
+        """``read()``; once more, on a rebuilt or in-memory cache, if the cache failed it."""
+        try:
+            return read()
+        except Exception as exc:
+            if not cache.is_cache_error(exc):
+                raise
+            self.cache_trouble(exc)
+            return read()
+
+    def cache_trouble(self, exc: BaseException) -> None:
+        """The cache failed with ``exc``: drop it (damaged) or fold in memory (read-only,
+        locked, no room), saying so on stderr; derived data is never required."""
+        from loopx.ledger import rows  # sqlite3 is loaded already: it raised ``exc``
+
+        self._fold = None
+        if self._projection is not None:
+            with contextlib.suppress(Exception):
+                self._projection.close()
+            self._projection = None
+        print(rows.trouble(exc, self._db_path), file=sys.stderr, flush=True)
+        if self._cache_owner:
+            with contextlib.suppress(OSError):
+                self._live_path.unlink(missing_ok=True)
+
+    def _fold_of(self, tip: str) -> entities.Fold:
         self.projection.end()
         self._bring_up_to(tip)
         self.projection.begin(write=False)  # a snapshot: later writers do not change it
@@ -170,8 +191,7 @@ class Ledger:
         cached = cache.load_live(self._live_path)
         if cached is not None and cached[0] == tip:
             return cached[1]
-        self.fold()
-        live = self.projection.live()
+        live = self._cached(lambda: (self.fold(), self.projection.live())[1])
         if self._cache_owner:
             cache.save_live(self._live_path, tip, live)
             if self.ref == STATE_REF:
@@ -182,13 +202,16 @@ class Ledger:
         """Bring the cache up to ``tip`` before the ref points there (adopting a clone's
         origin); returns the problems of the fold of ``tip``, so that the caller can refuse it.
         """
-        self.projection.end()
-        self._bring_up_to(tip)
-        self.projection.begin(write=False)
-        try:
-            return list(self.projection.fold().problems)
-        finally:
+        def problems() -> list[entities.Problem]:
             self.projection.end()
+            self._bring_up_to(tip)
+            self.projection.begin(write=False)
+            try:
+                return list(self.projection.fold().problems)
+            finally:
+                self.projection.end()
+
+        return self._cached(problems)
 
     def _bring_up_to(self, tip: str) -> None:
         """Make the cache's rows the fold of ``tip``: apply what was added since the tip they
@@ -336,7 +359,7 @@ class Ledger:
             with self.store.lock():
                 expected = self.store.tip(self.ref)
                 base = expected or self.tip()
-                fold = self._writable(base)
+                fold = self._cached(lambda: self._writable(base))
                 txn = Txn(self, fold, base, actor, now or clock.now(), sign=sign,
                           expected=expected)
                 self.store.journal()  # every object this attempt writes, for _settle
@@ -347,16 +370,24 @@ class Ledger:
                         return result, txn
                     refuse_checked_out(self.store, self.ref)
                     new = self._commit(base, txn, message)
-                except (RefRaceError, GitError):
+                except (RefRaceError, GitError) as exc:
                     # GitError too: a concurrent `git gc` can make object writes fail for a
                     # moment (loose objects packed away, object dirs pruned); nothing was
                     # published before the CAS, so building the commit again is safe.
-                    self.projection.end()
-                    if attempt == MAX_RACE_RETRIES - 1:
+                    self._end_quietly()
+                    if attempt == MAX_RACE_RETRIES - 1 or refused_write(exc):
                         raise
                     continue
+                except Exception as exc:
+                    if not cache.is_cache_error(exc) or attempt == MAX_RACE_RETRIES - 1:
+                        self._end_quietly()
+                        raise
+                    # The cache failed before anything was published: build again on a
+                    # rebuilt or in-memory fold (never acknowledge a write on a doubtful one).
+                    self.cache_trouble(exc)
+                    continue
                 except BaseException:
-                    self.projection.end()
+                    self._end_quietly()
                     raise
                 self._keep(new, txn.fold, base, txn.now)
                 self.store.maintain()
@@ -380,15 +411,30 @@ class Ledger:
     def _keep(self, new: str, fold: entities.Fold, base: Optional[str],
               now: Optional[datetime] = None) -> None:
         """Store the fold of the new tip in the cache (the transaction :meth:`_writable`
-        opened), or drop it for a proposal, whose cache is its parent's."""
+        opened), or drop it for a proposal, whose cache is its parent's. The write is
+        published already: a cache that fails now is dropped, never an error."""
         if not self._cache_owner:
-            self.projection.end()
+            self._end_quietly()
             return
-        if base is None:
-            self.projection.replace(new, fold)
-        else:
-            self.projection.commit(new, fold)
-        self._save_live(new, now)
+        try:
+            if base is None:
+                self.projection.replace(new, fold)
+            else:
+                self.projection.commit(new, fold)
+            self._save_live(new, now)
+        except Exception as exc:
+            if not cache.is_cache_error(exc):
+                raise
+            self.cache_trouble(exc)
+
+    def _end_quietly(self) -> None:
+        """End the cache's transaction, if the cache can still say so."""
+        if self._projection is not None:
+            try:
+                self._projection.end()
+            except Exception as exc:
+                if not cache.is_cache_error(exc):
+                    raise
 
     def run(self, op: Callable[..., T], *args: Any, actor: str, now: Optional[datetime] = None,
             **kwargs: Any) -> T:
@@ -433,6 +479,8 @@ class Ledger:
             signatures.verify_own(self.store, commit, txn)
         self.store.update_ref_if(self.ref, commit, expected=txn.expected,
                                  reason=f"loopx: {subject}")
+        global published
+        published += 1
         self._settle()
         return commit
 

@@ -7,7 +7,7 @@ Two files per state ref, both derived, both discarded and rebuilt when they do n
   writes back only those, so an append costs the same at a million events as at a thousand.
   The tip the rows are the fold of is stored with them and moved in the same transaction.
 - ``<ref>.live``: the part a default ``status`` shows (goals in play, what they reference,
-  everything ledger-wide), as one marshal blob with a SHA-256. Rewritten after every write
+  everything ledger-wide), as one marshal blob sealed with this clone's key. Rewritten after every write
   from the rows in play, so its cost follows the work in progress, not the ledger's history,
   and a warm ``status`` reads it without importing SQLite, pydantic or the YAML stack.
 
@@ -26,13 +26,13 @@ import os
 import sys
 from collections.abc import MutableMapping, MutableSequence
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, overload
 
 from loopx.model import clock
 from loopx.state import entities
 from loopx.version import SCHEMA_VERSION, __version__
 
-_LIVE_MAGIC = b"LOOPXL1\n"
+_LIVE_MAGIC = b"LOOPXL2\n"
 _LIVE_KEY = f"{SCHEMA_VERSION}:{__version__}:live-2:{sys.version_info[:2]}".encode()
 
 # Entity tables of the fold: kind -> dataclass. Their rows carry the goal they belong to, so
@@ -51,6 +51,43 @@ BY_GOAL = ("goals", "todos", "gates", "evidence", "quotas")
 LIVE_STATES = ("active", "paused")
 SCALARS = ("name", "config", "notes", "events", "max_clock", "last_key", "clocks")
 INDEXES = ("effect_keys", "open_sessions", "by_commit")  # of the write path; not in the live file
+
+@overload
+def seal_key(cache_dir: Path) -> bytes: ...
+@overload
+def seal_key(cache_dir: Path, *, create: bool) -> Optional[bytes]: ...
+def seal_key(cache_dir: Path, *, create: bool = True) -> Optional[bytes]:
+    """The key that seals this clone's cache files (rows, live file): 32 random bytes kept
+    beside them, never in them, so a file edited or copied in does not carry a valid seal."""
+    path = cache_dir / "seal.key"
+    try:
+        key = path.read_bytes()
+        if len(key) == 32:
+            return key
+    except OSError:
+        pass
+    if not create:
+        return None
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(os.urandom(32))
+        os.link(tmp, path)  # never over another process's key: its seals would all fail
+    except FileExistsError:
+        pass
+    finally:
+        tmp.unlink(missing_ok=True)
+    key = path.read_bytes()
+    if len(key) != 32:
+        raise OSError(f"{path} is not a cache key; remove it")
+    return key
+
+
+def is_cache_error(exc: BaseException) -> bool:
+    """Whether ``exc`` came from the cache's database (told without importing SQLite, which a
+    warm read never loads)."""
+    return any(cls.__module__ == "sqlite3" for cls in type(exc).__mro__)
+
 
 def paths_for(cache_dir: Path, ref: str) -> tuple[Path, Path]:
     """(the SQLite file, the live file) of ``ref``'s cache."""
@@ -125,7 +162,9 @@ def load_live(path: Path) -> Optional[tuple[str, entities.Fold]]:
     except OSError:
         return None
     head = len(_LIVE_MAGIC) + 32
-    if not raw.startswith(_LIVE_MAGIC) or hashlib.sha256(raw[head:]).digest() != raw[len(_LIVE_MAGIC):head]:
+    key = seal_key(path.parent, create=False)
+    if key is None or not raw.startswith(_LIVE_MAGIC) or (
+            _live_seal(key, raw[head:]) != raw[len(_LIVE_MAGIC):head]):
         return None
     try:
         key, tip, data = marshal.loads(raw[head:])
@@ -134,16 +173,31 @@ def load_live(path: Path) -> Optional[tuple[str, entities.Fold]]:
         return None
 
 
+def _live_seal(key: bytes, body: bytes) -> bytes:
+    return hashlib.blake2b(body, key=key, digest_size=32).digest()
+
+
 def save_live(path: Path, tip: str, fold: entities.Fold) -> None:
     """Write atomically (temp file + rename); a failure only costs a rebuild later."""
     try:
         body = marshal.dumps((_LIVE_KEY, tip, _fold_to_data(fold)))
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_bytes(_LIVE_MAGIC + hashlib.sha256(body).digest() + body)
-        os.replace(tmp, path)
+        seal = _live_seal(seal_key(path.parent), body)
+        _write_then_rename(tmp, path, _LIVE_MAGIC + seal + body)
     except (OSError, ValueError):
         pass
+
+
+def _write_then_rename(tmp: Path, path: Path, data: bytes) -> None:
+    """Write ``data`` to ``tmp`` and rename it over ``path``; a failed write (no room, a
+    file-size limit) leaves no partial ``tmp`` behind."""
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def hooks_state_path(loopx_dir: Path) -> Path:
@@ -162,8 +216,7 @@ def save_hooks_state(path: Path, tip: str, live: entities.Fold) -> None:
             lines.append(f"lease {todo.holder} {todo.branch} {until}")
     try:
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text("\n".join(lines) + "\n", "utf-8")
-        os.replace(tmp, path)
+        _write_then_rename(tmp, path, ("\n".join(lines) + "\n").encode())
     except OSError:
         pass  # without the file the shim asks loopx itself: slower, never wrong
 

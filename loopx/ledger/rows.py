@@ -8,26 +8,37 @@ replay): a warm `status` is answered by the live file without loading SQLite.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import hashlib
 import json
+import os
 import sqlite3
+import sys
 from collections.abc import Iterator, MutableMapping, MutableSequence
 from pathlib import Path
 from typing import Any, Callable, Optional, overload
 
+from loopx.ledger import cache
 from loopx.ledger.cache import BY_GOAL, FIELDS, INDEXES, LIVE_STATES, SCALARS, TABLES
 from loopx.state import entities
 from loopx.version import SCHEMA_VERSION, __version__
 
 ROWS_KEY = f"{SCHEMA_VERSION}:{__version__}:rows-2"  # what a row means; checkpoints carry it too
 
+
+def _db_key() -> str:
+    """What a database file holds: rows of ROWS_KEY, each sealed (the ``seal`` column)."""
+    return f"{ROWS_KEY}:sealed-1"
+
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS rows (
+CREATE TABLE IF NOT EXISTS sealed_rows (
     kind TEXT NOT NULL, id TEXT NOT NULL, seq INTEGER NOT NULL, goal TEXT,
-    data TEXT NOT NULL, PRIMARY KEY (kind, id)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS rows_by_seq ON rows (kind, seq);
-CREATE INDEX IF NOT EXISTS rows_by_goal ON rows (goal, kind);
+    data TEXT NOT NULL, seal BLOB NOT NULL, PRIMARY KEY (kind, id)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS sealed_rows_by_seq ON sealed_rows (kind, seq);
+CREATE INDEX IF NOT EXISTS sealed_rows_by_goal ON sealed_rows (goal, kind);
 """
 
 
@@ -56,31 +67,61 @@ def _goal_of(kind: str, key: str, value: Any) -> Optional[str]:
     return goal if isinstance(goal, str) else None
 
 
+# A row's columns as read, with whether its seal matches (computed by SQLite, through the
+# connection's ``loopx_seal``): a row that does not is never believed.
+_SEALED = "data, seal = loopx_seal(kind, id, goal, data), kind, id"
+
+
+class DoubtfulRow(sqlite3.DatabaseError):
+    """A row of the cache whose seal does not match its contents (edited, damaged, or from
+    another cache): the cache is rebuilt from the events (see :func:`trouble`)."""
+
+
+def _checked(decode: Callable[[str], Any]) -> Callable[[Any], Any]:
+    def read(row: Any) -> Any:
+        data, ok, kind, key = row
+        if not ok:
+            raise DoubtfulRow(f"row {kind} {key} does not match its seal")
+        return decode(data)
+
+    return read
+
+
+def seal_function(key: bytes) -> Callable[[str, str, Optional[str], str], bytes]:
+    """The keyed digest that binds a row to its kind, id, goal and data."""
+    def seal(kind: str, id: str, goal: Optional[str], data: str) -> bytes:
+        text = f"{kind}\0{id}\0{goal or ''}\0{data}".encode("utf-8", "surrogatepass")
+        return hashlib.blake2b(text, key=key, digest_size=16).digest()
+
+    return seal
+
+
 class Table(MutableMapping[str, Any]):
     """One entity table of a fold backed by the database: rows are read when first asked for
     and every row read or written is written back by :meth:`Projection.commit` (appliers
     change entities in place, so a row read may have changed)."""
 
     def __init__(self, conn: sqlite3.Connection, kind: str, decode: Callable[[str], Any]) -> None:
-        self._conn, self.kind, self._decode = conn, kind, decode
+        self._conn, self.kind = conn, kind
+        self._decode = _checked(decode)
         self.touched: dict[str, Any] = {}
         self.added: list[str] = []  # keys not in the database before, in insertion order
         self.gone: set[str] = set()
 
     def _row(self, key: str) -> Optional[str]:
-        found = self._conn.execute("SELECT data FROM rows WHERE kind=? AND id=?",
+        found = self._conn.execute(f"SELECT {_SEALED} FROM sealed_rows WHERE kind=? AND id=?",
                                    (self.kind, key)).fetchone()
-        return None if found is None else str(found[0])
+        return None if found is None else found
 
     def __getitem__(self, key: str) -> Any:
         if key in self.touched:
             return self.touched[key]
         if key in self.gone or not isinstance(key, str):
             raise KeyError(key)
-        text = self._row(key)
-        if text is None:
+        row = self._row(key)
+        if row is None:
             raise KeyError(key)
-        value = self.touched[key] = self._decode(text)
+        value = self.touched[key] = self._decode(row)
         return value
 
     def __contains__(self, key: object) -> bool:
@@ -105,29 +146,29 @@ class Table(MutableMapping[str, Any]):
 
     def __iter__(self) -> Iterator[str]:
         stored = [str(row[0]) for row in self._conn.execute(
-            "SELECT id FROM rows WHERE kind=? ORDER BY seq", (self.kind,))]
+            "SELECT id FROM sealed_rows WHERE kind=? ORDER BY seq", (self.kind,))]
         yield from (key for key in stored if key not in self.gone)
         yield from list(self.added)
 
     def __len__(self) -> int:
-        stored = self._conn.execute("SELECT COUNT(*) FROM rows WHERE kind=?",
+        stored = self._conn.execute("SELECT COUNT(*) FROM sealed_rows WHERE kind=?",
                                     (self.kind,)).fetchone()[0]
         return int(stored) - len(self.gone) + len(self.added)
 
     def with_prefix(self, prefix: str, *, limit: int) -> list[str]:
         """Up to ``limit`` ids that start with ``prefix`` (an index range, not a scan)."""
         found = [str(row[0]) for row in self._conn.execute(
-            "SELECT id FROM rows WHERE kind=? AND id >= ? AND id < ? ORDER BY id LIMIT ?",
+            "SELECT id FROM sealed_rows WHERE kind=? AND id >= ? AND id < ? ORDER BY id LIMIT ?",
             (self.kind, prefix, prefix + "\U0010ffff", limit + len(self.gone)))]
         found += [key for key in self.added if key.startswith(prefix)]
         return [key for key in found if key not in self.gone][:limit]
 
     def values(self) -> Any:  # one query for a scan, not one per row
-        rows = self._conn.execute("SELECT id, data FROM rows WHERE kind=? ORDER BY seq",
+        rows = self._conn.execute(f"SELECT id, {_SEALED} FROM sealed_rows WHERE kind=? ORDER BY seq",
                                   (self.kind,)).fetchall()
-        for key, text in rows:
+        for key, *row in rows:
             if key not in self.touched and key not in self.gone:
-                self.touched[key] = self._decode(text)
+                self.touched[key] = self._decode(row)
         return [self.touched[key] for key in self]
 
     def items(self) -> Any:
@@ -140,15 +181,16 @@ class Appended(MutableSequence[Any]):
 
     def __init__(self, conn: sqlite3.Connection, kind: str,
                  decode: Callable[[str], Any]) -> None:
-        self._conn, self.kind, self._decode = conn, kind, decode
+        self._conn, self.kind = conn, kind
+        self._decode = _checked(decode)
         self.new: list[Any] = []
         self._stored: Optional[list[Any]] = None
 
     def _all(self) -> list[Any]:
         if self._stored is None:
-            rows = self._conn.execute("SELECT data FROM rows WHERE kind=? ORDER BY seq",
+            rows = self._conn.execute(f"SELECT {_SEALED} FROM sealed_rows WHERE kind=? ORDER BY seq",
                                       (self.kind,))
-            self._stored = [self._decode(text) for (text,) in rows]
+            self._stored = [self._decode(row) for row in rows]
         return self._stored + self.new
 
     @overload
@@ -177,6 +219,38 @@ def _problem(text: str) -> entities.Problem:
     return entities.Problem(*json.loads(text))
 
 
+# The longest a command waits for another process's write lock on the cache: past it, the
+# command folds in memory (slower, as correct) rather than stall a git hook or a user.
+CACHE_WAIT_S = 2.0
+# Cache files this process could not use (read-only, locked, no room): folded in memory.
+_IN_MEMORY: set[str] = set()
+OPENED: set[str] = set()  # every cache file this process opened
+
+
+def trouble_all(exc: BaseException) -> list[str]:
+    """:func:`trouble` for every cache this process opened (an error raised where the path
+    is not known: a table read on demand by a view)."""
+    return [trouble(exc, Path(path)) for path in sorted(OPENED)]
+
+
+def trouble(exc: BaseException, path: Path) -> str:
+    """Act on an error of the cache at ``path`` and say so in one line: a damaged database is
+    removed (the next use rebuilds it from the events); one that cannot be written now
+    (read-only, locked, a full disk) is left alone and this process folds in memory."""
+    if isinstance(exc, sqlite3.OperationalError) or isinstance(exc, OSError):
+        _IN_MEMORY.add(str(path))
+        why = str(exc)
+        with contextlib.suppress(OSError):
+            if why == "disk I/O error" and os.statvfs(path.parent).f_bavail == 0:
+                why = "no space left on device"  # what SQLite calls a write that found no room
+        return (f"loopx: the cache {path} cannot be used now ({why}); folding in memory "
+                "(slower, as correct)")
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(OSError):
+            Path(f"{path}{suffix}").unlink()
+    return f"loopx: the cache {path} was damaged ({exc}); rebuilding it from the events"
+
+
 class Projection:
     """The SQLite half of the cache for one state ref (see the module docstring)."""
 
@@ -185,17 +259,37 @@ class Projection:
         self._conn: Optional[sqlite3.Connection] = None
 
     @property
+    def in_memory(self) -> bool:
+        return str(self.path) in _IN_MEMORY or str(self.path) == ":memory:"
+
+    @property
     def conn(self) -> sqlite3.Connection:
         if self._conn is None:
+            try:
+                self._conn = self._open(":memory:" if self.in_memory else self.path)
+            except (sqlite3.OperationalError, OSError) as exc:
+                print(trouble(exc, self.path), file=sys.stderr, flush=True)
+                self._conn = self._open(":memory:")
+            if self._meta("key") != _db_key():
+                self.clear()
+        return self._conn
+
+    def _open(self, where: Path | str) -> sqlite3.Connection:
+        if where != ":memory:":
+            OPENED.add(str(self.path))
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+        conn = sqlite3.connect(where, timeout=CACHE_WAIT_S, isolation_level=None)
+        self._key = (os.urandom(32) if where == ":memory:"
+                     else cache.seal_key(self.path.parent))
+        conn.create_function("loopx_seal", 4, seal_function(self._key), deterministic=True)
+        try:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")  # derived data: a lost tail is replayed
             conn.executescript(_SCHEMA)
-            self._conn = conn
-            if self._meta("key") != ROWS_KEY:
-                self.clear()
-        return self._conn
+        except BaseException:
+            conn.close()
+            raise
+        return conn
 
     def close(self) -> None:
         if self._conn is not None:
@@ -206,20 +300,43 @@ class Projection:
         found = self.conn.execute("SELECT v FROM meta WHERE k=?", (key,)).fetchone()
         return None if found is None else str(found[0])
 
+    def _seal_meta(self) -> None:
+        """Seal what the meta table says (the tip, the scalars), inside the transaction."""
+        conn = self.conn
+        conn.execute("DELETE FROM meta WHERE k='seal'")
+        conn.execute("INSERT INTO meta VALUES ('seal', ?)", (self._meta_seal(),))
+
+    def _meta_seal(self) -> str:
+        pairs = self.conn.execute("SELECT k, v FROM meta WHERE k != 'seal' ORDER BY k").fetchall()
+        return hashlib.blake2b(_json(pairs).encode(), key=self._key, digest_size=16).hexdigest()
+
+    def _check_meta(self) -> None:
+        if self._meta("seal") != self._meta_seal():
+            raise DoubtfulRow("the cache's tip and counters do not match their seal")
+
     def clear(self) -> None:
         """Forget everything (another schema version, a corrupt file)."""
         conn = self.conn
         self.end()
         conn.execute("BEGIN IMMEDIATE")
-        conn.execute("DELETE FROM rows")
+        # Rows of another version (of loopx, or of this table) go; an older loopx keeps its
+        # own table, ``rows``, so two versions sharing a clone never misread each other's.
+        conn.execute("DROP TABLE IF EXISTS sealed_rows")
+        for statement in _SCHEMA.split(";"):
+            if statement.strip():
+                conn.execute(statement)
         conn.execute("DELETE FROM meta")
-        conn.execute("INSERT INTO meta VALUES ('key', ?)", (ROWS_KEY,))
+        conn.execute("INSERT INTO meta VALUES ('key', ?)", (_db_key(),))
+        self._seal_meta()
         conn.execute("COMMIT")
 
     def tip(self) -> Optional[str]:
         """The state commit the rows are the fold of (None: empty)."""
         try:
+            self._check_meta()
             return self._meta("tip")
+        except DoubtfulRow:
+            raise
         except sqlite3.DatabaseError:
             self._reset()
             return None
@@ -246,6 +363,7 @@ class Projection:
     def fold(self) -> entities.Fold:
         """The fold at :meth:`tip`, its tables read on demand inside the open transaction."""
         conn = self.conn
+        self._check_meta()
         scalars = {k: json.loads(v) for k, v in conn.execute(
             f"SELECT k, v FROM meta WHERE k IN ({','.join('?' * len(SCALARS))})", SCALARS)}
         fold = entities.Fold(
@@ -275,34 +393,36 @@ class Projection:
         for name in ("problems", "unknown"):
             seq = self._next_seq(name)
             rows = getattr(fold, name).new
-            conn.executemany("INSERT INTO rows VALUES (?, ?, ?, NULL, ?)", [
+            conn.executemany(_INSERT_NO_GOAL, [
                 (name, f"{seq + n:012d}", seq + n, _encode(value)) for n, value in enumerate(rows)])
         self._write_scalars(tip, fold)
         conn.execute("COMMIT")
 
     def _write_table(self, table: Any, kind: str) -> None:
         conn = self.conn
-        conn.executemany("DELETE FROM rows WHERE kind=? AND id=?",
+        conn.executemany("DELETE FROM sealed_rows WHERE kind=? AND id=?",
                          [(kind, key) for key in table.gone])
         added = set(table.added)
         seq = self._next_seq(kind)
         for key, value in table.touched.items():
             if key in added:
                 continue
-            conn.execute("UPDATE rows SET data=?, goal=? WHERE kind=? AND id=?",
+            conn.execute("UPDATE sealed_rows SET data=?1, goal=?2, seal=loopx_seal(?3, ?4, ?2, ?1) "
+                         "WHERE kind=?3 AND id=?4",
                          (_encode(value), _goal_of(kind, key, value), kind, key))
-        conn.executemany("INSERT INTO rows VALUES (?, ?, ?, ?, ?)", [
+        conn.executemany(_INSERT, [
             (kind, key, seq + n, _goal_of(kind, key, table.touched[key]),
              _encode(table.touched[key])) for n, key in enumerate(table.added)])
 
     def _next_seq(self, kind: str) -> int:
-        found = self.conn.execute("SELECT MAX(seq) FROM rows WHERE kind=?", (kind,)).fetchone()
+        found = self.conn.execute("SELECT MAX(seq) FROM sealed_rows WHERE kind=?", (kind,)).fetchone()
         return 0 if found[0] is None else int(found[0]) + 1
 
     def _write_scalars(self, tip: str, fold: entities.Fold) -> None:
         values = [("tip", tip)] + [(name, _json(getattr(fold, name))) for name in SCALARS]
         values.append(("live_goals", _json(self._live_goals(fold))))
         self.conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", values)
+        self._seal_meta()
 
     def _live_goals(self, fold: entities.Fold) -> list[str]:
         """The goals in play after this write: those before, updated by the goals it touched
@@ -321,23 +441,24 @@ class Projection:
         self.end()
         conn.execute("BEGIN IMMEDIATE")
         try:
-            conn.execute("DELETE FROM rows")
+            conn.execute("DELETE FROM sealed_rows")
             for kind in TABLES:  # generators: the rows are never all in memory as text
                 table = getattr(fold, kind)
-                conn.executemany("INSERT INTO rows VALUES (?, ?, ?, ?, ?)", (
+                conn.executemany(_INSERT, (
                     (kind, key, n, _goal_of(kind, key, value), _encode_row(value))
                     for n, (key, value) in enumerate(table.items())))
             simple = {"remaps": fold.remaps, "signed": fold.extra.get("signed") or {},
                       **{index: getattr(fold, index) for index in INDEXES}}
             for kind, mapping in simple.items():
-                conn.executemany("INSERT INTO rows VALUES (?, ?, ?, NULL, ?)", [
+                conn.executemany(_INSERT_NO_GOAL, [
                     (kind, key, n, _json(value)) for n, (key, value) in enumerate(mapping.items())])
             for kind in ("problems", "unknown"):
-                conn.executemany("INSERT INTO rows VALUES (?, ?, ?, NULL, ?)", [
+                conn.executemany(_INSERT_NO_GOAL, [
                     (kind, f"{n:012d}", n, _encode(value))
                     for n, value in enumerate(getattr(fold, kind))])
             self._write_scalars(tip, fold)
             conn.execute("DELETE FROM meta WHERE k='source'")  # replayed here
+            self._seal_meta()
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -350,8 +471,11 @@ class Projection:
         order; ``rank`` is the row's place in its table, so two caches that reached the same
         fold by different paths (a replay, a run of writes) give the same lines."""
         kind_now, rank = None, 0
-        for kind, key, goal, data in self.conn.execute(
-                "SELECT kind, id, goal, data FROM rows ORDER BY kind, seq"):
+        for kind, key, goal, data, ok in self.conn.execute(
+                "SELECT kind, id, goal, data, seal = loopx_seal(kind, id, goal, data) FROM sealed_rows "
+                "ORDER BY kind, seq"):
+            if not ok:
+                raise DoubtfulRow(f"row {kind} {key} does not match its seal")
             rank = rank + 1 if kind == kind_now else 0
             kind_now = kind
             yield f"{kind}\t{key}\t{rank}\t{goal or ''}\t{data}\n"
@@ -369,22 +493,29 @@ class Projection:
         self.end()
         conn.execute("BEGIN IMMEDIATE")
         try:
-            conn.execute("DELETE FROM rows")
-            conn.executemany("INSERT INTO rows VALUES (?, ?, ?, ?, ?)", (
+            conn.execute("DELETE FROM sealed_rows")
+            conn.executemany(_INSERT, (
                 (kind, key, int(rank), goal or None, data)
                 for kind, key, rank, goal, data in (line.rstrip("\n").split("\t", 4)
                                                     for line in lines)))
             state = FIELDS[entities.Goal].index("state")
             live = sorted(str(key) for key, text in conn.execute(
-                "SELECT id, data FROM rows WHERE kind='goals'")
+                "SELECT id, data FROM sealed_rows WHERE kind='goals'")
                 if json.loads(text)[state] in LIVE_STATES)  # once per checkpoint loaded
             conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
                              [("tip", tip), ("source", source), ("live_goals", _json(live))]
                              + [(k, _json(scalars[k])) for k in SCALARS if k in scalars])
+            self._seal_meta()
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+
+    def doubtful(self) -> int:
+        """How many rows do not match their seal (a scan of every row: for `doctor`)."""
+        found = self.conn.execute(
+            "SELECT COUNT(*) FROM sealed_rows WHERE seal IS NOT loopx_seal(kind, id, goal, data)")
+        return int(found.fetchone()[0])
 
     def source(self) -> Optional[str]:
         """Where the rows came from when not from replaying events here: a checkpoint's name."""
@@ -407,14 +538,14 @@ class Projection:
         marks = ",".join("?" * len(live_goals))
         for kind in BY_GOAL:
             rows = conn.execute(
-                f"SELECT seq, id, data FROM rows WHERE kind=? AND (goal IS NULL OR goal IN "
+                f"SELECT seq, id, {_SEALED} FROM sealed_rows WHERE kind=? AND (goal IS NULL OR goal IN "
                 f"({marks}))", (kind, *live_goals)).fetchall()
             setattr(part, kind, _in_order(kind, rows))
         wanted = {kind: _referenced(part, kind) for kind in ("todos", "gates")}
         for kind, keys in wanted.items():
             if keys:
                 rows = conn.execute(
-                    f"SELECT seq, id, data FROM rows WHERE kind=? AND id IN "
+                    f"SELECT seq, id, {_SEALED} FROM sealed_rows WHERE kind=? AND id IN "
                     f"({','.join('?' * len(keys))})", (kind, *keys)).fetchall()
                 setattr(part, kind, {**getattr(part, kind), **_in_order(kind, rows)})
                 setattr(part, kind, dict(sorted(getattr(part, kind).items(),
@@ -425,11 +556,11 @@ class Projection:
 _SEQ: dict[int, int] = {}  # row object -> its seq, while live() orders what it read
 
 
-def _in_order(kind: str, rows: list[tuple[int, str, str]]) -> dict[str, Any]:
-    decode = _decoder(TABLES[kind])
+def _in_order(kind: str, rows: list[Any]) -> dict[str, Any]:
+    decode = _checked(_decoder(TABLES[kind]))
     out: dict[str, Any] = {}
-    for seq, key, text in sorted(rows):
-        out[str(key)] = value = decode(text)
+    for seq, key, *row in sorted(rows, key=lambda r: (r[0], r[1])):
+        out[str(key)] = value = decode(row)
         _SEQ[id(value)] = seq
     return out
 
@@ -441,6 +572,10 @@ def _referenced(part: entities.Fold, kind: str) -> list[str]:
     table = getattr(part, kind)
     return sorted({ref for todo in part.todos.values() for ref in getattr(todo, field)
                    if ref not in table})
+
+
+_INSERT = "INSERT INTO sealed_rows VALUES (?1, ?2, ?3, ?4, ?5, loopx_seal(?1, ?2, ?4, ?5))"
+_INSERT_NO_GOAL = "INSERT INTO sealed_rows VALUES (?1, ?2, ?3, NULL, ?4, loopx_seal(?1, ?2, NULL, ?4))"
 
 
 def _encode(value: Any) -> str:

@@ -27,7 +27,7 @@ from loopx.features import capture, shims, spool, sync
 from loopx.ledger.book import Ledger
 from loopx.model import plural
 from loopx.ops import ledgers
-from loopx.storage import gateway
+from loopx.storage import gateway, owner
 
 HOOKS = shims.HOOK_NAMES
 # Tests set this to a hook name (or "all") to make that hook's handler fail on purpose, to
@@ -265,8 +265,8 @@ def _ledger_tip(hook: Hook) -> Optional[_Found]:
             ledger.tip()  # raises DamagedLedger, naming `git loopx doctor`
     if proc.returncode != 0 or len(lines) != 3:
         return None
-    common = Path(hook.cwd) / lines[1]  # relative to the cwd, like gateway.discover reads it
-    return _Found(lines[0], common.resolve() / "loopx", lines[2])
+    common = (Path(hook.cwd) / lines[1]).resolve()  # relative to the cwd, as discover reads it
+    return _Found(lines[0], owner.checked(common / "loopx", common), lines[2])
 
 
 def _post_rewrite(hook: Hook) -> list[str]:

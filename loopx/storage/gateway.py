@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from typing import NewType
 
 from loopx.errors import GitError, NotFound
+from loopx.storage import owner
 
 Oid = NewType("Oid", str)
 RefName = NewType("RefName", str)
@@ -36,18 +37,57 @@ _SAFE_CONFIG = (
     "-c", "core.fsync=committed",
     "-c", "core.fsyncMethod=fsync",
     "-c", "core.fsyncObjectFiles=true",
+    "-c", "core.useReplaceRefs=false",
+    "-c", "advice.graftFileDeprecated=false",
 )
 
 
-def _env(extra: dict[str, str] | None) -> dict[str, str]:
+# The ledger is read as written (docs/reliability.md, "The ledger is read as written"):
+# nothing inherited may change which objects or refs git shows loopx.
+#  - GIT_NO_REPLACE_OBJECTS (and core.useReplaceRefs=false below): `git replace` refs would
+#    swap a state commit or tree for another, and a write on it would drop events.
+#  - GIT_GRAFT_FILE: an empty file instead of <git dir>/info/grafts, which would cut or
+#    rewire a commit's parents (replace refs being off does not turn grafts off).
+#  - dropped: variables that point git at other objects or refs than the repository's own
+#    (a pre-receive hook's quarantine, a namespace, another replace-ref base, a shallow file,
+#    another common dir). The repository's own settings (objects/info/alternates, shallow)
+#    stand; GIT_DIR and GIT_WORK_TREE are pinned to the repository loopx discovered.
+_PINNED_ENV = {"GIT_NO_REPLACE_OBJECTS": "1", "GIT_GRAFT_FILE": os.devnull}
+_DROPPED_ENV = (
+    "GIT_INDEX_FILE",  # a user's GIT_INDEX_FILE must never reach our plumbing
+    "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_QUARANTINE_PATH",
+    "GIT_NAMESPACE", "GIT_REPLACE_REF_BASE", "GIT_SHALLOW_FILE", "GIT_COMMON_DIR",
+)
+# The repositories discover() found: their cwd -> (GIT_DIR, GIT_WORK_TREE or None). A later
+# call in that cwd runs with exactly these, whatever the process inherited.
+_DISCOVERED: dict[str, tuple[str, str | None]] = {}
+
+
+def _env(extra: dict[str, str] | None, cwd: Path | str | None = None) -> dict[str, str]:
     env = dict(os.environ)
     env["LC_ALL"] = "C"
     env["LANGUAGE"] = "C"
     env["GIT_TERMINAL_PROMPT"] = "0"
-    env.pop("GIT_INDEX_FILE", None)  # a user's GIT_INDEX_FILE must never reach our plumbing
+    for name in _DROPPED_ENV:
+        env.pop(name, None)
+    env.update(_PINNED_ENV)
+    if cwd is not None:
+        _pin_repo(env, str(cwd))
     if extra:
         env.update(extra)
     return env
+
+
+def _pin_repo(env: dict[str, str], cwd: str) -> None:
+    """GIT_DIR and GIT_WORK_TREE of the repository discovered at ``cwd``; elsewhere none, so
+    that ``cwd`` alone says which repository git works on."""
+    pinned = _DISCOVERED.get(cwd)
+    env.pop("GIT_DIR", None)
+    env.pop("GIT_WORK_TREE", None)
+    if pinned is not None:
+        env["GIT_DIR"] = pinned[0]
+        if pinned[1] is not None:
+            env["GIT_WORK_TREE"] = pinned[1]
 
 
 def run(
@@ -63,7 +103,8 @@ def run(
     started = time.perf_counter()
     try:
         proc = subprocess.run(
-            argv, cwd=cwd, input=input, capture_output=True, env=_env(env), timeout=timeout
+            argv, cwd=cwd, input=input, capture_output=True, env=_env(env, cwd),
+            timeout=timeout
         )
     except FileNotFoundError as exc:
         if not os.path.isdir(cwd):
@@ -85,7 +126,7 @@ def stream(cwd: Path | str, *args: str, sep: bytes = b"\0",
     just after a ``sep``; the last may lack it): a listing of a long ledger is never held
     whole. Raises GitError once the output is read, if git failed."""
     argv = ["git", *_SAFE_CONFIG, *args]
-    with subprocess.Popen(argv, cwd=cwd, env=_env(None), stdin=subprocess.DEVNULL,
+    with subprocess.Popen(argv, cwd=cwd, env=_env(None, cwd), stdin=subprocess.DEVNULL,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
         assert proc.stdout is not None and proc.stderr is not None
         rest = b""
@@ -107,11 +148,13 @@ def spawn(cwd: Path | str, *args: str) -> None:
     outlives us in its own session, with no terminal to write to."""
     if DEBUG:
         print(f"loopx: git {' '.join(args)} (in the background)", file=sys.stderr)
-    # Only the hooks setting: a deprecation warning about core.fsyncObjectFiles (git >= 2.36)
+    # Not the fsync settings: a deprecation warning about core.fsyncObjectFiles (git >= 2.36)
     # would land in gc.log, and a gc.log stops every later `git gc --auto`, the user's too.
     try:
-        subprocess.Popen(["git", "-c", f"core.hooksPath={os.devnull}", *args], cwd=cwd,
-                         env=_env(None),
+        subprocess.Popen(["git", "-c", f"core.hooksPath={os.devnull}",
+                          "-c", "core.useReplaceRefs=false",
+                          "-c", "advice.graftFileDeprecated=false", *args], cwd=cwd,
+                         env=_env(None, cwd),
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, start_new_session=True)
     except OSError:
@@ -137,24 +180,38 @@ class Repo:
 
     @property
     def loopx_dir(self) -> Path:
-        """loopx's private files (lock, cache), shared by all worktrees of the repository."""
-        return self.common_dir / "loopx"
+        """loopx's private files (lock, cache), shared by all worktrees of the repository,
+        and by no other repository (see :mod:`loopx.storage.owner`)."""
+        return owner.checked(self.common_dir / "loopx", self.common_dir)
 
 
 def discover(path: Path | str = ".") -> Repo:
     """Find the repository containing ``path``; raises NotFound outside one."""
     # One process: rev-parse prints each answer in order, so where there is no work tree
     # (bare repo, inside .git) --show-toplevel fails last and the first three lines stand.
-    proc = run(
-        path, "rev-parse", "--absolute-git-dir", "--path-format=absolute", "--git-common-dir",
-        "--is-bare-repository", "--show-toplevel", check=False,
-    )
+    # The inherited GIT_DIR and GIT_WORK_TREE count here (a git hook, `git --git-dir=...
+    # loopx`), and are pinned for every later call in the repository found.
+    env = _env(None)
+    for name in ("GIT_DIR", "GIT_WORK_TREE"):
+        if name in os.environ:
+            env[name] = os.environ[name]
+    argv = ["git", *_SAFE_CONFIG, "rev-parse", "--absolute-git-dir", "--path-format=absolute",
+            "--git-common-dir", "--is-bare-repository", "--show-toplevel"]
+    try:
+        proc = subprocess.run(argv, cwd=path, capture_output=True, env=env)
+    except FileNotFoundError:
+        if not os.path.isdir(path):
+            raise NotFound(f"{path}: no such directory") from None
+        raise GitError(argv[len(_SAFE_CONFIG) + 1:], 127,
+                       "git is not installed or not on PATH") from None
     lines = proc.stdout.decode().splitlines()
     if len(lines) < 3:
         raise NotFound(f"{Path(path).resolve()} is not inside a git repository (run `git init`)")
     git_dir, common, bare = lines[:3]
     top = lines[3] if len(lines) > 3 and bare != "true" else ""
-    return Repo(Path(git_dir), Path(common).resolve(), Path(top) if top else None)
+    repo = Repo(Path(git_dir), Path(common).resolve(), Path(top) if top else None)
+    _DISCOVERED[str(repo.cwd)] = (git_dir, top or None)
+    return repo
 
 
 def has_ref(repo: Repo, ref: str) -> bool | None:
@@ -211,7 +268,7 @@ class ObjectReader:
             self._proc = subprocess.Popen(
                 ["git", *_SAFE_CONFIG, *self.DELTA_CACHE, "cat-file", "--batch-command"],
                 cwd=self._cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL, env=_env(None), bufsize=1 << 18,
+                stderr=subprocess.DEVNULL, env=_env(None, self._cwd), bufsize=1 << 18,
             )
         return self._proc
 

@@ -30,7 +30,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from loopx.errors import DamagedLedger, GitError, LockTimeout, LoopxError, RefRaceError
+from loopx.errors import (DamagedLedger, DamagedRef, GitError, LockTimeout, LoopxError,
+                          RefRaceError)
 from loopx.storage import gateway, locks, packfile, trees, worktrees
 from loopx.storage.gateway import Oid, Oversize, RefName
 
@@ -65,6 +66,9 @@ PACK_MIN_BLOBS = 16
 _MISSING_OBJECT = re.compile(r"not a valid object|nonexistent object|bad object|"
                              r"unable to read|missing (?:blob|tree|commit)|is not a valid")
 _GC_RACE = re.compile(r"unable to (?:write|create)|No such file or directory")
+# ... and git's words for a write the machine refused: retrying cannot help.
+_REFUSED = re.compile(r"No space left|Disk quota|File too large|Read-only file system|"
+                      r"Permission denied|Operation not permitted")
 
 
 
@@ -121,7 +125,67 @@ class Store:
         return oid
 
     def tip(self, ref: str = STATE_REF) -> Oid | None:
-        return self.resolve(ref)
+        """The commit ``ref`` points at; None when it does not exist and never did.
+
+        Raises DamagedRef when it cannot be read, points at something other than a commit
+        (a tree, a blob, a tag, a missing object), or is gone while its reflog says it was
+        there: that is damage to name, never "no ledger" to start again on.
+        """
+        proc = gateway.run(self.cwd, "for-each-ref",
+                           "--format=%(refname)%00%(objectname)%00%(objecttype)%00%(symref)",
+                           ref, check=False)
+        if proc.returncode == 0:
+            for line in proc.stdout.split(b"\n"):
+                name, _, rest = line.partition(b"\0")
+                if name.decode("utf-8", "surrogateescape") == ref:
+                    oid, kind, symref = rest.decode().split("\0")
+                    return self._commit_of(ref, Oid(oid), kind, symref)
+        damage = self._ref_damage(ref, proc.stderr.decode("utf-8", "replace"))
+        if damage is not None:
+            raise damage
+        return None
+
+    def _commit_of(self, ref: str, oid: Oid, kind: str, symref: str) -> Oid:
+        repair = "; nothing was changed. `git loopx doctor` offers the repair"
+        if symref:
+            raise DamagedRef(f"{ref} is a symbolic ref to {symref}, not a ref to a commit"
+                             f"{repair}", kind="type")
+        if kind != "commit":
+            raise DamagedRef(f"{ref} points at a {kind} ({oid[:12]}), not a commit{repair}",
+                             kind="type")
+        if self._hash_len is None:  # an oid's length tells the object format for free
+            self._hash_len = len(oid)
+        return oid
+
+    def _ref_damage(self, ref: str, stderr: str) -> DamagedRef | None:
+        """Why git does not list ``ref`` although it exists or existed (None: it never did).
+        Reads files only when there is no such ref: a clone without a ledger pays no git."""
+        common = self.repo.common_dir
+        repair = "; nothing was changed. `git loopx doctor` offers the repair"
+        said = [line.removeprefix("fatal: ") for line in stderr.splitlines()
+                if line.startswith("fatal: ")]
+        if "missing object" in stderr:
+            target = self.ref_target(ref) or "an object"
+            return DamagedRef(
+                f"{ref} points at {target[:12]}, which is missing from this repository (pruned "
+                "by `git gc`?); nothing was changed. `git loopx doctor` says which events are "
+                "lost, `git loopx doctor --repair` goes on with every other event", kind="missing")
+        if said:
+            return DamagedRef(f"git cannot read {ref}: {said[-1]}{repair}", kind="unreadable")
+        loose = common / ref
+        if loose.is_file():
+            held = worktrees.first_line(loose)[:60]
+            return DamagedRef(f"{ref} cannot be read: its file {loose} holds {held!r}, not a "
+                              f"commit id{repair}", kind="unreadable")
+        if gateway.has_ref(self.repo, ref):
+            return DamagedRef(f"{ref} cannot be read: its line in {common / 'packed-refs'} is "
+                              f"damaged{repair}", kind="unreadable")
+        logged = [new for _, new, _ in self.reflog(ref) if set(new) != {"0"}]
+        if logged:
+            return DamagedRef(f"{ref} is gone, but its reflog says it pointed at {logged[0][:12]}"
+                              f" (deleted by hand, or lost from packed-refs?){repair}",
+                              kind="gone")
+        return None
 
     def checked_out(self, ref: str) -> list[str]:
         """The work trees that have branch ``ref`` checked out (see worktrees.checked_out)."""
@@ -351,6 +415,8 @@ class Store:
             stderr = proc.stderr.decode("utf-8", "replace")
             if proc.returncode == 0 or attempt == 4:
                 return proc
+            if _REFUSED.search(stderr) or proc.returncode < 0:
+                return proc  # the machine refused the write (no room, no permission): say so
             if self._journal and _MISSING_OBJECT.search(stderr):
                 if not self._rewrite_missing(self._journal):
                     return proc

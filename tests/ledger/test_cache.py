@@ -183,11 +183,11 @@ def test_a_write_reads_and_writes_only_the_rows_it_touches(ledger: Ledger) -> No
     # The new todo's goal is read (is it open?) and the todo itself looked up (is the id free?).
     # No statement reads a table of rows that belong to goals whole: the live file is made
     # from the rows of the goals in play (all thirty here), selected by goal.
-    whole = [s for s in statements if s.startswith("SELECT") and "FROM rows WHERE kind=" in s
+    whole = [s for s in statements if s.startswith("SELECT") and "FROM sealed_rows WHERE kind=" in s
              and " AND " not in s and "MAX(seq)" not in s
              and any(f"kind='{k}'" in s for k in ("todos", "gates", "evidence", "quotas"))]
     assert not whole, whole
-    rows_read = [s for s in statements if "FROM rows WHERE kind='goals' AND id=" in s]
+    rows_read = [s for s in statements if "FROM sealed_rows WHERE kind='goals' AND id=" in s]
     assert rows_read and all("g-7" in s for s in rows_read), rows_read
 
 

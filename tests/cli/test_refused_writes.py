@@ -1,0 +1,108 @@
+"""Every failure is one true line (issue 22): a write the machine refuses — a full disk, a
+file-size limit, permission denied, a read-only file system — is named in one `error:` line,
+exit 1, the ref unchanged and no partial file of loopx's left. Real limits: a small tmpfs
+(mounted as root), `ulimit -f`, `chattr +i`, a read-only remount; skipped where the machine
+does not allow them.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conftest import git, run_loopx
+from syncutil import STATE, event_ids
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 4 MiB tmpfs with a repository and a ledger on it, unmounted afterwards."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        repo = mount / "repo"
+        git(mount, "init", "-q", str(repo))
+        git(repo, "commit", "-q", "--allow-empty", "-m", "initial")
+        assert run_loopx(repo, "init").code == 0
+        assert run_loopx(repo, "note", "add", "before").code == 0
+        yield repo
+    finally:
+        subprocess.run(["chattr", "-R", "-i", str(mount)], capture_output=True)
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def _refused(repo: Path, said: str, *args: str, shell: str = "") -> None:
+    tip, events = git(repo, "rev-parse", STATE), event_ids(repo)
+    argv = args or ("note", "add", "refused")
+    if shell:
+        quoted = " ".join(f"'{a}'" for a in argv)
+        proc = subprocess.run(["sh", "-c", f"{shell}; exec git loopx {quoted}"], cwd=repo,
+                              capture_output=True, text=True)
+        code, err = proc.returncode, proc.stderr
+    else:
+        result = run_loopx(repo, *argv)
+        code, err = result.code, result.err
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert code == 1, err
+    assert len(errors) == 1 and said in errors[0] and "nothing was changed" in errors[0], err
+    assert "Traceback" not in err and "hint: rerun" not in err
+    assert git(repo, "rev-parse", STATE) == tip and event_ids(repo) == events
+    loopx_dir = repo / ".git" / "loopx"
+    assert not list(loopx_dir.rglob("*.tmp")), list(loopx_dir.rglob("*.tmp"))
+    assert not [p for p in (loopx_dir / "tmp").rglob("*") if p.is_file()]
+
+
+def _fill(repo: Path) -> Path:
+    fill = repo.parent / "fill"
+    subprocess.run(["dd", "if=/dev/zero", f"of={fill}", "bs=4k"], capture_output=True)
+    return fill
+
+
+def test_a_full_disk_is_named_and_nothing_is_half_written(small_disk: Path) -> None:
+    fill = _fill(small_disk)
+    _refused(small_disk, "no space left on device")
+    _refused(small_disk, "no space left on device", "goal", "add", "a goal", "--accept", "it works")
+    fill.unlink()
+    assert run_loopx(small_disk, "note", "add", "after").code == 0
+    listed = run_loopx(small_disk, "note", "list").out
+    assert "before" in listed and "after" in listed
+
+
+def test_a_file_size_limit_is_named(small_disk: Path) -> None:
+    noise = subprocess.run(["sh", "-c", "head -c 6000 /dev/urandom | base64 -w0"],
+                           capture_output=True, text=True).stdout
+    _refused(small_disk, "file too large", "note", "add", "x" + noise.replace("/", "a"),
+             shell="ulimit -f 4")
+
+
+def test_an_immutable_object_store_is_named(small_disk: Path) -> None:
+    objects = small_disk / ".git" / "objects"
+    dirs = [objects, *[d for d in objects.iterdir() if d.is_dir()]]
+    if subprocess.run(["chattr", "+i", *map(str, dirs)], capture_output=True).returncode:
+        pytest.skip("chattr +i is not available here")
+    _refused(small_disk, "operation not permitted")
+
+
+def test_an_unwritable_loopx_folder_is_named(small_disk: Path) -> None:
+    folder = small_disk / ".git" / "loopx"
+    (folder / "write.lock").unlink()
+    if subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode:
+        pytest.skip("chattr +i is not available here")
+    _refused(small_disk, "write.lock: operation not permitted")
+    assert run_loopx(small_disk, "status").code == 0  # reading needs no write
+
+
+def test_a_read_only_file_system_is_named(small_disk: Path) -> None:
+    mount = small_disk.parent
+    if subprocess.run(["mount", "-o", "remount,ro", str(mount)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot remount read-only here")
+    _refused(small_disk, "read-only file system")
+    status = run_loopx(small_disk, "status")
+    assert status.code == 0, status.err
