@@ -44,6 +44,8 @@ class App:
             from loopx.ops import ledgers
 
             self._ledger = ledgers.open_ledger(self.cwd, ref=self.state_ref)
+            for line in self._ledger.notices:
+                click.echo(f"loopx: {line}", err=True)
             if sys.stderr.isatty():
                 self._ledger.progress = _ReplayBar()
         return self._ledger
