@@ -76,7 +76,10 @@ $leases
 EOF
         fi
         # Nothing to record; said so, for the check that finds commits whose hook was killed.
-        [ -n "$held" ] || { echo "$sha" >> "$common/loopx/hooks.done"; exit $status; }
+        if [ -z "$held" ]; then
+            [ -f "$common/loopx/commits-watch.json" ] && echo "$sha" >> "$common/loopx/hooks.done"
+            exit $status
+        fi
     fi
 fi
 

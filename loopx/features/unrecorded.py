@@ -67,7 +67,10 @@ def unwatch(loopx_dir: Path, branch: str, actor: str, state_ref: str) -> None:
 
 def mark_done(loopx_dir: Path, sha: str) -> None:
     """Note that post-commit finished for ``sha`` (recorded, queued, or nothing to record;
-    the shim writes the same line when it decides nothing is to be recorded)."""
+    the shim writes the same line when it decides nothing is to be recorded). Only while a
+    branch is watched: the sweep keeps the file short."""
+    if not (loopx_dir / WATCH).is_file():
+        return
     with open(loopx_dir / DONE, "a", encoding="ascii") as fh:
         fh.write(sha + "\n")
 

@@ -18,13 +18,7 @@ import pytest
 
 from conftest import ROOT, git, invoke, run_loopx
 from loopx.features import spool, unrecorded
-
-
-@pytest.fixture(autouse=True)
-def bytecode(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
-    """The hooks' `git-loopx` processes reuse compiled bytecode (see test_hooks.py)."""
-    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
-    monkeypatch.setenv("PYTHONPYCACHEPREFIX", str(tmp_path_factory.getbasetemp() / "pycache"))
+from test_hooks import bytecode  # noqa: F401  (autouse: the hooks' processes reuse bytecode)
 
 
 @pytest.fixture
