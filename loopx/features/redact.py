@@ -37,7 +37,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from loopx.features import gitleaks
+from loopx.features import gitleaks, shapes
 
 MARK = "[REDACTED]"
 MIN_SECRET_LEN = 6  # shorter environment values ("1", "true", "dev") would mangle text
@@ -467,42 +467,9 @@ def _shape_spans(text: str, ds: _DetectSecrets) -> list[tuple[int, int]]:
                 if boundary and m.start() and (text[m.start() - 1].isalnum() or text[m.start() - 1] == "_"):
                     continue
                 spans.append(m.span("v") if "v" in rx.groupindex else m.span())
-        spans.extend(_flag_spans(text))
-        spans.extend(_basic_spans(text))
+        spans.extend(shapes.flag_spans(text))
+        spans.extend(shapes.basic_spans(text))
     return spans
-
-
-# `--password hunter2`, `--db-token X`: the next word, unless it is prose ("the --token option").
-_FLAG_VALUE = re.compile(
-    r"(?:^|[\s\"'=(])--?[\w-]*?(?i:password|passwd|passphrase|pwd|pass|token|secret"
-    r"|api-?key|access-?key|auth-?key)[ \t]+(?P<v>(?!-)(?!\[REDACTED)[^\s\"'|;&<>]{3,})"
-)
-_PROSE_AFTER_FLAG = {"option", "options", "flag", "flags", "argument", "arg", "and", "or", "to",
-                     "the", "is", "are", "was", "when", "if", "prompt", "from", "file", "env",
-                     "stdin", "instead", "only", "value", "parameter", "with", "without", "for",
-                     "in", "on", "not", "none", "takes", "given", "set", "unset", "must", "can"}
-# Base64 of `user:password`: after `Basic` (any length), or bare (16+ characters).
-_BASIC = re.compile(r"(?i:\bbasic)\s+(?P<v>[A-Za-z0-9+/]{6,}={0,2})(?![\w+/=])"
-                    r"|(?<![\w+/=.-])(?P<b>[A-Za-z0-9+/]{16,}={0,2})(?![\w+/=.-])")
-_USER_PASS = re.compile(r"[^\s:]{1,64}:[^\s]{3,}")
-
-
-def _flag_spans(text: str) -> Iterable[tuple[int, int]]:
-    for m in _FLAG_VALUE.finditer(text):
-        if m.group("v").lower().rstrip(".,:") not in _PROSE_AFTER_FLAG:
-            yield m.span("v")
-
-
-def _basic_spans(text: str) -> Iterable[tuple[int, int]]:
-    for m in _BASIC.finditer(text):
-        group = "v" if m.group("v") else "b"
-        value = m.group(group)
-        try:
-            raw = base64.b64decode(value + "=" * (-len(value) % 4), validate=True)
-        except (binascii.Error, ValueError):
-            continue
-        if raw.isascii() and raw.decode().isprintable() and _USER_PASS.fullmatch(raw.decode()):
-            yield m.span(group)
 
 
 def _find_spans(text: str, ds: _DetectSecrets, depth: int = 0) -> list[tuple[int, int]]:

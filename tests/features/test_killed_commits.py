@@ -59,6 +59,9 @@ def _wait_for_pid(pid_file: Path, timeout: float = 60.0) -> int:
 def _commit_killed_at(repo: Path, point: str, tmp_path: Path) -> str:
     """A real `git commit` whose post-commit hook (or the drain it starts) stops itself at
     ``point`` and is killed there with SIGKILL; the commit's sha."""
+    deadline = time.monotonic() + 60  # a drain still at work would take this entry itself
+    while spool.drain_running(repo / ".git" / "loopx") and time.monotonic() < deadline:
+        time.sleep(0.05)
     name = f"f-{uuid.uuid4().hex[:8]}"
     (repo / name).write_text("work\n")
     git(repo, "add", name)
