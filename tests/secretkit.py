@@ -401,3 +401,212 @@ NEGATIVES_3: list[tuple[str, str]] = [
     ("regex in code", '    r"\\bsk-[A-Za-z0-9_-]{20,}",'),
     ("test name with token", "    def test_bearer_token_is_redacted(self):"),
 ]
+
+
+# ---------------------------------------------------------------- issue 22: shapes by class
+# Each shape is named after the rule of the gitleaks default config (loopx/data/gitleaks.json)
+# whose pattern it is written from, or "loopx:<class>" for the classes loopx adds (flags,
+# query strings, base64 `user:pass`, netrc, labels, vendor prefixes gitleaks lacks).
+BECH32 = "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L"
+
+
+def _uuid_lower() -> str:
+    h = r(LOWER_DIGITS, 32)
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def _shapes() -> list[tuple[str, str]]:
+    """(rule, secret) pairs: two of each shape."""
+    makers = {
+        "age-secret-key": lambda: "AGE-SECRET-KEY-1" + r(BECH32, 58),
+        "digitalocean-pat": lambda: "dop_v1_" + r(HEX, 64),
+        "digitalocean-access-token": lambda: "doo_v1_" + r(HEX, 64),
+        "digitalocean-refresh-token": lambda: "dor_v1_" + r(HEX, 64),
+        "heroku-api-key-v2": lambda: "HRKU-AA" + r(B64URL, 58),
+        "npm-access-token": lambda: "npm_" + r(LOWER_DIGITS, 36),
+        "pypi-upload-token": lambda: "pypi-AgEIcHlwaS5vcmc" + r(B64URL, 70),
+        "rubygems-api-token": lambda: "rubygems_" + r(HEX, 48),
+        "clojars-api-token": lambda: "CLOJARS_" + r(LOWER_DIGITS, 60),
+        "grafana-cloud-api-token": lambda: "glc_" + r(ALNUM, 40),
+        "grafana-service-account-token": lambda: "glsa_" + r(ALNUM, 32) + "_" + r(HEX, 8),
+        "grafana-api-key": lambda: "eyJrIjoi" + r(ALNUM, 72),
+        "sentry-user-token": lambda: "sntryu_" + r(HEX, 64),
+        "slack-webhook-url": lambda: (f"https://hooks.slack.com/services/T{r(UPPER_DIGITS, 8)}/"
+                                      f"B{r(UPPER_DIGITS, 10)}/{r(ALNUM, 24)}"),
+        "microsoft-teams-webhook": lambda: (
+            f"https://acme.webhook.office.com/webhookb2/{_uuid_lower()}@{_uuid_lower()}"
+            f"/IncomingWebhook/{r(LOWER_DIGITS, 32)}/{_uuid_lower()}"),
+        "1password-secret-key": lambda: (f"A3-{r(UPPER_DIGITS, 6)}-{r(UPPER_DIGITS, 11)}-"
+                                         f"{r(UPPER_DIGITS, 5)}-{r(UPPER_DIGITS, 5)}-{r(UPPER_DIGITS, 5)}"),
+        "adobe-client-secret": lambda: "p8e-" + r(LOWER_DIGITS, 32),
+        "alibaba-access-key-id": lambda: "LTAI" + r(LOWER_DIGITS, 20),
+        "anthropic-admin-api-key": lambda: "sk-ant-admin01-" + r(B64URL, 93) + "AA",
+        "artifactory-api-key": lambda: "AKCp" + r(ALNUM, 69),
+        "atlassian-api-token": lambda: "ATATT3" + r(B64URL, 186),
+        "databricks-api-token": lambda: "dapi" + r(HEX, 32),
+        "doppler-api-token": lambda: "dp.pt." + r(LOWER_DIGITS, 43),
+        "duffel-api-token": lambda: "duffel_test_" + r(LOWER_DIGITS, 43),
+        "dynatrace-api-token": lambda: f"dt0c01.{r(UPPER_DIGITS, 24)}.{r(UPPER_DIGITS, 64)}",
+        "easypost-api-token": lambda: "EZAK" + r(LOWER_DIGITS, 54),
+        "flutterwave-secret-key": lambda: "FLWSECK_TEST-" + r("abcdefgh0123456789", 32) + "-X",
+        "frameio-api-token": lambda: "fio-u-" + r(LOWER_DIGITS, 64),
+        "gitlab-runner-authentication-token": lambda: "glrt-" + r(ALNUM, 20),
+        "gitlab-deploy-token": lambda: "gldt-" + r(ALNUM, 20),
+        "github-refresh-token": lambda: "ghr_" + r(ALNUM, 36),
+        "hashicorp-tf-api-token": lambda: f"{r(LOWER_DIGITS, 14)}.atlasv1.{r(LOWER_DIGITS, 64)}",
+        "linear-api-key": lambda: "lin_api_" + r(ALNUM, 40),
+        "postman-api-token": lambda: f"PMAK-{r(HEX, 24)}-{r(HEX, 34)}",
+        "prefect-api-token": lambda: "pnu_" + r(ALNUM, 36),
+        "pulumi-api-token": lambda: "pul-" + r(HEX, 40),
+        "readme-api-token": lambda: "rdme_" + r(LOWER_DIGITS, 70),
+        "sendinblue-api-token": lambda: f"xkeysib-{r(HEX, 64)}-{r(LOWER_DIGITS, 16)}",
+        "shippo-api-token": lambda: "shippo_live_" + r(HEX, 40),
+        "planetscale-password": lambda: "pscale_pw_" + r(ALNUM, 43),
+        "scalingo-api-token": lambda: "tk-us-" + r(B64URL, 48),
+        "flyio-access-token": lambda: "fo1_" + r(B64URL, 43),
+        "infracost-api-token": lambda: "ico-" + r(ALNUM, 32),
+        "harness-api-key": lambda: f"pat.{r(B64URL, 22)}.{r(ALNUM, 24)}.{r(ALNUM, 20)}",
+        "cloudflare-origin-ca-key": lambda: f"v1.0-{r(HEX, 24)}-{r(HEX, 146)}",
+        "octopus-deploy-api-key": lambda: "API-" + r(UPPER_DIGITS, 26),
+        "perplexity-api-key": lambda: "pplx-" + r(ALNUM, 48),
+        "notion-api-token": lambda: "ntn_" + r(string.digits, 11) + r(ALNUM, 35),
+        "loopx:stripe-webhook-secret": lambda: "whsec_" + r(ALNUM, 32),
+        "loopx:new-relic-user-key": lambda: "NRAK-" + r(UPPER_DIGITS, 27),
+        "loopx:nuget-api-key": lambda: "oy2" + r(LOWER_DIGITS, 43),
+        "loopx:discord-webhook": lambda: (f"https://discord.com/api/webhooks/{r(string.digits, 18)}/"
+                                          f"{r(B64URL, 68)}"),
+        "loopx:sentry-dsn": lambda: (f"https://{r(HEX, 32)}@o{r(string.digits, 6)}.ingest.sentry.io/"
+                                     f"{r(string.digits, 7)}"),
+    }
+    return [(rule, make()) for rule, make in makers.items() for _ in range(2)]
+
+
+SHAPES_4 = _shapes()
+
+# Where a bare vendor token turns up: plain output, a label before KEY=value, an error
+# message, a flag, JSON, a shell export, a YAML line, a quoted argument.
+_TEMPLATES_4 = [
+    "deploy step 3 used {s} and finished",
+    "env: API_TOKEN={s}",
+    "Error: token={s} rejected by upstream",
+    "+ ./release.sh --token {s} --dry-run",
+    '{{"level":"info","msg":"configured","credential":"{s}"}}',
+    "export SERVICE_CREDENTIAL={s}",
+    "  webhook: {s}",
+    "curl -sS -X POST '{s}' -d @payload.json",
+]
+
+
+def _class_cases() -> list[Case]:
+    """The classes of issue 22 that have no vendor prefix: labels, flags, query strings,
+    base64 `user:pass`, netrc lines, database clients."""
+    pw = [r(ALNUM, 12) + "!" for _ in range(12)]
+    sig = [r(B64URL, 43) for _ in range(4)]
+    basic = [base64.b64encode(f"deploy:{p}".encode()).decode() for p in pw[:3]]
+    cases = [
+        _case("label env password", f"env: DB_PASSWORD={pw[0]}", pw[0], "DB_PASSWORD="),
+        _case("label error password", f"Error: password={pw[1]} rejected", pw[1], "rejected"),
+        _case("flag --password", f"$ tool login --password {pw[2]} --user ci", pw[2], "--user ci"),
+        _case("flag --db-password=", f"psql --db-password={pw[3]} -h db", pw[3], "-h db"),
+        _case("flag mysql -p", f"mysql -u root -p{pw[4]} app < dump.sql", pw[4], "dump.sql"),
+        _case("flag sshpass -p", f"sshpass -p {pw[5]} ssh deploy@host", pw[5], "deploy@host"),
+        _case("flag redis-cli -a", f"redis-cli -h cache -a {pw[6]} ping", pw[6], "ping"),
+        _case("query sig", f"GET https://acct.blob.core.windows.net/c/f.tar?sv=2022-11-02&sig={sig[0]}",
+              sig[0], "sv=2022-11-02"),
+        _case("query X-Amz-Signature",
+              f"https://b.s3.amazonaws.com/k?X-Amz-Expires=300&X-Amz-Signature={r(HEX, 64)}",
+              "", "X-Amz-Expires=300"),
+        _case("query access_token", f"redirect to /cb?state=xyz&access_token={sig[1]}", sig[1], "state=xyz"),
+        _case("query token", f"wget https://dl.example.com/a.zip?token={sig[2]}", sig[2], "a.zip"),
+        _case("basic header", f"-H 'Authorization: Basic {basic[0]}'", basic[0], "Authorization"),
+        _case("basic bare word", f"proxy creds Basic {basic[1]} sent", basic[1], "sent"),
+        _case("base64 user:pass bare", f"AUTH_B64 {basic[2]}", basic[2], "AUTH_B64"),
+        _case("netrc one line", f"machine api.example.com login ci password {pw[7]}", pw[7],
+              "login ci"),
+        _case("netrc default", f"default login anonymous password {pw[8]}", pw[8], "anonymous"),
+        Case("netrc lines", ["machine git.example.com", "  login ci-bot", f"  password {pw[9]}"],
+             [pw[9]], ["ci-bot"]),
+        _case("label yaml password", f"- name: connect  # args: password={pw[10]}", pw[10], "connect"),
+        _case("label json in log", f'2024-06-01 ERROR auth: {{"password": "{pw[11]}"}}', pw[11],
+              "ERROR"),
+    ]
+    amz = cases[8]
+    amz.secrets = [amz.lines[0].split("Signature=")[1]]
+    return cases
+
+
+def _vendor_cases() -> list[Case]:
+    cases = []
+    for i, (rule, secret) in enumerate(SHAPES_4):
+        template = _TEMPLATES_4[i % len(_TEMPLATES_4)]
+        if secret.startswith("https://") and "{s} " in template and "curl" not in template:
+            template = "notify {s} on failure"
+        line = template.format(s=secret)
+        if "discord.com" in secret:
+            secret = secret.rsplit("/", 1)[1]  # the URL is kept, its token redacted
+        elif "/webhookb2/" in secret or "/services/" in secret:
+            secret = secret.split("/webhookb2/" if "webhookb2" in secret else "/services/")[1]
+        elif "sentry.io" in secret:
+            secret = secret.split("//", 1)[1].split("@", 1)[0]
+        cases.append(_case(f"{rule} #{i % 2 + 1}", line, secret))
+    return cases
+
+
+POSITIVES_4: list[Case] = _vendor_cases() + _class_cases()
+SECRETS_4 = [s for c in POSITIVES_4 for s in c.secrets]
+
+# 50 ordinary lines of the kinds a run's output, a commit message and a note carry: none
+# may change (issue 22 allows at most one false positive; the test asserts the count).
+_b64_png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + _rng.randbytes(90)).decode()
+NEGATIVES_4: list[tuple[str, str]] = [
+    ("commit id", f"commit {hashlib.sha1(b'a').hexdigest()}"),
+    ("commit line", f"[main {r(HEX, 7)}] fix the drain race (#42)"),
+    ("merge", f"Merge: {r(HEX, 7)} {r(HEX, 7)}"),
+    ("rev-parse", f"HEAD is now at {r(HEX, 40)}"),
+    ("ulid", "event 01J0ZK3M8Q4N6R2T5V7W9X1Y3A written"),
+    ("ulid list", "ids: 01HZX4J9YB7Q2M6N8P0R3S5T7V, 01HZX4J9YB7Q2M6N8P0R3S5T7W"),
+    ("uuid", f"request-id: {uuid4()}"),
+    ("uuid upper", f"trace {uuid4().upper()} done"),
+    ("sha256 file", f"{hashlib.sha256(b'x').hexdigest()}  dist/loopx-0.1.0.tar.gz"),
+    ("sha256 digest", f"digest: sha256:{hashlib.sha256(b'y').hexdigest()}"),
+    ("sha512 integrity", f'"integrity": "sha512-{base64.b64encode(hashlib.sha512(b"z").digest()).decode()}"'),
+    ("docker image", f"image@sha256:{hashlib.sha256(b'img').hexdigest()}"),
+    ("data uri png", f'<img src="data:image/png;base64,{_b64_png}">'),
+    ("base64 png bare", _b64_png),
+    ("base64 text", base64.b64encode(b"hello world, this is not a secret").decode()),
+    ("pytest summary", "===== 1287 passed, 12 skipped in 243.51s (0:04:03) ====="),
+    ("pytest item", "tests/features/test_spool.py::test_a_killed_hook_is_found PASSED [ 42%]"),
+    ("make", "make[2]: Leaving directory '/home/ci/build/src'"),
+    ("gcc", "gcc -O2 -Wall -c src/token_bucket.c -o build/token_bucket.o"),
+    ("npm install", "added 1289 packages, and audited 1290 packages in 37s"),
+    ("pip", "Successfully installed click-8.1.7 pydantic-2.7.1 ruamel.yaml-0.18.6"),
+    ("version", "loopx 0.1.0 (git 2.43.0, python 3.11.7)"),
+    ("semver range", "requires node >=18.17.0 <21, found v20.11.1"),
+    ("path", "/home/ci/.cache/pip/wheels/3f/a2/0c/9e8d7b6a5f4e3d2c1b0a/loopx.whl"),
+    ("windows path", r"C:\Users\ci\AppData\Local\Temp\pytest-of-ci\pytest-12\test_x0"),
+    ("url", "https://github.com/gitleaks/gitleaks/blob/v8.30.1/config/gitleaks.toml"),
+    ("url query", "https://example.com/search?q=loopx+hooks&page=2&sort=recent"),
+    ("git remote", "To github.com:acme/widgets.git\n   4f2a9c1..8b7e3d0  main -> main"),
+    ("git log oneline", f"{r(HEX, 7)} spool: re-check the queue after the lock is released"),
+    ("reflog", f"{r(HEX, 7)} HEAD@{{3}}: commit: add the killed-commit check"),
+    ("timestamp", "2026-12-02T03:14:15.926535Z INFO drain finished in 12 ms"),
+    ("log kv", "level=info component=spool entries=3 drained=3 failed=0"),
+    ("cache key", "cache key: v3-linux-py311-deps"),
+    ("primary key", "PRIMARY KEY (event_id, seq)"),
+    ("token count", "prompt tokens: 1532, completion tokens: 211"),
+    ("password prompt", "Enter password: "),
+    ("password reset prose", "The password reset flow sends a link that expires after 30 minutes."),
+    ("flag prose", "Use the --token option or set GITHUB_TOKEN in the environment."),
+    ("secret prose", "Rotate the secret monthly; see docs/security.md for the schedule."),
+    ("ssh fingerprint", "ED25519 key fingerprint is SHA256:uNiVztksCsDhcc0u9e8BujQXVUpKZIDTMczCvj3tD2s."),
+    ("gpg", "gpg: Signature made Tue 01 Dec 2026 10:00:00 UTC using RSA key ID 4AEE18F83AFDEB23"),
+    ("k8s pod", "pod/api-7d9f8b6c5d-x2k4m   1/1   Running   0   3m12s"),
+    ("aws arn", "arn:aws:iam::123456789012:role/ci-deploy"),
+    ("ip and port", "listening on 127.0.0.1:8765 (pid 43121)"),
+    ("json event", '{"kind": "todo.claimed", "todo": "t-7", "by": "agent:codex", "ttl": 3600}'),
+    ("python tb", '  File "/work/loopx/features/spool.py", line 212, in drain'),
+    ("diff header", "diff --git a/loopx/features/redact.py b/loopx/features/redact.py"),
+    ("diff index", f"index {r(HEX, 7)}..{r(HEX, 7)} 100644"),
+    ("mkdir -p", "mkdir -p build/out && cp -p dist/* build/out/"),
+    ("ssh -p", "ssh -p 2222 deploy@build.example.com 'systemctl restart app'"),
+]

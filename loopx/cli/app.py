@@ -46,6 +46,8 @@ class App:
 
             self._ledger = ledgers.open_ledger(self.cwd, ref=self.state_ref)
             self._ledger.time = self.clock  # --now is this clone's clock for first sight too
+            for line in self._ledger.notices:
+                click.echo(f"loopx: {line}", err=True)
             if sys.stderr.isatty():
                 self._ledger.progress = _ReplayBar()
         return self._ledger

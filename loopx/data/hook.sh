@@ -54,8 +54,14 @@ EOF
             esac
         done < "$common/loopx/hooks.state"
     fi
-    if [ -n "$known" ] && [ -z "$(git log -1 --no-show-signature \
-            --format='%(trailers:key=Loopx-Todo,key=Loopx-Goal,valueonly)' | tr -d ' \n')" ]; then
+    trailers=
+    if [ -n "$known" ]; then
+        said=$(git log -1 --no-show-signature \
+            --format='%H %(trailers:key=Loopx-Todo,key=Loopx-Goal,valueonly)')
+        sha=${said%% *}
+        trailers=$(printf '%s' "${said#* }" | tr -d ' \n')
+    fi
+    if [ -n "$known" ] && [ -z "$trailers" ]; then
         held=
         if [ -n "$leases" ]; then
             actor=${LOOPX_ACTOR:-}
@@ -69,7 +75,11 @@ EOF
 $leases
 EOF
         fi
-        [ -n "$held" ] || exit $status  # nothing to record
+        # Nothing to record; said so, for the check that finds commits whose hook was killed.
+        if [ -z "$held" ]; then
+            [ -f "$common/loopx/commits-watch.json" ] && echo "$sha" >> "$common/loopx/hooks.done"
+            exit $status
+        fi
     fi
 fi
 

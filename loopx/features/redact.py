@@ -12,6 +12,9 @@ lines (tests/secretkit.py; none redacted by mistake, all 89 redacted):
   password (any value of 4+ characters), a token or key (a value that looks like a
   credential), or anything else with a long high-entropy base64 value; placeholders, code
   references (``password=password``, ``os.environ[...]``), digests and ids are left alone;
+- **the gitleaks default rules** (:mod:`loopx.features.gitleaks`, a packaged data file) and
+  **classes** with no vendor keyword: a label before an assignment, secrets in command-line
+  flags, URL query signatures, base64 ``user:pass``, netrc lines (issue 22);
 - **private key blocks**, across lines, and the values of environment variables whose names
   look like credentials (``GITHUB_TOKEN``...), which a command's output may echo.
 
@@ -34,6 +37,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from loopx.features import gitleaks, shapes
+
 MARK = "[REDACTED]"
 MIN_SECRET_LEN = 6  # shorter environment values ("1", "true", "dev") would mangle text
 
@@ -47,6 +52,9 @@ _SECRET_NAME = re.compile(
 _NOT_SECRET = re.compile(r"_(SOCK|PATH|DIR|FILE)$|^AWS_(REGION|DEFAULT_REGION|PROFILE)$", re.I)
 # An argument after one of these options is a secret (`--password hunter2`, `--token X`).
 _SECRET_OPTION = re.compile(r"^--?[\w-]*(password|passwd|token|secret|api-?key)$", re.I)
+# An argument after a key that names a secret (`{"password":` `"x"}` split by a shell).
+_SECRET_KEY_ARG = re.compile(r"(?i)(?:password|passwd|passphrase|secret|token|api[-_]?key)"
+                             r"[\"']?\s*[:=]$")
 _OPTION_VALUE = re.compile(r"^(--?[\w-]*(?:password|passwd|token|secret|api-?key)=)(.+)$", re.I)
 
 # --------------------------------------------------------------------------- extra shapes
@@ -90,6 +98,29 @@ _EXTRA_SHAPES = [
     r"(?:(?i:bearer|basic|token|digest|negotiate|ntlm|apikey|sso-key|hmac)\s+)?"
     r"(?P<v>(?!\[REDACTED\])[^\s\"',;]{8,})",
     r"\b(?i:bearer)\s+(?P<v>(?!\[REDACTED\])[A-Za-z0-9._~+/=-]{16,})",
+    # Vendor prefixes that gitleaks knows only beside a keyword (New Relic), or not at all.
+    r"\bwhsec_[A-Za-z0-9+/=]{24,}",
+    r"\bNR(?:AK|II|JS|AA|AL)-[A-Za-z0-9]{19,40}",
+    r"\boy2[a-z0-9]{43}",
+    r"\bpypi-AgE[A-Za-z0-9_-]{50,}",
+    r"\bsntr[ysu]_[A-Za-z0-9+/=_]{40,}",
+    r"\bglsa_[A-Za-z0-9_]{32,}",
+    # Webhook URLs whose path is the credential (gitleaks knows Slack's and Teams').
+    r"discord(?:app)?\.com/api/webhooks/\d+/(?P<v>[\w-]{40,})",
+    # A URL whose userinfo is one bare token: a Sentry DSN, `https://<token>@github.com/...`.
+    r"://(?P<v>[A-Za-z0-9_-]{16,})@",
+    # Secrets as command-line arguments: `mysql -pSECRET`, `sshpass -p X`, `redis-cli -a X`
+    # (for `--password X` see _FLAG_VALUE: it needs a check).
+    r"\b(?:mysql\w*|mariadb\w*)\b[^|;&\n]*?\s[\"']?-p(?P<v>[^\s\"'|;&]+)",
+    r"\bsshpass\s+[\"']?-p[\"']?\s*[\"']?(?P<v>[^\s\"'|;&]+)",
+    r"\bredis-cli\b[^|;&\n]*?\s[\"']?-a[\"']?\s+[\"']?(?P<v>[^\s\"'|;&]+)",
+    # Signatures and tokens in URL query strings (`?sig=`, `X-Amz-Signature=`, `access_token=`).
+    r"[?&](?i:(?:[\w.-]*[_.-])?(?:sig|signature|token|secret|password|passwd|pwd|apikey|api[_-]key"
+    r"|credential|auth)|key|code)=(?P<v>(?!\[REDACTED\])[^&\s#\"'<>]{6,})",
+    # netrc lines: `machine host login me password X` (also across lines: `password X` alone).
+    r"\b(?:machine[ \t]+\S+|default|login[ \t]+\S+)(?:[ \t]+(?:login|account)[ \t]+\S+)*"
+    r"[ \t]+password[ \t]+(?P<v>(?!\[REDACTED\])\S+)",
+    r"^[ \t]*password[ \t]+(?P<v>(?!\[REDACTED\])\S+)[ \t]*$",
 ]
 # A leading \b defeats the regex engine's literal-prefix scan (0.5 us -> 0.07 us per
 # pattern); it is stripped and the word boundary is checked on the (rare) match instead.
@@ -355,13 +386,16 @@ def _decoded_text(value: str) -> str | None:
 
 
 def _assignment_spans(line: str, ds: _DetectSecrets, depth: int = 0) -> list[tuple[int, int]]:
-    out = []
+    out: list[tuple[int, int]] = []
     for m in _ASSIGN.finditer(line):
         group = "qv" if m.group("q") else "uv"
         value = m.group(group)
         if not value:
             continue
         key = m.group("key")
+        if _OP.search(value) and depth < 4:  # a label before the assignment: `env: TOKEN=x`
+            off = m.start(group)
+            out.extend((s + off, e + off) for s, e in _assignment_spans(value, ds, depth + 1))
         if m.start() and line[m.start() - 1] == "/":
             continue  # a URL path segment or userinfo (`/bot123:abc`, `://user:pw@`), not a key
         kind = _key_class(key)
@@ -411,6 +445,10 @@ _SHAPE_GATE = re.compile(r"[A-Za-z0-9_-]{16}|://|(?i:authoriz|bearer)|(?:^|\s)(?
 # Assignments: an operator, and a secret-ish key word or a long base64-ish run (entropy tier).
 _ASSIGN_GATE = re.compile(_KEYWORD_HINT.pattern + r"|[A-Za-z0-9+/=_-]{20}", re.I)
 _OP = re.compile(r"[=:]")
+# Secrets with no 16-character run and no `key=`: `--password x`, `mysql -px`, `Basic dTpw`,
+# netrc lines, `?sig=x`.
+_CLASS_GATE = re.compile(r"(?i:passw|passphrase|pwd|token|secret|api-?key|basic\s|mysql|mariadb"
+                         r"|sshpass|redis-cli|machine\s)|[?&][\w.-]*=")
 
 
 # Some plugin regexes are quadratic on long lines (JwtTokenDetector on "eyJeyJeyJ...",
@@ -421,13 +459,16 @@ _WINDOW, _OVERLAP = 4096, 1536
 
 def _shape_spans(text: str, ds: _DetectSecrets) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
-    if _SHAPE_GATE.search(text):
+    if _SHAPE_GATE.search(text) or _CLASS_GATE.search(text):
         spans.extend(ds.spans(text))
+        spans.extend(_extend(text, *span) for span in gitleaks.rules().spans(text))
         for rx, boundary in _EXTRA_RES:
             for m in rx.finditer(text):
                 if boundary and m.start() and (text[m.start() - 1].isalnum() or text[m.start() - 1] == "_"):
                     continue
                 spans.append(m.span("v") if "v" in rx.groupindex else m.span())
+        spans.extend(shapes.flag_spans(text))
+        spans.extend(shapes.basic_spans(text))
     return spans
 
 
@@ -446,7 +487,8 @@ def _find_spans(text: str, ds: _DetectSecrets, depth: int = 0) -> list[tuple[int
 
 def _maybe(text: str) -> bool:
     """False when no rule can match (then detect-secrets is not even imported)."""
-    return bool(_SHAPE_GATE.search(text) or (_OP.search(text) and _ASSIGN_GATE.search(text)))
+    return bool(_SHAPE_GATE.search(text) or _CLASS_GATE.search(text)
+                or (_OP.search(text) and _ASSIGN_GATE.search(text)))
 
 
 def _apply(text: str, spans: list[tuple[int, int]]) -> str:
@@ -538,7 +580,8 @@ def redact_argv(argv: Iterable[str], environ: Mapping[str, str] | None = None) -
     redactor = Redactor(secret_values(environ or {}))
     result: list[str] = []
     for arg in argv:
-        after_option = bool(result) and _SECRET_OPTION.match(result[-1]) is not None
+        after_option = bool(result) and (_SECRET_OPTION.match(result[-1]) is not None
+                                         or _SECRET_KEY_ARG.search(result[-1]) is not None)
         given = _OPTION_VALUE.match(arg)
         if after_option:
             result.append(MARK)

@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -44,6 +45,9 @@ VERSION = 1
 # before it queues its work instead (docs/hooks.md).
 WAIT_S = 2.0
 _CLAIMED = ".claimed-"
+# Tests set this to "<point>:<pid file>" to stop a hook, or the drain it starts, at one point
+# ("start", "queued", "draining") and kill it there with a real signal (docs/reliability.md).
+PAUSE_ENV = "LOOPX_HOOK_TEST_PAUSE"
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,7 @@ class Drained:
     kept: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
     busy: bool = False  # another drain held the queue for longer than the wait
+    found: list[str] = field(default_factory=list)  # commits with no record, queued (ledgers)
 
 
 class Later(Exception):
@@ -151,16 +156,31 @@ def drain(loopx_dir: Path, handlers: Mapping[str, Callable[[Entry], None]], *,
     the entry the caller is about to read); past that, ``busy`` is set and nothing is done.
     """
     done = Drained()
-    with _drain_lock(loopx_dir, wait) as held:
-        if not held:
-            done.busy = True
+    seen: set[str] = set()
+    while True:
+        with _drain_lock(loopx_dir, wait) as held:
+            if not held:
+                done.busy = not seen  # past the first round another drain has the rest
+                return done
+            for entry in pending(loopx_dir, draining=True):
+                seen.add(entry.id)
+                if entry.state_ref != state_ref or entry.hook not in handlers:
+                    continue
+                if not _apply(entry, handlers[entry.hook], done):
+                    return done  # keep the order: what follows waits too
+        # An entry queued after our listing, by a hook that saw this drain running and so
+        # started none, must not wait for the next command: look again once the lock is free.
+        if not _unseen(loopx_dir, seen):
             return done
-        for entry in pending(loopx_dir, draining=True):
-            if entry.state_ref != state_ref or entry.hook not in handlers:
-                continue
-            if not _apply(entry, handlers[entry.hook], done):
-                break  # keep the order: what follows waits too
-    return done
+
+
+def _unseen(loopx_dir: Path, seen: set[str]) -> bool:
+    """Whether an entry waits that a drain has not looked at (one directory listing)."""
+    try:
+        with os.scandir(folder(loopx_dir)) as found:
+            return any(e.name.endswith(".json") and e.name[:-5] not in seen for e in found)
+    except FileNotFoundError:
+        return False
 
 
 def _apply(entry: Entry, handler: Callable[[Entry], None], done: Drained) -> bool:
@@ -170,6 +190,7 @@ def _apply(entry: Entry, handler: Callable[[Entry], None], done: Drained) -> boo
         os.replace(entry.path, claimed)
     except FileNotFoundError:
         return True  # applied by a drain that held the lock before ours
+    pause_point("draining")
     try:
         handler(entry)
     except Later:
@@ -184,6 +205,14 @@ def _apply(entry: Entry, handler: Callable[[Entry], None], done: Drained) -> boo
     claimed.unlink(missing_ok=True)
     done.applied.append(entry.id)
     return True
+
+
+def pause_point(point: str, environ: Mapping[str, str] = os.environ) -> None:
+    """Stop this process at ``point`` if a test asked for it (PAUSE_ENV); else nothing."""
+    wanted, _, pid_file = environ.get(PAUSE_ENV, "").partition(":")
+    if wanted == point and pid_file:
+        Path(pid_file).write_text(str(os.getpid()))
+        os.kill(os.getpid(), signal.SIGSTOP)
 
 
 def drain_running(loopx_dir: Path) -> bool:

@@ -64,6 +64,9 @@ class Ledger:
         # Called as progress(done, total) while a long rebuild parses event files; the CLI
         # sets it when stderr is a terminal.
         self.progress: Optional[Progress] = None
+        # Lines about hook work done when the ledger was opened (commits whose post-commit
+        # hook was killed, recorded now: loopx.ops.ledgers.open_ledger); the CLI shows them.
+        self.notices: list[str] = []
         self._seen = False  # whether tip() has found a commit (a ledger is never deleted)
         # This clone's clock (the CLI sets it to --now): when it first saw each timed event.
         self.time: Callable[[], datetime] = clock.now

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, NamedTuple, Optional
 
 from loopx.errors import CheckedOut, LockTimeout, LoopxError, RefRaceError
-from loopx.features import capture, shims, spool, sync
+from loopx.features import capture, shims, spool, sync, unrecorded
 from loopx.ledger.book import Ledger
 from loopx.model import plural
 from loopx.ops import ledgers
@@ -83,6 +83,7 @@ def run(hook: Hook) -> HookResult:
 
 
 def _post_commit(hook: Hook) -> list[str]:
+    spool.pause_point("start", hook.environ)
     found = _ledger_tip(hook)
     if found is None or _rebasing(found.git_dir):
         return []
@@ -94,6 +95,13 @@ def _post_commit(hook: Hook) -> list[str]:
     if _internal(branch, hook.ref):
         return []  # a proposal or another loopx branch is not work on a todo
     info = capture.read_commit(hook.cwd, "HEAD")
+    lines = _post_commit_of(hook, found, branch, info)
+    unrecorded.mark_done(found.loopx_dir, info.sha)  # recorded, queued, or nothing to record
+    return lines
+
+
+def _post_commit_of(hook: Hook, found: "_Found", branch: Optional[str],
+                    info: capture.CommitInfo) -> list[str]:
     held = capture.cached_leases(loopx_dir=found.loopx_dir, ref=hook.ref, tip=found.tip,
                                  actor=hook.actor or "", branch=branch)
     # Work on a held lease is recorded off git's path; a commit that names todos or goals
@@ -110,6 +118,7 @@ def _post_commit(hook: Hook) -> list[str]:
     if background:
         entry = spool.append(found.loopx_dir, hook=hook.name, inputs=inputs, actor=hook.who(),
                              state_ref=hook.ref)
+        spool.pause_point("queued", hook.environ)
         _drain_in_background(hook, found.loopx_dir)
         return [f"recording this commit's evidence{_for(info, held)} in the background "
                 f"({entry.path.name}; `git loopx hooks queue` shows what waits)"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
@@ -41,8 +42,19 @@ def open_ledger(path: Path | str = ".", *, ref: Optional[str] = None,
         from loopx.features import sync  # only a clone without state adopts: start-up time
 
         sync.adopt(ledger=ledger)
-    apply_spool(ledger, wait=wait)
+    done = apply_spool(ledger, wait=wait)
+    if done is not None and done.found:
+        ledger.notices.append(found_line(done))
     return ledger
+
+
+def found_line(done: Drained) -> str:
+    """What to say about commits found with no record (their post-commit hook was killed)."""
+    shas = ", ".join(sha[:9] for sha in done.found[:5]) + (" ..." if len(done.found) > 5 else "")
+    failed = f"; {len(done.failed)} set aside (`git loopx hooks queue`)" if done.failed else ""
+    kept = "; some still queued (the state branch is busy)" if done.kept or done.busy else ""
+    return (f"found {len(done.found)} commit(s) whose post-commit hook did not finish ({shas}): "
+            f"their evidence is recorded now{failed}{kept}")
 
 
 def scrub(text: str) -> str:
@@ -59,7 +71,26 @@ def apply_spool(ledger: Ledger, *, wait: Optional[float] = None) -> Optional[Dra
     process (the detached one post-commit starts), so that what a commit recorded is there
     for the command that follows it; waits no longer than ``wait`` (a hook's limit by
     default) for it and for the state branch. What cannot be applied now stays queued, what
-    can never be is set aside for `status` and `doctor`. None when nothing was queued."""
+    can never be is set aside for `status` and `doctor`. Then the commits of watched branches
+    that have no record (their hook was killed) are queued and applied too (``found``). None
+    when nothing was queued."""
+    done = _drain(ledger, wait)
+    found = _queue_unrecorded(ledger)
+    if not found:
+        return done
+    from loopx.features import spool
+
+    again = _drain(ledger, wait) or spool.Drained()
+    done = done or spool.Drained()
+    done.applied += again.applied
+    done.kept += again.kept
+    done.failed.update(again.failed)
+    done.busy = again.busy
+    done.found = found
+    return done
+
+
+def _drain(ledger: Ledger, wait: Optional[float]) -> Optional[Drained]:
     # The queue's folder (spool.folder) exists once a hook queued work: only then is the queue
     # loaded, and capture (the event model) only when an entry waits: start-up time.
     if not (ledger.repo.loopx_dir / "spool").is_dir():
@@ -83,6 +114,61 @@ def apply_spool(ledger: Ledger, *, wait: Optional[float] = None) -> Optional[Dra
                            state_ref=ledger.ref, wait=wait)
     finally:
         ledger.store.wait_limit = limit
+
+
+def _queue_unrecorded(ledger: Ledger) -> list[str]:
+    """Queue, as post-commit would have, the commits of watched branches (where a lease was
+    taken) that have no commit record and are not queued: a hook killed before it queued
+    anything (loopx.features.unrecorded). While no watched reflog grew this is one small
+    file and a stat per branch; after, only the new reflog lines are read."""
+    loopx_dir = ledger.repo.loopx_dir
+    if not (loopx_dir / "commits-watch.json").is_file():  # unrecorded.WATCH: start-up time
+        return []
+    from loopx.features import spool, unrecorded
+
+    if not unrecorded.grown(loopx_dir) or ledger.tip() is None:
+        return []
+    missed = [m for m in unrecorded.sweep(loopx_dir)
+              if any(ref == ledger.ref for _, ref in m.holders)]
+    if not missed:
+        return []
+    from loopx.state.appliers import ANY_EVIDENCE
+
+    _unwatch_ended(ledger, {(m.branch, h) for m in missed for h in m.holders})
+    finished = unrecorded.done(loopx_dir)
+    missed = [m for m in missed if m.sha not in finished]
+    if not missed:
+        return []
+    fold = ledger.fold()
+    queued = {e.inputs.get("commit") for e in spool.pending(loopx_dir)}
+    found: list[str] = []
+    for m in missed:
+        records = [i for i in fold.by_commit.get(m.sha) or [] if i != ANY_EVIDENCE]
+        if records or m.sha in queued:
+            continue
+        for actor, ref in dict.fromkeys(m.holders):
+            if ref == ledger.ref:
+                spool.append(loopx_dir, hook="post-commit", actor=actor, state_ref=ref,
+                             inputs={"commit": m.sha, "branch": m.branch, "amended": None},
+                             at=datetime.fromtimestamp(m.at, timezone.utc))
+        queued.add(m.sha)
+        found.append(m.sha)
+    return found
+
+
+def _unwatch_ended(ledger: Ledger, watched: set[tuple[str, tuple[str, str]]]) -> None:
+    """Stop watching a branch for a holder whose lease there has ended (after its commits
+    were swept): the todos with a lease are in the live fold."""
+    from loopx.features import unrecorded
+    from loopx.model import clock
+
+    now = clock.now()
+    todos = ledger.live_fold().todos.values()
+    held = {(t.branch, t.holder) for t in todos if t.state == "open" and t.holder and t.until
+            and clock.parse_ts(t.until) > now}
+    for branch, (actor, ref) in watched:
+        if ref == ledger.ref and (branch, actor) not in held:
+            unrecorded.unwatch(ledger.repo.loopx_dir, branch, actor, ref)
 
 
 def init(ledger: Ledger, *, actor: str, name: Optional[str] = None,

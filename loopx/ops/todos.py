@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Optional
 
 from loopx.errors import ClaimLost, TransitionError, UsageError
-from loopx.features import readback, sync
+from loopx.features import readback, sync, unrecorded
 from loopx.ledger.book import Ledger
 from loopx.ledger.draft import Draft
 from loopx.model import clock
@@ -81,6 +81,9 @@ def claim(txn: Txn, todo: str, *, ttl: Optional[int] = None,
     out is recorded with it: commits without a Loopx-Todo trailer count for the lease only
     there (see docs/hooks.md). Refused while a budget covering the todo is spent."""
     branch = readback.current_branch(txn.ledger.repo)
+    if branch is not None:  # so that a commit whose post-commit hook was killed is found
+        unrecorded.watch(txn.ledger.repo.loopx_dir, branch, actor=txn.actor,
+                         state_ref=txn.ledger.ref)
     return _lease(txn, "todo.claimed", todo, ttl, event_id, branch=branch)
 
 
