@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
 from loopx.version import __version__
-from loopx.errors import (CheckedOut, DamagedLedger, GitError, LoopxError, NotFound, RefRaceError,
+from loopx.errors import (CheckedOut, GitError, LoopxError, NotFound, RefRaceError,
                           UsageError, refused_write)
 from loopx.ledger import cache, seen
 from loopx.ledger.draft import Draft

@@ -24,7 +24,8 @@ if TYPE_CHECKING:  # annotations only: the state layer runs without pydantic on 
     # Each rule narrows ``event.data`` to its payload with ``cast("Model", ...)``: a string,
     # so nothing here is imported at run time.
     from loopx.model.events import (
-        ConfigSet, Event, GateAnswered, GateWithdrawn,
+        ConfigSet, Event, GateAnswered, GateWithdrawn, GoalClosed, QuotaSpent, TodoCancelled,
+        TodoDone,
     )
 
 

@@ -10,7 +10,6 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
-import pytest
 
 from conftest import git, invoke, run_loopx
 from loopx.model import codec
