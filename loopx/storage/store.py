@@ -32,7 +32,7 @@ from pathlib import Path
 
 from loopx.errors import (DamagedLedger, DamagedRef, GitError, LockTimeout, LoopxError,
                           RefRaceError)
-from loopx.storage import gateway, locks, packfile, trees, worktrees
+from loopx.storage import gateway, locks, packfile, refdamage, trees, worktrees
 from loopx.storage.gateway import Oid, Oversize, RefName
 
 STATE_REF = RefName("refs/heads/loopx/state")
@@ -140,7 +140,7 @@ class Store:
                 if name.decode("utf-8", "surrogateescape") == ref:
                     oid, kind, symref = rest.decode().split("\0")
                     return self._commit_of(ref, Oid(oid), kind, symref)
-        damage = self._ref_damage(ref, proc.stderr.decode("utf-8", "replace"))
+        damage = refdamage.why(self, ref, proc.stderr.decode("utf-8", "replace"))
         if damage is not None:
             raise damage
         return None
@@ -156,36 +156,6 @@ class Store:
         if self._hash_len is None:  # an oid's length tells the object format for free
             self._hash_len = len(oid)
         return oid
-
-    def _ref_damage(self, ref: str, stderr: str) -> DamagedRef | None:
-        """Why git does not list ``ref`` although it exists or existed (None: it never did).
-        Reads files only when there is no such ref: a clone without a ledger pays no git."""
-        common = self.repo.common_dir
-        repair = "; nothing was changed. `git loopx doctor` offers the repair"
-        said = [line.removeprefix("fatal: ") for line in stderr.splitlines()
-                if line.startswith("fatal: ")]
-        if "missing object" in stderr:
-            target = self.ref_target(ref) or "an object"
-            return DamagedRef(
-                f"{ref} points at {target[:12]}, which is missing from this repository (pruned "
-                "by `git gc`?); nothing was changed. `git loopx doctor` says which events are "
-                "lost, `git loopx doctor --repair` goes on with every other event", kind="missing")
-        if said:
-            return DamagedRef(f"git cannot read {ref}: {said[-1]}{repair}", kind="unreadable")
-        loose = common / ref
-        if loose.is_file():
-            held = worktrees.first_line(loose)[:60]
-            return DamagedRef(f"{ref} cannot be read: its file {loose} holds {held!r}, not a "
-                              f"commit id{repair}", kind="unreadable")
-        if gateway.has_ref(self.repo, ref):
-            return DamagedRef(f"{ref} cannot be read: its line in {common / 'packed-refs'} is "
-                              f"damaged{repair}", kind="unreadable")
-        logged = [new for _, new, _ in self.reflog(ref) if set(new) != {"0"}]
-        if logged:
-            return DamagedRef(f"{ref} is gone, but its reflog says it pointed at {logged[0][:12]}"
-                              f" (deleted by hand, or lost from packed-refs?){repair}",
-                              kind="gone")
-        return None
 
     def checked_out(self, ref: str) -> list[str]:
         """The work trees that have branch ``ref`` checked out (see worktrees.checked_out)."""
