@@ -42,6 +42,11 @@ COVERED_ELSEWHERE = {
     "errors.py": "tests/cli/test_bad_input.py, tests/cli/test_messages.py (each error's "
                  "message and exit code)",
     "version.py": "tests/cli/test_startup.py (`git loopx --version`)",
+    "features/gitleaks.py": "tests/features/test_redact_classes.py (the packaged gitleaks rules "
+                            "convert and catch the corpus)",
+    "features/shapes.py": "tests/features/test_redact_classes.py (flag values, base64 user:pass)",
+    "features/unrecorded.py": "tests/features/test_killed_commits.py (commits whose hook was "
+                              "killed, found by the next command)",
     "features/briefing.py": "tests/cli/test_recovery.py (`git loopx brief`)",
     "features/ci/command.py": "tests/features/test_ci.py (the command provider)",
     "features/ci/github.py": "tests/features/test_ci.py (against a real HTTP server on "
@@ -55,6 +60,8 @@ COVERED_ELSEWHERE = {
     "features/shims.py": "tests/features/test_hooks.py, tests/features/test_shim_failures.py "
                          "(`hooks install`, the shims git runs)",
     "features/transcripts.py": "tests/features/test_sessions.py (session transcripts)",
+    "ledger/seen.py": "tests/state/test_clocks.py, tests/features/test_hostile_clocks.py (first "
+                      "sight of leases, wakes and sessions by skewed clones)",
     "ledger/draft.py": "tests/ledger/test_book.py (every staged write is a Draft)",
     "ledger/replay.py": "tests/ledger/test_cache.py, tests/features/test_hostile_clocks.py "
                         "(cold replay and its refusals)",
@@ -95,10 +102,13 @@ COVERED_ELSEWHERE = {
     "ops/upkeep.py": "tests/features/test_doctor.py (`doctor` and its rollback)",
     "state/appliers.py": "tests/state/test_folding.py, tests/state/test_rules.py (the fold's "
                          "properties)",
-    "state/authority.py": "tests/ledger/test_gate_decisions.py, tests/ledger/test_signatures.py",
     "state/checks.py": "tests/state/test_rules.py (every refusal of the rules)",
     "state/entities.py": "tests/state/test_folding.py, tests/state/test_rules.py",
     "state/views.py": "tests/state/test_folding.py, tests/state/test_history.py",
+    "storage/refdamage.py": "tests/ledger/test_damaged_refs.py (each kind of damaged state ref, "
+                            "named, refused and repaired)",
+    "storage/repacking.py": "tests/ledger/test_fanout.py, tests/storage/test_store.py (maintenance "
+                            "with gc.auto=0 beside a writer)",
     "storage/commits.py": "tests/ledger/test_signatures.py, tests/state/test_history.py "
                           "(log walks, signatures)",
     "storage/locks.py": "tests/storage/test_store.py, tests/features/test_spool.py (a lock "

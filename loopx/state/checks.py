@@ -122,8 +122,7 @@ def _check_todo_added(fold: Fold, event: Event) -> Optional[str]:
     data = cast("TodoAdded", event.data)
     if data.id in fold.todos:
         return f"todo {data.id} already exists"
-    return (
-        _need_goal(fold, data.goal)
+    return (_need_goal(fold, data.goal)
         or _unknown(fold.todos, data.depends_on, "todo")
         or _unknown(fold.gates, data.gates, "gate")
         or _unknown_criteria(fold, data.goal, data.criteria)

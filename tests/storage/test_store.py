@@ -177,7 +177,7 @@ def test_single_appends_do_not_pile_up_loose_objects(repo: Path, ledger: Ledger,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     # loopx's own maintenance: it packs whatever the repository's gc.auto says (0: off).
     git(repo, "config", "gc.auto", "0")
-    monkeypatch.setattr("loopx.storage.store.GC_AUTO_LOOSE", 256)
+    monkeypatch.setattr("loopx.storage.repacking.GC_AUTO_LOOSE", 256)
     # git estimates loose objects from objects/17 alone (x 256): put three there (kept
     # reachable by a ref: unreachable ones would make gc warn), so that the estimate is past
     # the threshold whatever ids the appends' objects get.
