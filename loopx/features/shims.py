@@ -77,6 +77,12 @@ def is_shim(path: Path) -> bool:
         return False
 
 
+def records_commits(*, cwd: Path | str) -> bool:
+    """Whether loopx's post-commit shim is installed where git runs hooks for ``cwd``: only
+    then can a commit's record go missing because its hook was killed."""
+    return is_shim(hooks_dir(cwd) / "post-commit")
+
+
 def status(*, cwd: Path | str) -> list[HookState]:
     """The state of each loopx hook in the hooks folder git uses."""
     folder = hooks_dir(cwd)

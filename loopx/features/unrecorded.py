@@ -96,19 +96,30 @@ def grown(loopx_dir: Path) -> bool:
     return any(_size(loopx_dir, b) != w["offset"] for b, w in doc["branches"].items())
 
 
-def sweep(loopx_dir: Path) -> list[Missed]:
-    """The commits the watched reflogs gained since they were last read (and mark them read)."""
+def sweep(loopx_dir: Path) -> tuple[list[Missed], dict[str, int]]:
+    """The commits the watched reflogs gained since they were last read, and how far each
+    reflog was read. Nothing is marked read here: the caller queues the commits first, then
+    calls :func:`mark_read`, so a process killed in between leaves them to the next one."""
     found: list[Missed] = []
+    offsets: dict[str, int] = {}
     with _locked(loopx_dir) as doc:
         for branch, item in doc["branches"].items():
             size = _size(loopx_dir, branch)
             if size == item["offset"]:
                 continue
             start = item["offset"] if item["offset"] <= size else 0  # expired: from the start
-            text, item["offset"] = _read_from(loopx_dir.parent / "logs" / branch, start)
+            text, offsets[branch] = _read_from(loopx_dir.parent / "logs" / branch, start)
             holders = tuple((a, r) for a, r in item["holders"])
             found += [Missed(sha, branch, holders, at) for sha, at in _commits(text)]
-    return found
+    return found, offsets
+
+
+def mark_read(loopx_dir: Path, offsets: dict[str, int]) -> None:
+    """Record that the reflogs were read up to ``offsets`` (their commits are queued)."""
+    with _locked(loopx_dir) as doc:
+        for branch, offset in offsets.items():
+            if branch in doc["branches"]:
+                doc["branches"][branch]["offset"] = offset
 
 
 def _commits(text: str) -> Iterator[tuple[str, int]]:

@@ -13,6 +13,7 @@ from loopx.storage import gateway
 from loopx.storage.store import STATE_REF
 
 if TYPE_CHECKING:
+    from loopx.features.unrecorded import Missed
     from loopx.features.spool import Drained
     from loopx.model.events import Event
 
@@ -124,20 +125,31 @@ def _queue_unrecorded(ledger: Ledger) -> list[str]:
     loopx_dir = ledger.repo.loopx_dir
     if not (loopx_dir / "commits-watch.json").is_file():  # unrecorded.WATCH: start-up time
         return []
-    from loopx.features import spool, unrecorded
+    from loopx.features import unrecorded
 
     if not unrecorded.grown(loopx_dir) or ledger.tip() is None:
         return []
-    missed = [m for m in unrecorded.sweep(loopx_dir)
-              if any(ref == ledger.ref for _, ref in m.holders)]
+    swept, offsets = unrecorded.sweep(loopx_dir)
+    found = _queue_missed(ledger, [m for m in swept
+                                   if any(ref == ledger.ref for _, ref in m.holders)])
+    unrecorded.mark_read(loopx_dir, offsets)  # only once they are queued (a kill: again)
+    return found
+
+
+def _queue_missed(ledger: Ledger, missed: list[Missed]) -> list[str]:
+    """Queue the commits of ``missed`` that have no record, are not queued and whose hook did
+    not finish; their shas."""
     if not missed:
         return []
+    from loopx.features import shims, spool, unrecorded
     from loopx.state.appliers import ANY_EVIDENCE
 
+    loopx_dir = ledger.repo.loopx_dir
     _unwatch_ended(ledger, {(m.branch, h) for m in missed for h in m.holders})
     finished = unrecorded.done(loopx_dir)
     missed = [m for m in missed if m.sha not in finished]
-    if not missed:
+    # Without loopx's post-commit shim no commit is recorded on its own, so none is missing.
+    if not missed or not shims.records_commits(cwd=ledger.repo.cwd):
         return []
     fold = ledger.fold()
     queued = {e.inputs.get("commit") for e in spool.pending(loopx_dir)}
