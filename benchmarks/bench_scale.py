@@ -5,6 +5,8 @@ ledger grows (issue 13), against git plumbing (and git-annex, when installed) in
     python benchmarks/bench_scale.py            # 1k, 10k and 100k events (a few minutes)
     python benchmarks/bench_scale.py --quick    # 1k and 10k, fewer runs
     python benchmarks/bench_scale.py --smoke    # tiny: only proves the script runs
+    python benchmarks/bench_scale.py --shared   # fresh clones of ledgers shared by a plain
+                                                # push, 2k and 20k (--shared-100k: and 100k)
 
 Ledgers come from benchmarks/ledgers.py (the realistic mix). Every `git loopx` runs as a fresh
 process, the way agents call it; CPU is user + system time of that process and the git
@@ -311,12 +313,65 @@ def report(sizes: dict[int, dict[str, Took]], loop: tuple[float, float],
     return figures
 
 
+# Writes ``count`` notes with loopx's own write path, a thousand per commit (what `git loopx
+# batch` or a library writer does), in a clone of ``remote``; then a plain `git push` of the
+# branch: no sync ever runs, so whatever checkpoint the remote gets, the writes made.
+_SHARE = r"""
+import subprocess, sys
+from loopx import Ledger
+from loopx.ledger.draft import Draft
+repo, count = sys.argv[1], int(sys.argv[2])
+with Ledger.open(repo) as led:
+    led.init(actor="agent:bench")
+    for start in range(0, count - 1, 1000):
+        def build(txn, start=start):
+            for n in range(start, min(count - 1, start + 1000)):
+                txn.add(Draft("note.added", {"id": f"n-{n}", "text": f"note {n}"}))
+        led.write(build, actor="agent:bench")
+subprocess.run(["git", "push", "-q", "origin", "HEAD", "refs/heads/loopx/state"], cwd=repo,
+               check=True)
+"""
+
+
+def shared_clone(bench: Bench, size: int) -> Took:
+    """The first `status` in a fresh `git clone` of a ``size``-event ledger that reached its
+    remote by a plain `git push` (no sync)."""
+    remote = bench.where / f"shared-{size}.git"
+    bench.git(bench.where, "init", "-q", "--bare", str(remote))
+    writer = bench.where / f"shared-{size}-writer"
+    bench.git(bench.where, "clone", "-q", str(remote), str(writer))
+    bench.git(writer, "commit", "-q", "--allow-empty", "-m", "init")
+    subprocess.run([sys.executable, "-c", _SHARE, str(writer), str(size)], env=bench.env,
+                   check=True, capture_output=True)
+    target = bench.where / f"shared-{size}-clone"
+    bench.git(bench.where, "clone", "-q", "--no-local", str(remote), str(target))
+    return bench.loopx(target, "status", "--json", "--no-ci")
+
+
+def shared(bench: Bench, sizes: list[int]) -> list[Figure]:
+    """Fresh clones of ledgers shared by a plain push: the checkpoints the writes made."""
+    took = {size: shared_clone(bench, size) for size in sizes}
+    figures = [Figure(f"first status in a fresh clone of {size} shared by a plain git push",
+                      f"{t.wall:.2f} s, {t.rss_mb:.0f} MB", "<= 5 s, <= 100 MB" if size >= 100_000
+                      else "", t.wall <= 5 and t.rss_mb <= 100 if size >= 100_000 else None)
+               for size, t in took.items()]
+    if 2_000 in took and 20_000 in took:
+        ratio = took[20_000].wall / took[2_000].wall
+        figures.append(Figure("the same: 20k vs 2k", f"{ratio:.2f}x", "<= 2.5x", ratio <= 2.5))
+    return figures
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="1k and 10k, fewer runs")
     parser.add_argument("--smoke", action="store_true", help="tiny counts (the CI check)")
     parser.add_argument("--keep", action="store_true", help="keep the repositories")
+    parser.add_argument("--shared", action="store_true",
+                        help="only fresh clones of ledgers shared by a plain push, 2k and 20k")
+    parser.add_argument("--shared-100k", action="store_true", help="--shared, and 100k too")
     args = parser.parse_args(argv)
+    if args.shared or args.shared_100k:
+        return _shared_only(args.keep, [2_000, 20_000] + ([100_000] if args.shared_100k else []))
     if args.smoke:
         sizes, runs, loop, appends, clone_sizes = [300, 600], 1, 5, 20, [300, 600]
     elif args.quick:
@@ -339,6 +394,21 @@ def main(argv: Optional[list[str]] = None) -> int:
         if args.keep:
             print(f"repositories kept in {where}")
         else:
+            shutil.rmtree(where, ignore_errors=True)
+    for f in figures:
+        mark = "      " if f.met is None else ("[ok]  " if f.met else "[MISS]")
+        print(f"{mark} {f.name}: {f.value}" + (f"  (goal {f.goal})" if f.goal else ""))
+    return 0 if all(f.met is not False for f in figures) else 1
+
+
+def _shared_only(keep: bool, sizes: list[int]) -> int:
+    where = Path(tempfile.mkdtemp(prefix="loopx-scale-"))
+    try:
+        bench = Bench(where)
+        print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+        figures = shared(bench, sizes)
+    finally:
+        if not keep:
             shutil.rmtree(where, ignore_errors=True)
     for f in figures:
         mark = "      " if f.met is None else ("[ok]  " if f.met else "[MISS]")

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import socket
 import subprocess
+import time
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -20,6 +25,31 @@ def bare_remote(tmp_path: Path, name: str = "remote.git") -> Path:
     git(tmp_path, "init", "-q", "--bare", str(path))
     git(path, "config", "core.logAllRefUpdates", "always")
     return path
+
+
+@contextlib.contextmanager
+def git_daemon(served: Path) -> Iterator[str]:
+    """`git daemon` on 127.0.0.1 serving (and taking pushes to) the repositories in ``served``;
+    yields its base URL once it listens, and stops it by its pid. The caller allows the
+    git protocol (GIT_ALLOW_PROTOCOL)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    daemon = subprocess.Popen(
+        ["git", "daemon", "--listen=127.0.0.1", f"--port={port}", "--reuseaddr", "--export-all",
+         "--enable=receive-pack", f"--base-path={served}", str(served)],
+        stderr=subprocess.DEVNULL, start_new_session=True)
+    url = f"git://127.0.0.1:{port}"
+    try:
+        for _ in range(200):  # until it listens
+            if subprocess.run(["git", "ls-remote", url + "/x"], capture_output=True,
+                              text=True).stderr.find("Connection refused") < 0:
+                break
+            time.sleep(0.05)
+        yield url
+    finally:
+        os.killpg(daemon.pid, 15)
+        daemon.wait(timeout=10)
 
 
 def clone(url: str | Path, path: Path) -> Path:

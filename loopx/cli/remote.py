@@ -58,12 +58,18 @@ def _emit_report(app: App, report: exchange.Report, doing: str) -> None:
 
 @click.command("sync")
 @click.argument("remote", required=False)
-@click.option("--retries", default=5, show_default=True, type=click.IntRange(0, 100),
-              help="How often to fetch, merge and push again when someone pushed first.")
+@click.option("--retries", default=None, type=click.IntRange(0, 1000),
+              help="At most this many times fetch, merge and push again when someone pushed "
+              "first (default: as often as --patience allows).")
+@click.option("--patience", default=exchange.PATIENCE_S, show_default=True,
+              type=click.FloatRange(0, 3600),
+              help="Seconds to keep trying while others push first; then give up (our tip "
+              "waits on the remote for the next sync of any clone).")
 @click.option("--allow-unrelated", is_flag=True,
               help="Merge REMOTE's ledger although it shares no history with ours.")
 @pass_app
-def sync(app: App, remote: Optional[str], retries: int, allow_unrelated: bool) -> None:
+def sync(app: App, remote: Optional[str], retries: Optional[int], patience: float,
+         allow_unrelated: bool) -> None:
     """Fetch, check and merge REMOTE's loopx/state, then push ours (never forced).
 
     REMOTE defaults to the current branch's upstream remote, else origin. A remote state that
@@ -71,7 +77,7 @@ def sync(app: App, remote: Optional[str], retries: int, allow_unrelated: bool) -
     A remote ledger that shares no history with ours is refused unless --allow-unrelated.
     """
     _emit_report(app, exchange.sync_(app.ledger, remote=remote, retries=retries,
-                                     actor=app.actor_or_none(),
+                                     patience=patience, actor=app.actor_or_none(),
                                      allow_unrelated=allow_unrelated), "sync")
 
 
@@ -170,8 +176,8 @@ def _doctor_text(result: dict[str, Any]) -> str:
 @click.command("checkpoint")
 @pass_app
 def checkpoint(app: App) -> None:
-    """Commit a checkpoint of the projection, so fresh clones start from it (sync makes one
-    every 10,000 events on its own)."""
+    """Commit a checkpoint of the projection, so fresh clones start from it (writes make one
+    on their own at 2,000 events, then every fifth more, at most every 10,000)."""
     made = upkeep.checkpoint(app.ledger, actor=app.actor)
     app.emit({"checkpoint": made}, f"checkpoint of {made[:12]} committed" if made
              else "the tip has a checkpoint already")

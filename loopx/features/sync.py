@@ -11,7 +11,12 @@ The protocol (docs/sync.md):
 3. Under the clone lock: adopt, fast-forward, or write a two-parent commit whose tree is the
    union of both sides; the local ref moves only by compare-and-swap.
 4. ``git push <remote> <tip>:<state ref>``, never forced. A rejection (someone pushed first)
-   sends us back to 1 after a jittered exponential backoff, a bounded number of times.
+   parks our tip on the hub under ``refs/loopx/inbox/<clone>``, a ref only this clone writes
+   (so that push is never contended), and sends us back to 1 after a jittered exponential
+   backoff, for at most :data:`PATIENCE_S` seconds. Every fetch also brings the inbox refs,
+   each passes the incoming check and is merged in, so whichever clone pushes loopx/state
+   next carries the parked tips of all the others with it; a sync is done once the hub's
+   loopx/state contains its tip, whoever put it there.
 
 :func:`publish` is the variant for claims: the write is made on a scratch ref on top of the
 remote's state and becomes local state only once the remote accepted it, so the first claim
@@ -21,6 +26,7 @@ to reach the remote wins and a loser records nothing.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import random
 import re
 import time
@@ -32,13 +38,14 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 from loopx.ledger import checkpoints
 from loopx.storage import gateway
 from loopx.model import ids, plural
-from loopx.features import incoming
+from loopx.features import inbox, incoming
+from loopx.features import pushing
+from loopx.features.pushing import unreachable
 from loopx.state import folding
 from loopx.errors import (GitError, LoopxError, Quarantined, RefRaceError, SyncError,
                           UnrelatedLedger)
 from loopx.storage.gateway import Oid
 from loopx.ledger import book
-from loopx.ledger import layout as rules
 from loopx.ledger.book import Ledger
 from loopx.storage.store import STATE_REF, Store
 
@@ -46,7 +53,9 @@ if TYPE_CHECKING:
     from loopx.ledger.txn import Txn
 
 T = TypeVar("T")
-DEFAULT_RETRIES = 5
+DEFAULT_RETRIES: Optional[int] = None  # no bound by count: PATIENCE_S bounds a sync by time
+PATIENCE_S = 60.0  # how long a sync or a claim keeps trying before it gives up
+MERGE_ATTEMPTS = 5  # local merges a concurrent local write may send back before we stop
 MERGE_AUTHOR = ("loopx sync", "sync@loopx.invalid")
 CHECKPOINT_ACTOR = "agent:loopx-sync"  # the author of the checkpoint commits sync makes
 FETCH_LOCK_WAIT_S = 10.0
@@ -73,6 +82,7 @@ class Report:
     sent: int = 0  # event files the remote got from us
     pushed: bool = False
     retries: int = 0
+    parked: Optional[str] = None  # our inbox ref on the remote, when our tip waited there
     quarantined: list[str] = field(default_factory=list)
     unknown_events: list[str] = field(default_factory=list)
     # The actor's events that the merge left not applied (a claim that lost a race):
@@ -155,7 +165,7 @@ def push_along(*, ledger: Ledger, remote: str) -> str:
     moved)."""
     ref = ledger.ref
     seen = ledger.store.tip(accepted_ref(ref, remote)) or ledger.store.tip(tracking_ref(ref, remote))
-    _refuse_unsendable(ledger.store, remote, seen, ledger.tip())
+    pushing.refuse_unsendable(ledger.store, remote, seen, ledger.tip())
     proc = gateway.run(ledger.repo.cwd, "push", "--porcelain", "--no-verify", remote,
                        f"{ref}:{ref}", check=False)
     if proc.returncode == 0:
@@ -195,10 +205,14 @@ def push(*, ledger: Ledger, remote: Optional[str] = None) -> Report:
     return report
 
 
-def sync(*, ledger: Ledger, remote: Optional[str] = None, retries: int = DEFAULT_RETRIES,
-         allow_unrelated: bool = False) -> Report:
-    """Fetch, check, merge and push until the remote accepts our tip (or ``retries`` run out).
+def sync(*, ledger: Ledger, remote: Optional[str] = None,
+         retries: Optional[int] = DEFAULT_RETRIES, allow_unrelated: bool = False,
+         patience: float = PATIENCE_S) -> Report:
+    """Fetch, check and merge, push, until the remote's loopx/state holds our tip.
 
+    A rejected push parks our tip on our inbox ref on the hub, which any clone's next sync
+    folds into loopx/state; we are done when loopx/state contains it, pushed by us or anyone.
+    Retries are bounded by ``patience`` seconds (and by ``retries``, when given).
     A remote ledger with no history in common with ours is refused (:class:`UnrelatedLedger`)
     unless ``allow_unrelated``: merging two ledgers is a choice, never a side effect.
     """
@@ -206,31 +220,44 @@ def sync(*, ledger: Ledger, remote: Optional[str] = None, retries: int = DEFAULT
     _checkpoint_if_due(ledger)
     if _push_ahead(ledger, report):
         return report
-    for attempt in range(retries + 1):
-        theirs = _fetch_merge(ledger, report, allow_unrelated)
+    deadline = time.monotonic() + patience
+    parked: Optional[Oid] = None
+    for attempt in itertools.count():
+        started = time.monotonic()
+        theirs = _fetch_merge(ledger, report, allow_unrelated, until=parked)
         _checkpoint_if_due(ledger)
         ours = ledger.tip()
         report.local_after = ours
-        if ours is None or ours == theirs:
+        if ours is None or ours == theirs or (
+                parked and theirs and ledger.store.is_ancestor(parked, theirs)):
+            _tidy_inbox(ledger, report, parked)
             return report
         outcome = _push(ledger.store, report, Oid(ours))
         if outcome.ok:
             _record_push(ledger.store, report, Oid(ours))
+            _tidy_inbox(ledger, report, parked)
             return report
         if "[remote rejected]" in outcome.detail:
             _clear_remote_lock(ledger.store, report)
-        _retry_or_fail(report, outcome, attempt, retries)
+        _give_up_unless_retryable(report, outcome, attempt, retries, deadline)
+        parked = parked or _park(ledger, report, Oid(ours))
+        # Parked, we need not win: any clone's next push carries our tip. Looking again costs
+        # a fetch and a check, so wait about as long as an attempt takes (it grows with the
+        # fleet and the hub's load) and let the others' pushes through meanwhile.
+        _back_off(report, attempt, deadline,
+                  floor=time.monotonic() - started if parked else 0.0)
     raise AssertionError("unreachable")
 
 
 def _checkpoint_if_due(ledger: Ledger) -> None:
-    """Commit a checkpoint when the ledger has grown by checkpoints.EVERY events since the
-    newest one, so that a fresh clone of the remote starts from it."""
+    """Commit a checkpoint when the ledger has grown by :func:`checkpoints.interval` events
+    since the newest one (events that arrived by merges, which no write of ours counted),
+    so that a fresh clone of the remote starts from it."""
     tip = ledger.tip()
     if tip is None:
         return
     newest = next(iter(checkpoints.listed(ledger.store, tip)), None)
-    if ledger.fold().events - (newest.events if newest else 0) >= checkpoints.EVERY:
+    if checkpoints.due(ledger.fold().events, newest.events if newest else 0):
         ledger.checkpoint(actor=CHECKPOINT_ACTOR)
 
 
@@ -251,22 +278,26 @@ def _push_ahead(ledger: Ledger, report: Report) -> bool:
         return False
     _record_push(store, report, Oid(ours))
     report.local_after = ours
+    _tidy_inbox(ledger, report, None)
     return True
 
 
 def publish(*, ledger: Ledger, build: Callable[[Txn], T], actor: str,
-            remote: Optional[str] = None, retries: int = DEFAULT_RETRIES,
-            now: Optional[datetime] = None) -> tuple[T, Report]:
+            remote: Optional[str] = None, retries: Optional[int] = DEFAULT_RETRIES,
+            now: Optional[datetime] = None, patience: float = PATIENCE_S) -> tuple[T, Report]:
     """Write ``build``'s events so that they reach the remote before they count locally.
 
     Each attempt syncs, builds the commit on a scratch ref on top of the merged state and
-    pushes it (fast-forward only). Only when the remote accepts it does local state take it.
-    If someone else pushed first, the next attempt re-runs ``build`` against their events,
-    so a claim refused by the projection (someone else holds the todo) raises there and
-    nothing of ours is recorded anywhere.
+    pushes it to the remote's loopx/state itself (fast-forward only; never parked on an
+    inbox, so the remote's state ref decides: exactly one claim lands first). Only when the
+    remote accepts it does local state take it. If someone else pushed first, the next
+    attempt re-runs ``build`` against their events, so a claim refused by the projection
+    (someone else holds the todo) raises there and nothing of ours is recorded anywhere.
+    Retries are bounded by ``patience`` seconds (and by ``retries``, when given).
     """
     report = _start(ledger, remote)
-    for attempt in range(retries + 1):
+    deadline = time.monotonic() + patience
+    for attempt in itertools.count():
         _fetch_merge(ledger, report)
         ledger.require()
         with _proposal(ledger) as proposal:
@@ -280,7 +311,8 @@ def publish(*, ledger: Ledger, build: Callable[[Txn], T], actor: str,
                 return result, report
         if "[remote rejected]" in outcome.detail:
             _clear_remote_lock(ledger.store, report)
-        _retry_or_fail(report, outcome, attempt, retries)
+        _give_up_unless_retryable(report, outcome, attempt, retries, deadline)
+        _back_off(report, attempt, deadline)
     raise AssertionError("unreachable")
 
 
@@ -297,8 +329,11 @@ def _start(ledger: Ledger, remote: Optional[str]) -> Report:
     return Report(remote=remote, ref=ledger.ref, local_before=ledger.tip())
 
 
-def _fetch_merge(ledger: Ledger, report: Report, allow_unrelated: bool = False) -> Optional[Oid]:
-    """Fetch, check and merge; returns the remote's tip (None when it has no state yet)."""
+def _fetch_merge(ledger: Ledger, report: Report, allow_unrelated: bool = False,
+                 until: Optional[Oid] = None) -> Optional[Oid]:
+    """Fetch, check and merge the remote's loopx/state, then the tips parked on its inboxes
+    (not needed when its loopx/state holds ``until``, our own parked tip: we are done);
+    returns the remote's tip (None when it has no state yet)."""
     store = ledger.store
     tracking = tracking_ref(ledger.ref, report.remote)
     # The remote tip we accepted last time (not the tracking ref, which a plain `git fetch`
@@ -311,15 +346,19 @@ def _fetch_merge(ledger: Ledger, report: Report, allow_unrelated: bool = False) 
     if theirs is not None:
         _merge(ledger, report, theirs, previous=previous, label=f"{report.remote}/loopx/state",
                allow_unrelated=allow_unrelated)
+        if not (until and store.is_ancestor(until, theirs)):
+            _merge_inboxes(ledger, report)
     return theirs
 
 
 def _fetch(store: Store, report: Report, tracking: str) -> Optional[Oid]:
     deadline = time.monotonic() + store.max_wait(FETCH_LOCK_WAIT_S)
     while True:
+        # The inbox refs come along (pruned when their owners delete them); see _merge_inboxes.
         proc = gateway.run(store.cwd, "fetch", "--no-tags", "--no-write-fetch-head",
-                       "--no-recurse-submodules", "--quiet", report.remote,
-                       f"+{report.ref}:{tracking}", check=False)
+                           "--no-recurse-submodules", "--quiet", "--prune", report.remote,
+                           f"+{report.ref}:{tracking}",
+                           f"+{inbox.PREFIX}*:{inbox.tracking(report.remote)}*", check=False)
         if proc.returncode == 0:
             return store.tip(tracking)
         err = proc.stderr.decode("utf-8", "replace")
@@ -334,10 +373,10 @@ def _fetch(store: Store, report: Report, tracking: str) -> Optional[Oid]:
 
 
 def _merge(ledger: Ledger, report: Report, theirs: Oid, *, previous: Optional[str],
-           label: str, allow_unrelated: bool = False) -> None:
+           label: str, allow_unrelated: bool = False, accept: bool = True) -> None:
     """Check ``theirs`` and fold it into local state under the clone lock (CAS)."""
     store = ledger.store
-    for _ in range(DEFAULT_RETRIES):
+    for _ in range(MERGE_ATTEMPTS):
         with store.lock():
             ours = ledger.tip()
             known = ledger.live_fold().events if ours else 0
@@ -359,7 +398,8 @@ def _merge(ledger: Ledger, report: Report, theirs: Oid, *, previous: Optional[st
                 # Something outside loopx moved the ref, or a concurrent `git gc` briefly
                 # failed an object write: nothing is published yet, so check and merge again.
                 continue
-            _accept(store, report, theirs)
+            if accept:  # an inbox tip is not the remote's loopx/state
+                _accept(store, report, theirs)
             report.merge = how if report.merge in ("none", "up-to-date") else report.merge
             report.received += verdict.new_events if label != "proposal" else 0
             return
@@ -419,37 +459,6 @@ def _refuse(store: Store, report: Report, verdict: incoming.Verdict) -> None:
     )
 
 
-def _refuse_unsendable(store: Store, remote: str, theirs: Optional[str],
-                       ours: Optional[str]) -> None:
-    """No local commit we are about to push may leave an event file deleted or changed, or
-    a file outside the state layout, at our tip (an ordinary commit on a checked-out
-    loopx/state does both; `doctor --repair` puts events back). ``theirs`` is the remote
-    state as we last saw it; one ``git log`` of what we would send, newest change first."""
-    if not ours or theirs == ours:
-        return
-    raw = gateway.run(store.cwd, "log", "-m", "--raw", "--no-renames", "--no-abbrev", "-z",
-                      "--format=", *([f"{theirs}..{ours}"] if theirs else [ours])).stdout
-    newest: dict[str, tuple[str, str]] = {}  # path -> (status, mode) of its latest change
-    items = iter(raw.split(b"\0"))
-    for item in items:  # ":<mode> <mode> <oid> <oid> <status>" then the path
-        fields = item.decode("utf-8", "replace").strip().lstrip(":").split(" ")
-        if len(fields) == 5:
-            path = next(items, b"").decode("utf-8", "surrogateescape")
-            newest.setdefault(path, (fields[4], fields[1]))
-    wrong = sorted(
-        f"{path} ({'deleted' if status == 'D' else 'changed'})" if status != "A"
-        else f"{path} (outside the state layout)"
-        for path, (status, mode) in newest.items()
-        if (status != "A" and path.split("/")[0] in rules.AREAS)
-        or (status == "A" and rules.path_rule(path, mode) is not None))
-    if wrong:
-        shown = ", ".join(wrong[:5]) + (f" and {len(wrong) - 5} more" if len(wrong) > 5 else "")
-        raise SyncError(
-            f"local loopx/state has commits {remote} must not get: {shown}; nothing was "
-            "pushed. `git loopx doctor` names them, `git loopx doctor --repair` puts deleted "
-            "events back")
-
-
 def _remote_tip(store: Store, report: Report) -> Optional[str]:
     return store.tip(tracking_ref(report.ref, report.remote))
 
@@ -457,7 +466,7 @@ def _remote_tip(store: Store, report: Report) -> Optional[str]:
 def _push(store: Store, report: Report, tip: Oid) -> _Pushed:
     """Push ``tip`` to the remote's state ref, never forced; never one that deleted or
     changed event files the remote holds."""
-    _refuse_unsendable(store, report.remote, report.remote_after, tip)
+    pushing.refuse_unsendable(store, report.remote, report.remote_after, tip)
     proc = gateway.run(store.cwd, "push", "--porcelain", "--no-verify", report.remote,
                    f"{tip}:{report.ref}", check=False)
     for line in proc.stdout.decode("utf-8", "replace").splitlines():
@@ -512,21 +521,61 @@ def _clear_remote_lock(store: Store, report: Report) -> None:
         Store(gateway.discover(store.cwd / Path(path))).clear_stale_ref_lock(report.ref)
 
 
-def _retry_or_fail(report: Report, outcome: _Pushed, attempt: int, retries: int) -> None:
+def _give_up_unless_retryable(report: Report, outcome: _Pushed, attempt: int,
+                              retries: Optional[int], deadline: float) -> None:
+    """Raise when the rejection is not a lost race, or when retrying is over (by time, or
+    by count when the caller bounded it)."""
     if not outcome.reached:
         raise SyncError(outcome.detail)
     if not outcome.retryable:
         hint = ("; objects it needs may be missing here: `git loopx doctor` names them"
                 if _UNSENDABLE.search(outcome.detail) else "")
         raise SyncError(f"{report.remote} refused loopx/state: {outcome.detail}{hint}")
-    if attempt >= retries:
+    if (retries is not None and attempt >= retries) or time.monotonic() >= deadline:
+        waiting = (f"; our tip waits on {report.remote} as {report.parked}, and the next sync "
+                   "of any clone puts it into loopx/state" if report.parked else "")
         raise SyncError(
-            f"gave up after {retries} retries: {report.remote}'s loopx/state kept moving "
-            f"({outcome.detail}); local state is intact, run `git loopx sync` again")
+            f"gave up after {plural.counted(attempt, 'retry', 'retries')}: "
+            f"{report.remote}'s loopx/state kept moving ({outcome.detail}){waiting}; "
+            "local state is intact, run `git loopx sync` again")
+
+
+def _back_off(report: Report, attempt: int, deadline: float, floor: float = 0.0) -> None:
+    """Exponential backoff with full jitter, so that racing pushers spread out instead of
+    colliding again in lockstep (with a ``floor``: between it and three times it); never past
+    the deadline."""
     report.retries += 1
-    # Exponential backoff with full jitter, so that racing pushers spread out instead of
-    # colliding again in lockstep.
-    time.sleep(random.uniform(0.02, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2 ** attempt)))
+    pause = (random.uniform(floor, 3 * floor) if floor else
+             random.uniform(0.02, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2 ** attempt)))
+    time.sleep(max(0.0, min(pause, deadline - time.monotonic())))
+
+
+def _merge_inboxes(ledger: Ledger, report: Report) -> None:
+    """Fold every tip parked on the remote's inboxes that local state lacks, each checked
+    by the incoming check like the remote's loopx/state. A tip that fails it is quarantined
+    and left out (it is one clone's, and must not stop the others); so is one from another
+    ledger, or one already quarantined."""
+    for tip, owner in inbox.pending(ledger.store, report.remote, ledger.tip()):
+        with contextlib.suppress(Quarantined, UnrelatedLedger):
+            _merge(ledger, report, tip, previous=None, label=f"{report.remote} inbox {owner}",
+                   accept=False)
+
+
+def _park(ledger: Ledger, report: Report, tip: Oid) -> Optional[Oid]:
+    """Park ``tip`` on our inbox on the remote; the tip when the remote holds it there, else
+    None (we keep racing on loopx/state alone)."""
+    parked = inbox.park(ledger.repo, report.remote, tip)
+    if parked is None:
+        return None
+    report.parked, report.pushed = parked, True
+    if report.remote_after:
+        report.sent = sum(1 for _, _, e in ledger.store.added_files(report.remote_after, tip)
+                          if e.path.startswith("events/"))
+    return tip
+
+
+def _tidy_inbox(ledger: Ledger, report: Report, parked: Optional[Oid]) -> None:
+    inbox.tidy(ledger.store, ledger.repo, report.remote, parked=parked, state=report.remote_after)
 
 
 @contextlib.contextmanager
@@ -544,33 +593,3 @@ def _proposal(ledger: Ledger) -> Any:
         tip = store.tip(ref)
         if tip is not None:
             store.delete_ref_if(ref, expected=tip)
-
-
-# What git adds after the cause of a failed fetch or push over any transport: it says nothing
-# about what went wrong (and "and the repository exists." reads like the opposite).
-_BOILERPLATE = ("Could not read from remote repository.",
-                "Please make sure you have the correct access rights",
-                "and the repository exists.")
-
-
-def unreachable(store: Store, remote: str, stderr: bytes, doing: str) -> str:
-    """One line saying that ``remote`` could not be reached to ``doing`` loopx/state, naming it
-    (with its URL, credentials left out) and git's own cause."""
-    url = gateway.out(store.cwd, "remote", "get-url", remote, check=False).strip()
-    url = re.sub(r"//[^/@]*@", "//", url)  # https://user:token@host: never print the token
-    return (f"could not reach {remote} ({url or 'no URL'}) to {doing} loopx/state: "
-            f"{_cause(stderr.decode('utf-8', 'replace'))}")
-
-
-def _cause(text: str) -> str:
-    """The line of git's stderr that says what went wrong (a line ending in ':' is joined
-    with the next: "unable to connect to host:" / "host[0: ...]: errno=Connection refused")."""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    lines = [line.removeprefix("fatal: ").removeprefix("error: ") for line in lines
-             if not line.startswith(_BOILERPLATE) and not line.startswith(("hint:", "warning:"))]
-    if not lines:
-        return "git gave no reason"
-    first = lines[0]
-    if first.endswith(":") and len(lines) > 1:
-        first = f"{first} {lines[1]}"
-    return first

@@ -394,8 +394,24 @@ class Ledger:
                     raise
                 self._keep(new, txn.fold, base, txn.now)
                 self.store.maintain()
-                return result, txn
+            self._checkpoint_when_due(txn)  # outside the lock: it is a write of its own
+            return result, txn
         raise AssertionError("unreachable")
+
+    def _checkpoint_when_due(self, txn: Txn) -> None:
+        """Commit a checkpoint when this write carried the ledger past the next point of the
+        checkpoint schedule, so that whatever shares the branch (sync, the pre-push hook, a
+        plain `git push`) gives fresh clones one to start from. One write in thousands pays
+        for it; a checkpoint that cannot be made now (the branch moved) waits for the next
+        point, or for a sync."""
+        # Imported here: the schedule is all most writes need of the module.
+        from loopx.ledger import checkpoints
+
+        after = txn.fold.events
+        if not self._cache_owner or not checkpoints.crossed(after - len(txn.events), after):
+            return
+        with contextlib.suppress(LoopxError):
+            self.checkpoint(actor=checkpoints.ACTOR)
 
     def _writable(self, base: Optional[str]) -> entities.Fold:
         """The fold of ``base`` a write is checked against: read from the cache on demand, in

@@ -35,7 +35,32 @@ from loopx.storage.store import Store
 _CAP = 2 * CHECKPOINT_CHUNK_BYTES
 
 FORMAT = 1
-EVERY = 10_000  # events between the checkpoints sync makes on its own
+# The schedule: a checkpoint at 2,000 events, then each time the ledger grew by a fifth (at
+# least 2,000, at most 10,000 events), so a fresh clone replays at most that many events on
+# top of its checkpoint, and a ledger of N events holds O(log N + N / 10,000) of them.
+FIRST = 2_000
+EVERY = 10_000  # the longest run of events between two checkpoints
+ACTOR = "agent:loopx"  # the author of the checkpoint commits loopx makes on its own
+
+
+def interval(events: int) -> int:
+    """How many events after a checkpoint of ``events`` events the next one is due."""
+    return min(EVERY, max(FIRST, events // 5))
+
+
+def due(events: int, newest: int) -> bool:
+    """Whether a ledger of ``events`` events whose newest checkpoint holds ``newest`` needs
+    another one."""
+    return events - newest >= interval(newest)
+
+
+def crossed(before: int, after: int) -> bool:
+    """Whether growing from ``before`` to ``after`` events passed a point of the schedule
+    (0, then each point ``interval`` after the last)."""
+    point = interval(0)
+    while point <= before:
+        point += interval(point)
+    return point <= after
 
 
 @dataclass(frozen=True)

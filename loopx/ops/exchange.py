@@ -9,11 +9,12 @@ from loopx.features import sync
 from loopx.ledger.book import Ledger
 
 Report = sync.Report
+PATIENCE_S = sync.PATIENCE_S
 
 
 def sync_(ledger: Ledger, *, remote: Optional[str] = None,
-          retries: int = sync.DEFAULT_RETRIES, actor: Optional[str] = None,
-          allow_unrelated: bool = False) -> Report:
+          retries: Optional[int] = sync.DEFAULT_RETRIES, actor: Optional[str] = None,
+          allow_unrelated: bool = False, patience: float = sync.PATIENCE_S) -> Report:
     """Fetch, check and merge the remote's state, then push ours (never forced); a remote
     state that fails the incoming check is quarantined and local state left untouched. A
     remote ledger with no history in common with ours merges only with ``allow_unrelated``.
@@ -21,7 +22,7 @@ def sync_(ledger: Ledger, *, remote: Optional[str] = None,
     (a claim that lost a race)."""
     before = _problem_events(ledger)
     report = sync.sync(ledger=ledger, remote=remote, retries=retries,
-                       allow_unrelated=allow_unrelated)
+                       allow_unrelated=allow_unrelated, patience=patience)
     _found(ledger, report)
     report.notices = _new_notices(ledger, actor, before)
     return report

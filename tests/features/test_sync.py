@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import os
 import random
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from conftest import git, invoke, run_loopx
 from syncutil import (
-    assert_fsck_clean, assert_only_fast_forwarded, bare_remote, clone, do_sync, note, open_ledger, seeded,
-    snapshot, state_files, tip,
+    assert_fsck_clean, assert_only_fast_forwarded, bare_remote, clone, do_sync, git_daemon, note,
+    open_ledger, seeded, snapshot, state_files, tip,
 )
 
 
@@ -182,29 +180,14 @@ def test_claim_sync_when_the_todo_is_already_taken_remotely_names_the_holder(tmp
     assert tip(b) == tip(remote)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.mark.slow
 def test_sync_over_git_daemon(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GIT_ALLOW_PROTOCOL", "file:git")
     served = tmp_path / "served"
     served.mkdir()
     remote = bare_remote(served, "state.git")
-    port = _free_port()
-    daemon = subprocess.Popen(
-        ["git", "daemon", "--listen=127.0.0.1", f"--port={port}", "--reuseaddr", "--export-all",
-         "--enable=receive-pack", f"--base-path={served}", str(served)],
-        stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        url = f"git://127.0.0.1:{port}/state.git"
-        for _ in range(100):  # wait until it listens
-            if subprocess.run(["git", "ls-remote", url], capture_output=True).returncode == 0:
-                break
-            time.sleep(0.05)
+    with git_daemon(served) as base:
+        url = f"{base}/state.git"
         clones = [clone(url, tmp_path / f"d{n}") for n in range(2)]
         invoke(clones[0], "init")
         _converge(clones)  # the second adopts the ledger (unrelated ones merge only on request)
@@ -216,9 +199,6 @@ def test_sync_over_git_daemon(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
         _assert_identical(clones)
         assert snapshot(clones[0])["notes"] == 6
         assert_only_fast_forwarded(remote)
-    finally:
-        os.killpg(daemon.pid, 15)
-        daemon.wait(timeout=10)
 
 
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import pytest
 
-from conftest import git, invoke
+from conftest import git, invoke, run_loopx
 from statekit import commit_files
 from loopx.ledger import cache, checkpoints, rows
 from loopx.ledger.book import Ledger
@@ -33,13 +33,19 @@ def _data(fold: object) -> object:
     return cache.content(fold)  # type: ignore[arg-type]
 
 
-def _bare_with(tmp: Path, events: int) -> tuple[Path, Path]:
-    """A bare remote holding a ledger with ``events`` notes and a checkpoint of its tip."""
+def _bare_and_clone(tmp: Path) -> tuple[Path, Path]:
+    """A bare remote and a clone of it with one commit on main (no ledger yet)."""
     remote = tmp / "remote.git"
     git(tmp, "init", "-q", "--bare", str(remote))
     origin = tmp / "origin"
     git(tmp, "clone", "-q", str(remote), str(origin))
     git(origin, "commit", "-q", "--allow-empty", "-m", "start")
+    return remote, origin
+
+
+def _bare_with(tmp: Path, events: int) -> tuple[Path, Path]:
+    """A bare remote holding a ledger with ``events`` notes and a checkpoint of its tip."""
+    remote, origin = _bare_and_clone(tmp)
     with ledgers.open_ledger(origin) as led:
         led.init(actor=ACTOR)
         led.append("goal.created", {"id": "g", "title": "The goal"}, actor=ACTOR, goal="g")
@@ -205,18 +211,70 @@ def test_validate_refuses_a_pull_request_that_adds_a_forged_checkpoint(tmp_path:
         assert found == ([] if name == "honest" else ["checkpoint"]), result.out
 
 
-def test_sync_commits_a_checkpoint_every_so_many_events(tmp_path: Path,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sync_commits_a_checkpoint_its_writers_did_not_make(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Writers that made none (an older loopx, a checkpoint that lost a race): sync looks at
+    the schedule itself, events merged from elsewhere included."""
     monkeypatch.setattr(checkpoints, "EVERY", 5)
     remote, origin = _bare_with(tmp_path, 2)
+    monkeypatch.setattr(checkpoints, "crossed", lambda before, after: False)
     with ledgers.open_ledger(origin) as led:
-        _notes(led, 10, 3)
-        exchange.sync_(led)  # 3 events since the checkpoint: none yet
+        _notes(led, 10, 3)  # 3 events since the checkpoint: none yet
+        exchange.sync_(led)
         assert len(checkpoints.listed(led.store, led.tip())) == 1
-        _notes(led, 20, 2)
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", str(remote), str(other))
+    with ledgers.open_ledger(other) as led:
+        _notes(led, 20, 2, actor="agent:b")
         exchange.sync_(led)
         assert len(checkpoints.listed(led.store, led.tip())) == 2
+    assert git(remote, "rev-parse", STATE_REF) == git(other, "rev-parse", STATE_REF)
+
+
+def test_the_schedule_is_every_fifth_bounded_by_two_and_ten_thousand() -> None:
+    assert [checkpoints.interval(n) for n in (0, 2_000, 10_000, 20_000, 50_000, 10**6)] == [
+        2_000, 2_000, 2_000, 4_000, 10_000, 10_000]
+    assert not checkpoints.crossed(0, 1_999) and checkpoints.crossed(1_999, 2_000)
+    assert checkpoints.crossed(0, 100_000) and not checkpoints.crossed(2_000, 3_999)
+    points = [n for n in range(1, 100_001) if checkpoints.crossed(n - 1, n)]
+    assert points[:5] == [2_000, 4_000, 6_000, 8_000, 10_000] and len(points) < 25
+    assert all(b - a <= 10_000 for a, b in zip(points, points[1:]))
+    assert checkpoints.due(4_000, 2_000) and not checkpoints.due(3_999, 2_000)
+
+
+def _shared(tmp: Path, share: str) -> tuple[Path, Path]:
+    """A ledger of 13 events written by ``share`` (appends, a batch) and sent to a bare
+    remote by a plain push or by the pre-push hook (no sync): the remote, the writer."""
+    remote, origin = _bare_and_clone(tmp)
+    with ledgers.open_ledger(origin) as led:
+        led.init(actor=ACTOR)
+        if share != "batch":
+            _notes(led, 0, 12)
+    if share == "batch":
+        lines = "".join(json.dumps(["note", "add", f"note {n}"]) + "\n" for n in range(12))
+        assert invoke(origin, "batch", input=lines).code == 0
+    if share == "hook":
+        assert invoke(origin, "hooks", "install").code == 0
+        git(origin, "push", "-q", "origin", "HEAD")  # the code; the state goes along
+    else:
+        git(origin, "push", "-q", "origin", "HEAD", f"{STATE_REF}:{STATE_REF}")
+    return remote, origin
+
+
+@pytest.mark.parametrize("share", ["push", "hook", "batch"])
+def test_a_ledger_shared_without_sync_gives_a_fresh_clone_a_checkpoint(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, share: str) -> None:
+    monkeypatch.setattr(checkpoints, "EVERY", 5)  # a checkpoint every 5 events
+    remote, origin = _shared(tmp_path, share)
     assert git(remote, "rev-parse", STATE_REF) == git(origin, "rev-parse", STATE_REF)
+    with Ledger.open(origin) as led:
+        made = checkpoints.listed(led.store, led.tip())
+    assert made and made[0].events >= 10  # by the writes themselves (13 events)
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(remote), str(clone))
+    status = run_loopx(clone, "status", "--format", "json").json()
+    assert status["ledger"]["unverified_checkpoint"] == made[0].commit  # it started there
+    assert status["notes"] == 12 and status["ledger"]["events"] == 13
 
 
 def test_a_chunk_that_fails_mid_load_leaves_the_cache_empty_not_half_filled(
