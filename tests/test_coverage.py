@@ -42,6 +42,10 @@ COVERED_ELSEWHERE = {
     "errors.py": "tests/cli/test_bad_input.py, tests/cli/test_messages.py (each error's "
                  "message and exit code)",
     "version.py": "tests/cli/test_startup.py (`git loopx --version`)",
+    "features/inbox.py": "tests/features/test_sync_fleet.py (parked tips folded, tidied, "
+                         "hostile ones quarantined)",
+    "features/pushing.py": "tests/features/test_sync.py, tests/features/test_sync_fleet.py "
+                           "(what a push may send; an unreachable remote named)",
     "features/gitleaks.py": "tests/features/test_redact_classes.py (the packaged gitleaks rules "
                             "convert and catch the corpus)",
     "features/shapes.py": "tests/features/test_redact_classes.py (flag values, base64 user:pass)",
