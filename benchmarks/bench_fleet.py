@@ -112,21 +112,8 @@ class Hub:
 
 def setup(base: Path, hub: Hub, clones: int) -> list[Path]:
     """``clones`` clones of a hub whose ledger the first one created; all adopted it."""
-    from loopx import Ledger
-    from loopx.features import sync
-
-    paths = []
-    for n in range(clones):
-        path = base / f"{hub.path.stem}-w{n:02d}"
-        git(base, "clone", "-q", hub.url, str(path))
-        paths.append(path)
-    with Ledger.open(paths[0]) as led:
-        led.init(actor="agent:bench")
-        sync.sync(ledger=led)
-    for path in paths[1:]:
-        with Ledger.open(path) as led:
-            sync.fetch(ledger=led)
-    return paths
+    return bench_sync.seeded_clones(
+        [base / f"{hub.path.stem}-w{n:02d}" for n in range(clones)], hub.url)
 
 
 def uncontended(path: Path, runs: int = 5) -> float:

@@ -57,23 +57,26 @@ def seal(home: Path) -> None:
 
 def setup(base: Path, name: str, clones: int) -> tuple[Path, list[Path]]:
     """A bare remote holding an initialised ledger, and ``clones`` clones that adopted it."""
+    remote = base / f"{name}.git"
+    git(base, "init", "-q", "--bare", str(remote))
+    return remote, seeded_clones([base / f"{name}-{n}" for n in range(clones)], str(remote))
+
+
+def seeded_clones(paths: list[Path], url: str) -> list[Path]:
+    """Clones of ``url`` at ``paths``: the first one creates the ledger and syncs it, the others
+    adopt it."""
     from loopx import Ledger
     from loopx.features import sync
 
-    remote = base / f"{name}.git"
-    git(base, "init", "-q", "--bare", str(remote))
-    paths = []
-    for n in range(clones):
-        path = base / f"{name}-{n}"
-        git(base, "clone", "-q", str(remote), str(path))
-        paths.append(path)
+    for path in paths:
+        git(path.parent, "clone", "-q", url, str(path))
     with Ledger.open(paths[0]) as led:
         led.init(actor="agent:bench")
         sync.sync(ledger=led)
     for path in paths[1:]:
         with Ledger.open(path) as led:
             sync.fetch(ledger=led)
-    return remote, paths
+    return paths
 
 
 def append_events(path: Path, count: int, per_commit: int = 10) -> None:
