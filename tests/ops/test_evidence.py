@@ -271,7 +271,9 @@ def test_list_show_and_brief_follow_an_amend_and_name_the_commit_it_was_recorded
     assert shown["judged"]["state"] == "stale" and shown["judged"]["changed"] == ["src/app.py"]
     assert shown["output_tail"].strip() == "1 passed" and shown["exit_code"] == 0
     assert shown["digest"].startswith("sha256:") and shown["command"] == "sh check.sh"
-    text = ok(project, "evidence", "show", "e-r").out
+    other = next(i for i in listed if i != "e-run")  # the hook's record: a generated id
+    prefix = next("e-run"[:n] for n in range(3, 6) if not other.startswith("e-run"[:n]))
+    text = ok(project, "evidence", "show", prefix).out
     assert text.startswith("evidence e-run (test): ")
     assert "changed:  src/app.py" in text and "1 passed" in text and "(was " in text
 
