@@ -24,7 +24,7 @@ from conftest import git
 ROOT = Path(__file__).resolve().parents[1]
 FENCE = re.compile(r"(?P<skip><!--\s*not run[^>]*-->[ \t]*\n)?^```(?P<lang>sh|python)\n(?P<code>.*?)^```",
                    re.S | re.M)
-PAGES = ["hooks.md", "sync.md", "recovery.md", "sessions.md", "review.md", "cli.md", "status.md",
+PAGES = ["agents.md", "hooks.md", "sync.md", "recovery.md", "sessions.md", "review.md", "cli.md", "status.md",
          "design.md", "library.md", "benchmarks.md", "security.md"]
 
 
