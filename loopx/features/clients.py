@@ -19,6 +19,7 @@ import os
 import re
 import shlex
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
@@ -177,14 +178,27 @@ def write(changes: Plan) -> None:
                 change.path.parent.rmdir()
             continue
         change.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = change.path.with_name(f".{change.path.name}.loopx-{os.getpid()}.tmp")
-        try:
-            tmp.write_text(change.after, encoding="utf-8")
-            if change.before is not None:
-                os.chmod(tmp, change.path.stat().st_mode & 0o7777)
-            os.replace(tmp, change.path)
-        finally:
-            tmp.unlink(missing_ok=True)
+        _replace(change.path, change.after, existed=change.before is not None)
+
+
+def _replace(path: Path, text: str, *, existed: bool) -> None:
+    """Write ``path`` whole: a new file beside it (created exclusively, so nothing planted
+    at its name is followed), then a rename; the old file's mode, or the umask's for a new one."""
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".loopx-tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        if existed:
+            mode = path.stat().st_mode & 0o7777
+        else:
+            umask = os.umask(0o022)  # reading the umask sets it: put it straight back
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(name, mode)
+        os.replace(name, path)
+    finally:
+        if os.path.exists(name):
+            os.unlink(name)
 
 
 def _top(cwd: Path | str) -> Path:

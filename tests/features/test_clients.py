@@ -355,3 +355,23 @@ def test_the_hook_in_a_repository_without_a_ledger_says_so_as_a_hook(repo: Path)
                           text=True)
     assert proc.returncode == 0
     assert "no loopx ledger" in json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+
+
+def test_a_file_keeps_its_mode_and_a_new_one_follows_the_umask(repo: Path) -> None:
+    (repo / ".mcp.json").write_text(CLAUDE_MCP)
+    (repo / ".mcp.json").chmod(0o600)
+    old = os.umask(0o027)
+    try:
+        _setup(repo, "claude")
+    finally:
+        os.umask(old)
+    assert (repo / ".mcp.json").stat().st_mode & 0o777 == 0o600
+    assert (repo / ".claude/settings.json").stat().st_mode & 0o777 == 0o640
+    assert [p.name for p in repo.iterdir() if "loopx-tmp" in p.name] == []
+
+
+def test_setup_from_a_subdirectory_writes_at_the_top_of_the_work_tree(repo: Path) -> None:
+    (repo / "src" / "deep").mkdir(parents=True)
+    _setup(repo / "src" / "deep", "gemini")
+    assert (repo / ".gemini/settings.json").is_file()
+    assert not (repo / "src" / "deep" / ".gemini").exists()
