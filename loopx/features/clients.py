@@ -186,7 +186,7 @@ def _replace(path: Path, text: str, *, existed: bool) -> None:
     at its name is followed), then a rename; the old file's mode, or the umask's for a new one."""
     fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".loopx-tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
             out.write(text)
         if existed:
             mode = path.stat().st_mode & 0o7777
@@ -221,7 +221,8 @@ def _read(top: Path, relative: str) -> Optional[str]:
     if not path.is_file():
         raise UsageError(f"{relative} is not a file")
     try:
-        return path.read_text(encoding="utf-8")
+        with path.open(encoding="utf-8", newline="") as file:  # as it is: CRLF stays CRLF
+            return file.read()
     except UnicodeDecodeError:
         raise UsageError(f"{relative} is not UTF-8 text; setup leaves it alone") from None
 
@@ -452,7 +453,7 @@ MARKER = "# Written by `git loopx setup codex` (`--remove` takes it out)."
 # A table header of loopx's: [mcp_servers.loopx] or a table under it ([mcp_servers.loopx.env]),
 # the name bare or quoted. Anything else that starts a line with `[` ends loopx's table.
 _OURS = re.compile(r"""^[ \t]*\[[ \t]*mcp_servers[ \t]*\.[ \t]*(?:loopx|"loopx"|'loopx')[ \t]*"""
-                   r"""(?:\.[^\]\n]*)?\][ \t]*(?:#.*)?$""")
+                   r"""(?:\.[^\]\n]*)?\][ \t]*(?:#[^\r\n]*)?\r?$""")
 _HEADER = re.compile(r"^[ \t]*\[")
 
 
@@ -468,12 +469,13 @@ def toml_server(text: Optional[str], entry: Optional[dict[str, Any]], *,
         return text
     lines = (text or "").splitlines(keepends=True)
     spans = _toml_spans(lines)
-    block = _toml_block(entry) if entry is not None else []
+    nl = "\r\n" if "\r\n" in (text or "") else "\n"  # the file's line ending
+    block = _toml_block(entry, nl) if entry is not None else []
     if not spans:
         out = list(lines)
         if out and not out[-1].endswith("\n"):
-            out[-1] += "\n"
-        out += ["\n", *block] if out else block
+            out[-1] += nl
+        out += [nl, *block] if out else block
     else:
         out = lines[:spans[0][0]]
         if entry is None and out and not out[-1].strip() and spans[-1][1] == len(lines):
@@ -503,7 +505,7 @@ def _toml_spans(lines: list[str]) -> list[tuple[int, int]]:
         if not _OURS.match(lines[index]):
             index += 1
             continue
-        start = index - 1 if index and lines[index - 1].rstrip("\n") == MARKER else index
+        start = index - 1 if index and lines[index - 1].rstrip("\r\n") == MARKER else index
         index += 1
         while index < len(lines) and (not _HEADER.match(lines[index]) or _OURS.match(lines[index])):
             index += 1
@@ -514,9 +516,9 @@ def _toml_spans(lines: list[str]) -> list[tuple[int, int]]:
     return spans
 
 
-def _toml_block(entry: dict[str, Any]) -> list[str]:
-    values = "".join(f"{key} = {_toml_value(value)}\n" for key, value in entry.items())
-    return [f"{MARKER}\n", f"[mcp_servers.{NAME}]\n", *values.splitlines(keepends=True)]
+def _toml_block(entry: dict[str, Any], nl: str) -> list[str]:
+    values = [f"{key} = {_toml_value(value)}{nl}" for key, value in entry.items()]
+    return [f"{MARKER}{nl}", f"[mcp_servers.{NAME}]{nl}", *values]
 
 
 def _toml_value(value: Any) -> str:

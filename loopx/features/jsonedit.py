@@ -106,10 +106,10 @@ def _insert(text: str, node: Node, starts: list[int], index: int, prefix: str, v
     if not starts:  # an empty container: one entry on its own line, inside the braces
         base = _line_indent(text, node.start)
         indent = base + _unit(text)
-        entry = prefix + _render(text, value, None, indent)
-        return f"{text[:node.start + 1]}\n{indent}{entry}\n{base}{text[node.end - 1:]}"
+        entry, nl = prefix + _render(text, value, None, indent), _newline(text)
+        return f"{text[:node.start + 1]}{nl}{indent}{entry}{nl}{base}{text[node.end - 1:]}"
     inline = "\n" not in text[node.start:starts[0]]
-    sep = " " if inline else "\n" + _line_indent(text, starts[0])
+    sep = " " if inline else _newline(text) + _line_indent(text, starts[0])
     entry = prefix + _render(text, value, None if inline else starts[0], inline=inline)
     if index < len(starts):
         return f"{text[:starts[index]]}{entry},{sep}{text[starts[index]:]}"
@@ -134,7 +134,12 @@ def _render(text: str, value: Any, at: Optional[int], indent: Optional[str] = No
         return json.dumps(value, ensure_ascii=False)
     base = indent if indent is not None else _line_indent(text, at or 0)
     unit = _unit(text)
-    return json.dumps(value, indent=unit, ensure_ascii=False).replace("\n", "\n" + base)
+    return json.dumps(value, indent=unit, ensure_ascii=False).replace("\n", _newline(text) + base)
+
+
+def _newline(text: str) -> str:
+    """The file's line ending (CRLF where it has one, else LF)."""
+    return "\r\n" if "\r\n" in text else "\n"
 
 
 def _line_indent(text: str, at: int) -> str:

@@ -375,3 +375,29 @@ def test_setup_from_a_subdirectory_writes_at_the_top_of_the_work_tree(repo: Path
     _setup(repo / "src" / "deep", "gemini")
     assert (repo / ".gemini/settings.json").is_file()
     assert not (repo / "src" / "deep" / ".gemini").exists()
+
+
+def test_a_crlf_file_gets_crlf_lines_and_its_bytes_back(repo: Path) -> None:
+    (repo / ".cursor").mkdir()
+    original = CLAUDE_MCP.replace("\n", "\r\n").encode()
+    (repo / ".cursor/mcp.json").write_bytes(original)
+    _setup(repo, "cursor")
+    written = (repo / ".cursor/mcp.json").read_bytes()
+    assert b"loopx" in written and written.count(b"\n") == written.count(b"\r\n")
+    _setup(repo, "cursor", remove=True)
+    assert (repo / ".cursor/mcp.json").read_bytes() == original
+
+
+def test_a_crlf_config_toml_gets_crlf_lines_and_its_bytes_back(repo: Path) -> None:
+    (repo / ".codex").mkdir()
+    original = CODEX_CONFIG.replace("\n", "\r\n").encode()
+    (repo / ".codex/config.toml").write_bytes(original)
+    _setup(repo, "codex")
+    written = (repo / ".codex/config.toml").read_bytes()
+    assert written.startswith(original) and written.count(b"\n") == written.count(b"\r\n")
+    assert not any(c.changed for c in _setup(repo, "codex", actor=None).files)
+    _setup(repo, "codex", actor="agent:codex@devbox")  # the table is found again, and replaced
+    assert tomllib.loads((repo / ".codex/config.toml").read_text())["mcp_servers"]["loopx"] == \
+        clients.server_entry("agent:codex@devbox")
+    _setup(repo, "codex", remove=True)
+    assert (repo / ".codex/config.toml").read_bytes() == original
