@@ -56,8 +56,6 @@ COVERED_ELSEWHERE = {
     "features/ci/github.py": "tests/features/test_ci.py (against a real HTTP server on "
                              "127.0.0.1)",
     "features/ci/recorded.py": "tests/features/test_ci.py (ci evidence read back)",
-    "features/jsonedit.py": "tests/features/test_clients.py (setup's edits of JSON config "
-                            "files in place, removed to the same bytes)",
     "features/primer.py": "tests/cli/test_prime.py (`git loopx prime`)",
     "features/salvage.py": "tests/ledger/test_gc_prune.py (doctor names each lost event, "
                            "repair keeps every other), tests/features/test_doctor.py",

@@ -111,10 +111,10 @@ def _insert(text: str, node: Node, starts: list[int], index: int, prefix: str, v
     inline = "\n" not in text[node.start:starts[0]]
     sep = " " if inline else _newline(text) + _line_indent(text, starts[0])
     entry = prefix + _render(text, value, None if inline else starts[0], inline=inline)
-    if index < len(starts):
-        return f"{text[:starts[index]]}{entry},{sep}{text[starts[index]:]}"
-    last = node.children[-1].end
-    return f"{text[:last]},{sep}{entry}{text[last:]}"
+    if index == 0:
+        return f"{text[:starts[0]]}{entry},{sep}{text[starts[0]:]}"
+    after = node.children[index - 1].end  # what _delete takes out: the comma before it too
+    return f"{text[:after]},{sep}{entry}{text[after:]}"
 
 
 def _delete(text: str, node: Node, starts: list[int], index: int) -> str:
