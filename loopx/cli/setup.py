@@ -16,8 +16,8 @@ from loopx.features import clients
 @click.command()
 @click.argument("tool", type=click.Choice(sorted(clients.TOOLS)), metavar="TOOL")
 @click.option("--actor", "as_actor", metavar="WHO",
-              help="The identity the tool's server and hook act as (default: the global "
-              "--actor or $LOOPX_ACTOR, else the one already set up, else agent:<tool>@<host>).")
+              help="The identity the tool's server and hook act as (default: the one already "
+              "set up, else the global --actor or $LOOPX_ACTOR, else agent:<tool>@<host>).")
 @click.option("--check", is_flag=True,
               help="Change nothing; exit 1 naming each entry that is missing or out of date.")
 @click.option("--remove", is_flag=True, help="Take out what setup wrote; keep everything else.")
@@ -33,7 +33,8 @@ def setup(app: App, tool: str, as_actor: Optional[str], check: bool, remove: boo
     """
     if check and remove:
         raise UsageError("--check and --remove do not go together")
-    plan = clients.plan(tool, cwd=app.cwd, actor=as_actor or app.named_actor, remove=remove)
+    plan = clients.plan(tool, cwd=app.cwd, actor=as_actor, fallback=app.named_actor,
+                        remove=remove)
     if check:
         _report_check(app, tool, plan)
         return

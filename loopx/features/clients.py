@@ -141,14 +141,18 @@ class Plan:
 # --- the plan ----------------------------------------------------------------------------------
 
 
-def plan(name: str, *, cwd: Path | str, actor: Optional[str], remove: bool = False) -> Plan:
+def plan(name: str, *, cwd: Path | str, actor: Optional[str], remove: bool = False,
+         fallback: Optional[str] = None) -> Plan:
     """What setting up (or with ``remove``, taking out) tool ``name`` changes, file by file;
     reads the files and writes nothing. Without ``actor``, the one an existing loopx entry
-    names is kept, else ``agent:<tool>@<host>``."""
+    names is kept, else ``fallback`` (the process's own actor), else ``agent:<tool>@<host>``:
+    an agent's shell with $LOOPX_ACTOR set does not turn a setup made for another actor
+    stale."""
     tool = TOOLS[name]
     top = _top(cwd)
     texts = {part.path: _read(top, part.path) for part in tool.parts}
-    actor = actor or _existing_actor(tool, texts) or f"agent:{tool.agent}@{local_host()}"
+    actor = actor or _existing_actor(tool, texts) or fallback or \
+        f"agent:{tool.agent}@{local_host()}"
     if not re.match(ACTOR_PATTERN, actor):
         raise UsageError(f"--actor {actor!r} is not an identity like agent:{tool.agent}@laptop")
     files, missing = [], []

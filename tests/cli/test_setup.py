@@ -85,3 +85,13 @@ async def test_the_entry_setup_wrote_starts_a_server_the_sdk_client_can_use(
             assert not result.is_error, result.content
             prime = await client.call_tool("prime", {})
             assert "loopx" in json.loads(prime.content[0].text)["markdown"]  # type: ignore[union-attr]
+
+
+def test_an_agents_shell_actor_does_not_turn_an_existing_setup_stale(repo: Path) -> None:
+    assert invoke(repo, "setup", "claude", "--actor", AGENT).code == 0
+    shell = run_loopx(repo, "setup", "claude", "--check", actor="agent:codex@devbox")
+    assert shell.code == 0 and shell.out.strip() == f"Claude Code: set up as {AGENT}"
+    assert run_loopx(repo, "setup", "claude", actor="agent:codex@devbox").out.splitlines()[-1] \
+        == f"Claude Code: already set up as {AGENT}; nothing changed"
+    moved = invoke(repo, "setup", "claude", "--actor", "agent:codex@devbox")
+    assert "updated .mcp.json" in moved.out
