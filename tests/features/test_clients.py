@@ -401,3 +401,12 @@ def test_a_crlf_config_toml_gets_crlf_lines_and_its_bytes_back(repo: Path) -> No
         clients.server_entry("agent:codex@devbox")
     _setup(repo, "codex", remove=True)
     assert (repo / ".codex/config.toml").read_bytes() == original
+
+
+def test_an_entry_naming_no_valid_actor_is_still_removed(repo: Path) -> None:
+    (repo / ".mcp.json").write_text(json.dumps({"mcpServers": {"loopx": {
+        "command": "git", "args": ["loopx", "--actor", "not an actor", "mcp"]}}}) + "\n")
+    with pytest.raises(UsageError, match="is not an identity"):
+        clients.plan("claude", cwd=repo, actor=None)
+    _setup(repo, "claude", actor=None, remove=True)
+    assert not (repo / ".mcp.json").exists()
