@@ -311,8 +311,7 @@ def json_server(text: Optional[str], key: str, entry: Optional[dict[str, Any]], 
         return text
     rest = {k: v for k, v in (servers or {}).items() if k != NAME}
     want = {**rest, NAME: entry} if entry is not None else rest
-    expected = {**doc, key: want} if want or key not in doc and entry else \
-        {k: v for k, v in doc.items() if k != key}
+    expected = {**doc, key: want} if want else {k: v for k, v in doc.items() if k != key}
     if text is None or not text.strip():
         return _json_new(expected)
     root = jsonedit.parse(text)
