@@ -9,7 +9,7 @@ over stdio, and prints per-call latency of the `status` tool (ci=false: no CI pr
 asked) after warm-up calls: median, p90, p99, against the goal (median <= 20 ms warm). Also:
 the server's start (spawn + initialize), and a `status` right after another process wrote
 (the server must notice the state ref moved, and does so by reading only what was added).
-Needs the MCP SDK: pip install 'loopx[mcp]'.
+Needs the MCP SDK: pip install 'git-loopx[mcp]'.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from conftest import git
 ROOT = Path(__file__).resolve().parents[1]
 FENCE = re.compile(r"(?P<skip><!--\s*not run[^>]*-->[ \t]*\n)?^```(?P<lang>sh|python)\n(?P<code>.*?)^```",
                    re.S | re.M)
-PAGES = ["hooks.md", "sync.md", "recovery.md", "sessions.md", "review.md", "cli.md", "status.md",
+PAGES = ["agents.md", "hooks.md", "sync.md", "recovery.md", "sessions.md", "review.md", "cli.md", "status.md",
          "design.md", "library.md", "benchmarks.md", "security.md"]
 
 
@@ -102,3 +102,22 @@ def test_the_runner_skips_only_blocks_marked_not_run(tmp_path: Path) -> None:
     page.write_text("<!-- not run: a synopsis -->\n```sh\ngit loopx nope [X]\n```\n\n"
                     "```sh\necho pasted\n```\n```text\nnot a shell block\n```\n")
     assert [(lang, code) for lang, code, _ in blocks(page)] == [("sh", "echo pasted\n")]
+
+
+# `pip install loopx` resolves to an unrelated project (which also installs a `loopx` import
+# package and a `loopx` command): every install line names this distribution, git-loopx.
+WRONG_INSTALL = re.compile(r"pip3? install\s+(?:-[-\w]+\s+)*['\"]?loopx(?:\[|[=<>~!]|['\"\s]|$)", re.M)
+
+
+def test_every_install_line_names_the_distribution_git_loopx() -> None:
+    project = (ROOT / "pyproject.toml").read_text().partition("\n[project]\n")[2]
+    assert re.search(r'^name = "git-loopx"$', project.partition("\n[")[0], re.M)
+    paths = [ROOT / "README.md", *(ROOT / "docs").rglob("*.md"), *(ROOT / "docs").rglob("*.yml"),
+             *(ROOT / "loopx").rglob("*.py"), *(ROOT / "benchmarks").rglob("*.py"),
+             ROOT / ".ci" / "run"]
+    wrong = [f"{p.relative_to(ROOT)}: {m[0]!r}" for p in paths
+             for m in WRONG_INSTALL.finditer(p.read_text(encoding="utf-8"))]
+    assert wrong == []
+    assert WRONG_INSTALL.search("run: pip install loopx\n")  # the pattern finds what it looks for
+    assert WRONG_INSTALL.search("pip install -U 'loopx[mcp]'")
+    assert not WRONG_INSTALL.search("pip install git-loopx 'git-loopx[mcp]' '.[mcp]'")

@@ -112,18 +112,28 @@ def brief(app: App, goal_id: Optional[str], no_ci: bool, offline: bool) -> None:
 
 
 @click.command()
+@click.option("--as-hook", "as_hook", is_flag=True,
+              help="Print it as a session-start hook's answer, the JSON {hookSpecificOutput: "
+              "{hookEventName: SessionStart, additionalContext: MARKDOWN}} that Claude Code, "
+              "Codex CLI and Gemini CLI add to the context (`git loopx setup` writes such hooks).")
 @_inspect_options
 @pass_app
-def prime(app: App, no_ci: bool, offline: bool) -> None:
+def prime(app: App, as_hook: bool, no_ci: bool, offline: bool) -> None:
     """A short Markdown primer for an agent starting a session (or after compaction): what
     loopx is, the commands it needs, and what matters to you now. Made for session-start
     hooks: in a repository without a ledger it says so and exits 0."""
     if not app.ledger.exists():
-        app.emit({"markdown": NO_LEDGER, "primer": None}, NO_LEDGER.rstrip())
+        markdown, data = NO_LEDGER, {"markdown": NO_LEDGER, "primer": None}
+    else:
+        result = recovery.prime(app.ledger, actor=app.actor_or_none(), ci=not no_ci,
+                                offline=offline, now=app.now)
+        markdown, data = result.markdown, result.to_dict()
+    if as_hook:  # the one shape these hooks read; compact, it is for a program
+        click.echo(json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart",
+                                                      "additionalContext": markdown}},
+                              ensure_ascii=False, separators=(",", ":")))
         return
-    result = recovery.prime(app.ledger, actor=app.actor_or_none(), ci=not no_ci,
-                            offline=offline, now=app.now)
-    _emit(app, result.to_dict(), result.markdown.rstrip())
+    _emit(app, data, markdown.rstrip())
 
 
 NO_LEDGER = "This repository has no loopx ledger yet (`git loopx init` starts one).\n"

@@ -42,6 +42,7 @@ _GROUPS = [
     ("loopx.cli.recovery", "prime"),
     ("loopx.cli.waiting", "wait"), ("loopx.cli.waiting", "watch"),
     ("loopx.cli.serve", "mcp"),
+    ("loopx.cli.setup", "setup"),
     ("loopx.cli.review", "log"), ("loopx.cli.review", "diff"), ("loopx.cli.review", "validate"),
     ("loopx.cli.core", "signer"),
     ("loopx.cli.core", "batch"),

@@ -18,7 +18,7 @@ from loopx.cli.app import App, pass_app
 from loopx.errors import LoopxError
 
 # The same sentence as loopx.mcp.HINT (not imported: the two interfaces are independent).
-HINT = "the MCP server needs the MCP SDK: pip install 'mcp>=2.3,<3' (loopx's [mcp] extra)"
+HINT = "the MCP server needs the MCP SDK: pip install 'mcp>=2.3,<3' (the [mcp] extra of git-loopx)"
 
 
 @click.command()
@@ -32,7 +32,7 @@ def mcp(app: App, as_actor: Optional[str]) -> None:
     session_*, wake_*, quota_spend, prime) and resources (loopx://brief, loopx://prime, loopx://goal/ID);
     the server acts as one identity, --actor or $LOOPX_ACTOR (it refuses to start without
     one), and a call's `actor` argument may only name a sub-identity under it (WHO/NAME).
-    Needs the MCP SDK (loopx's [mcp] extra): pip install 'mcp>=2.3,<3'.
+    Needs the MCP SDK (the [mcp] extra of git-loopx): pip install 'mcp>=2.3,<3'.
     """
     if importlib.util.find_spec("mcp") is None:
         raise LoopxError(HINT)

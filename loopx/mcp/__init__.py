@@ -4,4 +4,4 @@
 :mod:`loopx.mcp.server` wires them to the official MCP SDK, an optional dependency.
 """
 
-HINT = "the MCP server needs the MCP SDK: pip install 'mcp>=2.3,<3' (loopx's [mcp] extra)"
+HINT = "the MCP server needs the MCP SDK: pip install 'mcp>=2.3,<3' (the [mcp] extra of git-loopx)"

@@ -159,7 +159,7 @@ def _problems(ctx: _Ctx) -> Iterable[Action]:
     if unknown:
         yield _action("repair", f"{plural.counted(len(unknown), 'event')} "
                       f"{'is of a type' if len(unknown) == 1 else 'are of types'} this loopx does not know; "
-                      "upgrade loopx before acting on this ledger", "pip install -U loopx")
+                      "upgrade loopx before acting on this ledger", "pip install -U git-loopx")
 
 
 _YOUR = {"todo.claimed": "your claim", "todo.renewed": "your renewal",

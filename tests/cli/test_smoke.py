@@ -34,5 +34,7 @@ def test_the_readme_for_agents_block_works_when_pasted(repo: Path) -> None:
     assert "# loopx primer for `agent:codex@devbox`" in proc.stdout
     assert "P0 parser: Fix the parser" in proc.stdout
     assert "woke: 0" in proc.stdout and "an agent turn runs here" in proc.stdout
-    config = json.loads(re.findall(r"```json\n(.*?)```", section, re.S)[0])
-    assert config["mcpServers"]["loopx"]["args"][-1] == "mcp"
+    config = json.loads((repo / ".mcp.json").read_text())  # what `setup claude` wrote
+    assert config["mcpServers"]["loopx"]["args"] == ["loopx", "--actor", "agent:claude@laptop",
+                                                     "mcp"]
+    assert "prime --offline --as-hook" in (repo / ".claude" / "settings.json").read_text()

@@ -219,7 +219,7 @@ def test_without_the_sdk_mcp_says_how_to_install_it(project: Path,
     result = invoke(project, "mcp", "--format", "json")
     assert result.code == 1
     assert result.err.strip() == ("error: the MCP server needs the MCP SDK: "
-                                  "pip install 'mcp>=2.3,<3' (loopx's [mcp] extra)")
+                                  "pip install 'mcp>=2.3,<3' (the [mcp] extra of git-loopx)")
     assert json.loads(result.out)["error"]["kind"] == "LoopxError"
 
 
