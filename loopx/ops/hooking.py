@@ -27,6 +27,7 @@ from typing import Any, Callable, NamedTuple, Optional
 
 from loopx.errors import CheckedOut, LockTimeout, LoopxError, RefRaceError
 from loopx.features import capture, shims, spool, sync, unrecorded
+from loopx.ledger import cache
 from loopx.ledger.book import Ledger
 from loopx.model import plural
 from loopx.ops import ledgers
@@ -110,6 +111,7 @@ def _post_commit(hook: Hook) -> list[str]:
 
 def _post_commit_of(hook: Hook, found: "_Found", branch: Optional[str],
                     info: capture.CommitInfo) -> list[str]:
+    doubt = _hooks_state_doubt(found.loopx_dir, found.tip) if hook.ref == ledgers.state_ref(None) else []
     held = capture.cached_leases(loopx_dir=found.loopx_dir, ref=hook.ref, tip=found.tip,
                                  actor=hook.actor or "", branch=branch)
     # Work on a held lease is recorded off git's path; a commit that names todos or goals
@@ -118,8 +120,8 @@ def _post_commit_of(hook: Hook, found: "_Found", branch: Optional[str],
     if not info.todos and not info.goals and held == []:  # nothing to record, known without
         if queue_it:                                      # loading the event model
             _drain_in_background(hook, found.loopx_dir)  # what a dead drainer left
-            return []
-        return _apply_spooled(hook, found)
+            return doubt
+        return doubt + _apply_spooled(hook, found)
     background = queue_it and not info.todos and not info.goals
     notes = [] if background else _apply_spooled(hook, found)
     inputs = {"commit": info.sha, "branch": branch, "amended": _amended(hook.cwd, info.sha)}
@@ -128,7 +130,7 @@ def _post_commit_of(hook: Hook, found: "_Found", branch: Optional[str],
                              state_ref=hook.ref)
         spool.pause_point("queued", hook.environ)
         _drain_in_background(hook, found.loopx_dir)
-        return [f"recording this commit's evidence{_for(info, held)} in the background "
+        return doubt + [f"recording this commit's evidence{_for(info, held)} in the background "
                 f"({entry.path.name}; `git loopx hooks queue` shows what waits)"]
     with Ledger(gateway.discover(hook.cwd), ref=hook.ref, scrub=ledgers.scrub) as ledger:
         ledger.store.wait_limit = spool.WAIT_S
@@ -136,8 +138,18 @@ def _post_commit_of(hook: Hook, found: "_Found", branch: Optional[str],
             result = capture.record_commit(ledger=ledger, actor=hook.who(), info=info,
                                            branch=branch, amended=inputs["amended"])
         except BUSY as exc:
-            return notes + [_queued(hook, found.loopx_dir, inputs, exc, "the commit's evidence")]
-    return notes + result.notes + [_recorded_line(e) for e in result.events]
+            return doubt + notes + [_queued(hook, found.loopx_dir, inputs, exc,
+                                            "the commit's evidence")]
+    return doubt + notes + result.notes + [_recorded_line(e) for e in result.events]
+
+
+def _hooks_state_doubt(loopx_dir: Path, tip: str) -> list[str]:
+    """The line that says the shim's file was not believed (damaged, cut short, of another
+    format) although it names this tip; loopx decided instead and rewrites it."""
+    path = cache.hooks_state_path(loopx_dir)
+    why = cache.hooks_state_trouble(path, tip)
+    return [f"{path} was not believed ({why}); loopx decided this commit and rewrites it"
+            ] if why else []
 
 
 def _for(info: capture.CommitInfo, held: Optional[list[str]]) -> str:
