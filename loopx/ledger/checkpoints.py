@@ -13,9 +13,15 @@ Derived data, trusted no further than the events (docs/design.md, "Checkpoints")
   is an ancestor of its tip and every event added since C sorts after the checkpoint's last
   key ``(clock, id)`` (else the fold of the tip is not "checkpoint + newer events", and the
   cache falls back to an older checkpoint or a replay).
+- *That it is the fold of C, not of another commit* is checked on open, cheaply
+  (:func:`binding`): its counters agree with its manifest, the event its last key names is
+  in C's tree with that clock, and no event C's own commit added sorts after that key. One
+  that fails is not used (a notice says why; an older checkpoint or a replay is used).
 - *That it is that fold* is what :func:`verify` recomputes: ``git loopx validate`` does it for
   every checkpoint a pull request adds, ``git loopx doctor --verify`` for the one a clone
-  started from; until then ``status`` says the cache came from an unverified checkpoint.
+  started from, and the first write in a clone whose cache came from one (``Ledger.settle``)
+  replays before it builds; until then ``status`` says the cache came from an unverified
+  checkpoint.
 """
 
 from __future__ import annotations
@@ -25,11 +31,14 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from loopx.ledger import rows
-from loopx.model.paths import CHECKPOINT_CHUNK_BYTES, checkpoint_path
+from loopx.model.paths import CHECKPOINT_CHUNK_BYTES, PATH_RE, checkpoint_path
 from loopx.storage.store import Store
+
+if TYPE_CHECKING:
+    from loopx.ledger.replay import Reader
 
 # The largest checkpoint file the layout allows (ledger.layout.AREAS): nothing bigger is read.
 _CAP = 2 * CHECKPOINT_CHUNK_BYTES
@@ -136,6 +145,35 @@ def listed(store: Store, tip: str) -> list[Manifest]:
                 manifest.commit, tip):
             found.append(manifest)
     return sorted(found, key=lambda m: (-m.events, m.commit))
+
+
+def binding(store: Store, reader: "Reader", manifest: Manifest) -> Optional[str]:
+    """Why the checkpoint is not bound to its commit C (None: it is), from a few reads: its
+    counters and its manifest agree; the event its last key names is in C's tree with that
+    clock; no event C's commit added (against its first parent) sorts after that key. Rows of
+    another commit (older: C's own events sort after them; newer: their last event is not in
+    C) fail here. That the rows are the fold of those events is :func:`verify`'s replay."""
+    scalars = manifest.scalars
+    last = scalars.get("last_key") or [0, ""]
+    if scalars.get("events") != manifest.events or [int(last[0]), str(last[1])] != list(
+            manifest.last_key):
+        return "its counters do not match its manifest"
+    clock, last_id = manifest.last_key
+    if manifest.events == 0:
+        return None if clock == 0 else "its last key names an event of an empty ledger"
+    event = reader.find_event(manifest.commit, last_id)
+    if event is None or event.env.clock != clock:
+        return f"the event its last key names ({last_id}) is not in {manifest.commit[:12]} " \
+               "with that clock"
+    parent = store.resolve(f"{manifest.commit}^")
+    added = [entry.path for status, _, entry in store.added_files(parent, manifest.commit)
+             if status == "A"] if parent else []
+    for path in added:
+        match = PATH_RE.match(path)
+        found = reader.find_event(manifest.commit, match.group(4)) if match else None
+        if found is not None and found.sort_key() > manifest.last_key:
+            return f"{manifest.commit[:12]} holds event {found.id}, which sorts after its last key"
+    return None
 
 
 class _Unreadable(Exception):
