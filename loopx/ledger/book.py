@@ -256,7 +256,7 @@ class Ledger:
         from loopx.ledger import checkpoints  # only an empty cache looks for them
 
         for manifest in checkpoints.listed(self.store, tip):
-            why = checkpoints.binding(self.store, self.reader, manifest)
+            why = checkpoints.binding(self.store, manifest)
             if why is None and not checkpoints.load(self.projection, self.store, tip, manifest):
                 why = "a chunk is missing or fails its digest"
             if why is None and self._advance_to(tip):

@@ -28,17 +28,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 from loopx.ledger import rows
-from loopx.model.paths import CHECKPOINT_CHUNK_BYTES, PATH_RE, checkpoint_path
+from loopx.model.ids import is_event_id
+from loopx.model.paths import CHECKPOINT_CHUNK_BYTES, PATH_RE, checkpoint_path, event_dirs
 from loopx.storage.store import Store
-
-if TYPE_CHECKING:
-    from loopx.ledger.replay import Reader
 
 # The largest checkpoint file the layout allows (ledger.layout.AREAS): nothing bigger is read.
 _CAP = 2 * CHECKPOINT_CHUNK_BYTES
@@ -147,12 +146,13 @@ def listed(store: Store, tip: str) -> list[Manifest]:
     return sorted(found, key=lambda m: (-m.events, m.commit))
 
 
-def binding(store: Store, reader: "Reader", manifest: Manifest) -> Optional[str]:
+def binding(store: Store, manifest: Manifest) -> Optional[str]:
     """Why the checkpoint is not bound to its commit C (None: it is), from a few reads: its
     counters and its manifest agree; the event its last key names is in C's tree with that
     clock; no event C's commit added (against its first parent) sorts after that key. Rows of
     another commit (older: C's own events sort after them; newer: their last event is not in
-    C) fail here. That the rows are the fold of those events is :func:`verify`'s replay."""
+    C) fail here. That the rows are the fold of those events is :func:`verify`'s replay.
+    Reads raw files only (the ``clock:`` line), so a fresh clone loads no event model."""
     scalars = manifest.scalars
     last = scalars.get("last_key") or [0, ""]
     if scalars.get("events") != manifest.events or [int(last[0]), str(last[1])] != list(
@@ -161,19 +161,44 @@ def binding(store: Store, reader: "Reader", manifest: Manifest) -> Optional[str]
     clock, last_id = manifest.last_key
     if manifest.events == 0:
         return None if clock == 0 else "its last key names an event of an empty ledger"
-    event = reader.find_event(manifest.commit, last_id)
-    if event is None or event.env.clock != clock:
-        return f"the event its last key names ({last_id}) is not in {manifest.commit[:12]} " \
-               "with that clock"
-    parent = store.resolve(f"{manifest.commit}^")
-    added = [entry.path for status, _, entry in store.added_files(parent, manifest.commit)
-             if status == "A"] if parent else []
-    for path in added:
-        match = PATH_RE.match(path)
-        found = reader.find_event(manifest.commit, match.group(4)) if match else None
-        if found is not None and found.sort_key() > manifest.last_key:
-            return f"{manifest.commit[:12]} holds event {found.id}, which sorts after its last key"
+    found = [oid for directory in event_dirs(last_id) for name, (_, oid) in
+             store.read_tree(f"{manifest.commit}:{directory}").items()
+             if name.startswith(last_id + ".")] if is_event_id(last_id) else []
+    if not found or _clock_of(store, found[0]) != clock:
+        return (f"the event its last key names ({last_id}) is not in {manifest.commit[:12]} "
+                "with that clock")
+    parent = _first_parent(store, manifest.commit)
+    added = [(match.group(4), entry.oid) for status, _, entry in (
+        store.added_files(parent, manifest.commit) if parent else [])
+        if status == "A" and (match := PATH_RE.match(entry.path))]
+    for (event_id, oid), data in zip(added, store.read_blobs([oid for _, oid in added])):
+        clock_of = _clock_of_data(data)
+        if clock_of is not None and (clock_of, event_id) > manifest.last_key:
+            return f"{manifest.commit[:12]} holds event {event_id}, which sorts after its last key"
     return None
+
+
+def _first_parent(store: Store, commit: str) -> Optional[str]:
+    """The first parent of ``commit``, read through the open object reader (no process)."""
+    found = store.reader.read_capped([commit], 1 << 20)[0]
+    if not isinstance(found, tuple) or found[0] != "commit":
+        return None
+    for line in found[1].split(b"\n\n", 1)[0].splitlines():
+        if line.startswith(b"parent "):
+            return line[7:].decode()
+    return None
+
+
+_CLOCK_LINE = re.compile(rb"^clock: ([0-9]{1,18})$", re.M)  # as codec.dump writes it
+
+
+def _clock_of(store: Store, oid: str) -> Optional[int]:
+    return _clock_of_data(store.read_blobs([oid])[0])
+
+
+def _clock_of_data(data: object) -> Optional[int]:
+    match = _CLOCK_LINE.search(data) if isinstance(data, bytes) else None
+    return int(match.group(1)) if match else None
 
 
 class _Unreadable(Exception):
