@@ -264,7 +264,7 @@ def drain(cwd: str, *, state_ref: Optional[str] = None, retry: bool = False,
     if patience is None:
         patience = DRAIN_PATIENCE_S if os.environ.get(BACKGROUND_ENV) else 0.0
     deadline = time.monotonic() + patience
-    total = spool.Drained()
+    total, pause = spool.Drained(), 1.0
     while True:
         with Ledger(found, ref=ledgers.state_ref(state_ref), scrub=ledgers.scrub) as ledger:
             done = ledgers.apply_spool(ledger, wait=ledgers.READ_WAIT_S if wait is None else wait)
@@ -276,7 +276,8 @@ def drain(cwd: str, *, state_ref: Optional[str] = None, retry: bool = False,
         total.kept, total.busy = done.kept, done.busy
         if not done.kept or time.monotonic() >= deadline:
             return total
-        time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
+        time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
+        pause = min(pause * 2, 30.0)  # a branch checked out for long is not polled hot
 
 
 def queue(cwd: str) -> dict[str, Any]:
