@@ -46,13 +46,25 @@ EOF
     # A commit on the state branch itself: loopx warns about it.
     [ "$head" = "ref: refs/heads/loopx/state" ] && found=3
     if [ $found -eq 0 ] && [ -n "$tip" ] && [ -f "$common/loopx/hooks.state" ]; then
-        while read -r kind a b until; do
-            case $kind in
-                tip) [ "$a" = "$tip" ] && known=1 ;;
-                lease) leases="$leases$a $b $until
+        format= check= body=
+        while IFS= read -r line; do
+            case $line in
+                "format "*) format=${line#format } ;;
+                "tip "*) [ "${line#tip }" = "$tip" ] && known=1 ;;
+                "lease "*) leases="$leases${line#lease }
 " ;;
+                "check "*) check=${line#check }; continue ;;
             esac
+            [ -z "$check" ] || check=-  # a line after the check line: not whole
+            body="$body$line
+"
         done < "$common/loopx/hooks.state"
+        # Believed only whole: the last line is the git blob id of the lines above it (a file
+        # cut short, damaged or of another format makes loopx decide, and rewrite it).
+        if [ -n "$known" ] && { [ "$format" != 2 ] || [ -z "$check" ] ||
+            [ "$(printf '%s' "$body" | git hash-object --stdin)" != "$check" ]; }; then
+            known= leases=
+        fi
     fi
     trailers=
     if [ -n "$known" ]; then

@@ -25,7 +25,7 @@ from loopx.ledger import book, cache, checkpoints
 from loopx.ledger.book import Ledger
 from loopx.state import views
 from loopx.storage import gateway
-from loopx.storage.store import STALE_REF_LOCK_S, Store
+from loopx.storage.store import STALE_REF_LOCK_S, STATE_REF, Store
 
 
 def examine(*, ledger: Ledger, now: Optional[datetime] = None) -> dict[str, Any]:
@@ -55,6 +55,10 @@ def examine(*, ledger: Ledger, now: Optional[datetime] = None) -> dict[str, Any]
     warnings += [f"queued hook entry {path} was set aside: {spool.reason(path)}"
                  for path in spool.failed(store.repo.loopx_dir)]
     warnings += cache_warnings(ledger)
+    if tip is not None and ledger.ref == STATE_REF:
+        doubt = cache.hooks_state_trouble(cache.hooks_state_path(store.repo.loopx_dir), tip)
+        warnings += [f"{cache.hooks_state_path(store.repo.loopx_dir)} is {doubt}: post-commit "
+                     "asks loopx instead (slower), and loopx rewrites it"] if doubt else []
     locks = _locks(store, ledger.ref)
     problems += [lock["problem"] for lock in locks if lock.get("problem")]
     ahead = views.clocks_ahead(ledger.live_fold(), now or ledger.time()) if (

@@ -207,10 +207,14 @@ def _apply(entry: Entry, handler: Callable[[Entry], None], done: Drained) -> boo
     return True
 
 
+_PAUSED: list[str] = []  # a process stops once: a test that continues it lets it run on
+
+
 def pause_point(point: str, environ: Mapping[str, str] = os.environ) -> None:
     """Stop this process at ``point`` if a test asked for it (PAUSE_ENV); else nothing."""
     wanted, _, pid_file = environ.get(PAUSE_ENV, "").partition(":")
-    if wanted == point and pid_file:
+    if wanted == point and pid_file and not _PAUSED:
+        _PAUSED.append(point)
         Path(pid_file).write_text(str(os.getpid()))
         os.kill(os.getpid(), signal.SIGSTOP)
 

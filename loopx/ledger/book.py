@@ -256,11 +256,41 @@ class Ledger:
         from loopx.ledger import checkpoints  # only an empty cache looks for them
 
         for manifest in checkpoints.listed(self.store, tip):
-            if checkpoints.load(self.projection, self.store, tip, manifest) and (
-                    self._advance_to(tip)):
+            why = checkpoints.binding(self.store, manifest)
+            if why is None and not checkpoints.load(self.projection, self.store, tip, manifest):
+                why = "a chunk is missing or fails its digest"
+            if why is None and self._advance_to(tip):
                 return True
+            if why is not None:
+                print(f"loopx: checkpoint {manifest.commit[:12]} not used: {why}; folding "
+                      "from an older one or the events", file=sys.stderr, flush=True)
             self.projection.clear()
         return False
+
+    def settle(self) -> Optional[str]:
+        """When the cache came from a checkpoint not verified here, replay the events and
+        keep that instead (a write is never judged on rows the events do not back); the
+        notice when the two differed, else None."""
+        try:
+            source = self.projection.source() if self._cache_owner else None
+        except Exception as exc:
+            if not cache.is_cache_error(exc):
+                raise
+            self.cache_trouble(exc)  # rebuilt or folded in memory: from the events either way
+            return None
+        tip = self.tip()
+        if not source or tip is None:
+            return None
+        self.projection.end()
+        replayed = self.reader.rebuild(tip)
+        differs = cache.content(self.fold()) != cache.content(replayed)
+        self.recache(replayed)
+        if not differs:
+            return None
+        notice = (f"loopx: the {source} this clone's cache started from is not the fold of "
+                  "its events; the cache was rebuilt from the events")
+        print(notice, file=sys.stderr, flush=True)
+        return notice
 
     def recache(self, fold: entities.Fold) -> None:
         """Replace the cache with ``fold``, the fold of the tip replayed from its events."""
@@ -358,6 +388,7 @@ class Ledger:
         # Imported here: only writes need the event models (pydantic); see `reader`.
         from loopx.ledger.txn import Txn
 
+        self.settle()
         for attempt in range(MAX_RACE_RETRIES):
             with self.store.lock():
                 expected = self.store.tip(self.ref)

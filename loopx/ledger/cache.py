@@ -205,20 +205,52 @@ def hooks_state_path(loopx_dir: Path) -> Path:
     return loopx_dir / "hooks.state"
 
 
+HOOKS_STATE_FORMAT = "2"
+
+
 def save_hooks_state(path: Path, tip: str, live: entities.Fold) -> None:
     """What post-commit needs to know (loopx/data/hook.sh reads it with sed and awk): the tip
-    it was written for, and each live lease as ``lease ACTOR BRANCH-REF UNTIL-EPOCH``."""
+    it was written for, and each live lease as ``lease ACTOR BRANCH-REF UNTIL-EPOCH``, bound
+    by a last line ``check <git blob id of the lines above>`` that the shim recomputes with
+    ``git hash-object`` (a truncated or damaged file is not believed: loopx decides, and
+    rewrites it)."""
     lines = ["# loopx: what post-commit needs to know; kept by loopx (docs/hooks.md)",
-             f"tip {tip}"]
+             f"format {HOOKS_STATE_FORMAT}", f"tip {tip}"]
     for todo in live.todos.values():
         if todo.state == "open" and todo.holder and todo.until and todo.branch:
             until = math.ceil(clock.parse_ts(todo.until).timestamp())  # never early
             lines.append(f"lease {todo.holder} {todo.branch} {until}")
+    body = ("\n".join(lines) + "\n").encode()
     try:
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        _write_then_rename(tmp, path, ("\n".join(lines) + "\n").encode())
+        _write_then_rename(tmp, path, body + f"check {_blob_id(body)}\n".encode())
     except OSError:
         pass  # without the file the shim asks loopx itself: slower, never wrong
+
+
+def _blob_id(data: bytes) -> str:
+    """The id ``git hash-object`` gives ``data`` (SHA-1 repositories; the shim compares
+    what its own git computes, so another object format only makes it ask loopx)."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def hooks_state_trouble(path: Path, tip: str) -> Optional[str]:
+    """Why the hook state at ``path`` cannot be believed for ``tip`` although it claims to
+    be of it (damaged, truncated, another format); None when it checks out, is absent, or
+    is plainly of another tip (then it is only out of date, which the shim sees itself)."""
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    body, _, last = raw.rstrip(b"\n").rpartition(b"\n")
+    text = raw.decode("utf-8", "replace")
+    if f"\ntip {tip}\n" not in text:
+        return None
+    if f"\nformat {HOOKS_STATE_FORMAT}\n" not in text:
+        return "written by another loopx version"
+    if last != b"check " + _blob_id(body + b"\n").encode():
+        return "damaged or truncated (its check line does not match)"
+    return None
 
 
 def split(fold: entities.Fold) -> entities.Fold:

@@ -13,22 +13,30 @@ Derived data, trusted no further than the events (docs/design.md, "Checkpoints")
   is an ancestor of its tip and every event added since C sorts after the checkpoint's last
   key ``(clock, id)`` (else the fold of the tip is not "checkpoint + newer events", and the
   cache falls back to an older checkpoint or a replay).
+- *That it is the fold of C, not of another commit* is checked on open, cheaply
+  (:func:`binding`): its counters agree with its manifest, the event its last key names is
+  in C's tree with that clock, and no event C's own commit added sorts after that key. One
+  that fails is not used (a notice says why; an older checkpoint or a replay is used).
 - *That it is that fold* is what :func:`verify` recomputes: ``git loopx validate`` does it for
   every checkpoint a pull request adds, ``git loopx doctor --verify`` for the one a clone
-  started from; until then ``status`` says the cache came from an unverified checkpoint.
+  started from, and the first write in a clone whose cache came from one (``Ledger.settle``)
+  replays before it builds; until then ``status`` says the cache came from an unverified
+  checkpoint.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
 from loopx.ledger import rows
-from loopx.model.paths import CHECKPOINT_CHUNK_BYTES, checkpoint_path
+from loopx.model.ids import is_event_id
+from loopx.model.paths import CHECKPOINT_CHUNK_BYTES, PATH_RE, checkpoint_path, event_dirs
 from loopx.storage.store import Store
 
 # The largest checkpoint file the layout allows (ledger.layout.AREAS): nothing bigger is read.
@@ -136,6 +144,61 @@ def listed(store: Store, tip: str) -> list[Manifest]:
                 manifest.commit, tip):
             found.append(manifest)
     return sorted(found, key=lambda m: (-m.events, m.commit))
+
+
+def binding(store: Store, manifest: Manifest) -> Optional[str]:
+    """Why the checkpoint is not bound to its commit C (None: it is), from a few reads: its
+    counters and its manifest agree; the event its last key names is in C's tree with that
+    clock; no event C's commit added (against its first parent) sorts after that key. Rows of
+    another commit (older: C's own events sort after them; newer: their last event is not in
+    C) fail here. That the rows are the fold of those events is :func:`verify`'s replay.
+    Reads raw files only (the ``clock:`` line), so a fresh clone loads no event model."""
+    scalars = manifest.scalars
+    last = scalars.get("last_key") or [0, ""]
+    if scalars.get("events") != manifest.events or [int(last[0]), str(last[1])] != list(
+            manifest.last_key):
+        return "its counters do not match its manifest"
+    clock, last_id = manifest.last_key
+    if manifest.events == 0:
+        return None if clock == 0 else "its last key names an event of an empty ledger"
+    found = [oid for directory in event_dirs(last_id) for name, (_, oid) in
+             store.read_tree(f"{manifest.commit}:{directory}").items()
+             if name.startswith(last_id + ".")] if is_event_id(last_id) else []
+    if not found or _clock_of(store, found[0]) != clock:
+        return (f"the event its last key names ({last_id}) is not in {manifest.commit[:12]} "
+                "with that clock")
+    parent = _first_parent(store, manifest.commit)
+    added = [(match.group(4), entry.oid) for status, _, entry in (
+        store.added_files(parent, manifest.commit) if parent else [])
+        if status == "A" and (match := PATH_RE.match(entry.path))]
+    for (event_id, oid), data in zip(added, store.read_blobs([oid for _, oid in added])):
+        clock_of = _clock_of_data(data)
+        if clock_of is not None and (clock_of, event_id) > manifest.last_key:
+            return f"{manifest.commit[:12]} holds event {event_id}, which sorts after its last key"
+    return None
+
+
+def _first_parent(store: Store, commit: str) -> Optional[str]:
+    """The first parent of ``commit``, read through the open object reader (no process)."""
+    found = store.reader.read_capped([commit], 1 << 20)[0]
+    if not isinstance(found, tuple) or found[0] != "commit":
+        return None
+    for line in found[1].split(b"\n\n", 1)[0].splitlines():
+        if line.startswith(b"parent "):
+            return line[7:].decode()
+    return None
+
+
+_CLOCK_LINE = re.compile(rb"^clock: ([0-9]{1,18})$", re.M)  # as codec.dump writes it
+
+
+def _clock_of(store: Store, oid: str) -> Optional[int]:
+    return _clock_of_data(store.read_blobs([oid])[0])
+
+
+def _clock_of_data(data: object) -> Optional[int]:
+    match = _CLOCK_LINE.search(data) if isinstance(data, bytes) else None
+    return int(match.group(1)) if match else None
 
 
 class _Unreadable(Exception):

@@ -9,7 +9,9 @@ spool (:mod:`loopx.features.spool`) and hands it to a detached ``git loopx hooks
 (``loopx.hooks.background``, true by default): the commit returns before the event model is
 even loaded, and every loopx command applies the queue first (waiting for a drain under
 way), so nothing recorded is missing from what it reads. Any hook waits at most
-``spool.WAIT_S`` for the state branch, then leaves its work in the spool too.
+``spool.WAIT_S`` for the state branch, then leaves its work in the spool too, and starts a
+detached drain for it unless one is running; that drain outwaits a busy state branch (up to
+``DRAIN_PATIENCE_S``), so no entry waits for a later command while no drain runs.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +27,7 @@ from typing import Any, Callable, NamedTuple, Optional
 
 from loopx.errors import CheckedOut, LockTimeout, LoopxError, RefRaceError
 from loopx.features import capture, shims, spool, sync, unrecorded
+from loopx.ledger import cache
 from loopx.ledger.book import Ledger
 from loopx.model import plural
 from loopx.ops import ledgers
@@ -33,6 +37,11 @@ HOOKS = shims.HOOK_NAMES
 # Tests set this to a hook name (or "all") to make that hook's handler fail on purpose, to
 # check that a loopx failure never blocks the git command (see docs/hooks.md).
 FAIL_ENV = "LOOPX_HOOK_TEST_FAIL"
+# Set on the detached drain a hook starts: it then keeps trying while the state branch is busy
+# (another loopx writing, a ref's .lock, the branch checked out), for up to DRAIN_PATIENCE_S,
+# rather than leave what it could not apply yet for a later command.
+BACKGROUND_ENV = "LOOPX_HOOK_DRAIN"
+DRAIN_PATIENCE_S = 300.0
 
 
 @dataclass(frozen=True)
@@ -102,6 +111,7 @@ def _post_commit(hook: Hook) -> list[str]:
 
 def _post_commit_of(hook: Hook, found: "_Found", branch: Optional[str],
                     info: capture.CommitInfo) -> list[str]:
+    doubt = _hooks_state_doubt(found.loopx_dir, found.tip) if hook.ref == ledgers.state_ref(None) else []
     held = capture.cached_leases(loopx_dir=found.loopx_dir, ref=hook.ref, tip=found.tip,
                                  actor=hook.actor or "", branch=branch)
     # Work on a held lease is recorded off git's path; a commit that names todos or goals
@@ -110,8 +120,8 @@ def _post_commit_of(hook: Hook, found: "_Found", branch: Optional[str],
     if not info.todos and not info.goals and held == []:  # nothing to record, known without
         if queue_it:                                      # loading the event model
             _drain_in_background(hook, found.loopx_dir)  # what a dead drainer left
-            return []
-        return _apply_spooled(hook, found)
+            return doubt
+        return doubt + _apply_spooled(hook, found)
     background = queue_it and not info.todos and not info.goals
     notes = [] if background else _apply_spooled(hook, found)
     inputs = {"commit": info.sha, "branch": branch, "amended": _amended(hook.cwd, info.sha)}
@@ -120,7 +130,7 @@ def _post_commit_of(hook: Hook, found: "_Found", branch: Optional[str],
                              state_ref=hook.ref)
         spool.pause_point("queued", hook.environ)
         _drain_in_background(hook, found.loopx_dir)
-        return [f"recording this commit's evidence{_for(info, held)} in the background "
+        return doubt + [f"recording this commit's evidence{_for(info, held)} in the background "
                 f"({entry.path.name}; `git loopx hooks queue` shows what waits)"]
     with Ledger(gateway.discover(hook.cwd), ref=hook.ref, scrub=ledgers.scrub) as ledger:
         ledger.store.wait_limit = spool.WAIT_S
@@ -128,8 +138,18 @@ def _post_commit_of(hook: Hook, found: "_Found", branch: Optional[str],
             result = capture.record_commit(ledger=ledger, actor=hook.who(), info=info,
                                            branch=branch, amended=inputs["amended"])
         except BUSY as exc:
-            return notes + [_queued(hook, found.loopx_dir, inputs, exc, "the commit's evidence")]
-    return notes + result.notes + [_recorded_line(e) for e in result.events]
+            return doubt + notes + [_queued(hook, found.loopx_dir, inputs, exc,
+                                            "the commit's evidence")]
+    return doubt + notes + result.notes + [_recorded_line(e) for e in result.events]
+
+
+def _hooks_state_doubt(loopx_dir: Path, tip: str) -> list[str]:
+    """The line that says the shim's file was not believed (damaged, cut short, of another
+    format) although it names this tip; loopx decided instead and rewrites it."""
+    path = cache.hooks_state_path(loopx_dir)
+    why = cache.hooks_state_trouble(path, tip)
+    return [f"{path} was not believed ({why}); loopx decided this commit and rewrites it"
+            ] if why else []
 
 
 def _for(info: capture.CommitInfo, held: Optional[list[str]]) -> str:
@@ -146,9 +166,10 @@ def _queued(hook: Hook, loopx_dir: Path, inputs: dict[str, Any], why: Exception,
     """Leave the hook's work in the spool; the line that says so."""
     entry = spool.append(loopx_dir, hook=hook.name, inputs=inputs, actor=hook.who(),
                          state_ref=hook.ref)
+    _drain_in_background(hook, loopx_dir)  # it outwaits the branch: no later command needed
     reason = str(why).strip().splitlines()[0] if str(why).strip() else type(why).__name__
-    return (f"{what} is queued ({entry.path.name}) and recorded by the next loopx command: "
-            f"{reason}")
+    return (f"{what} is queued ({entry.path.name}) and recorded in the background once the "
+            f"state branch is free: {reason}")
 
 
 def _apply_spooled(hook: Hook, found: "_Found") -> list[str]:
@@ -159,6 +180,8 @@ def _apply_spooled(hook: Hook, found: "_Found") -> list[str]:
         done = ledgers.apply_spool(ledger)
     if done is None:
         return []
+    if done.kept:  # the branch is busy: a drain that outwaits it takes them
+        _drain_in_background(hook, found.loopx_dir)
     lines = [f"recorded {len(done.applied)} queued hook entries"] if done.applied else []
     return lines + [f"queued entry {i} set aside: {why}" for i, why in done.failed.items()]
 
@@ -218,6 +241,7 @@ def _drain_in_background(hook: Hook, loopx_dir: Path) -> None:
         return
     log_path = loopx_dir / "hooks.log"
     env = dict(hook.environ)  # each entry names its own actor
+    env[BACKGROUND_ENV] = "1"
     if hook.state_ref:
         env["LOOPX_STATE_REF"] = hook.state_ref
     with open(log_path, "ab") as log:
@@ -228,16 +252,32 @@ def _drain_in_background(hook: Hook, loopx_dir: Path) -> None:
 
 
 def drain(cwd: str, *, state_ref: Optional[str] = None, retry: bool = False,
-          wait: Optional[float] = None) -> "spool.Drained":
+          wait: Optional[float] = None, patience: Optional[float] = None) -> "spool.Drained":
     """Apply the hook queue now (``git loopx hooks drain``): with ``retry``, the entries set
     aside are queued again first. Off git's path, it waits longer than a hook for the state
-    branch and for another drain (``wait``, default ``ledgers.READ_WAIT_S``)."""
+    branch and for another drain (``wait``, default ``ledgers.READ_WAIT_S``). While entries
+    must wait for a busy branch it tries again for up to ``patience`` seconds (default: none,
+    or ``DRAIN_PATIENCE_S`` in the detached drain a hook starts, see BACKGROUND_ENV)."""
     found = gateway.discover(cwd)
     if retry:
         spool.retry(found.loopx_dir)
-    with Ledger(found, ref=ledgers.state_ref(state_ref), scrub=ledgers.scrub) as ledger:
-        done = ledgers.apply_spool(ledger, wait=ledgers.READ_WAIT_S if wait is None else wait)
-    return done or spool.Drained()
+    if patience is None:
+        patience = DRAIN_PATIENCE_S if os.environ.get(BACKGROUND_ENV) else 0.0
+    deadline = time.monotonic() + patience
+    total, pause = spool.Drained(), 1.0
+    while True:
+        with Ledger(found, ref=ledgers.state_ref(state_ref), scrub=ledgers.scrub) as ledger:
+            done = ledgers.apply_spool(ledger, wait=ledgers.READ_WAIT_S if wait is None else wait)
+        if done is None:
+            return total
+        total.applied += done.applied
+        total.failed.update(done.failed)
+        total.found += done.found
+        total.kept, total.busy = done.kept, done.busy
+        if not done.kept or time.monotonic() >= deadline:
+            return total
+        time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
+        pause = min(pause * 2, 30.0)  # a branch checked out for long is not polled hot
 
 
 def queue(cwd: str) -> dict[str, Any]:

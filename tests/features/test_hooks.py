@@ -562,7 +562,10 @@ def probe(tmp_path: Path) -> tuple[dict[str, str], Path]:
 
 
 def hooks_state(repo: Path) -> list[str]:
-    return (repo / ".git" / "loopx" / "hooks.state").read_text().splitlines()[1:]
+    """The file's tip and lease lines (without its header, format and check lines)."""
+    lines = (repo / ".git" / "loopx" / "hooks.state").read_text().splitlines()[1:]
+    assert lines[0] == "format 2" and lines[-1].startswith("check ")
+    return lines[1:-1]
 
 
 def test_a_commit_with_nothing_to_record_starts_no_loopx(
@@ -616,3 +619,37 @@ def test_a_stale_or_missing_state_file_makes_the_shim_ask_loopx(
     path.unlink()
     commit(work, "two", env=env)
     assert started.exists() and len(evidence(work)) == 2
+
+
+def _damaged(text: str, how: str) -> str:
+    lines = text.splitlines(keepends=True)
+    if how == "truncated":  # cut off in the lease line: the check line is gone
+        return "".join(lines[:3]) + lines[3][:12]
+    if how == "flipped byte":  # the lease's actor altered, the check line kept
+        return text.replace("human:test@example.com", "human:tesT@example.com")
+    if how == "no check line":  # as a loopx before the check line wrote it
+        return "".join(line for line in lines if not line.startswith(("format", "check")))
+    assert how == "another format"
+    return text.replace("format 2", "format 9")
+
+
+@pytest.mark.parametrize("how", ["truncated", "flipped byte", "no check line",
+                                 "another format"])
+def test_a_damaged_state_file_of_the_tip_is_not_believed(
+        work: Path, probe: tuple[dict[str, str], Path], how: str) -> None:
+    """Issue 22: the file names the right tip, but is not whole: the shim asks loopx, which
+    records the lease's commit, says so in one line and writes the file afresh; `doctor`
+    reports it meanwhile."""
+    env, started = probe
+    assert invoke(work, "todo", "claim", "t1").code == 0
+    path = work / ".git" / "loopx" / "hooks.state"
+    path.write_text(_damaged(path.read_text(), how))
+    report = run_loopx(work, "doctor", "--json")
+    assert any("hooks.state" in w for w in report.json()["health"]["warnings"])  # type: ignore[index]
+    proc = commit(work, "on the lease", env=env)
+    assert started.exists(), proc.stderr
+    assert "hooks.state was not believed" in proc.stderr
+    assert [e["todo"] for e in evidence(work)] == ["t1"]
+    assert hooks_state(work)[0] == f"tip {git(work, 'rev-parse', 'refs/heads/loopx/state')}"
+    again = run_loopx(work, "doctor", "--json")
+    assert not any("hooks.state" in w for w in again.json()["health"]["warnings"])  # type: ignore[index]

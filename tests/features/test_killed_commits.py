@@ -207,6 +207,77 @@ def test_a_drain_that_cannot_apply_an_entry_yet_does_not_spin(tmp_path: Path) ->
     assert len(calls) == 1 and len(done.kept) == 1 and spool.has_pending(loopx_dir)
 
 
+def _poll(check, guard: float = 100.0) -> bool:  # type: ignore[no-untyped-def]
+    """Poll ``check`` until it holds or the hang guard runs out (not a measurement)."""
+    end = time.monotonic() + guard
+    while time.monotonic() < end:
+        if check():
+            return True
+        time.sleep(0.2)
+    return bool(check())
+
+
+def test_a_commit_queued_while_a_real_drain_is_held_is_recorded_when_it_finishes(
+        leased: Path, tmp_path: Path) -> None:
+    """A real detached drain stopped in the middle of its entry (holding the queue), a second
+    real commit queued meanwhile (its hook sees the drain and starts none), then the drain
+    goes on: both commits are recorded with no further loopx command."""
+    loopx_dir = leased / ".git" / "loopx"
+    name = f"f-{uuid.uuid4().hex[:8]}"
+    (leased / name).write_text("first\n")
+    git(leased, "add", name)
+    pid_file = tmp_path / "drain.pid"
+    env = dict(os.environ, **{spool.PAUSE_ENV: f"draining:{pid_file}"})
+    proc = subprocess.Popen(["git", "commit", "-q", "-m", "first"], cwd=leased, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    pid = _wait_for_pid(pid_file, proc)
+    assert pid is not None and proc.wait(timeout=60) == 0
+    first = git(leased, "rev-parse", "HEAD")
+    try:
+        assert spool.drain_running(loopx_dir)
+        _commit(leased, "second")  # no pause: its hook queues and sees the drain running
+        second = git(leased, "rev-parse", "HEAD")
+        assert second not in _recorded_raw(leased) and spool.has_pending(loopx_dir)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert _poll(lambda: all(sha in _recorded_raw(leased) for sha in (first, second))
+                 and not spool.has_pending(loopx_dir))
+    assert sorted(_recorded(leased)) == sorted([first, second])
+
+
+HOLD_LOCK = """
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("held", flush=True)
+sys.stdin.read()  # held until the test closes our stdin
+"""
+
+
+@pytest.mark.slow
+def test_a_commit_queued_while_the_clone_lock_is_held_is_recorded_once_it_is_free(
+        leased: Path) -> None:
+    """The detached drain post-commit starts finds the state branch busy (another process
+    holds the clone lock longer than it waits) and outwaits it, instead of leaving the entry
+    for a later command."""
+    loopx_dir = leased / ".git" / "loopx"
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(loopx_dir / "write.lock")],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        _commit(leased, "while busy")
+        sha = git(leased, "rev-parse", "HEAD")
+        # Past the drain's own wait for the lock (ledgers.READ_WAIT_S): it must try again.
+        time.sleep(12)
+        assert sha not in _recorded_raw(leased) and spool.has_pending(loopx_dir)
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(timeout=60)
+    assert _poll(lambda: sha in _recorded_raw(leased) and not spool.has_pending(loopx_dir))
+    assert _recorded(leased) == [sha]
+
+
 @pytest.mark.stress
 def test_25_of_30_commits_killed_at_every_point_are_all_recorded(leased: Path,
                                                                    tmp_path: Path) -> None:

@@ -308,3 +308,132 @@ def test_a_chunk_that_fails_mid_load_leaves_the_cache_empty_not_half_filled(
             assert scratch.tip() == manifest.commit and list(scratch.dump_rows())
         finally:
             scratch.close()
+
+
+# --- a checkpoint made by a hostile clone (issue 22): checked on open ------------------------
+
+
+def _hostile_push(remote: Path, tmp: Path, forge) -> None:  # type: ignore[no-untyped-def]
+    """A clone of ``remote`` whose ``forge(clone)`` commits a forged checkpoint on the state
+    branch with plain git, then pushes it, as a writer with push access could."""
+    hostile = tmp / "hostile"
+    git(tmp, "clone", "-q", str(remote), str(hostile))
+    git(hostile, "fetch", "-q", "origin", f"{STATE_REF}:{STATE_REF}")
+    forge(hostile)
+    git(hostile, "push", "-q", "origin", STATE_REF)
+
+
+def _rows_of_tip(repo: Path) -> tuple[str, dict[str, object], list[str]]:
+    """(tip, scalars, row lines) of ``repo``'s cache at its tip, as its checkpoint would hold."""
+    with Ledger.open(repo) as led:
+        tip = led.tip()
+        assert tip is not None
+        led.fold()
+        return tip, led.projection.scalars(), list(led.projection.dump_rows())
+
+
+def _commit_checkpoint(repo: Path, commit: str, scalars: dict[str, object],
+                       lines: list[str]) -> None:
+    """Commit a checkpoint of ``commit`` holding these rows, in place of the honest ones (so
+    a fresh clone has only the forged one to start from)."""
+    _replace_checkpoints(repo, dict(checkpoints.files(commit, scalars, iter(lines))))
+
+
+def _replace_checkpoints(repo: Path, forged: dict[str, bytes]) -> None:
+    files: dict[str, bytes | None] = dict(forged)
+    for path in git(repo, "ls-tree", "-r", "--name-only", STATE_REF, "checkpoints").splitlines():
+        files.setdefault(path, None)
+    commit_files(repo, STATE_REF, files, message="loopx: checkpoint")
+
+
+def _forged_older_rows(hostile: Path) -> None:
+    """Rows of an earlier commit, filed as the checkpoint of the tip."""
+    _, scalars, lines = _rows_of_tip(hostile)
+    with Ledger.open(hostile) as led:
+        _notes(led, 300, 2)
+        tip = led.tip()
+    assert tip is not None
+    _commit_checkpoint(hostile, tip, scalars, lines)
+
+
+def _forged_newer_rows(hostile: Path) -> None:
+    """Rows of a later commit, filed as the checkpoint of an earlier one."""
+    with Ledger.open(hostile) as led:
+        earlier = led.tip()
+        _notes(led, 400, 2)
+    assert earlier is not None
+    _, scalars, lines = _rows_of_tip(hostile)
+    _commit_checkpoint(hostile, earlier, scalars, lines)
+
+
+def _forged_counts(hostile: Path) -> None:
+    """The honest rows of the tip with counters that disagree with its manifest."""
+    tip, scalars, lines = _rows_of_tip(hostile)
+    files = dict(checkpoints.files(tip, dict(scalars, events=int(scalars["events"]) + 7),  # type: ignore[call-overload]
+                                   iter(lines)))
+    path = checkpoint_path(tip, "manifest.json")
+    doc = json.loads(files[path])
+    doc["events"] = int(scalars["events"])  # type: ignore[call-overload]
+    files[path] = json.dumps(doc).encode()
+    _replace_checkpoints(hostile, files)
+
+
+def _forged_truncated(hostile: Path) -> None:
+    """A chunk cut short (its digest kept): a copy that broke on the way."""
+    tip, scalars, lines = _rows_of_tip(hostile)
+    files = dict(checkpoints.files(tip, scalars, iter(lines)))
+    chunk = checkpoint_path(tip, "rows-0000.tsv")
+    files[chunk] = files[chunk][: len(files[chunk]) // 2]
+    _replace_checkpoints(hostile, files)
+
+
+def _forged_last_key(hostile: Path) -> None:
+    """A last key naming an event the commit does not hold (swapped for another id)."""
+    tip, scalars, lines = _rows_of_tip(hostile)
+    clock, _ = scalars["last_key"]  # type: ignore[misc]
+    forged = dict(scalars, last_key=[clock, "01M8TMNKPSQSZRDCTAGCRV2PHW"])
+    _commit_checkpoint(hostile, tip, forged, lines)
+
+
+@pytest.mark.parametrize("forge", [_forged_older_rows, _forged_newer_rows, _forged_counts,
+                                   _forged_truncated, _forged_last_key],
+                         ids=["older rows", "newer rows", "counts", "truncated", "last key"])
+def test_a_checkpoint_a_hostile_clone_forged_is_not_believed_on_open(
+        tmp_path: Path, forge) -> None:  # type: ignore[no-untyped-def]
+    remote, _ = _bare_with(tmp_path, 4)
+    _hostile_push(remote, tmp_path, forge)
+    fresh = tmp_path / "fresh"
+    git(tmp_path, "clone", "-q", str(remote), str(fresh))
+    status = run_loopx(fresh, "status", "--format", "json")
+    assert status.code == 0, status.err
+    assert "not used:" in status.err  # a notice says why
+    with Ledger.open(fresh) as led:
+        assert _data(led.fold()) == _data(led.fold_at(led.tip()))  # the answer of a replay
+        source = led.projection.source()
+        honest = [m.commit for m in checkpoints.listed(led.store, led.tip())
+                  if f"checkpoint {m.commit}" == source]
+    assert source is None or honest  # the honest checkpoint of the hub, if any, or a replay
+    doc = status.json()
+    assert doc["notes"] == _data(led.fold_at(led.tip()))["notes"]  # type: ignore[index]
+
+
+def test_a_consistent_forgery_is_replayed_before_the_first_write_with_a_notice(
+        tmp_path: Path) -> None:
+    """Rows that are all of the right commit but say what no event says (the goal's title)
+    pass the cheap checks; they are flagged unverified, and the first write replays and
+    rebuilds before it is judged, saying so (the honest limit: the reads before it)."""
+    remote, origin = _bare_with(tmp_path, 4)
+    _tamper(origin)
+    git(origin, "push", "-q", "origin", STATE_REF)
+    fresh = tmp_path / "fresh"
+    git(tmp_path, "clone", "-q", str(remote), str(fresh))
+    status = run_loopx(fresh, "status", "--format", "json")
+    assert status.json()["ledger"]["unverified_checkpoint"]  # type: ignore[index]
+    wrote = run_loopx(fresh, "note", "add", "after the clone")
+    assert wrote.code == 0, wrote.err
+    assert "is not the fold of its events; the cache was rebuilt from the events" in wrote.err
+    after = run_loopx(fresh, "status", "--format", "json").json()
+    assert after["ledger"]["unverified_checkpoint"] is None  # type: ignore[index]
+    assert after["goals"][0]["title"] == "The goal"  # type: ignore[index]
+    with Ledger.open(fresh) as led:
+        assert _data(led.fold()) == _data(led.fold_at(led.tip()))
