@@ -78,6 +78,8 @@ def tidy(store: Store, repo: gateway.Repo, remote: str, *, parked: Optional[Oid]
     expects, so a newer tip parked meanwhile by another sync of this clone stays."""
     inbox = name(repo)
     seen = tracking(remote) + inbox.removeprefix(PREFIX)
+    if parked is None and store.has_ref(seen) is False:
+        return  # nothing of ours waits there (known without starting git)
     waiting = parked or store.tip(seen)
     if not waiting or not state or not store.is_ancestor(waiting, state):
         return
