@@ -60,6 +60,7 @@ MERGE_ATTEMPTS = 5  # local merges a concurrent local write may send back before
 MERGE_AUTHOR = ("loopx sync", "sync@loopx.invalid")
 CHECKPOINT_ACTOR = "agent:loopx-sync"  # the author of the checkpoint commits sync makes
 FETCH_LOCK_WAIT_S = 10.0
+FOLD_AT_MOST = 8  # inbox tips one attempt checks and merges (a random few: none starves)
 BACKOFF_BASE_S = 0.1
 BACKOFF_CAP_S = 3.0
 PROPOSAL_PREFIX = "refs/loopx/proposals/"
@@ -248,14 +249,13 @@ def sync(*, ledger: Ledger, remote: Optional[str] = None,
             return report
         if "[remote rejected]" in outcome.detail:
             pushing.clear_remote_lock(ledger.store, report.remote, report.ref)
-        if parked and outcome.retryable and "[rejected]" in outcome.detail:
-            # Our tip was on the hub before this fetch, and another clone pushed loopx/state
-            # after it: we are done. That clone, or the next sync of any, folds our inbox.
+        if parked and outcome.retryable and "lock" not in outcome.detail:
+            # Our tip was on the hub before this fetch and another clone pushed loopx/state
+            # after it (or its ref moved under our push): done; the next pusher folds ours.
             return report
         _give_up_unless_retryable(report, outcome, attempt, retries, deadline)
         first, parked = parked is None, parked or _park(ledger, report, Oid(ours))
-        # Parked, we need not win: one more look, after about an attempt's time of others'
-        # pushes, finds our tip folded or folds it; else we stop above.
+        # Parked, one more look after about an attempt's time finds our tip folded, or folds it.
         _back_off(report, attempt, deadline,
                   floor=time.monotonic() - started if parked and first else 0.0)
     raise AssertionError("unreachable")
@@ -560,7 +560,7 @@ def _merge_inboxes(ledger: Ledger, report: Report) -> None:
     by the incoming check like the remote's loopx/state. A tip that fails it is quarantined
     and left out (it is one clone's, and must not stop the others); so is one from another
     ledger, or one already quarantined."""
-    for tip, owner in inbox.pending(ledger.store, report.remote, ledger.tip()):
+    for tip, owner in inbox.pending(ledger.store, report.remote, ledger.tip())[:FOLD_AT_MOST]:
         with contextlib.suppress(Quarantined, UnrelatedLedger):
             _merge(ledger, report, tip, previous=None, label=f"{report.remote} inbox {owner}",
                    accept=False)

@@ -281,3 +281,18 @@ def test_a_sync_that_loses_again_after_parking_is_done_and_the_next_sync_folds_i
     text = invoke(a, "sync")
     assert text.code == 0 and "waits on" not in text.out
     assert_only_fast_forwarded(remote)
+
+
+def test_one_attempt_folds_a_few_inbox_tips_and_the_next_sync_the_rest(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from loopx.features import sync
+
+    monkeypatch.setattr(sync, "FOLD_AT_MOST", 2)
+    remote, (b, *parkers) = seeded(tmp_path, 4)
+    waiting = [note(p, f"agent:{p.name}", "parked") for p in parkers]
+    for path in parkers:
+        _park(path, remote)
+    first = do_sync(b)
+    assert first.received == 2 and len(set(waiting) & set(event_ids(remote))) == 2
+    assert do_sync(b).received == 1 and set(waiting) <= set(event_ids(remote))
+    assert_only_fast_forwarded(remote)
