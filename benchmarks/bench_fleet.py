@@ -8,8 +8,9 @@ repository (no loopx on it), the way a team of agents on many machines would (is
 
 Each writer is its own process with its own clone; after a start signal each appends one event
 and runs a sync (default policy), E times. Printed per fleet: syncs that gave up, p50/p95 wall
-time of one sync, hub growth in bytes, and the yardstick of the same run: one uncontended sync
-(one clone appends and syncs while nobody else does). Afterwards every clone syncs once more
+time of one sync, git processes per sync, hub growth in bytes, and the yardsticks of the same
+run: one uncontended sync (one clone appends and syncs while nobody else does) and a plain
+`git push` of one commit to the same hub. Afterwards every clone syncs once more
 and the script checks what the fleet promises: every acknowledged event on the hub's
 loopx/state exactly once, all clones at one tip, the hub's loopx/state only fast-forwarded
 (from its reflog). Exits 1 when a sync gave up or a check fails.
@@ -41,15 +42,22 @@ from loopx import Ledger
 from loopx.errors import LoopxError
 from loopx.features import sync
 from loopx.model.ids import new_short_id
+from loopx.storage import gateway
 path, events, go = Path(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4])
-acked, gave_up, times, retries, errors = [], 0, [], [], []
+acked, gave_up, times, retries, errors, procs, parked = [], 0, [], [], [], [], 0
+started_git = [0]
+run = gateway.run
+def counted(*args, **kwargs):
+    started_git[0] += 1
+    return run(*args, **kwargs)
+gateway.run = counted  # every git process loopx starts (but the one long-lived cat-file)
 with Ledger.open(path) as led:
     while not go.exists():
         time.sleep(0.01)
     for i in range(events):
         event = led.append("note.added", {"id": new_short_id("n"), "text": f"{path.name} {i}"},
                            actor="agent:" + path.name)
-        started = time.perf_counter()
+        started, started_git[0] = time.perf_counter(), 0
         try:
             report = sync.sync(ledger=led)
         except LoopxError as exc:
@@ -57,10 +65,12 @@ with Ledger.open(path) as led:
             errors.append(f"{type(exc).__name__}: {exc}")
             continue
         times.append(time.perf_counter() - started)
+        procs.append(started_git[0])
         retries.append(report.retries)
+        parked += bool(report.parked)
         acked.append(event.id)
 print(json.dumps({"acked": acked, "gave_up": gave_up, "times": times, "retries": retries,
-                  "errors": errors[:3]}))
+                  "errors": errors[:3], "procs": procs, "parked": parked}))
 """
 
 
@@ -123,13 +133,14 @@ def p95(times: list[float]) -> float:
     return statistics.quantiles(times, n=20, method="inclusive")[-1]
 
 
-def uncontended(path: Path, runs: int = 5) -> float:
-    """Median wall time of append + sync of one clone while nobody else syncs (a sync alone)."""
+def uncontended(path: Path, runs: int = 5) -> tuple[float, float]:
+    """Median wall time of one sync after an append, while nobody else syncs (a sync
+    alone), and of a plain `git push` of one new commit to the same hub (git alone)."""
     from loopx import Ledger
     from loopx.features import sync
     from loopx.model.ids import new_short_id
 
-    times = []
+    times, plain = [], []
     with Ledger.open(path) as led:
         for n in range(runs):
             led.append("note.added", {"id": new_short_id("n"), "text": f"alone {n}"},
@@ -137,7 +148,12 @@ def uncontended(path: Path, runs: int = 5) -> float:
             started = time.perf_counter()
             sync.sync(ledger=led)
             times.append(time.perf_counter() - started)
-    return statistics.median(times)
+    for n in range(runs):
+        git(path, "commit", "-q", "--allow-empty", "-m", f"yardstick {n}")
+        started = time.perf_counter()
+        git(path, "push", "-q", "origin", "HEAD:refs/heads/yardstick")
+        plain.append(time.perf_counter() - started)
+    return statistics.median(times), statistics.median(plain)
 
 
 def fleet(base: Path, writers: int, events: int, daemon: bool) -> dict[str, Any]:
@@ -147,7 +163,7 @@ def fleet(base: Path, writers: int, events: int, daemon: bool) -> dict[str, Any]
     hub = Hub(base, f"hub{writers}", daemon)
     try:
         paths = setup(base, hub, writers)
-        yardstick = uncontended(paths[0])
+        yardstick, plain = uncontended(paths[0])
         before = hub.size()
         go = base / f"go{writers}"
         procs = [subprocess.Popen([sys.executable, "-c", WORKER, str(ROOT), str(p), str(events),
@@ -166,12 +182,15 @@ def fleet(base: Path, writers: int, events: int, daemon: bool) -> dict[str, Any]
         hub.stop()
     times = sorted(t for r in results for t in r["times"])
     retries = [n for r in results for n in r["retries"]]
+    procs = [n for r in results for n in r["procs"]]
     return {"writers": writers, "syncs": writers * events,
             "gave up": sum(r["gave_up"] for r in results),
             "p50": statistics.median(times) if times else 0.0,
             "p95": p95(times),
             "retries max": max(retries, default=0), "wall": wall, "growth": growth,
-            "yardstick": yardstick, "problems": problems,
+            "yardstick": yardstick, "plain": plain, "problems": problems,
+            "procs": statistics.mean(procs) if procs else 0.0, "procs max": max(procs, default=0),
+            "parked": sum(r["parked"] for r in results),
             "errors": sorted({e for r in results for e in r["errors"]})[:3]}
 
 
@@ -207,19 +226,24 @@ def main() -> int:
         seal(base / "home")
         print(f"fleet through one {'git daemon' if args.daemon else 'path'} hub, "
               f"{args.events} appends+syncs per writer (goal: no sync gives up)")
-        print(f"{'writers':>7} {'syncs':>6} {'gave up':>7} {'p50 s':>7} {'p95 s':>7} "
-              f"{'max retries':>11} {'wall s':>7} {'hub growth':>11} {'alone s':>7}")
+        print(f"{'writers':>7} {'syncs':>6} {'gave up':>7} {'parked':>6} {'p50 s':>7} "
+              f"{'p95 s':>7} {'max retries':>11} {'git/sync':>8} {'max':>4} {'wall s':>7} "
+              f"{'hub growth':>11} {'alone s':>7} {'push s':>6}")
         for writers in args.writers:
             r = fleet(base, writers, args.events, args.daemon)
-            print(f"{r['writers']:>7} {r['syncs']:>6} {r['gave up']:>7} {r['p50']:>7.2f} "
-                  f"{r['p95']:>7.2f} {r['retries max']:>11} {r['wall']:>7.1f} "
-                  f"{r['growth']:>11,} {r['yardstick']:>7.2f}", flush=True)
+            print(f"{r['writers']:>7} {r['syncs']:>6} {r['gave up']:>7} {r['parked']:>6} "
+                  f"{r['p50']:>7.2f} {r['p95']:>7.2f} {r['retries max']:>11} {r['procs']:>8.1f} "
+                  f"{r['procs max']:>4} {r['wall']:>7.1f} {r['growth']:>11,} "
+                  f"{r['yardstick']:>7.2f} {r['plain']:>6.2f}", flush=True)
             for line in r["problems"] + r["errors"]:
                 print(f"        {line}")
             missed = missed or bool(r["gave up"] or r["problems"])
     finally:
         shutil.rmtree(base, ignore_errors=True)
-    print("alone s: one uncontended append+sync on the same hub (median of 5), the yardstick")
+    print("parked: syncs that returned with their tip in their inbox (folded by a later sync); "
+          "git/sync: git processes one sync started (mean, and max), besides the one "
+          "long-lived cat-file; alone s: one uncontended sync on the same hub (median of 5); "
+          "push s: a plain `git push` of one commit to it (median of 5): the yardsticks")
     return 1 if missed else 0
 
 

@@ -128,6 +128,12 @@ def event_ids(path: Path) -> list[str]:
     return [p.rsplit("/", 1)[1].split(".")[0] for p in state_files(path) if p.startswith("events/")]
 
 
+def event_ids_at(path: Path, rev: str) -> list[str]:
+    """Event ids in the state commit ``rev``."""
+    return event_ids(path) if rev == STATE else [
+        p.rsplit("/", 1)[1].split(".")[0] for p in state_files(path, rev) if p.startswith("events/")]
+
+
 # --- forging state commits by hand (what a hostile or broken remote could push) ---
 
 

@@ -49,6 +49,9 @@ def _summary(report: exchange.Report, doing: str) -> str:
             f" from {remote}" if report.received and not report.sent else ""))
     if report.retries:
         text += f" (after {plural.counted(report.retries, 'retry', 'retries')}: others pushed first)"
+    if report.parked:
+        text += (f"; ours wait on {remote} as {report.parked}, and the next sync of any clone "
+                 "puts them into its loopx/state")
     return text
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import re
 from typing import Optional
 
@@ -48,7 +49,7 @@ def tracking(remote: str) -> str:
 def pending(store: Store, remote: str, ours: Optional[str]) -> list[tuple[Oid, str]]:
     """(tip, owner) of each fetched inbox tip ``ours`` lacks and no other of them holds (a
     tip parked after merging others' holds theirs: it is checked alone), leaving out the
-    tips already quarantined."""
+    tips already quarantined; in random order."""
     if ours is None:
         return []
     listed = gateway.out(store.cwd, "for-each-ref", "--format=%(objectname) %(refname)",
@@ -59,6 +60,7 @@ def pending(store: Store, remote: str, ours: Optional[str]) -> list[tuple[Oid, s
     tips = [t for t in found if t not in refused]
     if len(tips) > 1:
         tips = gateway.out(store.cwd, "merge-base", "--independent", *tips).split()
+    random.shuffle(tips)  # a caller that folds only some takes a fair few
     return [(Oid(t), found[t].removeprefix(tracking(remote))) for t in tips]
 
 
@@ -78,6 +80,8 @@ def tidy(store: Store, repo: gateway.Repo, remote: str, *, parked: Optional[Oid]
     expects, so a newer tip parked meanwhile by another sync of this clone stays."""
     inbox = name(repo)
     seen = tracking(remote) + inbox.removeprefix(PREFIX)
+    if parked is None and store.has_ref(seen) is False:
+        return  # nothing of ours waits there (known without starting git)
     waiting = parked or store.tip(seen)
     if not waiting or not state or not store.is_ancestor(waiting, state):
         return

@@ -1,12 +1,14 @@
-"""What a push of loopx/state may send, and how a remote that cannot be reached is named
-(for :mod:`loopx.features.sync`)."""
+"""What a push of loopx/state may send, how a remote that cannot be reached is named, and
+the ref lock a killed push leaves in a path remote (for :mod:`loopx.features.sync`)."""
 
 from __future__ import annotations
 
+import contextlib
 import re
+from pathlib import Path
 from typing import Optional
 
-from loopx.errors import SyncError
+from loopx.errors import LoopxError, SyncError
 from loopx.ledger import layout as rules
 from loopx.storage import gateway
 from loopx.storage.store import Store
@@ -41,6 +43,21 @@ def refuse_unsendable(store: Store, remote: str, theirs: Optional[str],
             f"local loopx/state has commits {remote} must not get: {shown}; nothing was "
             "pushed. `git loopx doctor` names them, `git loopx doctor --repair` puts deleted "
             "events back")
+
+
+def clear_remote_lock(store: Store, remote: str, ref: str) -> None:
+    """A push killed inside a local remote's receive-pack leaves that remote's ref lock behind.
+
+    git has no way to clear it from the client; for a remote that is a path on this machine
+    we remove it like our own stale locks (only when older than a few seconds). A server's
+    receive-pack is not killed with us, so this is only needed for path remotes.
+    """
+    url = gateway.out(store.cwd, "remote", "get-url", remote, check=False)
+    path = url.removeprefix("file://")
+    if "://" in path or (":" in path.split("/")[0] and not path.startswith("/")):
+        return  # ssh, git://, https: not ours to touch
+    with contextlib.suppress(LoopxError, OSError):
+        Store(gateway.discover(store.cwd / Path(path))).clear_stale_ref_lock(ref)
 
 
 # What git adds after the cause of a failed fetch or push over any transport: it says nothing

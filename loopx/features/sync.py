@@ -12,11 +12,13 @@ The protocol (docs/sync.md):
    union of both sides; the local ref moves only by compare-and-swap.
 4. ``git push <remote> <tip>:<state ref>``, never forced. A rejection (someone pushed first)
    parks our tip on the hub under ``refs/loopx/inbox/<clone>``, a ref only this clone writes
-   (so that push is never contended), and sends us back to 1 after a jittered exponential
-   backoff, for at most :data:`PATIENCE_S` seconds. Every fetch also brings the inbox refs,
-   each passes the incoming check and is merged in, so whichever clone pushes loopx/state
-   next carries the parked tips of all the others with it; a sync is done once the hub's
-   loopx/state contains its tip, whoever put it there.
+   (so that push is never contended), and sends us back to 1 after a jittered backoff. Every
+   fetch also brings the inbox refs, each passes the incoming check and is merged in, so
+   whichever clone pushes loopx/state next carries the parked tips of all the others with
+   it. A sync is done once the hub's loopx/state contains its tip, whoever put it there, or
+   once its tip is parked and one attempt after the park lost the race again (the fold is
+   then the next pusher's); only while parking fails does it keep trying, for at most
+   :data:`PATIENCE_S` seconds.
 
 :func:`publish` is the variant for claims: the write is made on a scratch ref on top of the
 remote's state and becomes local state only once the remote accepted it, so the first claim
@@ -32,7 +34,6 @@ import re
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
 from loopx.ledger import checkpoints
@@ -42,7 +43,7 @@ from loopx.features import inbox, incoming
 from loopx.features import pushing
 from loopx.features.pushing import unreachable
 from loopx.state import folding
-from loopx.errors import (GitError, LoopxError, Quarantined, RefRaceError, SyncError,
+from loopx.errors import (GitError, Quarantined, RefRaceError, SyncError,
                           UnrelatedLedger)
 from loopx.storage.gateway import Oid
 from loopx.ledger import book
@@ -59,6 +60,7 @@ MERGE_ATTEMPTS = 5  # local merges a concurrent local write may send back before
 MERGE_AUTHOR = ("loopx sync", "sync@loopx.invalid")
 CHECKPOINT_ACTOR = "agent:loopx-sync"  # the author of the checkpoint commits sync makes
 FETCH_LOCK_WAIT_S = 10.0
+FOLD_AT_MOST = 8  # inbox tips one attempt checks and merges (a random few: none starves)
 BACKOFF_BASE_S = 0.1
 BACKOFF_CAP_S = 3.0
 PROPOSAL_PREFIX = "refs/loopx/proposals/"
@@ -82,7 +84,9 @@ class Report:
     sent: int = 0  # event files the remote got from us
     pushed: bool = False
     retries: int = 0
-    parked: Optional[str] = None  # our inbox ref on the remote, when our tip waited there
+    # Our inbox ref on the remote when the sync returned with our tip there and not yet in
+    # the remote's loopx/state (the next sync of any clone folds it); None otherwise.
+    parked: Optional[str] = None
     quarantined: list[str] = field(default_factory=list)
     unknown_events: list[str] = field(default_factory=list)
     # The actor's events that the merge left not applied (a claim that lost a race):
@@ -208,20 +212,24 @@ def push(*, ledger: Ledger, remote: Optional[str] = None) -> Report:
 def sync(*, ledger: Ledger, remote: Optional[str] = None,
          retries: Optional[int] = DEFAULT_RETRIES, allow_unrelated: bool = False,
          patience: float = PATIENCE_S) -> Report:
-    """Fetch, check and merge, push, until the remote's loopx/state holds our tip.
+    """Fetch, check and merge, push, until our tip is on the remote.
 
     A rejected push parks our tip on our inbox ref on the hub, which any clone's next sync
-    folds into loopx/state; we are done when loopx/state contains it, pushed by us or anyone.
-    Retries are bounded by ``patience`` seconds (and by ``retries``, when given).
+    folds into loopx/state. We are done when loopx/state contains our tip (pushed by us or
+    folded by anyone), or when our tip is parked and an attempt that fetched after the park
+    lost to another clone's push (``report.parked`` then names the inbox): the fold is left
+    to whoever comes next, so a sync costs at most two attempts however many clones race.
+    Retries are bounded by ``patience`` seconds (and by ``retries``, when given) only while
+    parking fails.
     A remote ledger with no history in common with ours is refused (:class:`UnrelatedLedger`)
     unless ``allow_unrelated``: merging two ledgers is a choice, never a side effect.
     """
     report = _start(ledger, remote)
     _checkpoint_if_due(ledger)
-    if _push_ahead(ledger, report):
-        return report
     deadline = time.monotonic() + patience
-    parked: Optional[Oid] = None
+    parked = _push_ahead(ledger, report)
+    if report.remote_after is not None and not parked:
+        return report  # pushed: the remote had nothing we lack
     for attempt in itertools.count():
         started = time.monotonic()
         theirs = _fetch_merge(ledger, report, allow_unrelated, until=parked)
@@ -231,21 +239,25 @@ def sync(*, ledger: Ledger, remote: Optional[str] = None,
         if ours is None or ours == theirs or (
                 parked and theirs and ledger.store.is_ancestor(parked, theirs)):
             _tidy_inbox(ledger, report, parked)
+            report.parked = None  # loopx/state holds our tip: nothing waits any more
             return report
         outcome = _push(ledger.store, report, Oid(ours))
         if outcome.ok:
             _record_push(ledger.store, report, Oid(ours))
             _tidy_inbox(ledger, report, parked)
+            report.parked = None
             return report
         if "[remote rejected]" in outcome.detail:
-            _clear_remote_lock(ledger.store, report)
+            pushing.clear_remote_lock(ledger.store, report.remote, report.ref)
+        if parked and outcome.retryable and "lock" not in outcome.detail:
+            # Our tip was on the hub before this fetch and another clone pushed loopx/state
+            # after it (or its ref moved under our push): done; the next pusher folds ours.
+            return report
         _give_up_unless_retryable(report, outcome, attempt, retries, deadline)
-        parked = parked or _park(ledger, report, Oid(ours))
-        # Parked, we need not win: any clone's next push carries our tip. Looking again costs
-        # a fetch and a check, so wait about as long as an attempt takes (it grows with the
-        # fleet and the hub's load) and let the others' pushes through meanwhile.
+        first, parked = parked is None, parked or _park(ledger, report, Oid(ours))
+        # Parked, one more look after about an attempt's time finds our tip folded, or folds it.
         _back_off(report, attempt, deadline,
-                  floor=time.monotonic() - started if parked else 0.0)
+                  floor=time.monotonic() - started if parked and first else 0.0)
     raise AssertionError("unreachable")
 
 
@@ -261,25 +273,27 @@ def _checkpoint_if_due(ledger: Ledger) -> None:
         ledger.checkpoint(actor=CHECKPOINT_ACTOR)
 
 
-def _push_ahead(ledger: Ledger, report: Report) -> bool:
-    """When we are strictly ahead of the remote as last seen, push before fetching.
-
-    A fast-forward push that succeeds proves the remote had nothing we lack, so the fetch
-    would have been wasted; a rejected one costs one round trip and we go the long way.
-    """
+def _push_ahead(ledger: Ledger, report: Report) -> Optional[Oid]:
+    """When we are strictly ahead of the remote as last seen, push before fetching: one
+    that succeeds proves the remote had nothing we lack (``report.remote_after`` is set);
+    one that lost the race parks our tip at once, so the attempt that follows may be our
+    last (see :func:`sync`). Returns the tip parked."""
     store, ours = ledger.store, ledger.tip()
     seen = store.tip(accepted_ref(report.ref, report.remote))
     if ours is None or seen is None or seen == ours or not store.is_ancestor(seen, ours):
-        return False
+        return None
     report.remote_before = report.remote_after = seen
     outcome = _push(store, report, Oid(ours))
     if not outcome.ok:
+        parked = None
+        if outcome.retryable and "[rejected]" in outcome.detail:
+            parked = _park(ledger, report, Oid(ours))
         report.remote_before = report.remote_after = None
-        return False
+        return parked
     _record_push(store, report, Oid(ours))
     report.local_after = ours
     _tidy_inbox(ledger, report, None)
-    return True
+    return None
 
 
 def publish(*, ledger: Ledger, build: Callable[[Txn], T], actor: str,
@@ -310,7 +324,7 @@ def publish(*, ledger: Ledger, build: Callable[[Txn], T], actor: str,
                 report.local_after = ledger.tip()
                 return result, report
         if "[remote rejected]" in outcome.detail:
-            _clear_remote_lock(ledger.store, report)
+            pushing.clear_remote_lock(ledger.store, report.remote, report.ref)
         _give_up_unless_retryable(report, outcome, attempt, retries, deadline)
         _back_off(report, attempt, deadline)
     raise AssertionError("unreachable")
@@ -488,37 +502,28 @@ def _record_push(store: Store, report: Report, tip: Oid) -> None:
     """Count what the remote got from us and move our remote-tracking ref along."""
     before = report.remote_after
     start = before or store.hash_tree(b"")
-    report.sent += sum(1 for _, _, e in store.added_files(start, tip) if e.path.startswith("events/"))
+    # (=, not +=: a tip parked first counted its events already, and they are among these)
+    report.sent = sum(1 for _, _, e in store.added_files(start, tip) if e.path.startswith("events/"))
     report.pushed, report.remote_after = True, tip
-    _accept(store, report, tip)
+    _accept(store, report, tip, last=before)  # the push fast-forwarded what we last saw
     tracking = tracking_ref(report.ref, report.remote)
     with contextlib.suppress(RefRaceError):
-        if store.tip(tracking) != tip:
-            store.update_ref_if(tracking, tip, expected=store.tip(tracking), reason="loopx: pushed")
+        if (seen := store.tip(tracking)) != tip:
+            store.update_ref_if(tracking, tip, expected=seen, reason="loopx: pushed")
 
 
-def _accept(store: Store, report: Report, tip: str) -> None:
-    """Remember ``tip`` as the newest remote state we checked and took in."""
+def _accept(store: Store, report: Report, tip: str, last: Optional[str] = None) -> None:
+    """Remember ``tip`` as the newest remote state we checked and took in. ``last``, when
+    given, is what we remember now (an ancestor of ``tip``): tried first, with no read."""
     ref = accepted_ref(report.ref, report.remote)
+    if last is not None and last != tip:
+        with contextlib.suppress(RefRaceError, GitError):
+            store.update_ref_if(ref, tip, expected=last, reason="loopx: accepted")
+            return
     old = store.tip(ref)
     if old != tip and (old is None or store.is_ancestor(old, tip)):
         with contextlib.suppress(RefRaceError):
             store.update_ref_if(ref, tip, expected=old, reason="loopx: accepted")
-
-
-def _clear_remote_lock(store: Store, report: Report) -> None:
-    """A push killed inside a local remote's receive-pack leaves that remote's ref lock behind.
-
-    git has no way to clear it from the client; for a remote that is a path on this machine
-    we remove it like our own stale locks (only when older than a few seconds). A server's
-    receive-pack is not killed with us, so this is only needed for path remotes.
-    """
-    url = gateway.out(store.cwd, "remote", "get-url", report.remote, check=False)
-    path = url.removeprefix("file://")
-    if "://" in path or (":" in path.split("/")[0] and not path.startswith("/")):
-        return  # ssh, git://, https: not ours to touch
-    with contextlib.suppress(LoopxError, OSError):
-        Store(gateway.discover(store.cwd / Path(path))).clear_stale_ref_lock(report.ref)
 
 
 def _give_up_unless_retryable(report: Report, outcome: _Pushed, attempt: int,
@@ -555,7 +560,7 @@ def _merge_inboxes(ledger: Ledger, report: Report) -> None:
     by the incoming check like the remote's loopx/state. A tip that fails it is quarantined
     and left out (it is one clone's, and must not stop the others); so is one from another
     ledger, or one already quarantined."""
-    for tip, owner in inbox.pending(ledger.store, report.remote, ledger.tip()):
+    for tip, owner in inbox.pending(ledger.store, report.remote, ledger.tip())[:FOLD_AT_MOST]:
         with contextlib.suppress(Quarantined, UnrelatedLedger):
             _merge(ledger, report, tip, previous=None, label=f"{report.remote} inbox {owner}",
                    accept=False)

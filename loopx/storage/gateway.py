@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import subprocess
 import sys
 import time
@@ -229,6 +230,27 @@ def has_ref(repo: Repo, ref: str) -> bool | None:
         return False
 
 
+# A ref shared by every worktree, whose loose file is <common dir>/<ref> (refs/bisect/,
+# refs/worktree/ and refs/rewritten/ are per worktree: git reads those).
+_PLAIN_REF = re.compile(r"refs/(?:heads|remotes|loopx|tags)(?:/[A-Za-z0-9_][A-Za-z0-9._-]*)+")
+_OID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+
+
+def loose_ref(repo: Repo, ref: str) -> str | None:
+    """The object name in ``ref``'s loose file, read without starting git (git writes it by
+    rename, so it is read whole); None for anything else (no such file, a packed or symbolic
+    ref, reftable, a name git would not write there): then ask git."""
+    if (not _PLAIN_REF.fullmatch(ref) or ref.endswith(".lock")
+            or (repo.common_dir / "reftable").is_dir()):
+        return None
+    try:
+        with open(repo.common_dir / ref, "rb") as file:
+            held = file.read(80).decode("ascii", "replace").strip()
+    except OSError:
+        return None
+    return held if _OID.fullmatch(held) else None
+
+
 @dataclass(frozen=True)
 class Oversize:
     """An object over the size a reader asked for: its type and size, from the object header;
@@ -236,6 +258,7 @@ class Oversize:
 
     kind: str
     size: int
+    oid: str = ""  # the object's full name (the one asked for may have been a revision)
 
 
 class _Died(Exception):
@@ -312,7 +335,7 @@ class ObjectReader:
         read = proc.stdout.read
         contents = {h[0]: self._contents(readline(), read) for h in wanted}
         return [None if header is None else contents[header[0]] if header[0] in contents
-                else Oversize(header[1], header[2]) for header in headers]
+                else Oversize(header[1], header[2], header[0].decode()) for header in headers]
 
     def _abandon(self) -> None:
         if self._proc is not None:

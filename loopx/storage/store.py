@@ -37,6 +37,7 @@ from loopx.storage.gateway import Oid, Oversize, RefName
 
 STATE_REF = RefName("refs/heads/loopx/state")
 QUARANTINE_PREFIX = "refs/loopx/quarantine/"
+_FULL_OID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # an object name, never a ref's
 LOCK_TIMEOUT_S = 60.0
 # How long a write waits, after its CAS, for a `git gc` that began before it to end.
 GC_WAIT_S = 60.0
@@ -88,6 +89,8 @@ class Store:
         # When set, no wait of this store lasts longer, in seconds: for the clone lock, a
         # ref's .lock or a running gc. A git hook sets it, so loopx never stalls git.
         self.wait_limit: float | None = None
+        # (ancestor, descendant) commits found related: a sync asks the same ones again.
+        self._ancestry: set[tuple[str, str]] = set()
 
     def max_wait(self, default: float) -> float:
         """How long to wait for something that usually takes ``default`` at most."""
@@ -108,6 +111,9 @@ class Store:
 
     def resolve(self, rev: str) -> Oid | None:
         """The commit a ref or revision names, or None when it does not exist."""
+        if _FULL_OID.fullmatch(rev):  # an object name: asked of the long-lived cat-file
+            found = self.reader.read_capped([f"{rev}^{{commit}}"], -1)[0]
+            return Oid(found.oid) if isinstance(found, Oversize) and found.kind == "commit" else None
         proc = gateway.run(self.cwd, "rev-parse", "--verify", "-q", f"{rev}^{{commit}}", check=False)
         if proc.returncode != 0:
             return None
@@ -123,6 +129,9 @@ class Store:
         (a tree, a blob, a tag, a missing object), or is gone while its reflog says it was
         there: that is damage to name, never "no ledger" to start again on.
         """
+        loose = self._loose_tip(ref)
+        if loose is not None:
+            return loose
         proc = gateway.run(self.cwd, "for-each-ref",
                            "--format=%(refname)%00%(objectname)%00%(objecttype)%00%(symref)",
                            ref, check=False)
@@ -136,6 +145,15 @@ class Store:
         if damage is not None:
             raise damage
         return None
+
+    def _loose_tip(self, ref: str) -> Oid | None:
+        """The commit ``ref``'s loose file names (gateway.loose_ref, no git started), its type
+        asked of the long-lived cat-file; None otherwise: then git reads it, naming damage."""
+        held = gateway.loose_ref(self.repo, ref)
+        found = self.reader.read_capped([held], -1)[0] if held else None
+        if not isinstance(found, Oversize) or found.kind != "commit":
+            return None
+        return self._commit_of(ref, Oid(held or ""), "commit", "")
 
     def _commit_of(self, ref: str, oid: Oid, kind: str, symref: str) -> Oid:
         repair = "; nothing was changed. `git loopx doctor` offers the repair"
@@ -205,7 +223,12 @@ class Store:
                 else None for found in self.reader.read_capped(oids, MAX_TREE_BYTES)]
 
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        pair = (ancestor, descendant)
+        if pair in self._ancestry:  # two commits found related stay related
+            return True
         proc = gateway.run(self.cwd, "merge-base", "--is-ancestor", ancestor, descendant, check=False)
+        if proc.returncode == 0 and all(_FULL_OID.fullmatch(rev) for rev in pair):
+            self._ancestry.add(pair)  # (not a ref name: that may move)
         return proc.returncode == 0
 
     def merge_base(self, a: str, b: str) -> Oid | None:

@@ -17,6 +17,7 @@ import pytest
 from conftest import git, invoke, run_loopx
 from syncutil import (
     STATE, assert_fsck_clean, assert_only_fast_forwarded, bare_remote, clone, do_sync, event_ids,
+    event_ids_at,
     forge, git_daemon, note, open_ledger, seeded, snapshot, tip,
 )
 
@@ -59,14 +60,24 @@ def _fleet(clones: list[Path], events: int) -> list[str]:
     return [event for r in results for event in r["acked"]]
 
 
+def _parked_events(remote: Path) -> set[str]:
+    """Event ids the hub holds in its inbox refs (tips parked there, not yet folded)."""
+    tips = git(remote, "for-each-ref", "--format=%(objectname)", INBOX).split()
+    return {event for t in tips for event in event_ids_at(remote, t)}
+
+
 def _assert_fleet_held(remote: Path, clones: list[Path], acked: list[str]) -> None:
-    """Every acknowledged event on the hub's loopx/state exactly once, all clones at one tip,
-    the hub's loopx/state only fast-forwarded, no inbox left once everyone synced again."""
+    """Every acknowledged event on the hub (its loopx/state, or parked in an inbox until the
+    next fold), on loopx/state exactly once once everyone synced again; all clones at one tip,
+    the hub's loopx/state only fast-forwarded, no inbox left."""
+    on_hub = Counter(event_ids(remote))
+    assert max(on_hub.values()) == 1, "an event is on the hub's loopx/state twice"
+    assert set(acked) <= set(on_hub) | _parked_events(remote), "an acknowledged event is lost"
+    for path in clones * 2:
+        do_sync(path)
     on_hub = Counter(event_ids(remote))
     assert all(on_hub[event] == 1 for event in acked), "an acknowledged event is missing or twice"
     assert max(on_hub.values()) == 1
-    for path in clones * 2:
-        do_sync(path)
     assert {tip(path) for path in clones} == {tip(remote)}
     assert_only_fast_forwarded(remote)
     assert not git(remote, "for-each-ref", INBOX)
@@ -236,3 +247,52 @@ def test_an_inbox_from_another_ledger_is_left_out(tmp_path: Path) -> None:
     note(a, "agent:a", "mine")
     assert _fetch(a).merge == "up-to-date" and do_sync(a).pushed
     assert snapshot(a)["notes"] == 1 and tip(a) == tip(remote)
+
+
+def test_a_sync_that_loses_again_after_parking_is_done_and_the_next_sync_folds_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from loopx.features import sync
+
+    remote, (a, b, c) = seeded(tmp_path, 3)
+    note(c, "agent:c", "c moves the hub")
+    do_sync(c)  # a's push-ahead loses: a parks, fetches, merges, and pushes again...
+    do_sync(b)
+    note(b, "agent:b", "b wins the race")
+    mine = note(a, "agent:a", "parked")
+    real_push = sync._push
+    calls = []
+
+    def push_racing_b(store: Any, report: Any, tip_: Any) -> Any:
+        if Path(store.cwd) != a:
+            return real_push(store, report, tip_)
+        calls.append(tip_)
+        if len(calls) == 2:  # ...and b's plain `git push` of its state gets in just before
+            git(b, "push", "-q", "origin", STATE)
+        return real_push(store, report, tip_)
+
+    monkeypatch.setattr(sync, "_push", push_racing_b)
+    report = do_sync(a)
+    monkeypatch.undo()
+    assert len(calls) == 2 and report.parked and report.parked.startswith(INBOX)
+    assert mine not in event_ids(remote) and mine in _parked_events(remote)
+    assert mine not in event_ids(b)
+    assert do_sync(c).received >= 2 and mine in event_ids(remote)  # anyone's next sync folds it
+    assert do_sync(a).parked is None and not git(remote, "for-each-ref", INBOX)
+    text = invoke(a, "sync")
+    assert text.code == 0 and "waits on" not in text.out
+    assert_only_fast_forwarded(remote)
+
+
+def test_one_attempt_folds_a_few_inbox_tips_and_the_next_sync_the_rest(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from loopx.features import sync
+
+    monkeypatch.setattr(sync, "FOLD_AT_MOST", 2)
+    remote, (b, *parkers) = seeded(tmp_path, 4)
+    waiting = [note(p, f"agent:{p.name}", "parked") for p in parkers]
+    for path in parkers:
+        _park(path, remote)
+    first = do_sync(b)
+    assert first.received == 2 and len(set(waiting) & set(event_ids(remote))) == 2
+    assert do_sync(b).received == 1 and set(waiting) <= set(event_ids(remote))
+    assert_only_fast_forwarded(remote)
