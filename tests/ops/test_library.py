@@ -77,7 +77,7 @@ def test_next_action_claims_the_top_of_the_frontier(ledger: Ledger) -> None:
     ledger.run(todos.add, "g", "T", id="t", actor=ALICE)
     best = status.next_action(ledger, actor=AGENT, claim=True, ci=False)
     assert best.claimed is not None and best.claimed.data.id == "t"
-    assert best.action is not None and best.action["kind"] == "continue"
+    assert best.action is not None and best.action.kind == "continue"
     assert todos.show(ledger, "t")["claimed_by"] == AGENT
 
 
