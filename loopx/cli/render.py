@@ -9,7 +9,7 @@ from typing import Any, Optional
 import click
 
 from loopx.features.readback import local_host
-from loopx.model import clock, plural
+from loopx.model import clock, plural, typed
 from loopx.model.inert import line
 from loopx.state import answers
 
@@ -160,8 +160,9 @@ def elsewhere(workspace: dict[str, str], here: str) -> str:
             "re-attached here)")
 
 
-def fields_text(found: dict[str, Any]) -> str:
-    """`key: value` lines for a record, lists joined, empty fields left out."""
+def fields_text(found: Any) -> str:
+    """`key: value` lines for a record (a typed answer or a dict), lists joined, empty fields
+    left out."""
     def show(value: Any) -> str:
         if isinstance(value, list):
             return ", ".join(str(v) for v in value)
@@ -169,4 +170,5 @@ def fields_text(found: dict[str, Any]) -> str:
             return "; ".join(f"{k} = {show(v)}" for k, v in value.items())
         return str(value)
 
-    return "\n".join(f"{k}: {show(v)}" for k, v in found.items() if v not in (None, [], {}))
+    values = typed.plain(found)
+    return "\n".join(f"{k}: {show(v)}" for k, v in values.items() if v not in (None, [], {}))

@@ -167,8 +167,8 @@ def resources(config: Config) -> list[Resource]:
               Resource(uri=PRIME, name="prime", mime_type="text/markdown",
                        description="Your primer: the commands and what matters to you now")]
     if config.ledger.exists():
-        listed += [Resource(uri=f"loopx://goal/{g['id']}", name=f"goal {g['id']}",
-                            description=inert.md(g["title"]), mime_type="application/json")
+        listed += [Resource(uri=f"loopx://goal/{g.id}", name=f"goal {g.id}",
+                            description=inert.md(g.title), mime_type="application/json")
                    for g in goals.listing(config.ledger)]
     return listed
 

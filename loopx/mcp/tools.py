@@ -211,7 +211,7 @@ class TodoArgs(Args):
 @tool("todo_show", TodoArgs, read_only=True)
 def _todo_show(ctx: Context, a: TodoArgs) -> dict[str, Any]:
     """One todo as status shows it (`git loopx todo show`)."""
-    return todos.show(ctx.ledger, a.todo)
+    return typed.fields_of(todos.show(ctx.ledger, a.todo))
 
 
 class ClaimArgs(WriteArgs):
@@ -402,7 +402,7 @@ class GateArgs(Args):
 @tool("gate_show", GateArgs, read_only=True)
 def _gate_show(ctx: Context, a: GateArgs) -> dict[str, Any]:
     """One gate: its question, authority, state and answer (`git loopx gate show`)."""
-    return gates.show(ctx.ledger, a.gate)
+    return typed.fields_of(gates.show(ctx.ledger, a.gate))
 
 
 # --- notes, wakes, quota ----------------------------------------------------------------------

@@ -75,8 +75,8 @@ class CriterionCi:
 
 
 @dataclass(frozen=True)
-class Criterion:
-    """An acceptance criterion in force, its latest verdict and whether that still holds."""
+class CriterionRecord:
+    """An acceptance criterion in force and its latest verdict, as the ledger has them."""
 
     id: str
     text: str
@@ -86,6 +86,12 @@ class Criterion:
     verdict: Optional[Verdict]
     paths: list[str]
     revision: int
+
+
+@dataclass(frozen=True)
+class Criterion(CriterionRecord):
+    """A criterion as status shows it: also whether its verdict still holds for the code."""
+
     freshness: Optional[CriterionState] = None
     changed: list[str] = field(default_factory=list)
     needs_rerun: bool = False
@@ -110,6 +116,19 @@ class Goal:
     state: GoalState
     reason: Optional[str]
     acceptance: list[Criterion]
+    retired: list[Retired]
+    override: bool
+
+
+@dataclass(frozen=True)
+class GoalRecord:
+    """A goal as the ledger has it (`goal list`): its criteria are not judged against code."""
+
+    id: str
+    title: str
+    state: GoalState
+    reason: Optional[str]
+    acceptance: list[CriterionRecord]
     retired: list[Retired]
     override: bool
 
@@ -165,6 +184,14 @@ class Gate:
     comment: Optional[str]
     answered_by: Optional[str]
     conflict: list[Decision]  # the decisions that did not see each other, while conflicted
+
+
+@dataclass(frozen=True)
+class GoalShown(GoalRecord):
+    """`goal show`: a goal with its todos and gates."""
+
+    todos: list[Todo]
+    gates: list[Gate]
 
 
 @dataclass(frozen=True)

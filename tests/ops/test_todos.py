@@ -79,7 +79,7 @@ def test_discovered_from_names_an_existing_todo(planned: Ledger) -> None:
     planned.run(todos.add, "h", "found a bug", id="t-bug", discovered_from="t-urg",
                 actor=AGENT)
     shown = todos.show(planned, "t-bug")
-    assert shown["discovered_from"] == "t-urgent" and shown["priority"] == 2
+    assert shown.discovered_from == "t-urgent" and shown.priority == 2
     with pytest.raises(NotFound, match="no todo matches 'nope'"):
         planned.run(todos.add, "g", "x", discovered_from="nope", actor=AGENT)
     # A raw event naming an unknown todo is refused by the check (and would be a problem
@@ -96,7 +96,7 @@ def test_listing_filters_by_priority_goal_state_and_claimant(planned: Ledger) ->
     planned.run(todos.done, "t-done", reason="trivial", actor=ALICE)
 
     def ids(**kw: object) -> list[str]:
-        return [t["id"] for t in todos.listing(planned, **kw)]  # type: ignore[arg-type]
+        return [t.id for t in todos.listing(planned, **kw)]  # type: ignore[arg-type]
 
     assert ids() == ["t-old", "t-urgent", "t-later", "t-new"]
     assert ids(priority=[0, 4]) == ["t-urgent", "t-later"]
