@@ -74,13 +74,14 @@ class CriterionCi:
     recorded: bool
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CriterionRecord:
     """An acceptance criterion in force and its latest verdict, as the ledger has them."""
 
     id: str
     text: str
     met: bool
+    open_work: Optional[list[str]] = optional()  # unfinished todos serving it
     evidence: list[str]  # the passing evidence since its last revision
     latest: Optional[str]  # the evidence whose verdict counts
     verdict: Optional[Verdict]
@@ -88,15 +89,16 @@ class CriterionRecord:
     revision: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Criterion(CriterionRecord):
     """A criterion as status shows it: also whether its verdict still holds for the code."""
 
+    ci: Optional[CriterionCi] = None
     freshness: Optional[CriterionState] = None
     changed: list[str] = field(default_factory=list)
-    needs_rerun: bool = False
-    ci: Optional[CriterionCi] = None
     why: Optional[str] = optional()
+    scope: Optional[list[str]] = optional()  # the globs its verdict was judged on
+    needs_rerun: bool = False
 
 
 @dataclass(frozen=True)
@@ -133,7 +135,7 @@ class GoalRecord:
     override: bool
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Todo:
     """A todo as status shows it: its lease as this clone judges it, and why it is not ready."""
 
@@ -150,6 +152,7 @@ class Todo:
     decisions_since_claim: list[str]
     ready: bool
     why_not_ready: Optional[str]
+    blockers: Optional[list[str]] = optional()  # everything an open todo waits for
     evidence: list[str]
     no_evidence_reason: Optional[str]
     priority: int
@@ -214,9 +217,9 @@ class Evidence:
     url: Optional[str]
     paths: list[str]
     check: Optional[str]
-    freshness: Optional[EvidenceState] = None
     # The commit it points to now: ``commit`` after following amends and rebases.
     current_commit: Optional[str] = None
+    freshness: Optional[EvidenceState] = None
 
 
 @dataclass(frozen=True)
@@ -381,7 +384,7 @@ class Freshness:
     outside_scope: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Judged:
     """How one criterion in force stands now: its latest verdict judged on its scope."""
 
@@ -392,6 +395,7 @@ class Judged:
     changed: list[str]
     reason: Optional[str]
     evidence_state: Optional[EvidenceState] = optional()
+    scope: Optional[list[str]] = optional()  # the globs it was judged on
     checks: Optional[list[Check]] = optional()
     url: Optional[str] = optional()
 
