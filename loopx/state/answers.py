@@ -63,6 +63,7 @@ class Check:
     name: str
     state: str
     url: Optional[str] = optional()
+    evidence: Optional[str] = optional()  # the ci evidence it comes from (the ledger provider)
 
 
 @dataclass(frozen=True)
@@ -220,6 +221,33 @@ class Evidence:
     # The commit it points to now: ``commit`` after following amends and rebases.
     current_commit: Optional[str] = None
     freshness: Optional[EvidenceState] = None
+
+
+@dataclass(frozen=True)
+class EvidenceJudged:
+    """How one piece of evidence stands now, and the scope it was judged on."""
+
+    state: EvidenceState
+    changed: list[str]
+    reason: Optional[str]
+    paths: list[str]
+    ignored: list[str]
+    outside_scope: int
+    judged_tree: Optional[str]
+
+
+@dataclass(frozen=True, kw_only=True)
+class EvidenceShown(Evidence):
+    """`evidence show`: the evidence, how it stands now and, from the event that recorded
+    it, the output's digest and tail and the run's duration."""
+
+    judged: EvidenceJudged
+    event: Optional[str]
+    digest: Optional[str]
+    output_tail: Optional[str]
+    duration_s: Optional[float]
+    author: Optional[str]
+    cwd: Optional[str]
 
 
 @dataclass(frozen=True)

@@ -99,4 +99,4 @@ def test_run_records_a_failing_command_and_returns_its_code(ledger: Ledger, repo
                           stderr=open("/dev/null", "wb"))
     assert result.outcome.exit_code == 3
     assert result.event is not None and result.event.data.exit_code == 3
-    assert [e["id"] for e in evidence.listing(ledger, goal="g")] == [result.event.data.id]
+    assert [e.id for e in evidence.listing(ledger, goal="g")] == [result.event.data.id]
