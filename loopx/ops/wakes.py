@@ -8,7 +8,7 @@ import re
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import IO, TYPE_CHECKING, Any, Optional
+from typing import IO, TYPE_CHECKING, Optional
 
 from loopx.errors import LoopxError, NotFound, TransitionError, UsageError
 from loopx.features import ci, readback, waker
@@ -17,7 +17,7 @@ from loopx.ledger.draft import Draft
 from loopx.model import clock, typed
 from loopx.model.ids import new_short_id
 from loopx.ops import exchange, lookup, status
-from loopx.state import views
+from loopx.state import answers, views
 
 if TYPE_CHECKING:
     from loopx.ledger.txn import Txn
@@ -91,10 +91,10 @@ def ack(txn: Txn, wake: str, *,
     return txn.add(Draft("wake.fired", data, found.goal, event_id))
 
 
-def listing(ledger: Ledger, *, now: Optional[datetime] = None) -> list[dict[str, Any]]:
+def listing(ledger: Ledger, *, now: Optional[datetime] = None) -> list[answers.Wake]:
     """Every wake condition set."""
     ledger.require()
-    return list(ledger.snapshot(now)["wakes"])
+    return [typed.build(answers.Wake, w) for w in ledger.snapshot(now)["wakes"]]
 
 
 # --- acting on wakes: wait and watch (docs/agents.md) ------------------------------------------

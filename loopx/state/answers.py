@@ -267,6 +267,19 @@ class Wake:
 
 
 @dataclass(frozen=True)
+class Note:
+    """A note (`note list`), read from its event file: the projection only counts notes."""
+
+    id: str
+    text: str
+    todo: Optional[str]
+    goal: Optional[str]
+    actor: str
+    at: str
+    event: str
+
+
+@dataclass(frozen=True)
 class Amounts:
     """Turns, tokens and cost (None: no limit)."""
 
