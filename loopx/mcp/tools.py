@@ -540,8 +540,7 @@ def _session_inbox(ctx: Context, a: InboxArgs) -> dict[str, Any]:
         items = ctx.write(a, lambda txn: sessions.take_inbox(txn, a.session))
     else:
         items = sessions.inbox(ctx.ledger, a.session)
-    keys = ("event", "seq", "from", "at", "kind", "message")
-    return {"messages": [{k: m[k] for k in keys} for m in items]}
+    return {"messages": items}
 
 
 class AckArgs(WriteArgs):
