@@ -25,8 +25,9 @@ from typing import Any, Callable, NamedTuple, Optional
 from loopx.errors import CheckedOut, LockTimeout, LoopxError, RefRaceError
 from loopx.features import capture, shims, spool, sync, unrecorded
 from loopx.ledger.book import Ledger
-from loopx.model import plural
+from loopx.model import plural, typed
 from loopx.ops import ledgers
+from loopx.state import answers
 from loopx.storage import gateway, owner
 
 HOOKS = shims.HOOK_NAMES
@@ -240,7 +241,28 @@ def drain(cwd: str, *, state_ref: Optional[str] = None, retry: bool = False,
     return done or spool.Drained()
 
 
-def queue(cwd: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Waiting:
+    """An entry of the hook queue waiting to be applied."""
+
+    entry: str
+    hook: str
+    at: str
+    actor: str
+    commit: Optional[str]
+    state_ref: Optional[str]
+
+
+@dataclass(frozen=True)
+class Queue:
+    """The hook queue: how many entries wait and which, and those set aside with the reason."""
+
+    queued: int
+    set_aside: list[answers.SetAside]
+    waiting: list[Waiting]
+
+
+def queue(cwd: str) -> Queue:
     """The hook queue (``git loopx hooks queue``): how many entries wait and which (not one
     a drain is applying right now), and those set aside with the reason."""
     loopx_dir = gateway.discover(cwd).loopx_dir
@@ -248,7 +270,7 @@ def queue(cwd: str) -> dict[str, Any]:
     found["waiting"] = [{"entry": e.path.name, "hook": e.hook, "at": e.at, "actor": e.actor,
                          "commit": e.inputs.get("commit"), "state_ref": e.state_ref}
                         for e in spool.pending(loopx_dir)] if found["queued"] else []
-    return found
+    return typed.build(Queue, found)
 
 
 def _rebasing(git_dir: str) -> bool:

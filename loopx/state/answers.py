@@ -331,6 +331,15 @@ class Problem:
 
 
 @dataclass(frozen=True)
+class Notice:
+    """One of the actor's events a merge left not applied (a claim that lost a race)."""
+
+    event: str
+    type: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class UnknownEvent:
     """An event of a type this loopx does not know (kept, never dropped)."""
 
