@@ -12,7 +12,7 @@ from loopx.model import clock
 
 
 def log(ledger: Ledger, spec: Optional[str] = None, *,
-        max_count: Optional[int] = None) -> list[dict[str, Any]]:
+        max_count: Optional[int] = None) -> list[changes.LogCommit]:
     """The commits of ``spec`` (a revision or ``A..B``; default the state ref), newest first,
     each with the events it added, described."""
     ledger.require()
