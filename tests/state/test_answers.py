@@ -95,6 +95,24 @@ def test_a_busy_status_builds_into_the_types_prints_back_the_same_and_validates(
     assert doc.environment.evidence[ev.id].commit == head
 
 
+def test_every_list_and_show_validates_against_its_generated_schema(busy: Path) -> None:
+    ev = json.loads(invoke(busy, "evidence", "list", "--json").out)[0]["id"]
+    for command, args in (("todo list", ["--all"]), ("todo show", ["t1"]),
+                          ("goal list", ["--all"]), ("goal show", ["g1"]),
+                          ("gate list", ["--all"]), ("gate show", ["q1"]),
+                          ("evidence list", []), ("evidence show", [ev]), ("wake list", []),
+                          ("effect list", []), ("note list", []), ("notice list", ["--all"])):
+        result = invoke(busy, *command.split(), *args, "--json", actor=AGENT)
+        assert result.code == 0, (command, result.err)
+        doc = json.loads(result.out)
+        assert doc or command == "notice list", command  # something of (nearly) every kind
+        name = command.replace(" ", "-")
+        checked_in = json.loads((ROOT / ".loopx-schema" / "answers" / f"{name}.schema.json")
+                                .read_text())
+        assert checked_in == schema.command_schema(command)
+        jsonschema.Draft202012Validator(checked_in).validate(doc)
+
+
 def test_the_action_kinds_are_the_kinds_decide_ranks() -> None:
     assert list(typing.get_args(answers.ActionKind)) == sorted(decide.PRIORITY,
                                                               key=decide.PRIORITY.__getitem__)
