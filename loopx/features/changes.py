@@ -7,7 +7,7 @@ folds two commits with the same projection every reader uses and compares them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Optional
 
@@ -165,6 +165,39 @@ def log_text(rows: list[LogCommit], *, oneline: bool = False) -> str:
     return "\n".join(out) if out else "no commits"
 
 
+@dataclass(frozen=True)
+class Change:
+    """One entity that changed: its kind, id, how (added, changed, removed) and what."""
+
+    kind: str
+    id: str
+    change: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Frontiers:
+    before: list[str]
+    after: list[str]
+
+
+@dataclass(frozen=True)
+class Counts:
+    before: int
+    after: int
+
+
+@dataclass(frozen=True)
+class Diff:
+    """What changed in the state between two commits (`git loopx diff`)."""
+
+    changes: list[Change]
+    frontier: Frontiers
+    events: Counts
+    from_: str = field(metadata={typed.KEY: "from"})  # a Python keyword
+    to: str
+
+
 def default_diff(ledger: Ledger) -> str:
     """What `git loopx diff` compares with no argument: unpushed changes, else the last commit."""
     if ledger.store.resolve("refs/remotes/origin/loopx/state") is not None:
@@ -174,7 +207,7 @@ def default_diff(ledger: Ledger) -> str:
     raise UsageError("the ledger has one commit: nothing to compare it with (give A..B)")
 
 
-def diff(ledger: Ledger, spec: str, *, now: datetime) -> dict[str, Any]:
+def diff(ledger: Ledger, spec: str, *, now: datetime) -> Diff:
     """What changed in the ledger's state between two commits (``A..B``, or ``A`` for A..tip)."""
     start, sep, end = spec.partition("..")
     if "..." in spec or not start:
@@ -186,19 +219,19 @@ def diff(ledger: Ledger, spec: str, *, now: datetime) -> dict[str, Any]:
     result = history.diff(views.snapshot(before, now), views.snapshot(after, now))
     result["changes"][:0] = history.config_changes(before.config, after.config)
     result.update({"from": a, "to": b})
-    return result
+    return typed.build(Diff, result)
 
 
-def diff_text(result: dict[str, Any]) -> str:
+def diff_text(result: Diff) -> str:
     out = [
-        f"ledger {result['from'][:12]}..{result['to'][:12]}: "
-        f"{result['events']['before']} -> {result['events']['after']} events"
+        f"ledger {result.from_[:12]}..{result.to[:12]}: "
+        f"{result.events.before} -> {result.events.after} events"
     ]
-    for c in result["changes"]:
-        out.append(f"  {_MARK[c['change']]} {c['kind']:<9} {c['id']:<12} {inert.line(c['text'])}")
+    for c in result.changes:
+        out.append(f"  {_MARK[c.change]} {c.kind:<9} {c.id:<12} {inert.line(c.text)}")
     if len(out) == 1:
         out.append("  no change in state")
-    before, after = result["frontier"]["before"], result["frontier"]["after"]
+    before, after = result.frontier.before, result.frontier.after
     if before != after:
         out.append(f"frontier: {', '.join(before) or '(empty)'} -> {', '.join(after) or '(empty)'}")
     else:

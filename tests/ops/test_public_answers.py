@@ -28,7 +28,6 @@ for _info in pkgutil.iter_modules(loopx.model.payloads.__path__):
 
 # operation -> why it still answers with a plain document (each is follow-up work).
 UNTYPED = {
-    "loopx.ops.timeline.diff": "the changes between two folds, per entity kind",
     "loopx.ops.upkeep.examine": "doctor's report: damage, verify, repair and rollback parts",
     "loopx.ops.status.prime": "Primer.facts: the primer's facts, as features/primer.py makes them",
     "loopx.ops.evidence.record_ci": "CiRecord.ci and .planned: the CI status and the plan",
