@@ -76,7 +76,9 @@ class SessionShown:
     last_progress: Optional[str]
     opened_at: str
     checkpoints: list[Checkpoint]
-    messages: list[Interjection]
+    ends: Optional[str] = typed.optional()  # how an open session ends
+    same_goal: Optional[list[str]] = typed.optional()  # the other open sessions on its goal
+    messages: list[Interjection] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -386,6 +386,8 @@ class Session:
     last_progress: Optional[str]
     opened_at: str
     checkpoints: int
+    ends: Optional[str] = optional()  # how an open session ends
+    same_goal: Optional[list[str]] = optional()  # the other open sessions on its goal
 
 
 # --- the environment (loopx.features.readback) -------------------------------------------------
