@@ -15,7 +15,7 @@ import click
 from loopx.cli import render
 from loopx.cli.app import App, event_id_option, optional_duration, pass_app
 from loopx.errors import LoopxError, UsageError
-from loopx.model import plural
+from loopx.model import plural, typed
 from loopx.ops import hooking, ledgers, settings, upkeep
 
 
@@ -103,9 +103,9 @@ def config_set(app: App, roles: tuple[str, ...], lease_ttl: Optional[str],
 def config_show(app: App) -> None:
     """Show ledger settings."""
     effective = settings.effective(app.ledger)
-    shown = {k: v for k, v in effective.items() if k != "allowed_signers"}
-    if effective.get("allowed_signers"):
-        shown["allowed_signers"] = plural.counted(len(effective['allowed_signers'].splitlines()), 'line')
+    shown = {k: v for k, v in typed.fields_of(effective).items() if k != "allowed_signers"}
+    if effective.allowed_signers:
+        shown["allowed_signers"] = plural.counted(len(effective.allowed_signers.splitlines()), 'line')
     app.emit(effective, lambda: render.fields_text(shown))
 
 
@@ -153,7 +153,7 @@ def signer_remove(app: App, identity: str, event_id: Optional[str]) -> None:
 def signer_list(app: App) -> None:
     """The listed keys: identity, key type and fingerprint."""
     found = [{"identity": s.identity, "key": s.key, "fingerprint": s.fingerprint}
-             for s in settings.signers(settings.effective(app.ledger).get("allowed_signers"))]
+             for s in settings.signers(settings.effective(app.ledger).allowed_signers)]
     app.emit(found, lambda: "\n".join(
         f"{s['identity']}  {s['key'].split()[0]}  {s['fingerprint']}" for s in found)
         or "no signers listed (git loopx signer add IDENTITY --key KEY.pub)")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
 import click
 
@@ -69,28 +69,28 @@ def evidence_list(app: App, todo_id: Optional[str], goal_id: Optional[str]) -> N
     app.emit(items, lambda: _evidence_text(items))
 
 
-def _evidence_text(items: list[dict[str, Any]]) -> str:
+def _evidence_text(items: list[evidence_ops.Evidence]) -> str:
     if not items:
         return "no evidence"
     rows = [("ID", "KIND", "COMMIT", "RESULT", "NOW", "TODO", "SUMMARY")]
-    rows += [(e["id"], e["kind"], _commit(e), _result(e), e["freshness"] or "-",
-              e["todo"] or "-", e["summary"] or "") for e in items]
+    rows += [(e.id, e.kind, _commit(e), _result(e), e.freshness or "-",
+              e.todo or "-", e.summary or "") for e in items]
     widths = [max(len(r[i]) for r in rows) for i in range(6)]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[6]
                      for r in rows).rstrip()
 
 
-def _commit(ev: dict[str, Any]) -> str:
-    if not ev["commit"]:
+def _commit(ev: evidence_ops.Evidence) -> str:
+    if not ev.commit:
         return "-"
-    now = (ev.get("current_commit") or ev["commit"])[:10]
-    return now if now == ev["commit"][:10] else f"{now} (was {ev['commit'][:10]})"
+    now = (ev.current_commit or ev.commit)[:10]
+    return now if now == ev.commit[:10] else f"{now} (was {ev.commit[:10]})"
 
 
-def _result(ev: dict[str, Any]) -> str:
-    if ev["exit_code"] is None:
+def _result(ev: evidence_ops.Evidence) -> str:
+    if ev.exit_code is None:
         return "-"
-    return "passed" if ev["exit_code"] == 0 else f"failed ({ev['exit_code']})"
+    return "passed" if ev.exit_code == 0 else f"failed ({ev.exit_code})"
 
 
 @evidence.command("show")
@@ -103,25 +103,25 @@ def evidence_show(app: App, evidence_id: str) -> None:
     app.emit(found, lambda: _evidence_show_text(found))
 
 
-def _evidence_show_text(ev: dict[str, Any]) -> str:
-    judged = ev["judged"]
-    lines = [f"evidence {ev['id']} ({ev['kind']}): {line(ev['summary'] or '-')}"]
-    fields = [("result", _result(ev)), ("command", ev["command"]), ("ran in", ev.get("cwd")),
-              ("took", f"{ev['duration_s']:.1f}s" if ev.get("duration_s") is not None else None),
-              ("goal", ev["goal"]), ("todo", ev["todo"]),
-              ("criteria", ", ".join(ev["criteria"]) or None), ("check", ev["check"]),
-              ("url", ev["url"]), ("by", f"{ev['actor']} at {ev['at']}"),
-              ("commit", _commit(ev) if ev["commit"] else None),
-              ("tree", (ev["tree"] or "")[:12] + (" (uncommitted changes included)"
-                                                  if ev["dirty"] else "") or None),
-              ("scope", ", ".join(judged["paths"]) or "the whole tree"
-               + (f" less {', '.join(judged['ignored'])}" if judged["ignored"] else "")),
-              ("now", judged["state"] + (f": {judged['reason']}" if judged["reason"] else "")),
-              ("changed", ", ".join(judged["changed"][:10]) or None),
-              ("digest", ev.get("digest"))]
+def _evidence_show_text(ev: evidence_ops.EvidenceShown) -> str:
+    judged = ev.judged
+    lines = [f"evidence {ev.id} ({ev.kind}): {line(ev.summary or '-')}"]
+    fields = [("result", _result(ev)), ("command", ev.command), ("ran in", ev.cwd),
+              ("took", f"{ev.duration_s:.1f}s" if ev.duration_s is not None else None),
+              ("goal", ev.goal), ("todo", ev.todo),
+              ("criteria", ", ".join(ev.criteria) or None), ("check", ev.check),
+              ("url", ev.url), ("by", f"{ev.actor} at {ev.at}"),
+              ("commit", _commit(ev) if ev.commit else None),
+              ("tree", (ev.tree or "")[:12] + (" (uncommitted changes included)"
+                                               if ev.dirty else "") or None),
+              ("scope", ", ".join(judged.paths) or "the whole tree"
+               + (f" less {', '.join(judged.ignored)}" if judged.ignored else "")),
+              ("now", judged.state + (f": {judged.reason}" if judged.reason else "")),
+              ("changed", ", ".join(judged.changed[:10]) or None),
+              ("digest", ev.digest)]
     lines += [f"  {name + ':':<9} {line(str(value))}" for name, value in fields if value]
-    if ev.get("output_tail"):
-        lines += ["  output (last lines):", inert.indented(ev["output_tail"].rstrip("\n"))]
+    if ev.output_tail:
+        lines += ["  output (last lines):", inert.indented(ev.output_tail.rstrip("\n"))]
     return "\n".join(lines)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
 import click
 
@@ -87,15 +87,15 @@ def gate_list(app: App, show_all: bool) -> None:
     app.emit(found, lambda: _list_text(found))
 
 
-def _list_text(found: list[dict[str, Any]]) -> str:
+def _list_text(found: list[gates.Gate]) -> str:
     if not found:
         return "no open gates"
     return "\n".join(
-        f"{g['id']:<12} {g['state']:<9} {line(g['question'])}  "
-        + (f"(asks {', '.join(g['authority'])})" if g["state"] == "open"
-           else f"({g['decision']} by {g['answered_by']})" if g["decision"]
-           else "(" + ", ".join(f"{d['decision'] or 'withdraw'} by {d['actor']}"
-                                for d in g["conflict"]) + ")" if g["conflict"] else "")
+        f"{g.id:<12} {g.state:<9} {line(g.question)}  "
+        + (f"(asks {', '.join(g.authority)})" if g.state == "open"
+           else f"({g.decision} by {g.answered_by})" if g.decision
+           else "(" + ", ".join(f"{d.decision or 'withdraw'} by {d.actor}"
+                                for d in g.conflict) + ")" if g.conflict else "")
         for g in found
     )
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
 import click
 
@@ -102,14 +102,14 @@ def goal_list(app: App, show_all: bool) -> None:
     app.emit(found, lambda: _list_text(found))
 
 
-def _list_text(found: list[dict[str, Any]]) -> str:
+def _list_text(found: list[goals.GoalRecord]) -> str:
     if not found:
         return "no goals (add one with `git loopx goal add TITLE --accept TEXT`)"
     lines = []
     for g in found:
-        met = sum(c["met"] for c in g["acceptance"])
-        lines.append(f"{g['id']:<12} {g['state']:<9} {met}/{len(g['acceptance'])} met  "
-                     f"{line(g['title'])}")
+        met = sum(c.met for c in g.acceptance)
+        lines.append(f"{g.id:<12} {g.state:<9} {met}/{len(g.acceptance)} met  "
+                     f"{line(g.title)}")
     return "\n".join(lines)
 
 
@@ -122,19 +122,19 @@ def goal_show(app: App, goal_id: str) -> None:
     app.emit(found, lambda: _show_text(found))
 
 
-def _show_text(found: dict[str, Any]) -> str:
-    lines = [f"goal {found['id']}: {line(found['title'])} ({found['state']})"]
-    for c in found["acceptance"]:
-        mark = "x" if c["met"] else " "
-        ev = f"  <- {', '.join(c['evidence'])}" if c["evidence"] else ""
-        if c.get("verdict") == "fail":
-            ev += f"  (latest: {c['latest']} failed)"
-        scope = f"  [on {', '.join(c['paths'])}]" if c.get("paths") else ""
-        lines.append(f"  [{mark}] {c['id']}: {line(c['text'])}{line(scope)}{ev}")
-    for c in found.get("retired", []):
-        lines.append(f"  [-] {c['id']}: {line(c['text'])}  (retired)")
-    for t in found["todos"]:
-        lines.append(f"  todo {t['id']:<10} {t['state']:<9} {line(t['title'])}")
-    for g in found["gates"]:
-        lines.append(f"  gate {g['id']:<10} {g['state']:<9} {line(g['question'])}")
+def _show_text(found: goals.GoalShown) -> str:
+    lines = [f"goal {found.id}: {line(found.title)} ({found.state})"]
+    for c in found.acceptance:
+        mark = "x" if c.met else " "
+        ev = f"  <- {', '.join(c.evidence)}" if c.evidence else ""
+        if c.verdict == "fail":
+            ev += f"  (latest: {c.latest} failed)"
+        scope = f"  [on {', '.join(c.paths)}]" if c.paths else ""
+        lines.append(f"  [{mark}] {c.id}: {line(c.text)}{line(scope)}{ev}")
+    for r in found.retired:
+        lines.append(f"  [-] {r.id}: {line(r.text)}  (retired)")
+    for t in found.todos:
+        lines.append(f"  todo {t.id:<10} {t.state:<9} {line(t.title)}")
+    for g in found.gates:
+        lines.append(f"  gate {g.id:<10} {g.state:<9} {line(g.question)}")
     return "\n".join(lines)

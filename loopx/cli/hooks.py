@@ -93,13 +93,13 @@ def hooks_drain(app: App, retry: bool, quiet: bool) -> None:
         sys.exit(1)
 
 
-def _queue_lines(found: dict[str, Any]) -> list[str]:
-    lines = [f"queued: {found['queued']} (`git loopx hooks drain` applies them now)"
-             ] if found["queued"] else []
-    lines += [f"  {e['entry']}  {e['hook']}" + (f" of {e['commit'][:12]}" if e["commit"] else "")
-              + f"  by {e['actor']} at {e['at']}" for e in found.get("waiting", [])]
-    return lines + [f"set aside: {e['entry']}: {e['reason']} (fix it, then "
-                    "`git loopx hooks drain --retry`)" for e in found["set_aside"]]
+def _queue_lines(found: hooking.Queue) -> list[str]:
+    lines = [f"queued: {found.queued} (`git loopx hooks drain` applies them now)"
+             ] if found.queued else []
+    lines += [f"  {e.entry}  {e.hook}" + (f" of {e.commit[:12]}" if e.commit else "")
+              + f"  by {e.actor} at {e.at}" for e in found.waiting]
+    return lines + [f"set aside: {e.entry}: {e.reason} (fix it, then "
+                    "`git loopx hooks drain --retry`)" for e in found.set_aside]
 
 
 def _status_line(state: Any) -> str:

@@ -41,9 +41,9 @@ def note_list(app: App, todo_id: Optional[str], goal_id: Optional[str]) -> None:
     """List notes, oldest first."""
     found = notes.listing(app.ledger, todo=todo_id, goal=goal_id)
     app.emit(found, lambda: "\n".join(
-        f"{n['id']:<12} {n['at']}  {line(n['actor'])}" + (f"  (on {n['todo'] or n['goal']})"
-                                                         if n["todo"] or n["goal"] else "")
-        + "\n" + inert.indented(n["text"]) for n in found) or "no notes")
+        f"{n.id:<12} {n.at}  {line(n.actor)}" + (f"  (on {n.todo or n.goal})"
+                                                if n.todo or n.goal else "")
+        + "\n" + inert.indented(n.text) for n in found) or "no notes")
 
 
 
@@ -63,7 +63,7 @@ def notice_list(app: App, show_all: bool) -> None:
     """Your events that were not applied, and why (dismissed ones with --all)."""
     found = notices.listing(app.ledger, actor=app.actor, include_dismissed=show_all)
     app.emit(found, lambda: "\n".join(
-        f"{n['event']}  {n['type']:<16} {n['reason']}" + ("  (dismissed)" if n["dismissed"] else "")
+        f"{n.event}  {n.type:<16} {n.reason}" + ("  (dismissed)" if n.dismissed else "")
         for n in found) or "no notices")
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
 import click
 
@@ -76,9 +76,10 @@ def wake_list(app: App) -> None:
     """List wake conditions."""
     found = wakes.listing(app.ledger, now=app.now)
     app.emit(found, lambda: "\n".join(
-        f"{w['id']:<12} " + ", ".join(f"{k}={w[k]}" for k in ("at", "on_gate", "on_ci", "on_todo",
-                                                             "every") if w[k])
-        + (f"  ({line(w['reason'])})" if w["reason"] else "") for w in found) or "no wakes")
+        f"{w.id:<12} " + ", ".join(f"{k}={getattr(w, k)}" for k in ("at", "on_gate", "on_ci",
+                                                                   "on_todo", "every")
+                                   if getattr(w, k))
+        + (f"  ({line(w.reason)})" if w.reason else "") for w in found) or "no wakes")
 
 
 # --- quota ----------------------------------------------------------------------------------
@@ -133,12 +134,13 @@ def quota_show(app: App) -> None:
     app.emit(found, lambda: _quota_text(found))
 
 
-def _quota_text(found: dict[str, Any]) -> str:
+def _quota_text(found: dict[str, quotas.Quota]) -> str:
     lines = []
     for scope, q in found.items():
-        parts = [f"{k} {q['spent'][k]}/{q[k] if q[k] is not None else '-'}"
-                 for k in ("turns", "tokens", "cost")]
-        lines.append(f"{scope:<12} {'  '.join(parts)}{'  EXHAUSTED' if q['exhausted'] else ''}")
+        limits = {"turns": q.turns, "tokens": q.tokens, "cost": q.cost}
+        parts = [f"{k} {getattr(q.spent, k)}/{v if v is not None else '-'}"
+                 for k, v in limits.items()]
+        lines.append(f"{scope:<12} {'  '.join(parts)}{'  EXHAUSTED' if q.exhausted else ''}")
     return "\n".join(lines) or "no quota set"
 
 
@@ -198,5 +200,5 @@ def effect_list(app: App) -> None:
     """List effects; indeterminate ones must be read back before any retry."""
     found = effects.listing(app.ledger, now=app.now)
     app.emit(found, lambda: "\n".join(
-        f"{e['id']:<12} {e['state']:<13} {e['action']} {e['target']}" for e in found)
+        f"{e.id:<12} {e.state:<13} {e.action} {e.target}" for e in found)
         or "no effects")

@@ -14,8 +14,9 @@ import click
 
 from loopx.cli import pager, render
 from loopx.cli.app import App, optional_duration, pass_app
-from loopx.model import inert, plural
+from loopx.model import inert, plural, typed
 from loopx.ops import status as recovery
+from loopx.state import answers
 
 EXIT_WAIT = 10
 EXIT_NOTHING = 20
@@ -32,7 +33,8 @@ def _emit(app: App, data: Any, text: Any) -> None:
     """Like ``app.emit``, but JSON for a program (not a terminal) is compact: the indenting
     encoder is pure Python and was the largest cost of a warm `status` for a busy ledger."""
     if app.json and app.batch_txn is None and not sys.stdout.isatty():
-        click.echo(json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str))
+        click.echo(json.dumps(data, ensure_ascii=False, separators=(",", ":"),
+                              default=typed.json_default))
     else:
         app.emit(data, text)
 
@@ -79,24 +81,23 @@ def next_(app: App, claim: bool, ttl: Optional[str], synced: bool, no_ci: bool,
     result = recovery.next_action(app.ledger, actor=actor, claim=claim,
                                   ttl=optional_duration(ttl), ci=not no_ci, offline=offline,
                                   now=app.now, synced=synced)
-    data = result.to_dict()
-    app.emit(data, lambda: _next_text(data))
+    app.emit(result.to_dict(), lambda: _next_text(result))
     if result.action is None:
         raise click.exceptions.Exit(EXIT_NOTHING)
     if result.waiting:
         raise click.exceptions.Exit(EXIT_WAIT)
 
 
-def _next_text(result: dict[str, Any]) -> str:
-    best = result["action"]
+def _next_text(result: recovery.Next) -> str:
+    best = result.action
     if best is None:
-        wake = f"; look again at {result['next_wake']}" if result["next_wake"] else ""
+        wake = f"; look again at {result.next_wake}" if result.next_wake else ""
         return f"nothing left to do{wake}"
-    lines = [f"{best['kind']}: {inert.line(best['reason'])}"]
-    if best.get("command"):
-        lines.append(f"  {inert.line(best['command'])}")
-    if result.get("not_claimed") and best is not None:
-        lines.append(f"(not claimed: {inert.line(result['not_claimed'])})")
+    lines = [f"{best.kind}: {inert.line(best.reason)}"]
+    if best.command:
+        lines.append(f"  {inert.line(best.command)}")
+    if result.not_claimed:
+        lines.append(f"(not claimed: {inert.line(result.not_claimed)})")
     return "\n".join(lines)
 
 
@@ -142,49 +143,49 @@ NO_LEDGER = "This repository has no loopx ledger yet (`git loopx init` starts on
 # --- text ----------------------------------------------------------------------------------------
 
 
-def status_text(snap: dict[str, Any], ledger_text: str, *, color: bool = False) -> str:
+def status_text(snap: answers.StatusDoc, ledger_text: str, *, color: bool = False) -> str:
     """Like `git status`: where you are, what to do now, then the ledger."""
     def paint(text: str, **kw: Any) -> str:
         return click.style(text, **kw) if color else text
 
     first, _, rest = ledger_text.partition("\n")
-    out = [first, *environment_lines(snap["environment"], paint)]
-    actions = [a for a in snap["actions"] if a["kind"] not in ("work", "wait_lease")][:8]
+    out = [first, *environment_lines(snap.environment, paint)]
+    actions = [a for a in snap.actions if a.kind not in ("work", "wait_lease")][:8]
     if actions:
         out.append("\n" + paint("Do now:" if not recovery.is_waiting(actions[0]) else "Waiting for:",
                          bold=True))
         for action in actions:
-            colour = "yellow" if recovery.is_waiting(action) else "red" if action["priority"] < 30 else "cyan"
-            out.append(f"  {paint(action['kind'], fg=colour)}: {inert.line(action['reason'])}")
-            if action.get("command"):
-                out.append(paint(f"    {inert.line(action['command'])}", dim=True))
-    if not snap["actions"] and snap.get("next_wake"):
-        out.append(f"\nNothing to do; look again at {snap['next_wake']}")
+            colour = "yellow" if recovery.is_waiting(action) else "red" if action.priority < 30 else "cyan"
+            out.append(f"  {paint(action.kind, fg=colour)}: {inert.line(action.reason)}")
+            if action.command:
+                out.append(paint(f"    {inert.line(action.command)}", dim=True))
+    if not snap.actions and snap.next_wake:
+        out.append(f"\nNothing to do; look again at {snap.next_wake}")
     return "\n".join(out) + ("\n" + rest if rest else "")
 
 
-def environment_lines(env: dict[str, Any], paint: Any) -> list[str]:
-    head = (env.get("head") or "")[:12] or "no commits yet"
-    where = f"on branch {env['branch']}" if env.get("branch") else "HEAD detached"
+def environment_lines(env: answers.Environment, paint: Any) -> list[str]:
+    head = (env.head or "")[:12] or "no commits yet"
+    where = f"on branch {env.branch}" if env.branch else "HEAD detached"
     lines = [f"Work tree: {where} at {head}"]
-    upstream = env.get("upstream")
-    if upstream and (upstream["ahead"] or upstream["behind"]):
-        lines.append(f"  {upstream['ahead']} ahead, {upstream['behind']} behind {upstream['name']}")
-    if env.get("in_progress"):
-        lines.append(paint(f"  {env['in_progress']} in progress", fg="red"))
-    if env.get("dirty"):
-        lines.append(paint(f"  {plural.counted(len(env['dirty']), 'changed file')}: "
-                           f"{inert.line(', '.join(env['dirty'][:5]))}", fg="yellow"))
-    if env.get("untracked"):
-        lines.append(f"  {plural.counted(len(env['untracked']), 'untracked file')}: "
-                     f"{inert.line(', '.join(env['untracked'][:5]))}")
-    state = env.get("state") or {}
-    if state.get("unpushed") or state.get("unmerged"):
-        lines.append(f"  ledger: {plural.counted(state['unpushed'], 'event')} not pushed, "
-                     f"{state['unmerged']} fetched and not merged")
-    ci = env.get("ci") or {}
-    if ci.get("provider"):
-        colour = {"success": "green", "failure": "red", "pending": "yellow"}.get(ci["state"])
-        detail = f" ({inert.line(ci['detail'])})" if ci.get("detail") else ""
-        lines.append(f"  CI ({ci['provider']}): " + paint(ci["state"], fg=colour) + detail)
+    upstream = env.upstream
+    if upstream and (upstream.ahead or upstream.behind):
+        lines.append(f"  {upstream.ahead} ahead, {upstream.behind} behind {upstream.name}")
+    if env.in_progress:
+        lines.append(paint(f"  {env.in_progress} in progress", fg="red"))
+    if env.dirty:
+        lines.append(paint(f"  {plural.counted(len(env.dirty), 'changed file')}: "
+                           f"{inert.line(', '.join(env.dirty[:5]))}", fg="yellow"))
+    if env.untracked:
+        lines.append(f"  {plural.counted(len(env.untracked), 'untracked file')}: "
+                     f"{inert.line(', '.join(env.untracked[:5]))}")
+    state = env.state
+    if state.unpushed or state.unmerged:
+        lines.append(f"  ledger: {plural.counted(state.unpushed, 'event')} not pushed, "
+                     f"{state.unmerged} fetched and not merged")
+    ci = env.ci
+    if ci.provider:
+        colour = {"success": "green", "failure": "red", "pending": "yellow"}.get(ci.state)
+        detail = f" ({inert.line(ci.detail)})" if ci.detail else ""
+        lines.append(f"  CI ({ci.provider}): " + paint(ci.state, fg=colour) + detail)
     return lines

@@ -25,10 +25,10 @@ def _report_text(report: exchange.Report, doing: str) -> str:
         lines.append(f"kept {plural.counted(len(report.unknown_events), 'event')} of types this "
                      "loopx does not know (a newer loopx wrote them)")
     for notice in report.notices:
-        what = ("your claim lost a race" if notice["type"] == "todo.claimed"
-                else f"your {notice['type']} event was not applied")
-        lines.append(f"notice: {what}: {notice['reason']}")
-        lines.append(f"  once read: git loopx notice dismiss {notice['event']}")
+        what = ("your claim lost a race" if notice.type == "todo.claimed"
+                else f"your {notice.type} event was not applied")
+        lines.append(f"notice: {what}: {notice.reason}")
+        lines.append(f"  once read: git loopx notice dismiss {notice.event}")
     return "\n".join(lines)
 
 

@@ -9,8 +9,9 @@ from typing import Any, Optional
 import click
 
 from loopx.features.readback import local_host
-from loopx.model import clock, plural
+from loopx.model import clock, plural, typed
 from loopx.model.inert import line
+from loopx.state import answers
 
 
 def _style(color: bool):  # type: ignore[no-untyped-def]
@@ -20,123 +21,123 @@ def _style(color: bool):  # type: ignore[no-untyped-def]
     return paint
 
 
-def status_text(snap: dict[str, Any], *, color: bool = False) -> str:
+def status_text(snap: answers.StatusDoc, *, color: bool = False) -> str:
     paint = _style(color)
-    ref = snap.get("ref", "refs/heads/loopx/state").removeprefix("refs/heads/")
-    count = snap["ledger"]["events"]
-    name = f"{line(snap['ledger']['name'])}, " if snap["ledger"].get("name") else ""
+    ref = snap.ref.removeprefix("refs/heads/")
+    count = snap.ledger.events
+    name = f"{line(snap.ledger.name)}, " if snap.ledger.name else ""
     out = [f"On ledger {ref} ({name}{plural.counted(count, 'event')})"]
-    shown = [p for p in snap["problems"] if not p.get("dismissed")]
+    shown = [p for p in snap.problems if not p.dismissed]
     if shown:
         out.append("\n" + paint(f"Problems ({len(shown)}), events not applied:", fg="red", bold=True))
-        out += [f"  {line(p['event'])}: {line(p['reason'])}" for p in shown[:10]]
-    for goal in snap["goals"]:
-        if goal["state"] not in ("achieved", "abandoned"):
+        out += [f"  {line(p.event)}: {line(p.reason)}" for p in shown[:10]]
+    for goal in snap.goals:
+        if goal.state not in ("achieved", "abandoned"):
             out += _goal(goal, paint)
     out += _todos(snap, paint)
-    out += _sessions(snap.get("sessions", []), paint)
+    out += _sessions(snap.sessions, paint)
     out += _history(snap)
-    if snap.get("unknown_events"):
-        out.append(f"\n{plural.counted(len(snap['unknown_events']), 'event')} of types this loopx does not know "
+    if snap.unknown_events:
+        out.append(f"\n{plural.counted(len(snap.unknown_events), 'event')} of types this loopx does not know "
                    "(kept; upgrade loopx to read them)")
-    if not snap["goals"]:
+    if not snap.goals:
         out.append("\nNo goals in play; start one: git loopx goal add TITLE --accept TEXT "
                    "(closed goals, if any: git loopx status --all)")
     return "\n".join(out)
 
 
-def _goal(goal: dict[str, Any], paint: Any) -> list[str]:
-    met = sum(c["met"] for c in goal["acceptance"])
-    stale = sum(bool(c["met"] and c.get("needs_rerun")) for c in goal["acceptance"])
-    out = ["\n" + paint(f"Goal {goal['id']}: {line(goal['title'])}", bold=True)
-           + f"  [{goal['state']}, {met}/{len(goal['acceptance'])} criteria met"
+def _goal(goal: answers.Goal, paint: Any) -> list[str]:
+    met = sum(c.met for c in goal.acceptance)
+    stale = sum(bool(c.met and c.needs_rerun) for c in goal.acceptance)
+    out = ["\n" + paint(f"Goal {goal.id}: {line(goal.title)}", bold=True)
+           + f"  [{goal.state}, {met}/{len(goal.acceptance)} criteria met"
            + (f", {stale} of them by stale evidence]" if stale else "]")]
-    for c in goal["acceptance"]:
-        mark = paint("x", fg="green") if c["met"] else " "
-        if c.get("needs_rerun"):  # met only by stale evidence (added by readback)
+    for c in goal.acceptance:
+        mark = paint("x", fg="green") if c.met else " "
+        if c.needs_rerun:  # met only by stale evidence (added by readback)
             mark = paint("~", fg="yellow")
-        out.append(f"  [{mark}] {c['id']}  {line(c['text'])}" + _criterion_note(c))
-    out += [f"  [-] {c['id']}  {line(c['text'])}  (retired)" for c in goal.get("retired", [])]
+        out.append(f"  [{mark}] {c.id}  {line(c.text)}" + _criterion_note(c))
+    out += [f"  [-] {c.id}  {line(c.text)}  (retired)" for c in goal.retired]
     return out
 
 
-def _criterion_note(crit: dict[str, Any]) -> str:
-    if crit.get("ci"):
-        verdict = "passed" if crit["ci"]["verdict"] == "pass" else "failed"
+def _criterion_note(crit: answers.Criterion) -> str:
+    if crit.ci:
+        verdict = "passed" if crit.ci.verdict == "pass" else "failed"
         return f"  (CI {verdict} for HEAD, not recorded: git loopx ci record)"
-    if crit.get("needs_rerun"):
-        changed = crit.get("changed") or []
+    if crit.needs_rerun:
+        changed = crit.changed
         shown = f": {line(', '.join(changed[:3]))}{', ...' if len(changed) > 3 else ''} changed" if (
             changed) else ""
         return f"  (evidence is stale{shown}: re-run)"
-    if crit.get("verdict") == "fail":
-        return f"  (latest evidence {crit.get('latest')} failed)"
+    if crit.verdict == "fail":
+        return f"  (latest evidence {crit.latest} failed)"
     return ""
 
 
-def _todos(snap: dict[str, Any], paint: Any) -> list[str]:
+def _todos(snap: answers.StatusDoc, paint: Any) -> list[str]:
     """Ready, claimed, waiting (with why), then the open gates they wait on."""
-    todos = {t["id"]: t for t in snap["todos"]}
-    closed = {g["id"] for g in snap["goals"] if g["state"] in ("achieved", "abandoned")}
+    todos = {t.id: t for t in snap.todos}
+    closed = {g.id for g in snap.goals if g.state in ("achieved", "abandoned")}
     sections = [
         ("\n" + paint("Ready to work on", fg="green") + " (git loopx todo claim ID, or "
          "git loopx next --claim for the best one):",
-         [f"  {t['id']:<12} {line(t['title'])}" for t in (todos[i] for i in snap["frontier"])]),
+         [f"  {t.id:<12} {line(t.title)}" for t in (todos[i] for i in snap.frontier)]),
         ("\nClaimed:",
-         [f"  {t['id']:<12} {line(t['title'])}  ({line(t['claimed_by'])} until {t['lease_expires']})"
-          for t in todos.values() if t["state"] == "claimed"]),
+         [f"  {t.id:<12} {line(t.title)}  ({line(t.claimed_by or '')} until {t.lease_expires})"
+          for t in todos.values() if t.state == "claimed"]),
         ("\n" + paint("Waiting:", fg="yellow"),
-         [f"  {t['id']:<12} {line(t['title'])}  ({line(t['why_not_ready'])})" for t in todos.values()
-          if t["state"] in ("open", "blocked") and not t["ready"] and t["goal"] not in closed]),
+         [f"  {t.id:<12} {line(t.title)}  ({line(t.why_not_ready or '')})" for t in todos.values()
+          if t.state in ("open", "blocked") and not t.ready and t.goal not in closed]),
         ("\n" + paint("Open gates:", fg="yellow"),
-         [f"  {g['id']:<12} {line(g['question'])}  (asks {line(', '.join(g['authority']))})"
-          for g in snap["gates"] if g["state"] == "open"]),
+         [f"  {g.id:<12} {line(g.question)}  (asks {line(', '.join(g.authority))})"
+          for g in snap.gates if g.state == "open"]),
         (paint("\nGates with decisions that did not see each other:", fg="red", bold=True),
-         [line for g in snap["gates"] if g["state"] == "conflicted" for line in _conflict(g)]),
+         [line for g in snap.gates if g.state == "conflicted" for line in _conflict(g)]),
     ]
     return [line for title, rows in sections if rows for line in (title, *rows)]
 
 
-def _conflict(gate: dict[str, Any]) -> list[str]:
+def _conflict(gate: answers.Gate) -> list[str]:
     """A conflicted gate: every decision in force, and how its authority decides again."""
-    lines = [f"  {gate['id']:<12} {line(gate['question'])}  "
-             f"(asks {line(', '.join(gate['authority']))})"]
-    lines += [f"               {d['decision'] or 'withdraw'} by {line(d['actor'])}"
-              + (f": {first_line(d['answer'] or d['comment'], 50)}" if d["answer"] or d["comment"]
-                 else "") + f"  [{d['event']}]" for d in gate["conflict"]]
-    lines.append(f"               decide again: git loopx gate answer {gate['id']} --supersede "
+    lines = [f"  {gate.id:<12} {line(gate.question)}  "
+             f"(asks {line(', '.join(gate.authority))})"]
+    lines += [f"               {d.decision or 'withdraw'} by {line(d.actor)}"
+              + (f": {first_line(d.answer or d.comment, 50)}" if d.answer or d.comment
+                 else "") + f"  [{d.event}]" for d in gate.conflict]
+    lines.append(f"               decide again: git loopx gate answer {gate.id} --supersede "
                  "--approve (or --reject)")
     return lines
 
 
-def _history(snap: dict[str, Any]) -> list[str]:
+def _history(snap: answers.StatusDoc) -> list[str]:
     out = []
-    done = [t["id"] for t in snap["todos"] if t["state"] == "done"]
+    done = [t.id for t in snap.todos if t.state == "done"]
     if done:
         out.append(f"\nDone: {', '.join(done)}")
-    closed = [g for g in snap["goals"] if g["state"] in ("achieved", "abandoned")]
+    closed = [g for g in snap.goals if g.state in ("achieved", "abandoned")]
     if closed:  # only with --all: plain status lists the goals in play
         out.append("\nClosed goals:")
-        out += [f"  {g['id']:<12} {g['state']:<9} {line(g['title'])}"
-                + (f"  ({line(g['reason'])})" if g.get("reason") else "") for g in closed]
+        out += [f"  {g.id:<12} {g.state:<9} {line(g.title)}"
+                + (f"  ({line(g.reason)})" if g.reason else "") for g in closed]
     return out
 
 
-def _sessions(sessions: list[dict[str, Any]], paint: Any) -> list[str]:
+def _sessions(sessions: list[answers.Session], paint: Any) -> list[str]:
     """Sessions awaiting input are waiting for an instruction, not progress: listed first."""
     here, out = local_host(), []
     for state, title, color in (("awaiting_input", "Waiting for your instruction", "cyan"),
                                 ("running", "Sessions running", None)):
-        rows = [s for s in sessions if s["state"] == state]
+        rows = [s for s in sessions if s.state == state]
         if rows:
             out.append("\n" + paint(f"{title}:", fg=color))
         for s in rows:
-            said = s["last_response"] if state == "awaiting_input" else s["last_progress"]
-            idle = f", idle {ago(s['idle_seconds'])}" if state == "awaiting_input" else ""
-            out.append(f"  {s['id']:<12} {first_line(s['task'], 50)}  ({line(s['owner'])}{idle})"
-                       + elsewhere(s["workspace"], here))
+            said = s.last_response if state == "awaiting_input" else s.last_progress
+            idle = f", idle {ago(s.idle_seconds)}" if state == "awaiting_input" else ""
+            out.append(f"  {s.id:<12} {first_line(s.task, 50)}  ({line(s.owner)}{idle})"
+                       + elsewhere({"host": s.workspace.host, "path": s.workspace.path}, here))
             out += [f"               {first_line(said)}"] if said else []
-            out += [f"               {plural.counted(len(s['inbox']), 'unread message')}"] if s["inbox"] else []
+            out += [f"               {plural.counted(len(s.inbox), 'unread message')}"] if s.inbox else []
     return out
 
 
@@ -159,8 +160,9 @@ def elsewhere(workspace: dict[str, str], here: str) -> str:
             "re-attached here)")
 
 
-def fields_text(found: dict[str, Any]) -> str:
-    """`key: value` lines for a record, lists joined, empty fields left out."""
+def fields_text(found: Any) -> str:
+    """`key: value` lines for a record (a typed answer or a dict), lists joined, empty fields
+    left out."""
     def show(value: Any) -> str:
         if isinstance(value, list):
             return ", ".join(str(v) for v in value)
@@ -168,4 +170,5 @@ def fields_text(found: dict[str, Any]) -> str:
             return "; ".join(f"{k} = {show(v)}" for k, v in value.items())
         return str(value)
 
-    return "\n".join(f"{k}: {show(v)}" for k, v in found.items() if v not in (None, [], {}))
+    values = typed.plain(found)
+    return "\n".join(f"{k}: {show(v)}" for k, v in values.items() if v not in (None, [], {}))

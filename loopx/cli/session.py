@@ -75,7 +75,7 @@ def session_respond(app: App, session_id: str, response: str, event_id: Optional
     body = _text_or_stdin(response)
     event = app.write(lambda txn: sessions.respond(txn, session_id, body, event_id=event_id))
     closed = app.batch_txn is None and sessions.show(app.ledger, event.data.id,
-                                                     now=app.now)["state"] == "closed"
+                                                     now=app.now).state == "closed"
     app.emit_event(event, f"session {event.data.id} has responded"
                    + ("; one-shot, it is closed (done)" if closed else "; it awaits input"))
 
@@ -109,7 +109,6 @@ def session_inbox(app: App, session_id: str, and_ack: bool) -> None:
         items = app.write(lambda txn: sessions.take_inbox(txn, session_id))
     else:
         items = sessions.inbox(app.ledger, session_id)
-    items = [{k: m[k] for k in ("event", "seq", "from", "at", "kind", "message")} for m in items]
     app.emit(items, lambda: _inbox_text(items))
 
 
@@ -185,7 +184,7 @@ def session_list(app: App, state: Optional[str], owner: Optional[str]) -> None:
     --json prints the list of sessions, as every `list` does; the slots in use are in
     `session stats --json`."""
     data = sessions.listing(app.ledger, state=state, owner=owner, now=app.now)
-    app.emit(data["sessions"], lambda: _list_text(data))
+    app.emit(data.sessions, lambda: _list_text(data))
 
 
 @session.command("close")
@@ -234,67 +233,67 @@ def session_stats(app: App, window: str) -> None:
     app.emit(data, lambda: _stats_text(data))
 
 
-def _inbox_text(items: list[dict[str, Any]]) -> str:
+def _inbox_text(items: list[sessions.Message]) -> str:
     return "\n".join(
-        f"#{m['seq']} {m['kind']:<10} from {line(m['from'])} at {m['at']}  [{m['event']}]\n"
-        + inert.indented(m["message"]) for m in items) or "inbox empty"
+        f"#{m.seq} {m.kind:<10} from {line(m.from_)} at {m.at}  [{m.event}]\n"
+        + inert.indented(m.message) for m in items) or "inbox empty"
 
 
-def _show_text(view: dict[str, Any]) -> str:
-    ws = view["workspace"]
-    out = [f"session {view['id']}: {line(view['task'])}",
+def _show_text(view: sessions.SessionShown) -> str:
+    ws = view.workspace
+    out = [f"session {view.id}: {line(view.task)}",
            f"  state:     {_state_text(view)}",
-           f"  owner:     {line(view['owner'])}",
-           f"  workspace: {line(ws['host'])}:{line(ws['path'])}"
-           + elsewhere(ws, readback.local_host()),
-           f"  keep open: {'yes' if view['keep_open'] else 'no (one-shot)'}"
-           + (f" - {line(view['keep_open_reason'])}" if view["keep_open_reason"] else "")]
-    out += [f"  goal:      {view['goal']}"] if view["goal"] else []
-    out += [f"  progress:  {line(view['last_progress'])}"] if view["last_progress"] else []
-    out += [f"  response:  {line(view['last_response'])}"] if view["last_response"] else []
-    out += [f"  inbox:     {len(view['inbox'])} unconsumed of "
-            f"{plural.counted(len(view['messages']), 'message')}"]
-    for point in view["checkpoints"]:
-        out.append(f"  checkpoint {point['number']} ({point['bytes']} bytes, {point['at']}): "
-                   f"{first_line(point['summary'])}")
+           f"  owner:     {line(view.owner)}",
+           f"  workspace: {line(ws.host)}:{line(ws.path)}"
+           + elsewhere({"host": ws.host, "path": ws.path}, readback.local_host()),
+           f"  keep open: {'yes' if view.keep_open else 'no (one-shot)'}"
+           + (f" - {line(view.keep_open_reason)}" if view.keep_open_reason else "")]
+    out += [f"  goal:      {view.goal}"] if view.goal else []
+    out += [f"  progress:  {line(view.last_progress)}"] if view.last_progress else []
+    out += [f"  response:  {line(view.last_response)}"] if view.last_response else []
+    out += [f"  inbox:     {len(view.inbox)} unconsumed of "
+            f"{plural.counted(len(view.messages), 'message')}"]
+    for point in view.checkpoints:
+        out.append(f"  checkpoint {point.number} ({point.bytes} bytes, {point.at}): "
+                   f"{first_line(point.summary)}")
     return "\n".join(out)
 
 
-def _state_text(view: dict[str, Any]) -> str:
-    if view["state"] == "awaiting_input":
-        return f"waiting for your instruction (idle {ago(view['idle_seconds'])})"
-    if view["state"] == "closed":
-        return f"closed ({view['closed_reason']})"
+def _state_text(view: sessions.SessionShown) -> str:
+    if view.state == "awaiting_input":
+        return f"waiting for your instruction (idle {ago(view.idle_seconds)})"
+    if view.state == "closed":
+        return f"closed ({view.closed_reason})"
     return "running"
 
 
-def _list_text(data: dict[str, Any]) -> str:
+def _list_text(data: sessions.SessionListing) -> str:
     out: list[str] = []
     titles = {"running": "Running", "awaiting_input": "Waiting for your instruction",
               "closed": "Closed"}
     for state, title in titles.items():
-        rows = [v for v in data["sessions"] if v["state"] == state]
+        rows = [v for v in data.sessions if v.state == state]
         if rows:
             out.append(f"{title}:")
-            out += [f"  {v['id']:<12} {first_line(v['task'], 50):<50} {v['owner']}"
-                    + (f"  idle {ago(v['idle_seconds'])}" if state == "awaiting_input" else "")
-                    + (f"  ({v['closed_reason']})" if state == "closed" else "")
-                    + (f"  inbox {len(v['inbox'])}" if v["inbox"] else "") for v in rows]
-    slots = ", ".join(f"{o} {s['used']}/{s['limit']}" for o, s in data["slots"].items())
-    out.append(f"Slots in use: {slots or 'none'} (limit {data['limit']} per owner)")
+            out += [f"  {v.id:<12} {first_line(v.task, 50):<50} {v.owner}"
+                    + (f"  idle {ago(v.idle_seconds)}" if state == "awaiting_input" else "")
+                    + (f"  ({v.closed_reason})" if state == "closed" else "")
+                    + (f"  inbox {len(v.inbox)}" if v.inbox else "") for v in rows]
+    slots = ", ".join(f"{o} {s.used}/{s.limit}" for o, s in data.slots.items())
+    out.append(f"Slots in use: {slots or 'none'} (limit {data.limit} per owner)")
     return "\n".join(out)
 
 
-def _stats_text(data: dict[str, Any]) -> str:
-    kept, one = data["kept_open"], data["one_shot"]
-    closed = ", ".join(f"{n} {why}" for why, n in sorted(data["closed"].items())) or "none"
-    out = [f"{plural.counted(data['sessions'], 'session')}: {data['open']['running']} running, "
-           f"{data['open']['awaiting_input']} awaiting input; closed: {closed}",
-           f"kept open: {kept['total']}; got a follow-up: {kept['got_follow_up']} "
-           f"({kept['follow_ups']} follow-ups); expired unused: {kept['expired_unused']}; "
-           f"closed unused: {kept['closed_unused']}",
-           f"one-shot: {one['total']}; missed keep-open (new session on the same goal within "
-           f"{ago(data['window_seconds'])}): {one['missed_keep_open']}"]
-    out += [f"  {m['session']} -> {m['followed_by']} after {ago(m['after_seconds'])} "
-            f"({m['topic']})" for m in one["missed"]]
+def _stats_text(data: sessions.SessionStats) -> str:
+    kept, one = data.kept_open, data.one_shot
+    closed = ", ".join(f"{n} {why}" for why, n in sorted(data.closed.items())) or "none"
+    out = [f"{plural.counted(data.sessions, 'session')}: {data.open.running} running, "
+           f"{data.open.awaiting_input} awaiting input; closed: {closed}",
+           f"kept open: {kept.total}; got a follow-up: {kept.got_follow_up} "
+           f"({kept.follow_ups} follow-ups); expired unused: {kept.expired_unused}; "
+           f"closed unused: {kept.closed_unused}",
+           f"one-shot: {one.total}; missed keep-open (new session on the same goal within "
+           f"{ago(data.window_seconds)}): {one.missed_keep_open}"]
+    out += [f"  {m.session} -> {m.followed_by} after {ago(m.after_seconds)} "
+            f"({m.topic})" for m in one.missed]
     return "\n".join(out)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
 import click
 
@@ -206,12 +206,12 @@ def todo_list(app: App, goal_id: Optional[str], ready: bool, show_all: bool,
     app.emit(found, lambda: _list_text(found))
 
 
-def _list_text(found: list[dict[str, Any]]) -> str:
+def _list_text(found: list[todos.Todo]) -> str:
     if not found:
         return "no todos"
     return "\n".join(
-        f"{t['id']:<12} {t['state']:<9} P{t['priority']} {line(t['title'])}"
-        + (f"  ({line(t['why_not_ready'])})" if t["why_not_ready"] and t["state"] != "done" else "")
+        f"{t.id:<12} {t.state:<9} P{t.priority} {line(t.title)}"
+        + (f"  ({line(t.why_not_ready)})" if t.why_not_ready and t.state != "done" else "")
         for t in found
     )
 
@@ -225,24 +225,24 @@ def todo_show(app: App, todo_id: str) -> None:
     app.emit(found, lambda: _show_text(found))
 
 
-def _show_text(found: dict[str, Any]) -> str:
-    lines = [f"todo {found['id']}: {line(found['title'])}", f"  goal:    {found['goal']}",
-             f"  state:   {found['state']}", f"  priority: {found['priority']}"]
-    if found["discovered_from"]:
-        lines.append(f"  found while doing: {found['discovered_from']}")
-    if found["depends_on"]:
-        lines.append(f"  after:   {', '.join(found['depends_on'])}")
-    if found["gates"]:
-        lines.append(f"  gates:   {', '.join(found['gates'])}")
-    if found["claimed_by"]:
-        lines.append(f"  claimed: {line(found['claimed_by'])} until {found['lease_expires']}")
-    if found["why_not_ready"]:
-        lines.append(f"  not ready: {line(found['why_not_ready'])}")
-    if found["evidence"]:
-        lines.append(f"  evidence: {', '.join(found['evidence'])}")
-    if found.get("no_evidence_reason"):
-        lines.append(f"  done without evidence: {line(found['no_evidence_reason'])}")
-    if found["decisions_since_claim"]:
-        lines.append(f"  decisions since claim: {', '.join(found['decisions_since_claim'])} "
-                     f"(git loopx todo ack {found['id']})")
+def _show_text(found: todos.Todo) -> str:
+    lines = [f"todo {found.id}: {line(found.title)}", f"  goal:    {found.goal}",
+             f"  state:   {found.state}", f"  priority: {found.priority}"]
+    if found.discovered_from:
+        lines.append(f"  found while doing: {found.discovered_from}")
+    if found.depends_on:
+        lines.append(f"  after:   {', '.join(found.depends_on)}")
+    if found.gates:
+        lines.append(f"  gates:   {', '.join(found.gates)}")
+    if found.claimed_by:
+        lines.append(f"  claimed: {line(found.claimed_by)} until {found.lease_expires}")
+    if found.why_not_ready:
+        lines.append(f"  not ready: {line(found.why_not_ready)}")
+    if found.evidence:
+        lines.append(f"  evidence: {', '.join(found.evidence)}")
+    if found.no_evidence_reason:
+        lines.append(f"  done without evidence: {line(found.no_evidence_reason)}")
+    if found.decisions_since_claim:
+        lines.append(f"  decisions since claim: {', '.join(found.decisions_since_claim)} "
+                     f"(git loopx todo ack {found.id})")
     return "\n".join(lines)

@@ -7,6 +7,7 @@ folds two commits with the same projection every reader uses and compares them.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Optional
 
@@ -15,14 +16,44 @@ from loopx.storage.gateway import Oversize
 from loopx.state import history
 from loopx.state import views
 from loopx.errors import NotFound, SchemaError, UsageError
-from loopx.model import inert, plain
+from loopx.model import inert, plain, typed
 from loopx.model.codec import MAX_BYTES
 from loopx.ledger.book import Ledger
 
 
+@dataclass(frozen=True)
+class LogEvent:
+    """One event a commit added, described (a file that does not read is one too, of type
+    ``file``)."""
+
+    id: str
+    type: str
+    clock: int
+    actor: Optional[str]
+    at: Optional[str]
+    goal: Optional[str]
+    text: str
+    applied: bool
+    refused: Optional[str] = typed.optional()  # why it was not applied
+    signed_by: Optional[list[str]] = typed.optional()
+
+
+@dataclass(frozen=True)
+class LogCommit:
+    """A commit of the state branch and the events it added, newest first."""
+
+    commit: str
+    parents: list[str]
+    author: str
+    email: str
+    date: str
+    subject: str
+    events: list[LogEvent]
+
+
 def log(
     ledger: Ledger, spec: Optional[str] = None, *, max_count: Optional[int] = None
-) -> list[dict[str, Any]]:
+) -> list[LogCommit]:
     """The commits of ``spec`` (a revision or ``A..B``; default the state ref), newest first,
     each with the events it added, described, newest first."""
     revs, tip = _revs(ledger, spec)
@@ -35,10 +66,9 @@ def log(
     rows: dict[str, list[dict[str, Any]]] = {c.oid: [] for c in walked}
     for (commit, change), data in zip(files, blobs):
         rows[commit.oid].append(_event_row(change.path, data, refused, signed))
-    return [
-        _commit_row(c, sorted(rows[c.oid], key=lambda r: (r["clock"], r["id"]), reverse=True))
-        for c in walked
-    ]
+    return [typed.build(LogCommit, _commit_row(
+        c, sorted(rows[c.oid], key=lambda r: (r["clock"], r["id"]), reverse=True)))
+        for c in walked]
 
 
 def _revs(ledger: Ledger, spec: Optional[str]) -> tuple[list[str], str]:
@@ -74,6 +104,7 @@ def _event_row(
             "clock": 0,
             "actor": None,
             "at": None,
+            "goal": None,
             "text": f"unreadable file {path}: {exc}",
             "applied": False,
         }
@@ -106,32 +137,65 @@ def _commit_row(commit: commits.Commit, events: list[dict[str, Any]]) -> dict[st
     }
 
 
-def log_text(rows: list[dict[str, Any]], *, oneline: bool = False) -> str:
+def log_text(rows: list[LogCommit], *, oneline: bool = False) -> str:
     """``git log``-like text: one header per commit, one line per event (or ``--oneline``)."""
     if oneline:
-        return "\n".join(f"{row['commit'][:12]} {inert.line(e['actor'] or row['author'])}: "
-                         f"{e['text']}"
-                         + ("" if e["applied"] else "  [NOT APPLIED]")
-                         for row in rows for e in row["events"]) or "no commits"
+        return "\n".join(f"{row.commit[:12]} {inert.line(e.actor or row.author)}: "
+                         f"{e.text}"
+                         + ("" if e.applied else "  [NOT APPLIED]")
+                         for row in rows for e in row.events) or "no commits"
     out: list[str] = []
     for row in rows:
-        actors = sorted({e["actor"] for e in row["events"] if e["actor"]})
-        who = ", ".join(actors) or row["author"]
-        when = row["events"][0]["at"] if row["events"] and row["events"][0]["at"] else row["date"]
+        actors = sorted({e.actor for e in row.events if e.actor})
+        who = ", ".join(actors) or row.author
+        when = row.events[0].at if row.events and row.events[0].at else row.date
         merge = (
-            "  merge of " + ", ".join(p[:12] for p in row["parents"])
-            if len(row["parents"]) > 1
+            "  merge of " + ", ".join(p[:12] for p in row.parents)
+            if len(row.parents) > 1
             else ""
         )
-        out.append(f"commit {row['commit'][:12]}  {inert.line(when)}  {inert.line(who)}{merge}")
-        for e in row["events"]:
-            line = f"    {e['text']}"
-            if "signed_by" in e:
-                line += f"  (signed by {', '.join(e['signed_by'])})"
-            if not e["applied"]:
-                line += f"  [NOT APPLIED: {e.get('refused', 'unreadable')}]"
+        out.append(f"commit {row.commit[:12]}  {inert.line(when)}  {inert.line(who)}{merge}")
+        for e in row.events:
+            line = f"    {e.text}"
+            if e.signed_by is not None:
+                line += f"  (signed by {', '.join(e.signed_by)})"
+            if not e.applied:
+                line += f"  [NOT APPLIED: {e.refused or 'unreadable'}]"
             out.append(line)
     return "\n".join(out) if out else "no commits"
+
+
+@dataclass(frozen=True)
+class Change:
+    """One entity that changed: its kind, id, how (added, changed, removed) and what."""
+
+    kind: str
+    id: str
+    change: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Frontiers:
+    before: list[str]
+    after: list[str]
+
+
+@dataclass(frozen=True)
+class Counts:
+    before: int
+    after: int
+
+
+@dataclass(frozen=True)
+class Diff:
+    """What changed in the state between two commits (`git loopx diff`)."""
+
+    changes: list[Change]
+    frontier: Frontiers
+    events: Counts
+    from_: str = field(metadata={typed.KEY: "from"})  # a Python keyword
+    to: str
 
 
 def default_diff(ledger: Ledger) -> str:
@@ -143,7 +207,7 @@ def default_diff(ledger: Ledger) -> str:
     raise UsageError("the ledger has one commit: nothing to compare it with (give A..B)")
 
 
-def diff(ledger: Ledger, spec: str, *, now: datetime) -> dict[str, Any]:
+def diff(ledger: Ledger, spec: str, *, now: datetime) -> Diff:
     """What changed in the ledger's state between two commits (``A..B``, or ``A`` for A..tip)."""
     start, sep, end = spec.partition("..")
     if "..." in spec or not start:
@@ -155,19 +219,19 @@ def diff(ledger: Ledger, spec: str, *, now: datetime) -> dict[str, Any]:
     result = history.diff(views.snapshot(before, now), views.snapshot(after, now))
     result["changes"][:0] = history.config_changes(before.config, after.config)
     result.update({"from": a, "to": b})
-    return result
+    return typed.build(Diff, result)
 
 
-def diff_text(result: dict[str, Any]) -> str:
+def diff_text(result: Diff) -> str:
     out = [
-        f"ledger {result['from'][:12]}..{result['to'][:12]}: "
-        f"{result['events']['before']} -> {result['events']['after']} events"
+        f"ledger {result.from_[:12]}..{result.to[:12]}: "
+        f"{result.events.before} -> {result.events.after} events"
     ]
-    for c in result["changes"]:
-        out.append(f"  {_MARK[c['change']]} {c['kind']:<9} {c['id']:<12} {inert.line(c['text'])}")
+    for c in result.changes:
+        out.append(f"  {_MARK[c.change]} {c.kind:<9} {c.id:<12} {inert.line(c.text)}")
     if len(out) == 1:
         out.append("  no change in state")
-    before, after = result["frontier"]["before"], result["frontier"]["after"]
+    before, after = result.frontier.before, result.frontier.after
     if before != after:
         out.append(f"frontier: {', '.join(before) or '(empty)'} -> {', '.join(after) or '(empty)'}")
     else:

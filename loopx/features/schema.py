@@ -3,12 +3,18 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
+import typing
 from pathlib import Path
 from typing import Any
 
-from loopx.state.decide import PRIORITY
+from pydantic import TypeAdapter
+
+from loopx.model import typed
 from loopx.model.events import EVENT_TYPES, Envelope
+from loopx.state import answers
 
 SCHEMA_DIR = ".loopx-schema"
 BASE_URI = "https://loopx.dev/schema/"
@@ -31,208 +37,81 @@ def _event_schema(type_name: str) -> dict[str, Any]:
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **envelope}
 
 
-def _nullable(kind: str | list[str]) -> dict[str, Any]:
-    kinds = [kind] if isinstance(kind, str) else kind
-    return {"type": [*kinds, "null"]}
+def _json_keys(schema: dict[str, Any], root: type) -> dict[str, Any]:
+    """The schema with each field under its JSON key (``from``, not ``from_``): pydantic names
+    a stdlib dataclass's properties after its fields."""
+    for cls in _dataclasses(root):
+        renamed = {f.name: f.metadata[typed.KEY] for f in dataclasses.fields(cls)
+                   if typed.KEY in f.metadata}
+        if not renamed:
+            continue
+        node = schema if cls is root else schema["$defs"][cls.__name__]
+        node["properties"] = {renamed.get(k, k): v for k, v in node["properties"].items()}
+        node["required"] = [renamed.get(k, k) for k in node.get("required", [])]
+    return schema
 
 
-_STR_LIST = {"type": "array", "items": {"type": "string"}}
+def _dataclasses(root: type) -> list[type]:
+    """``root`` and every dataclass its fields hold, however deep."""
+    found: list[type] = []
 
-STATUS_SCHEMA: dict[str, Any] = {
-    "$schema": "https://json-schema.org/draft/2020-12/schema",
-    "$id": f"{BASE_URI}status.schema.json",
-    "title": "git loopx status --format json",
-    "description": "The status contract read by other tools; see docs/status.md.",
-    "type": "object",
-    "required": ["ledger", "goals", "todos", "frontier", "gates", "evidence", "problems"],
-    "properties": {
-        "ledger": {"type": "object", "required": ["events", "clock"]},
-        "goals": {"type": "array", "items": {
-            "type": "object", "required": ["id", "title", "state", "acceptance"],
-            "properties": {
-                "id": {"type": "string"}, "title": {"type": "string"},
-                "state": {"enum": ["active", "paused", "achieved", "abandoned"]},
-                "acceptance": {"type": "array", "items": {
-                    "type": "object", "required": ["id", "text", "met"],
-                    "properties": {"id": {"type": "string"}, "text": {"type": "string"},
-                                   "met": {"type": "boolean"}, "evidence": _STR_LIST},
-                }},
-            },
-        }},
-        "todos": {"type": "array", "items": {
-            "type": "object",
-            "required": ["id", "goal", "title", "state", "depends_on", "claimed_by",
-                         "lease_expires", "ready", "why_not_ready"],
-            "properties": {
-                "id": {"type": "string"}, "goal": {"type": "string"}, "title": {"type": "string"},
-                "state": {"enum": ["open", "claimed", "done", "blocked", "cancelled"]},
-                "depends_on": _STR_LIST, "gates": _STR_LIST,
-                "claimed_by": _nullable("string"), "lease_expires": _nullable("string"),
-                "ready": {"type": "boolean"}, "why_not_ready": _nullable("string"),
-            },
-        }},
-        "frontier": _STR_LIST,
-        "gates": {"type": "array", "items": {
-            "type": "object", "required": ["id", "goal", "state", "authority", "decision"],
-            "properties": {
-                "id": {"type": "string"}, "goal": {"type": "string"},
-                "state": {"enum": ["open", "answered", "withdrawn", "conflicted"]},
-                "authority": _STR_LIST,
-                "decision": {"enum": ["approve", "reject", "answer", None]},
-            },
-        }},
-        "evidence": {"type": "array", "items": {
-            "type": "object", "required": ["id", "kind", "commit", "todo", "criteria"],
-            "properties": {
-                "id": {"type": "string"},
-                "kind": {"enum": ["test", "ci", "commit", "review", "receipt", "note"]},
-                "commit": _nullable("string"), "todo": _nullable("string"), "criteria": _STR_LIST,
-            },
-        }},
-        "problems": {"type": "array", "items": {
-            "type": "object", "required": ["event", "reason"],
-            "properties": {"event": {"type": "string"}, "reason": {"type": "string"},
-                           "dismissed": {"type": "boolean"}},
-        }},
-        "sessions": {"type": "array", "items": {
-            "type": "object",
-            "required": ["id", "state", "owner", "task", "goal", "todo", "workspace",
-                         "idle_seconds", "inbox", "keep_open", "closed_reason", "last_response"],
-            "properties": {
-                "id": {"type": "string"},
-                "state": {"enum": ["running", "awaiting_input", "closed"]},
-                "owner": {"type": "string"}, "task": {"type": "string"},
-                "goal": _nullable("string"), "todo": _nullable("string"),
-                "workspace": {"type": "object", "required": ["host", "path"], "properties": {
-                    "host": {"type": "string"}, "path": {"type": "string"}}},
-                "idle_seconds": _nullable("integer"),
-                "inbox": {"type": "array", "items": {
-                    "type": "object", "required": ["event", "seq", "from", "at", "kind", "message"],
-                    "properties": {"event": {"type": "string"}, "seq": {"type": "integer"},
-                                   "from": {"type": "string"}, "at": {"type": "string"},
-                                   "kind": {"enum": ["correction", "follow_up"]},
-                                   "message": {"type": "string"}},
-                }},
-                "keep_open": {"type": "boolean"}, "keep_open_reason": _nullable("string"),
-                "closed_reason": {"enum": ["done", "stopped", "expired", "abandoned", None]},
-                "last_response": _nullable("string"), "last_progress": _nullable("string"),
-                "checkpoints": {"type": "integer"},
-            },
-        }},
-        "unknown_events": {"type": "array"},
-        "wakes": {"type": "array"},
-        "effects": {"type": "array"},
-        "quota": {"type": "object"},
-        "ref": {"type": "string"},
-        "environment": {"$ref": "#/$defs/environment"},
-        "actions": {"type": "array", "items": {"$ref": "#/$defs/action"}},
-        "next_wake": _nullable("string"),
-    },
-    "$defs": {},  # filled in below (readback and decide parts)
+    def visit(tp: Any) -> None:
+        if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+            if tp not in found:
+                found.append(tp)
+                for hint in typing.get_type_hints(tp).values():
+                    visit(hint)
+        for arg in typing.get_args(tp):
+            visit(arg)
+
+    visit(root)
+    return found
+
+
+def answer_schema(cls: type, name: str, title: str, see: str = "docs/library.md"
+                  ) -> dict[str, Any]:
+    """The JSON Schema of a typed answer (a dataclass of loopx.state.answers), generated by
+    pydantic from the class: the contract and the code cannot drift apart."""
+    schema = _json_keys(TypeAdapter(cls).json_schema(), cls)
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": f"{BASE_URI}{name}", "title": title,
+            "description": f"{schema.pop('description', '').splitlines()[0]} See {see}.",
+            **schema}
+
+
+@functools.cache
+def status_schema() -> dict[str, Any]:
+    """``.loopx-schema/status.schema.json``: the schema of :class:`answers.StatusDoc`."""
+    return answer_schema(answers.StatusDoc, "status.schema.json", "git loopx status --format json",
+                         see="docs/status.md")
+
+
+# `git loopx X --format json` -> the type of what it prints (a list command: an array of them).
+ANSWERS: dict[str, tuple[type, bool]] = {
+    "todo list": (answers.Todo, True), "todo show": (answers.Todo, False),
+    "goal list": (answers.GoalRecord, True), "goal show": (answers.GoalShown, False),
+    "gate list": (answers.Gate, True), "gate show": (answers.Gate, False),
+    "evidence list": (answers.Evidence, True), "evidence show": (answers.EvidenceShown, False),
+    "wake list": (answers.Wake, True), "effect list": (answers.Effect, True),
+    "note list": (answers.Note, True), "notice list": (answers.Problem, True),
 }
 
-_FRESHNESS = {"enum": ["fresh", "stale", "unknown", "unbound"]}
 
-STATUS_SCHEMA["$defs"] = {
-    "environment": {
-        "type": "object",
-        "description": "The world as readback inspected it for this status (docs/recovery.md).",
-        "required": ["head", "tree", "branch", "detached", "dirty", "untracked", "in_progress",
-                     "upstream", "state", "ci", "host", "evidence"],
-        "properties": {
-            "head": _nullable("string"), "tree": _nullable("string"),
-            "branch": _nullable("string"), "detached": {"type": "boolean"},
-            "dirty": _STR_LIST, "untracked": _STR_LIST,
-            "in_progress": {"enum": ["merge", "rebase", "cherry-pick", "revert", "bisect", None]},
-            "upstream": {"oneOf": [{"type": "null"}, {
-                "type": "object", "required": ["name", "ahead", "behind"],
-                "properties": {"name": {"type": "string"}, "ahead": {"type": "integer"},
-                               "behind": {"type": "integer"}}}]},
-            "state": {"type": "object", "required": ["ref", "remote", "tracking", "unpushed", "unmerged"],
-                      "properties": {"ref": {"type": "string"}, "remote": {"type": "string"},
-                                     "tracking": _nullable("string"),
-                                     "unpushed": {"type": "integer"}, "unmerged": {"type": "integer"}}},
-            "ci": {"type": "object", "required": ["provider", "state", "checks"],
-                   "properties": {
-                       "provider": _nullable("string"),
-                       "state": {"enum": ["success", "failure", "pending", "unknown"]},
-                       "checks": {"type": "array", "items": {
-                           "type": "object", "required": ["name", "state"],
-                           "properties": {"name": {"type": "string"}, "state": {"type": "string"}}}},
-                       "detail": _nullable("string")}},
-            "host": {"type": "string"}, "worktree": _nullable("string"),
-            "evidence": {"type": "object", "additionalProperties": {
-                "type": "object", "required": ["state", "commit", "changed"],
-                "properties": {"state": _FRESHNESS, "commit": _nullable("string"),
-                               "changed": _STR_LIST, "reason": _nullable("string")}}},
-        },
-    },
-    "action": {
-        "type": "object", "required": ["kind", "priority", "reason", "command"],
-        "properties": {
-            "kind": {"enum": sorted(PRIORITY, key=PRIORITY.__getitem__)},
-            "priority": {"type": "integer"}, "reason": {"type": "string"},
-            "command": _nullable("string"),
-            "todo": {"type": "string"}, "gate": {"type": "string"}, "goal": {"type": "string"},
-            "effect": {"type": "string"}, "session": {"type": "string"},
-            "evidence": {"type": "string"}, "wake": {"type": "string"},
-        },
-    },
-}
-STATUS_SCHEMA["required"] += ["environment", "actions", "next_wake"]
-_criterion = STATUS_SCHEMA["properties"]["goals"]["items"]["properties"]["acceptance"]["items"]
-_criterion["properties"].update(freshness={"enum": ["fresh", "stale", "unknown", "unmet"]},
-                                needs_rerun={"type": "boolean"})
-STATUS_SCHEMA["properties"]["evidence"]["items"]["properties"]["freshness"] = {
-    "enum": [*_FRESHNESS["enum"], None]}
-STATUS_SCHEMA["properties"]["todos"]["items"]["properties"].update(
-    priority={"type": "integer", "minimum": 0, "maximum": 4},
-    discovered_from=_nullable("string"))
+def _answer_file(command: str) -> str:
+    return f"answers/{command.replace(' ', '-')}.schema.json"
 
-# Added by issue 11 (evidence you can trust): the latest verdict per criterion, scopes, CI
-# results as verdicts, done-without-evidence reasons. Keys only ever added (docs/status.md).
-_CHECKS = {"type": "array", "items": {"type": "object", "required": ["name", "state"],
-                                      "properties": {"name": {"type": "string"},
-                                                     "state": {"type": "string"},
-                                                     "url": _nullable("string")}}}
-_criterion["properties"].update(
-    latest=_nullable("string"), verdict={"enum": ["pass", "fail", None]}, paths=_STR_LIST,
-    revision={"type": "integer"}, changed=_STR_LIST, why=_nullable("string"),
-    ci={"oneOf": [{"type": "null"}, {
-        "type": "object", "required": ["verdict", "checks", "recorded"],
-        "properties": {"verdict": {"enum": ["pass", "fail"]}, "checks": _CHECKS,
-                       "recorded": {"type": "boolean"}}}]})
-STATUS_SCHEMA["properties"]["goals"]["items"]["properties"].update(
-    retired={"type": "array", "items": {"type": "object", "required": ["id", "text"]}},
-    override={"type": "boolean"})
-STATUS_SCHEMA["properties"]["todos"]["items"]["properties"]["no_evidence_reason"] = _nullable(
-    "string")
-STATUS_SCHEMA["properties"]["evidence"]["items"]["properties"].update(
-    url=_nullable("string"), paths=_STR_LIST, check=_nullable("string"))
-_environment = STATUS_SCHEMA["$defs"]["environment"]["properties"]
-_environment["evidence"]["additionalProperties"]["properties"].update(
-    tree=_nullable("string"), paths=_STR_LIST, ignored=_STR_LIST,
-    outside_scope={"type": "integer"})
-_environment["judged_tree"] = _nullable("string")
-_environment["criteria"] = {"type": "object", "additionalProperties": {
-    "type": "object", "required": ["state", "evidence", "verdict", "source", "changed"],
-    "properties": {"state": {"enum": ["fresh", "stale", "unknown", "unmet"]},
-                   "evidence": _nullable("string"), "verdict": {"enum": ["pass", "fail", None]},
-                   "source": {"enum": ["ledger", "ci"]}, "changed": _STR_LIST,
-                   "reason": _nullable("string"), "evidence_state": _FRESHNESS,
-                   "checks": _CHECKS, "url": _nullable("string")}}}
-# Added by issue 14 (post-commit queues its work): the hook queue as this status found it.
-_environment["hooks"] = {"type": "object", "required": ["queued", "set_aside"], "properties": {
-    "queued": {"type": "integer", "minimum": 0},
-    "set_aside": {"type": "array", "items": {"type": "object", "required": ["entry", "reason"],
-                                             "properties": {"entry": {"type": "string"},
-                                                            "reason": {"type": "string"}}}}}}
 
-# Added by issue 20 (clocks that disagree): writers whose events are dated in this clock's future.
-STATUS_SCHEMA["properties"]["ledger"]["properties"] = {"clocks_ahead": {"type": "array", "items": {
-    "type": "object", "required": ["actor", "event", "at", "ahead_seconds"],
-    "properties": {"actor": {"type": "string"}, "event": {"type": "string"},
-                   "at": {"type": "string"}, "ahead_seconds": {"type": "integer"}}}}}
+def command_schema(command: str) -> dict[str, Any]:
+    """The schema of what ``git loopx COMMAND --format json`` prints (see :data:`ANSWERS`)."""
+    cls, many = ANSWERS[command]
+    schema = answer_schema(cls, _answer_file(command), f"git loopx {command} --format json")
+    if not many:
+        return schema
+    defs = schema.pop("$defs", {})
+    head = {k: schema.pop(k) for k in ("$schema", "$id", "title", "description")}
+    defs[cls.__name__] = schema
+    return {**head, "type": "array", "items": {"$ref": f"#/$defs/{cls.__name__}"},
+            "$defs": defs}
 
 
 def render() -> dict[str, str]:
@@ -243,9 +122,12 @@ def render() -> dict[str, str]:
     envelope = Envelope.model_json_schema()
     envelope.update({"$schema": "https://json-schema.org/draft/2020-12/schema",
                      "$id": f"{BASE_URI}envelope.schema.json"})
-    files = {"envelope.schema.json": dump(envelope), "status.schema.json": dump(STATUS_SCHEMA)}
+    files = {"envelope.schema.json": dump(envelope), "status.schema.json": dump(status_schema())}
     index: dict[str, Any] = {"envelope": "envelope.schema.json", "status": "status.schema.json",
-                             "events": {}}
+                             "answers": {}, "events": {}}
+    for command in ANSWERS:
+        files[_answer_file(command)] = dump(command_schema(command))
+        index["answers"][command] = _answer_file(command)
     for type_name in sorted(EVENT_TYPES):
         path = f"events/{type_name}.schema.json"
         files[path] = dump(_event_schema(type_name))

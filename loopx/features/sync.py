@@ -42,7 +42,7 @@ from loopx.model import ids, plural
 from loopx.features import inbox, incoming
 from loopx.features import pushing
 from loopx.features.pushing import unreachable
-from loopx.state import folding
+from loopx.state import answers, folding
 from loopx.errors import (GitError, Quarantined, RefRaceError, SyncError,
                           UnrelatedLedger)
 from loopx.storage.gateway import Oid
@@ -90,8 +90,8 @@ class Report:
     quarantined: list[str] = field(default_factory=list)
     unknown_events: list[str] = field(default_factory=list)
     # The actor's events that the merge left not applied (a claim that lost a race):
-    # {event, type, reason}, filled in by the operation that knows the actor.
-    notices: list[dict[str, Any]] = field(default_factory=list)
+    # filled in by the operation that knows the actor.
+    notices: list[answers.Notice] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -28,6 +28,7 @@ from typing import Any, Optional, Protocol
 
 from loopx.errors import LoopxError, Quarantined, SyncError
 from loopx.model import clock as clk
+from loopx.state.answers import StatusDoc
 
 CAUSES = ("wake", "gate", "state", "ci", "timeout")
 FINAL_CI = ("success", "failure")
@@ -41,13 +42,13 @@ class Probe(Protocol):
     def tip(self) -> Optional[str]:
         """The state ref's commit now."""
 
-    def look(self, now: datetime) -> dict[str, Any]:
+    def look(self, now: datetime) -> StatusDoc:
         """The status document (``status --format json``) for ``now``."""
 
     def fetch(self) -> None:
         """Fetch, check and merge the remote's state into the local state ref."""
 
-    def ci(self, sha: str, snapshot: dict[str, Any]) -> str:
+    def ci(self, sha: str, snapshot: StatusDoc) -> str:
         """The CI state of ``sha`` (success, failure, pending or unknown), asked afresh."""
 
 
@@ -166,32 +167,33 @@ class _Waiter:
     def _due(self, now: datetime) -> Optional[Wakeup]:
         if "wake" not in self.causes:
             return None
-        due = [a for a in self.doc["actions"] if a["kind"] == "wake_due"]
+        due = [a for a in self.doc.actions if a.kind == "wake_due"]
         if not due:
             return None
-        return Wakeup("wake", "; ".join(a["reason"] for a in due), wakes=[a["wake"] for a in due])
+        return Wakeup("wake", "; ".join(a.reason for a in due),
+                      wakes=[a.wake for a in due if a.wake])
 
-    def _answered(self, before: dict[str, Any]) -> Optional[Wakeup]:
+    def _answered(self, before: StatusDoc) -> Optional[Wakeup]:
         if "gate" not in self.causes:
             return None
-        now_gates = {g["id"]: g for g in self.doc["gates"]}
+        now_gates = {g.id: g for g in self.doc.gates}
         for gate_id in self.gates:
             gate = now_gates.get(gate_id)
-            if gate is not None and gate["state"] != "open":
-                said = gate["decision"] or gate["state"]
-                by = f" by {gate['answered_by']}" if gate.get("answered_by") else ""
-                return Wakeup("gate", f"gate {gate_id} was {_past(said)}{by}: {gate['question']}",
+            if gate is not None and gate.state != "open":
+                said = gate.decision or gate.state
+                by = f" by {gate.answered_by}" if gate.answered_by else ""
+                return Wakeup("gate", f"gate {gate_id} was {_past(said)}{by}: {gate.question}",
                               gate=gate_id)
         return None
 
     def _judged(self) -> dict[str, list[str]]:
         """Commits whose CI a waiter waits for: each on-CI wake's, and HEAD's own."""
         judged: dict[str, list[str]] = {}
-        head = self.doc["environment"].get("head")
-        for wake in self.doc.get("wakes", []):
-            sha = head if wake.get("on_ci") == "HEAD" else wake.get("on_ci")  # (older wakes)
+        head = self.doc.environment.head
+        for wake in self.doc.wakes:
+            sha = head if wake.on_ci == "HEAD" else wake.on_ci  # (older wakes)
             if sha and "wake" in self.causes:
-                judged.setdefault(sha, []).append(wake["id"])
+                judged.setdefault(sha, []).append(wake.id)
         if head and "ci" in self.causes and head not in judged:
             judged[head] = []
         return judged
@@ -213,13 +215,13 @@ class _Waiter:
         return None
 
 
-def waited_gates(doc: dict[str, Any]) -> list[str]:
+def waited_gates(doc: StatusDoc) -> list[str]:
     """The open gates the status document's actor waits on (answered by others)."""
-    return [a["gate"] for a in doc["actions"] if a["kind"] == "wait_gate"]
+    return [a.gate for a in doc.actions if a.kind == "wait_gate" and a.gate]
 
 
-def _next_time(doc: dict[str, Any]) -> Optional[datetime]:
-    text = doc.get("next_wake")
+def _next_time(doc: StatusDoc) -> Optional[datetime]:
+    text = doc.next_wake
     return clk.parse_ts(text) if text else None
 
 

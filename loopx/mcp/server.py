@@ -32,7 +32,7 @@ from mcp.types import (
 from pydantic import BaseModel, ValidationError
 
 from loopx.errors import LoopxError, describe
-from loopx.features.schema import STATUS_SCHEMA
+from loopx.features.schema import status_schema
 from loopx.ledger.book import Ledger
 from loopx.model import inert
 from loopx.mcp import tools
@@ -104,7 +104,7 @@ def tool_list() -> list[Tool]:
     for spec in tools.TOOLS.values():
         out.append(Tool(
             name=spec.name, description=spec.description, input_schema=schema(spec.args),
-            output_schema=STATUS_SCHEMA if spec.name == "status" else None,
+            output_schema=status_schema() if spec.name == "status" else None,
             annotations=ToolAnnotations(read_only_hint=spec.read_only)))
     return out
 
@@ -167,8 +167,8 @@ def resources(config: Config) -> list[Resource]:
               Resource(uri=PRIME, name="prime", mime_type="text/markdown",
                        description="Your primer: the commands and what matters to you now")]
     if config.ledger.exists():
-        listed += [Resource(uri=f"loopx://goal/{g['id']}", name=f"goal {g['id']}",
-                            description=inert.md(g["title"]), mime_type="application/json")
+        listed += [Resource(uri=f"loopx://goal/{g.id}", name=f"goal {g.id}",
+                            description=inert.md(g.title), mime_type="application/json")
                    for g in goals.listing(config.ledger)]
     return listed
 

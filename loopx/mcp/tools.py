@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from loopx.errors import UsageError
 from loopx.ledger.book import Ledger
-from loopx.model import clock
+from loopx.model import clock, typed
 from loopx.model.events import ACTOR_PATTERN, ID_PATTERN
 from loopx.model.ids import ULID_RE
 from loopx.model.paths import TRANSCRIPT_MAX_BYTES
@@ -105,8 +105,9 @@ def event(found: Any) -> dict[str, Any]:
 
 
 def plain(data: Any) -> Any:
-    """JSON values only (what the CLI's ``json.dumps(default=str)`` would print)."""
-    return json.loads(json.dumps(data, default=str))
+    """JSON values only (what the CLI's ``--format json`` prints: typed answers serialised by
+    :func:`loopx.model.typed.json_default`)."""
+    return json.loads(json.dumps(data, default=typed.json_default))
 
 
 # --- recovery ---------------------------------------------------------------------------------
@@ -124,8 +125,8 @@ def _status(ctx: Context, a: StatusArgs) -> dict[str, Any]:
     """The status document (exactly `git loopx status --format json`): goals, todos, the
     frontier, gates, evidence and its freshness, the environment, and every legal next action
     for you, most important first."""
-    return status.status(ctx.ledger, actor=ctx.maybe_who(a), goal=a.goal, ci=a.ci,
-                         offline=a.offline, include_closed=a.all)
+    return typed.fields_of(status.status(ctx.ledger, actor=ctx.maybe_who(a), goal=a.goal, ci=a.ci,
+                         offline=a.offline, include_closed=a.all))
 
 
 class NextArgs(Args):
@@ -210,7 +211,7 @@ class TodoArgs(Args):
 @tool("todo_show", TodoArgs, read_only=True)
 def _todo_show(ctx: Context, a: TodoArgs) -> dict[str, Any]:
     """One todo as status shows it (`git loopx todo show`)."""
-    return todos.show(ctx.ledger, a.todo)
+    return typed.fields_of(todos.show(ctx.ledger, a.todo))
 
 
 class ClaimArgs(WriteArgs):
@@ -401,7 +402,7 @@ class GateArgs(Args):
 @tool("gate_show", GateArgs, read_only=True)
 def _gate_show(ctx: Context, a: GateArgs) -> dict[str, Any]:
     """One gate: its question, authority, state and answer (`git loopx gate show`)."""
-    return gates.show(ctx.ledger, a.gate)
+    return typed.fields_of(gates.show(ctx.ledger, a.gate))
 
 
 # --- notes, wakes, quota ----------------------------------------------------------------------
@@ -539,8 +540,7 @@ def _session_inbox(ctx: Context, a: InboxArgs) -> dict[str, Any]:
         items = ctx.write(a, lambda txn: sessions.take_inbox(txn, a.session))
     else:
         items = sessions.inbox(ctx.ledger, a.session)
-    keys = ("event", "seq", "from", "at", "kind", "message")
-    return {"messages": [{k: m[k] for k in keys} for m in items]}
+    return {"messages": items}
 
 
 class AckArgs(WriteArgs):

@@ -31,6 +31,8 @@ import re
 import unicodedata
 from typing import Any
 
+from loopx.model import typed
+
 # Terminal control sequences (shared with loopx.cli.terminal, which removes them too).
 SEQUENCE = (
     r"\x1b\[[0-?]*[ -/]*[@-~]?"  # CSI: parameters, intermediates, final byte
@@ -90,7 +92,7 @@ _JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u20
 def json_text(data: Any, **options: Any) -> str:
     """``data`` as JSON, exact, with every character a terminal or a reader acts on (or
     cannot see) written as a ``\\uXXXX`` escape: the same strings, decoded."""
-    text = json.dumps(data, ensure_ascii=False, default=str, **options)
+    text = json.dumps(data, ensure_ascii=False, default=typed.json_default, **options)
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 

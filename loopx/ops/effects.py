@@ -4,14 +4,14 @@ intent with no outcome is indeterminate: read the target back before retrying.""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 from loopx.ledger.book import Ledger
 from loopx.ledger.draft import Draft
-from loopx.model import clock
+from loopx.model import clock, typed
 from loopx.model.ids import new_short_id
 from loopx.ops import lookup
-from loopx.state import views
+from loopx.state import answers, views
 
 if TYPE_CHECKING:
     from loopx.ledger.txn import Txn
@@ -44,7 +44,8 @@ def fail(txn: Txn, effect: str, *, error: str, final: bool = False,
                         {"error": error, "retryable": not final}, event_id)
 
 
-def listing(ledger: Ledger, *, now: Optional[datetime] = None) -> list[dict[str, Any]]:
+def listing(ledger: Ledger, *, now: Optional[datetime] = None) -> list[answers.Effect]:
     """Every effect with its state (indeterminate, confirmed or failed)."""
     ledger.require()
-    return list(views.snapshot(ledger.fold(), now or clock.now())["effects"])
+    return [typed.build(answers.Effect, e)
+            for e in views.snapshot(ledger.fold(), now or clock.now())["effects"]]

@@ -19,10 +19,10 @@ from loopx.features import capture, readback, redact
 from loopx.ledger.book import Ledger
 from loopx.ledger import layout
 from loopx.ledger.draft import Draft
-from loopx.model import clock
+from loopx.model import clock, typed
 from loopx.model.ids import new_short_id
 from loopx.ops import lookup
-from loopx.state import entities, views
+from loopx.state import answers, entities, views
 from loopx.storage import gateway
 
 if TYPE_CHECKING:
@@ -32,9 +32,21 @@ if TYPE_CHECKING:
     )
 
 KINDS = ("test", "ci", "commit", "review", "receipt", "note")
+Evidence = answers.Evidence  # what listing answers: the status document's evidence entry
+EvidenceShown = answers.EvidenceShown  # what show answers
 
 
-def binding(ledger: Ledger, rev: Optional[str] = None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Binding:
+    """What evidence is bound to: a commit (None before the first one) and the tree it ran
+    on, ``dirty`` when that differs from the commit's tree."""
+
+    commit: Optional[str]
+    tree: str
+    dirty: bool
+
+
+def binding(ledger: Ledger, rev: Optional[str] = None) -> Optional[Binding]:
     """What evidence is bound to: ``rev``'s commit and tree; by default HEAD and the tree of the
     work tree as it is now (uncommitted changes and untracked files included, the user's index
     untouched), ``dirty`` when that differs from HEAD's tree. Nothing without code at all."""
@@ -43,19 +55,19 @@ def binding(ledger: Ledger, rev: Optional[str] = None) -> dict[str, Any]:
     if rev is not None:
         if commit is None:
             raise NotFound(f"no commit {rev!r}")
-        return {"commit": commit, "tree": _tree_of(repo, commit), "dirty": False}
+        return Binding(commit, _tree_of(repo, commit), False)
     head_tree = _tree_of(repo, commit) if commit else None
     tree = readback.work_tree_tree(repo) if repo.work_tree is not None else head_tree
     if tree is None:
-        return {}
-    return {"commit": commit, "tree": tree, "dirty": tree != head_tree}
+        return None
+    return Binding(commit, tree, tree != head_tree)
 
 
 def _tree_of(repo: gateway.Repo, commit: str) -> str:
     return gateway.out(repo.cwd, "rev-parse", f"{commit}^{{tree}}")
 
 
-def add(txn: Txn, kind: str, *, bound: Mapping[str, Any], todo: Optional[str] = None,
+def add(txn: Txn, kind: str, *, bound: Binding | Mapping[str, Any] | None, todo: Optional[str] = None,
         goal: Optional[str] = None, criteria: Sequence[str] = (), command: Optional[str] = None,
         exit_code: Optional[int] = None, duration_s: Optional[float] = None,
         summary: Optional[str] = None, url: Optional[str] = None, digest: Optional[str] = None,
@@ -66,7 +78,8 @@ def add(txn: Txn, kind: str, *, bound: Mapping[str, Any], todo: Optional[str] = 
     the code described by ``bound`` (see :func:`binding`) and judged on ``paths`` (globs;
     none: the whole tree)."""
     tid = lookup.optional(txn.fold.todos, todo, "todo")
-    data = {"id": id or new_short_id("e", event_id), "kind": kind, **bound, "command": command,
+    code = typed.fields_of(bound) if isinstance(bound, Binding) else dict(bound or {})
+    data = {"id": id or new_short_id("e", event_id), "kind": kind, **code, "command": command,
             "exit_code": exit_code, "duration_s": duration_s, "summary": summary, "url": url,
             "digest": digest, "output_tail": output_tail, "todo": tid,
             "criteria": list(criteria), "paths": list(paths) or None, "check": check,
@@ -149,7 +162,7 @@ def held_by(ledger: Ledger, actor: str, *, now: Optional[datetime] = None) -> li
 
 
 def listing(ledger: Ledger, *, todo: Optional[str] = None, goal: Optional[str] = None,
-            now: Optional[datetime] = None, judged: bool = True) -> list[dict[str, Any]]:
+            now: Optional[datetime] = None, judged: bool = True) -> list[Evidence]:
     """Evidence, optionally of one todo or goal (id prefixes match), oldest first. Each item
     is the status document's ``evidence[]`` entry; ``current_commit`` is the commit it points
     to now (after amends and rebases; ``commit`` is the one it was recorded on) and, when
@@ -169,17 +182,18 @@ def listing(ledger: Ledger, *, todo: Optional[str] = None, goal: Optional[str] =
             item["commit"]) else None
         item["freshness"] = found[item["id"]].state if item["id"] in found else (
             "unbound" if judged else None)
-    return items
+    return [typed.build(Evidence, item) for item in items]
 
 
-def show(ledger: Ledger, evidence: str, *, now: Optional[datetime] = None) -> dict[str, Any]:
+def show(ledger: Ledger, evidence: str, *, now: Optional[datetime] = None) -> EvidenceShown:
     """One piece of evidence: its ``listing`` entry, how it stands now (``judged``: state,
     files in scope that changed, why, the scope it was judged on) and, from the event that
     recorded it, the output's digest and tail and the run's duration."""
     ledger.require()
     fold = ledger.fold()
     ev_id = lookup.evidence(fold, evidence)
-    item = next(e for e in listing(ledger, now=now, judged=False) if e["id"] == ev_id)
+    item = next(typed.fields_of(e) for e in listing(ledger, now=now, judged=False)
+                if e.id == ev_id)
     judge_ = judge(ledger, fold)
     fresh = judge_.evidence(item)
     item["freshness"] = fresh.state
@@ -190,7 +204,7 @@ def show(ledger: Ledger, evidence: str, *, now: Optional[datetime] = None) -> di
     item["event"] = recorded.id if recorded else None
     for key in ("digest", "output_tail", "duration_s", "author", "cwd"):
         item[key] = getattr(recorded.data, key, None) if recorded else None
-    return item
+    return typed.build(EvidenceShown, item)
 
 
 def _recorded(ledger: Ledger, ev_id: str, at: str) -> Optional[Event[Any]]:

@@ -7,6 +7,7 @@ from typing import Optional
 from loopx.errors import NotFound
 from loopx.features import sync
 from loopx.ledger.book import Ledger
+from loopx.state import answers
 
 Report = sync.Report
 PATIENCE_S = sync.PATIENCE_S
@@ -55,11 +56,11 @@ def _problem_events(ledger: Ledger) -> set[str]:
     return {p.event for p in ledger.live_fold().problems}
 
 
-def _new_notices(ledger: Ledger, actor: Optional[str], before: set[str]) -> list[dict[str, str]]:
+def _new_notices(ledger: Ledger, actor: Optional[str], before: set[str]) -> list[answers.Notice]:
     """The actor's events not applied now that were applied (or absent) before."""
     if not actor:
         return []
     fold = ledger.live_fold()
-    return [{"event": p.event, "type": p.type, "reason": p.reason} for p in fold.problems
+    return [answers.Notice(p.event, p.type, p.reason) for p in fold.problems
             if p.actor == actor and p.type != "file" and p.event not in before
             and p.event not in fold.dismissed]

@@ -4,21 +4,23 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 from loopx.errors import UsageError
 from loopx.ledger.book import Ledger
 from loopx.ledger.draft import Draft
-from loopx.model import clock
+from loopx.model import clock, typed
 from loopx.model.ids import new_short_id
 from loopx.ops import lookup
-from loopx.state import entities, views
+from loopx.state import answers, entities, views
 
 if TYPE_CHECKING:
     from loopx.ledger.txn import Txn
     from loopx.model.events import (
         Event, GateAnswered, GateOpened, GateWithdrawn,
     )
+
+Gate = answers.Gate  # what listing and show answer: a gate as status shows it
 
 DECISIONS = ("approve", "reject", "answer")
 
@@ -73,15 +75,16 @@ def _superseded(gate: entities.Gate, supersede: bool, verb: str) -> Optional[lis
 
 
 def listing(ledger: Ledger, *, include_closed: bool = False,
-            now: Optional[datetime] = None) -> list[dict[str, Any]]:
+            now: Optional[datetime] = None) -> list[answers.Gate]:
     """Open gates (all of them with ``include_closed``)."""
     ledger.require()
     gates = views.snapshot(ledger.fold(), now or clock.now())["gates"]
-    return [g for g in gates if include_closed or g["state"] == "open"]
+    return [typed.build(answers.Gate, g) for g in gates
+            if include_closed or g["state"] == "open"]
 
 
-def show(ledger: Ledger, gate: str, *, now: Optional[datetime] = None) -> dict[str, Any]:
+def show(ledger: Ledger, gate: str, *, now: Optional[datetime] = None) -> answers.Gate:
     """One gate as ``status`` shows it."""
     gid = lookup.gate(ledger.fold(), gate)
     gates = views.snapshot(ledger.fold(), now or clock.now())["gates"]
-    return next(g for g in gates if g["id"] == gid)
+    return typed.build(answers.Gate, next(g for g in gates if g["id"] == gid))

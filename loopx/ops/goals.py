@@ -9,16 +9,19 @@ from typing import TYPE_CHECKING, Any, Optional
 from loopx.errors import TransitionError, UsageError
 from loopx.ledger.book import Ledger
 from loopx.ledger.draft import Draft
-from loopx.model import clock
+from loopx.model import clock, typed
 from loopx.model.ids import new_short_id
 from loopx.ops import evidence, lookup
-from loopx.state import views
+from loopx.state import answers, views
 
 if TYPE_CHECKING:
     from loopx.ledger.txn import Txn
     from loopx.model.events import (
         Event, GoalClosed, GoalCreated, GoalUpdated,
     )
+
+GoalRecord = answers.GoalRecord  # what listing answers: a goal as the ledger has it
+GoalShown = answers.GoalShown  # what show answers: with its todos and gates
 
 
 def add(txn: Txn, title: str, *, id: Optional[str] = None, accept: Sequence[str] = (),
@@ -104,17 +107,19 @@ def _require_fresh(txn: Txn, gid: str) -> None:
 
 
 def listing(ledger: Ledger, *, include_closed: bool = False,
-            now: Optional[datetime] = None) -> list[dict[str, Any]]:
-    """Goals in play (all goals with ``include_closed``), as ``status`` shows them."""
+            now: Optional[datetime] = None) -> list[answers.GoalRecord]:
+    """Goals in play (all goals with ``include_closed``), as the ledger has them."""
     ledger.require()
     goals = views.snapshot(ledger.fold(), now or clock.now())["goals"]
-    return [g for g in goals if include_closed or g["state"] in ("active", "paused")]
+    return [typed.build(answers.GoalRecord, g) for g in goals
+            if include_closed or g["state"] in ("active", "paused")]
 
 
-def show(ledger: Ledger, goal: str, *, now: Optional[datetime] = None) -> dict[str, Any]:
+def show(ledger: Ledger, goal: str, *, now: Optional[datetime] = None) -> answers.GoalShown:
     """One goal with its criteria (and their evidence), its todos and its gates."""
     snap = ledger.snapshot(now)  # leases as this clone judges them (docs/design.md#clocks)
     gid = lookup.goal(ledger.fold(), goal)
     found = next(g for g in snap["goals"] if g["id"] == gid)
-    return dict(found, todos=[t for t in snap["todos"] if t["goal"] == gid],
-                gates=[g for g in snap["gates"] if g["goal"] == gid])
+    return typed.build(answers.GoalShown, dict(
+        found, todos=[t for t in snap["todos"] if t["goal"] == gid],
+        gates=[g for g in snap["gates"] if g["goal"] == gid]))

@@ -29,8 +29,9 @@ from loopx.errors import CheckedOut, LockTimeout, LoopxError, RefRaceError
 from loopx.features import capture, shims, spool, sync, unrecorded
 from loopx.ledger import cache
 from loopx.ledger.book import Ledger
-from loopx.model import plural
+from loopx.model import plural, typed
 from loopx.ops import ledgers
+from loopx.state import answers
 from loopx.storage import gateway, owner
 
 HOOKS = shims.HOOK_NAMES
@@ -280,7 +281,28 @@ def drain(cwd: str, *, state_ref: Optional[str] = None, retry: bool = False,
         pause = min(pause * 2, 30.0)  # a branch checked out for long is not polled hot
 
 
-def queue(cwd: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Waiting:
+    """An entry of the hook queue waiting to be applied."""
+
+    entry: str
+    hook: str
+    at: str
+    actor: str
+    commit: Optional[str]
+    state_ref: Optional[str]
+
+
+@dataclass(frozen=True)
+class Queue:
+    """The hook queue: how many entries wait and which, and those set aside with the reason."""
+
+    queued: int
+    set_aside: list[answers.SetAside]
+    waiting: list[Waiting]
+
+
+def queue(cwd: str) -> Queue:
     """The hook queue (``git loopx hooks queue``): how many entries wait and which (not one
     a drain is applying right now), and those set aside with the reason."""
     loopx_dir = gateway.discover(cwd).loopx_dir
@@ -288,7 +310,7 @@ def queue(cwd: str) -> dict[str, Any]:
     found["waiting"] = [{"entry": e.path.name, "hook": e.hook, "at": e.at, "actor": e.actor,
                          "commit": e.inputs.get("commit"), "state_ref": e.state_ref}
                         for e in spool.pending(loopx_dir)] if found["queued"] else []
-    return found
+    return typed.build(Queue, found)
 
 
 def _rebasing(git_dir: str) -> bool:

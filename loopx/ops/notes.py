@@ -7,8 +7,10 @@ from typing import TYPE_CHECKING, Any, Optional
 from loopx.ledger import layout
 from loopx.ledger.book import Ledger
 from loopx.ledger.draft import Draft
+from loopx.model import typed
 from loopx.model.ids import new_short_id
 from loopx.ops import lookup
+from loopx.state import answers
 from loopx.storage import gateway
 
 if TYPE_CHECKING:
@@ -27,7 +29,7 @@ def add(txn: Txn, text: str, *, todo: Optional[str] = None, goal: Optional[str] 
 
 
 def listing(ledger: Ledger, *, todo: Optional[str] = None,
-            goal: Optional[str] = None) -> list[dict[str, Any]]:
+            goal: Optional[str] = None) -> list[answers.Note]:
     """Every note, oldest first (ledger order): ``{id, text, todo, goal, actor, at, event}``;
     of one todo or goal when given (id prefixes match). The projection only counts notes, so
     this reads their event files."""
@@ -41,7 +43,8 @@ def listing(ledger: Ledger, *, todo: Optional[str] = None,
                     key=lambda e: e.sort_key())
     notes = [dict(_data(e), goal=e.env.goal, actor=e.env.actor, at=e.env.at, event=e.id)
              for e in events]
-    return [n for n in notes if (not todo or (n["todo"] or "").startswith(todo))
+    return [typed.build(answers.Note, n) for n in notes
+            if (not todo or (n["todo"] or "").startswith(todo))
             and (not goal or (n["goal"] or "").startswith(goal))]
 
 

@@ -4,12 +4,12 @@ merge, an answer that came second), and dismissing them once read."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 from loopx.errors import UsageError
 from loopx.ledger.book import Ledger
 from loopx.ledger.draft import Draft
-from loopx.state import entities
+from loopx.state import answers, entities
 from loopx.state.views import resolve_id
 
 if TYPE_CHECKING:
@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from loopx.model.events import Event, NoticeDismissed
 
 
-def listing(ledger: Ledger, *, actor: str, include_dismissed: bool = False) -> list[dict[str, Any]]:
+def listing(ledger: Ledger, *, actor: str, include_dismissed: bool = False
+            ) -> list[answers.Problem]:
     """``actor``'s events that were not applied, oldest first: ``{event, type, actor, clock,
     reason, dismissed}`` (the status document's ``problems`` entries)."""
     ledger.require()
@@ -46,7 +47,6 @@ def dismiss(txn: Txn, events: Sequence[str] = (), *, every: bool = False,
                          event_id))
 
 
-def _notice(fold: entities.Fold, problem: entities.Problem) -> dict[str, Any]:
-    return {"event": problem.event, "type": problem.type, "actor": problem.actor,
-            "clock": problem.clock, "reason": problem.reason,
-            "dismissed": problem.event in fold.dismissed}
+def _notice(fold: entities.Fold, problem: entities.Problem) -> answers.Problem:
+    return answers.Problem(problem.event, problem.type, problem.actor, problem.clock,
+                           problem.reason, problem.event in fold.dismissed)

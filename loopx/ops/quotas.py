@@ -4,20 +4,22 @@ the work."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 from loopx.errors import UsageError
 from loopx.ledger.book import Ledger
 from loopx.ledger.draft import Draft
-from loopx.model import clock
+from loopx.model import clock, typed
 from loopx.ops import lookup
-from loopx.state import views
+from loopx.state import answers, views
 
 if TYPE_CHECKING:
     from loopx.ledger.txn import Txn
     from loopx.model.events import (
         Event, QuotaSet, QuotaSpent,
     )
+
+Quota = answers.Quota  # what show answers, per scope
 
 
 def set_(txn: Txn, *, goal: Optional[str] = None, turns: Optional[int] = None,
@@ -43,6 +45,7 @@ def spend(txn: Txn, *, goal: Optional[str] = None, todo: Optional[str] = None, t
     return txn.add(Draft("quota.spent", data, lookup.goal_of(txn.fold, goal, tid), event_id))
 
 
-def show(ledger: Ledger, *, now: Optional[datetime] = None) -> dict[str, Any]:
+def show(ledger: Ledger, *, now: Optional[datetime] = None) -> dict[str, answers.Quota]:
     """Budgets, spending and what is left, by scope (``*`` is ledger-wide)."""
-    return dict(views.snapshot(ledger.fold(), now or clock.now())["quota"])
+    found = views.snapshot(ledger.fold(), now or clock.now())["quota"]
+    return {scope: typed.build(answers.Quota, q) for scope, q in found.items()}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -10,11 +11,11 @@ from loopx.errors import NotFound
 from loopx.features import readback, transcripts
 from loopx.ledger.book import Ledger
 from loopx.ledger.draft import Draft
-from loopx.model import clock
+from loopx.model import clock, typed
 from loopx.model.ids import new_short_id
 from loopx.model.paths import TRANSCRIPT_MAX_BYTES, transcript_chunk_path
 from loopx.ops import lookup
-from loopx.state import views
+from loopx.state import answers, views
 
 if TYPE_CHECKING:
     from loopx.ledger.txn import Txn
@@ -23,6 +24,122 @@ if TYPE_CHECKING:
     )
 
 CLOSE_REASONS = ("done", "stopped", "abandoned")
+Session = answers.Session  # a session as status shows it
+Message = answers.Message  # an inbox message as status shows it
+
+
+@dataclass(frozen=True)
+class Interjection:
+    """A message sent to a session: ``kind`` as the replay order makes it, ``sent_as`` what
+    its sender saw."""
+
+    event: str
+    seq: int
+    from_: str = field(metadata={typed.KEY: "from"})  # a Python keyword
+    at: str
+    kind: str
+    sent_as: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A transcript checkpoint: its size, digest and how many chunks hold it."""
+
+    number: int
+    event: str
+    at: str
+    summary: str
+    omitted: Optional[str]
+    bytes: int
+    sha256: str
+    chunks: int
+
+
+@dataclass(frozen=True)
+class SessionShown:
+    """`session show`: a session with every message and its checkpoints."""
+
+    id: str
+    state: str
+    owner: str
+    task: str
+    goal: Optional[str]
+    todo: Optional[str]
+    workspace: answers.Workspace
+    idle_seconds: Optional[int]
+    inbox: list[answers.Message]
+    keep_open: bool
+    keep_open_reason: Optional[str]
+    closed_reason: Optional[str]
+    last_response: Optional[str]
+    last_progress: Optional[str]
+    opened_at: str
+    checkpoints: list[Checkpoint]
+    ends: Optional[str] = typed.optional()  # how an open session ends
+    same_goal: Optional[list[str]] = typed.optional()  # the other open sessions on its goal
+    messages: list[Interjection] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Slots:
+    used: int
+    limit: int
+
+
+@dataclass(frozen=True)
+class SessionListing:
+    """`session list`: the sessions, the slots each owner uses and the limit."""
+
+    sessions: list[Session]
+    slots: dict[str, Slots]
+    limit: int
+
+
+@dataclass(frozen=True)
+class OpenCounts:
+    running: int
+    awaiting_input: int
+
+
+@dataclass(frozen=True)
+class KeptOpen:
+    total: int
+    got_follow_up: int
+    follow_ups: int
+    expired_unused: int
+    closed_unused: int
+
+
+@dataclass(frozen=True)
+class Missed:
+    """A one-shot session whose topic got a new session soon after it closed."""
+
+    session: str
+    topic: str
+    followed_by: str
+    after_seconds: int
+
+
+@dataclass(frozen=True)
+class OneShot:
+    total: int
+    missed_keep_open: int
+    missed: list[Missed]
+
+
+@dataclass(frozen=True)
+class SessionStats:
+    """How sessions ended (`session stats`), to tune the keep-open judgement."""
+
+    sessions: int
+    open: OpenCounts
+    closed: dict[str, int]  # closed reason -> sessions
+    kept_open: KeptOpen
+    one_shot: OneShot
+    window_seconds: int
+    slots: dict[str, Slots]
+    slot_limit: int
 
 
 def open_(txn: Txn, task: str, *, id: Optional[str] = None, goal: Optional[str] = None,
@@ -87,12 +204,18 @@ def ack(txn: Txn, session: str, *, through: Optional[str] = None,
                          event_id))
 
 
-def take_inbox(txn: Txn, session: str) -> list[dict[str, Any]]:
+def _message(found: dict[str, Any]) -> answers.Message:
+    """An inbox message as status shows it (without ``sent_as``)."""
+    return answers.Message(found["event"], found["seq"], found["from"], found["at"],
+                           found["kind"], found["message"])
+
+
+def take_inbox(txn: Txn, session: str) -> list[answers.Message]:
     """The unconsumed messages, marked consumed in the same write (owner only)."""
     shown = transcripts.inbox(transcripts.get(txn.fold, session))
     if shown:
         ack(txn, session, through=shown[-1]["event"])
-    return shown
+    return [_message(m) for m in shown]
 
 
 def checkpoint(txn: Txn, session: str, transcript: bytes, *, summary: str,
@@ -154,13 +277,13 @@ def reapable(ledger: Ledger, *, idle: Optional[int] = None,
         fold, moment, limit, lambda events: ledger.first_seen(events, moment))]
 
 
-def inbox(ledger: Ledger, session: str) -> list[dict[str, Any]]:
+def inbox(ledger: Ledger, session: str) -> list[answers.Message]:
     """The messages the session's executor has not consumed yet, oldest first."""
     ledger.require()
-    return transcripts.inbox(transcripts.get(ledger.fold(), session))
+    return [_message(m) for m in transcripts.inbox(transcripts.get(ledger.fold(), session))]
 
 
-def show(ledger: Ledger, session: str, *, now: Optional[datetime] = None) -> dict[str, Any]:
+def show(ledger: Ledger, session: str, *, now: Optional[datetime] = None) -> SessionShown:
     """One session: state, owner, workspace, last response, inbox, every message, checkpoints."""
     ledger.require()
     found, moment = transcripts.get(ledger.fold(), session), now or ledger.time()
@@ -169,7 +292,7 @@ def show(ledger: Ledger, session: str, *, now: Optional[datetime] = None) -> dic
     view["messages"] = list(found.messages)
     view["checkpoints"] = [{k: v for k, v in c.items() if k != "chunks"}
                            | {"chunks": len(c["chunks"])} for c in found.checkpoints]
-    return view
+    return typed.build(SessionShown, view)
 
 
 def transcript(ledger: Ledger, session: str, number: Optional[int] = None) -> bytes:
@@ -179,7 +302,7 @@ def transcript(ledger: Ledger, session: str, number: Optional[int] = None) -> by
 
 
 def listing(ledger: Ledger, *, state: Optional[str] = None, owner: Optional[str] = None,
-            now: Optional[datetime] = None) -> dict[str, Any]:
+            now: Optional[datetime] = None) -> SessionListing:
     """Sessions (``state``: running, awaiting_input, closed, or open for either of the
     first two), with the slots each owner uses and the limit."""
     ledger.require()
@@ -193,17 +316,19 @@ def listing(ledger: Ledger, *, state: Optional[str] = None, owner: Optional[str]
     if state:
         rows = [v for v in rows
                 if v["state"] == state or (state == "open" and v["state"] != "closed")]
-    return {"sessions": rows, "slots": transcripts.slots(fold),
-            "limit": views.session_slots(fold)}
+    return typed.build(SessionListing, {"sessions": rows, "slots": transcripts.slots(fold),
+                                        "limit": views.session_slots(fold)})
 
 
-def stats(ledger: Ledger, *, window: int = transcripts.DEFAULT_STATS_WINDOW_SECONDS) -> dict[str, Any]:
+def stats(ledger: Ledger, *, window: int = transcripts.DEFAULT_STATS_WINDOW_SECONDS
+          ) -> SessionStats:
     """How sessions ended, to tune the keep-open judgement (see
     :func:`loopx.features.transcripts.stats`)."""
     ledger.require()
     fold = ledger.fold()
-    return dict(transcripts.stats(fold, window=window), slots=transcripts.slots(fold),
-                slot_limit=views.session_slots(fold))
+    return typed.build(SessionStats, dict(transcripts.stats(fold, window=window),
+                                          slots=transcripts.slots(fold),
+                                          slot_limit=views.session_slots(fold)))
 
 
 def slots_used(ledger: Ledger, actor: str) -> dict[str, int]:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 from loopx.errors import UsageError
 from loopx.ledger.book import Ledger
 from loopx.ledger.draft import Draft
+from loopx.model import typed
 from loopx.state import entities
 
 if TYPE_CHECKING:
@@ -199,8 +200,25 @@ def parse_signed_answers(text: str) -> Union[str, list[str]]:
     return text if text in ("all", "off") else [g.strip() for g in text.split(",") if g.strip()]
 
 
-def effective(ledger: Ledger) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Settings:
+    """The ledger's settings in force (`config show`): each ``config.set`` field, defaults
+    included; the ones without a default only once set."""
+
+    roles: dict[str, list[str]]
+    lease_ttl_seconds: int
+    session_slots: int
+    signed_answers: Union[str, list[str]]  # "off", "all", or the gates whose answers are signed
+    evidence_ignore: list[str]
+    ci_criteria: dict[str, list[str]]
+    session_idle_seconds: Optional[int] = typed.optional()
+    allowed_signers: Optional[str] = typed.optional()
+    evidence_scope: Optional[list[str]] = typed.optional()
+
+
+def effective(ledger: Ledger) -> Settings:
     """Every setting in force, defaults included."""
-    return {"roles": {}, "lease_ttl_seconds": entities.DEFAULT_LEASE_TTL_S,
-            "session_slots": entities.DEFAULT_SESSION_SLOTS, "signed_answers": "off",
-            "evidence_ignore": [], "ci_criteria": {}, **ledger.fold().config}
+    return typed.build(Settings, {
+        "roles": {}, "lease_ttl_seconds": entities.DEFAULT_LEASE_TTL_S,
+        "session_slots": entities.DEFAULT_SESSION_SLOTS, "signed_answers": "off",
+        "evidence_ignore": [], "ci_criteria": {}, **ledger.fold().config})

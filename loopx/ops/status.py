@@ -9,6 +9,7 @@ JSON Schema in .loopx-schema/status.schema.json).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Optional
@@ -16,15 +17,15 @@ from typing import TYPE_CHECKING, Any, Optional
 from loopx.errors import ClaimLost, TransitionError
 from loopx.features import readback
 from loopx.ledger.book import Ledger
-from loopx.model import clock
+from loopx.model import clock, typed
 from loopx.ops import lookup
-from loopx.state import decide, views
+from loopx.state import answers, decide, views
 
 if TYPE_CHECKING:
     from loopx.model.events import Event, TodoClaimed
 
-StatusDoc = dict[str, Any]  # the shape of docs/status.md
-Action = dict[str, Any]  # one of StatusDoc["actions"]: {kind, priority, reason, command, ...}
+StatusDoc = answers.StatusDoc  # the shape of docs/status.md
+Action = answers.Action  # one of StatusDoc.actions
 
 
 def status(ledger: Ledger, *, actor: Optional[str], goal: Optional[str] = None,
@@ -37,6 +38,16 @@ def status(ledger: Ledger, *, actor: Optional[str], goal: Optional[str] = None,
     Without ``include_closed`` only goals in play (and what they reference) are listed,
     which keeps a warm status as fast on a long ledger as on a new one.
     """
+    return typed.build(StatusDoc, _document(ledger, actor=actor, goal=goal, ci=ci,
+                                            offline=offline, include_closed=include_closed,
+                                            now=now))
+
+
+def _document(ledger: Ledger, *, actor: Optional[str], goal: Optional[str], ci: bool,
+              offline: bool, include_closed: bool = False, now: Optional[datetime]
+              ) -> dict[str, Any]:
+    """The status document as the plain values the rules compute (briefing, the primer and
+    next read these; :func:`status` types them)."""
     fold = ledger.fold() if (include_closed or goal) else ledger.live_fold()
     if not fold.events:
         ledger.require()
@@ -45,8 +56,10 @@ def status(ledger: Ledger, *, actor: Optional[str], goal: Optional[str] = None,
     snap["ref"] = ledger.ref
     source = fold.extra.get("source")
     snap["ledger"]["unverified_checkpoint"] = source.removeprefix("checkpoint ") if source else None
+    for ev in snap["evidence"]:
+        ev["current_commit"] = readback.follow(fold.remaps, ev["commit"]) if ev["commit"] else None
     if goal:
-        snap = only_goal(snap, lookup.goal(fold, goal))
+        snap = _only_goal(snap, lookup.goal(fold, goal))
     env = readback.inspect(ledger.repo, state_ref=ledger.ref, snapshot=snap, remaps=fold.remaps,
                            ci=ci, offline=offline, reader=ledger.store.reader,
                            ignore=fold.config.get("evidence_ignore"),
@@ -59,7 +72,7 @@ def status(ledger: Ledger, *, actor: Optional[str], goal: Optional[str] = None,
     return snap
 
 
-def only_goal(snap: StatusDoc, goal_id: str) -> StatusDoc:
+def _only_goal(snap: dict[str, Any], goal_id: str) -> dict[str, Any]:
     """The snapshot narrowed to one goal: its todos, frontier, gates and evidence."""
     todos_ = [t for t in snap["todos"] if t["goal"] == goal_id]
     ids = {t["id"] for t in todos_}
@@ -71,7 +84,7 @@ def only_goal(snap: StatusDoc, goal_id: str) -> StatusDoc:
 
 def is_waiting(action: Action) -> bool:
     """Whether ``action`` is something to wait for (a gate, CI, a lease, a spent budget)."""
-    return decide.is_waiting(action)
+    return action.kind in decide.WAIT_KINDS
 
 
 @dataclass
@@ -89,10 +102,12 @@ class Next:
     @property
     def waiting(self) -> bool:
         """Whether the best thing to do is to wait (exit code 10 of `git loopx next`)."""
-        return self.action is not None and decide.is_waiting(self.action)
+        return self.action is not None and is_waiting(self.action)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"action": self.action, "next_wake": self.next_wake, "actions": self.actions,
+        """The JSON of `git loopx next --format json` (its action as a JSON object)."""
+        return {"action": typed.plain(self.action), "next_wake": self.next_wake,
+                "actions": self.actions,
                 "claimed": self.claimed.to_dict() if self.claimed else None,
                 "not_claimed": self.not_claimed}
 
@@ -105,10 +120,10 @@ def next_action(ledger: Ledger, *, actor: str, claim: bool = False, ttl: Optiona
     agent may have raced us); ``synced``: each claim counts only once the remote has it
     (:func:`loopx.ops.todos.claim_synced`), so agents on several hosts never share a todo."""
     snap = status(ledger, actor=actor, ci=ci, offline=offline, now=now)
-    actions = snap["actions"]
+    actions = snap.actions
     best = actions[0] if actions else None
-    result = Next(best, None, len(actions), snap["next_wake"])
-    if claim and best is not None and best["kind"] == "work":
+    result = Next(best, None, len(actions), snap.next_wake)
+    if claim and best is not None and best.kind == "work":
         result.claimed, result.action = _claim_first(ledger, actions, actor, ttl, now, synced)
         if result.claimed is None:
             result.not_claimed = "every ready todo was claimed by someone else first"
@@ -121,11 +136,11 @@ def _why_not_claimed(best: Optional[Action], actions: list[Action]) -> str:
     """Why `next --claim` took nothing: it never claims past a more important action."""
     if best is None:
         return "nothing is left to do"
-    if best["kind"] == "continue":
-        return f"you hold {best['todo']} already: carry on with it (or release it) first"
-    if not any(a["kind"] == "work" for a in actions):
+    if best.kind == "continue":
+        return f"you hold {best.todo} already: carry on with it (or release it) first"
+    if not any(a.kind == "work" for a in actions):
         return "no todo is ready to claim"
-    return f"{best['kind']} comes before new work"
+    return f"{best.kind} comes before new work"
 
 
 def _claim_first(ledger: Ledger, actions: list[Action], actor: str, ttl: Optional[int],
@@ -133,19 +148,21 @@ def _claim_first(ledger: Ledger, actions: list[Action], actor: str, ttl: Optiona
                  ) -> tuple[Optional[Event[TodoClaimed]], Action]:
     from loopx.ops import todos  # only `next --claim` writes: `status` starts without it
 
-    work = [a for a in actions if a["kind"] == "work"]
+    work = [a for a in actions if a.kind == "work" and a.todo]
     for action in work:
+        todo = str(action.todo)
         try:
             if synced:
-                event, _ = todos.claim_synced(ledger, action["todo"], actor=actor, ttl=ttl, now=now)
+                event, _ = todos.claim_synced(ledger, todo, actor=actor, ttl=ttl, now=now)
             else:
-                event = ledger.run(todos.claim, action["todo"], ttl=ttl, actor=actor, now=now)
+                event = ledger.run(todos.claim, todo, ttl=ttl, actor=actor, now=now)
         except (TransitionError, ClaimLost):
             continue
-        return event, dict(action, kind="continue", priority=decide.PRIORITY["continue"],
-                           command=f"git loopx todo show {action['todo']}",
-                           reason=f"you claimed {action['todo']} until {event.data.until}: "
-                           f"{action['reason'].removeprefix(action['todo'] + ' is ready: ')}")
+        return event, dataclasses.replace(
+            action, kind="continue", priority=decide.PRIORITY["continue"],
+            command=f"git loopx todo show {todo}",
+            reason=f"you claimed {todo} until {event.data.until}: "
+            f"{action.reason.removeprefix(todo + ' is ready: ')}")
     return None, work[0]
 
 
@@ -154,11 +171,11 @@ def brief(ledger: Ledger, *, actor: Optional[str], goal: Optional[str] = None,
           now: Optional[datetime] = None) -> tuple[str, StatusDoc]:
     """A Markdown handoff packet a new agent can start from with nothing else, and the status
     document it was made from."""
-    snap = status(ledger, actor=actor, goal=goal, ci=ci, offline=offline, now=now)
+    snap = _document(ledger, actor=actor, goal=goal, ci=ci, offline=offline, now=now)
     goal_id = snap["goals"][0]["id"] if goal and snap["goals"] else None
     from loopx.features import briefing  # brief only: the start-up time of status and next
 
-    return briefing.markdown(snap, goal_id=goal_id), snap
+    return briefing.markdown(snap, goal_id=goal_id), typed.build(StatusDoc, snap)
 
 
 @dataclass
@@ -178,7 +195,7 @@ def prime(ledger: Ledger, *, actor: Optional[str], ci: bool = True, offline: boo
     what loopx is, the commands it needs, and its leases, the top of the frontier, the gates
     waiting on it, its sessions' inboxes and stale evidence."""
     now = now or clock.now()
-    snap = status(ledger, actor=actor, ci=ci, offline=offline, now=now)
+    snap = _document(ledger, actor=actor, goal=None, ci=ci, offline=offline, now=now)
     from loopx.features import primer  # prime only: the start-up time of status and next
 
     facts = primer.facts(snap, actor=actor, now=clock.format_ts(now))

@@ -4,7 +4,7 @@ range of state commits may be merged (docs/review.md)."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Optional
+from typing import Optional
 
 from loopx.features import changes, validate
 from loopx.ledger.book import Ledger
@@ -12,7 +12,7 @@ from loopx.model import clock
 
 
 def log(ledger: Ledger, spec: Optional[str] = None, *,
-        max_count: Optional[int] = None) -> list[dict[str, Any]]:
+        max_count: Optional[int] = None) -> list[changes.LogCommit]:
     """The commits of ``spec`` (a revision or ``A..B``; default the state ref), newest first,
     each with the events it added, described."""
     ledger.require()
@@ -20,7 +20,7 @@ def log(ledger: Ledger, spec: Optional[str] = None, *,
 
 
 def diff(ledger: Ledger, spec: Optional[str] = None, *,
-         now: Optional[datetime] = None) -> dict[str, Any]:
+         now: Optional[datetime] = None) -> changes.Diff:
     """What changed in the state between two commits (``A..B``, or ``A`` for A..tip); by
     default what is not pushed yet, else the last state commit."""
     ledger.require()

@@ -10,16 +10,18 @@ from loopx.errors import ClaimLost, TransitionError, UsageError
 from loopx.features import readback, sync, unrecorded
 from loopx.ledger.book import Ledger
 from loopx.ledger.draft import Draft
-from loopx.model import clock
+from loopx.model import clock, typed
 from loopx.model.ids import new_short_id
 from loopx.ops import evidence as evidence_ops, lookup
-from loopx.state import entities, views
+from loopx.state import answers, entities, views
 
 if TYPE_CHECKING:
     from loopx.ledger.txn import Txn
     from loopx.model.events import (
         Event, TodoAcked, TodoAdded, TodoBlocked, TodoCancelled, TodoClaimed, TodoDone, TodoReleased, TodoRenewed, TodoReopened, TodoUpdated,
     )
+
+Todo = answers.Todo  # what listing and show answer: a todo as status shows it
 
 
 def add(txn: Txn, goal: str, title: str, *, id: Optional[str] = None,
@@ -216,7 +218,7 @@ STATES = ("open", "claimed", "done", "blocked", "cancelled")
 def listing(ledger: Ledger, *, goal: Optional[str] = None, ready: bool = False,
             include_closed: bool = False, priority: Sequence[int] = (),
             state: Optional[str] = None, claimant: Optional[str] = None,
-            now: Optional[datetime] = None) -> list[dict[str, Any]]:
+            now: Optional[datetime] = None) -> list[answers.Todo]:
     """Todos with their state and why each is not ready, in ledger order: open ones by
     default, done and cancelled ones too with ``include_closed`` (or a ``state`` that asks for
     them). ``ready`` gives the frontier, in its order (priority, then ledger order); the other
@@ -234,15 +236,16 @@ def listing(ledger: Ledger, *, goal: Optional[str] = None, ready: bool = False,
         todos = sorted((t for t in todos if t["id"] in order), key=lambda t: order[t["id"]])
     elif state is None and not include_closed:
         todos = [t for t in todos if t["state"] not in ("done", "cancelled")]
-    return [t for t in todos if (not priority or t["priority"] in priority)
+    return [typed.build(answers.Todo, t) for t in todos if (not priority or t["priority"] in priority)
             and (state is None or t["state"] == state)
             and (claimant is None or t["claimed_by"] == claimant)]
 
 
-def show(ledger: Ledger, todo: str, *, now: Optional[datetime] = None) -> dict[str, Any]:
+def show(ledger: Ledger, todo: str, *, now: Optional[datetime] = None) -> answers.Todo:
     """One todo as ``status`` shows it."""
     fold = ledger.fold()
     tid = lookup.todo(fold, todo)
     found, moment = fold.todos[tid], now or ledger.time()
     lease = [found.lease_event] if found.lease_event else []
-    return views.todo_view(fold, found, moment, ledger.first_seen(lease, moment))
+    return typed.build(answers.Todo, views.todo_view(fold, found, moment,
+                                                     ledger.first_seen(lease, moment)))

@@ -8,16 +8,16 @@ import re
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import IO, TYPE_CHECKING, Any, Optional
+from typing import IO, TYPE_CHECKING, Optional
 
 from loopx.errors import LoopxError, NotFound, TransitionError, UsageError
 from loopx.features import ci, readback, waker
 from loopx.ledger.book import Ledger
 from loopx.ledger.draft import Draft
-from loopx.model import clock
+from loopx.model import clock, typed
 from loopx.model.ids import new_short_id
 from loopx.ops import exchange, lookup, status
-from loopx.state import views
+from loopx.state import answers, views
 
 if TYPE_CHECKING:
     from loopx.ledger.txn import Txn
@@ -91,10 +91,10 @@ def ack(txn: Txn, wake: str, *,
     return txn.add(Draft("wake.fired", data, found.goal, event_id))
 
 
-def listing(ledger: Ledger, *, now: Optional[datetime] = None) -> list[dict[str, Any]]:
+def listing(ledger: Ledger, *, now: Optional[datetime] = None) -> list[answers.Wake]:
     """Every wake condition set."""
     ledger.require()
-    return list(ledger.snapshot(now)["wakes"])
+    return [typed.build(answers.Wake, w) for w in ledger.snapshot(now)["wakes"]]
 
 
 # --- acting on wakes: wait and watch (docs/agents.md) ------------------------------------------
@@ -113,20 +113,20 @@ class _Probe:
     def tip(self) -> Optional[str]:
         return self.ledger.tip()
 
-    def look(self, now: datetime) -> dict[str, Any]:
+    def look(self, now: datetime) -> status.StatusDoc:
         # CI is asked separately (ci below), only about the commits a waiter waits for.
         return status.status(self.ledger, actor=self.actor, ci=False, now=now)
 
     def fetch(self) -> None:
         exchange.fetch(self.ledger, remote=self.remote)
 
-    def ci(self, sha: str, snapshot: dict[str, Any]) -> str:
+    def ci(self, sha: str, snapshot: status.StatusDoc) -> str:
         config = readback.read_config(self.ledger.repo)  # afresh: a watch runs for days
         provider = config.get("loopx.ci.provider")
         if not provider:
             return "unknown"
         return ci.check(sha, provider=provider, repo=self.ledger.repo, config=config,
-                        snapshot=snapshot, fresh=True).state
+                        snapshot={"evidence": typed.plain(snapshot.evidence)}, fresh=True).state
 
 
 def wait(ledger: Ledger, *, actor: Optional[str], timeout: Optional[float] = None,

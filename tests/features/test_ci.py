@@ -148,6 +148,18 @@ def test_final_status_is_cached_per_commit(repo: Path, stand_in: StandIn) -> Non
     assert len(stand_in.requests) == asked
 
 
+def test_a_cached_status_of_another_shape_is_asked_again(repo: Path, stand_in: StandIn) -> None:
+    stand_in.answer([_run("tests")], [])
+    _check(repo, stand_in.url, **{"loopx.ci.githubrepo": "acme/widget"})
+    (cached,) = (gitmod.discover(repo).loopx_dir / "ci-cache").glob("*.json")
+    doc = json.loads(cached.read_text())
+    doc["status"]["checks"][0]["took"] = 3  # a key status does not document
+    cached.write_text(json.dumps(doc))
+    asked = len(stand_in.requests)
+    status = _check(repo, stand_in.url, **{"loopx.ci.githubrepo": "acme/widget"})
+    assert len(stand_in.requests) > asked and "took" not in status.checks[0]
+
+
 def test_offline_flag_uses_only_the_cache(repo: Path) -> None:
     status = ci.check(SHA, provider="github", repo=gitmod.discover(repo), config={},
                       snapshot={}, offline=True)
@@ -160,6 +172,27 @@ def test_command_provider_reads_json_from_the_command(repo: Path) -> None:
                       config={"loopx.ci.command": command}, snapshot={})
     assert status.state == "failure"
     assert status.checks == [{"name": SHA, "state": "failure"}]
+
+
+def test_command_provider_checks_keep_the_documented_shape(repo: Path) -> None:
+    """Whatever else the command prints about a check is left out (status is typed): a
+    status with such a provider still answers, with ``{name, state, url?}`` checks."""
+    doc = {"state": "success", "detail": 7, "checks": [
+        {"name": "unit", "state": "success", "url": "https://ci/1", "took": 3},
+        {"name": 5, "state": None}, "not a check"]}
+    git(repo, "config", "loopx.ci.provider", "command")
+    git(repo, "config", "loopx.ci.command", f"printf '%s' '{json.dumps(doc)}'")
+    status = ci.check(SHA, provider="command", repo=gitmod.discover(repo),
+                      config={"loopx.ci.command": f"printf '%s' '{json.dumps(doc)}'"}, snapshot={})
+    assert status.checks == [{"name": "unit", "state": "success", "url": "https://ci/1"},
+                             {"name": "?", "state": "unknown"}]
+    assert status.detail is None
+    from conftest import invoke
+
+    assert invoke(repo, "init").code == 0
+    shown = invoke(repo, "status", "--json")
+    assert shown.code == 0, shown.err
+    assert shown.json()["environment"]["ci"]["checks"][0] == status.checks[0]
 
 
 def test_command_provider_without_json_is_unknown(repo: Path) -> None:

@@ -489,7 +489,7 @@ def test_status_shows_waiting_sessions_as_waiting_for_instruction(repo_with_goal
 def test_status_json_with_sessions_matches_the_schema(repo_with_goal: Path) -> None:
     import jsonschema
 
-    from loopx.features.schema import STATUS_SCHEMA
+    from loopx.features.schema import status_schema
 
     repo = repo_with_goal
     open_session(repo, "s-1")
@@ -499,7 +499,7 @@ def test_status_json_with_sessions_matches_the_schema(repo_with_goal: Path) -> N
     open_session(repo, "s-3")
     ok(repo, "session", "close", "s-3")
     status = ok(repo, "status")
-    jsonschema.validate(status, STATUS_SCHEMA)
+    jsonschema.validate(status, status_schema())
     assert {s["state"] for s in status["sessions"]} == {"running", "awaiting_input", "closed"}
 
 

@@ -14,7 +14,7 @@ AGENT = "agent:codex@devbox"
 
 
 def _states(ledger: Ledger) -> dict[str, str]:
-    return {e["id"]: e["state"] for e in effects.listing(ledger)}
+    return {e.id: e.state for e in effects.listing(ledger)}
 
 
 def test_an_intent_is_indeterminate_until_confirmed_or_failed(ledger: Ledger) -> None:

@@ -77,8 +77,8 @@ def test_next_action_claims_the_top_of_the_frontier(ledger: Ledger) -> None:
     ledger.run(todos.add, "g", "T", id="t", actor=ALICE)
     best = status.next_action(ledger, actor=AGENT, claim=True, ci=False)
     assert best.claimed is not None and best.claimed.data.id == "t"
-    assert best.action is not None and best.action["kind"] == "continue"
-    assert todos.show(ledger, "t")["claimed_by"] == AGENT
+    assert best.action is not None and best.action.kind == "continue"
+    assert todos.show(ledger, "t").claimed_by == AGENT
 
 
 def test_a_gate_answer_is_the_authoritys_alone(ledger: Ledger) -> None:
@@ -89,7 +89,7 @@ def test_a_gate_answer_is_the_authoritys_alone(ledger: Ledger) -> None:
     with pytest.raises(UsageError, match="a decision is one of"):
         ledger.run(gates.answer, "q", decision="maybe", actor=ALICE)
     ledger.run(gates.answer, "q", decision="approve", actor=ALICE)
-    assert gates.show(ledger, "q")["decision"] == "approve"
+    assert gates.show(ledger, "q").decision == "approve"
 
 
 def test_run_records_a_failing_command_and_returns_its_code(ledger: Ledger, repo: Path) -> None:
@@ -99,4 +99,4 @@ def test_run_records_a_failing_command_and_returns_its_code(ledger: Ledger, repo
                           stderr=open("/dev/null", "wb"))
     assert result.outcome.exit_code == 3
     assert result.event is not None and result.event.data.exit_code == 3
-    assert [e["id"] for e in evidence.listing(ledger, goal="g")] == [result.event.data.id]
+    assert [e.id for e in evidence.listing(ledger, goal="g")] == [result.event.data.id]

@@ -36,17 +36,17 @@ def planned(ledger: Ledger) -> Ledger:
 
 def test_the_frontier_is_ordered_by_priority_then_ledger_order(planned: Ledger) -> None:
     doc = status.status(planned, actor=AGENT, ci=False)
-    assert doc["frontier"] == ["t-urgent", "t-old", "t-new", "t-later"]
-    assert [t["id"] for t in doc["todos"]] == ["t-old", "t-urgent", "t-later", "t-new"]  # ledger
-    assert {t["id"]: t["priority"] for t in doc["todos"]} == {
+    assert doc.frontier == ["t-urgent", "t-old", "t-new", "t-later"]
+    assert [t.id for t in doc.todos] == ["t-old", "t-urgent", "t-later", "t-new"]  # ledger
+    assert {t.id: t.priority for t in doc.todos} == {
         "t-old": 2, "t-urgent": 0, "t-later": 4, "t-new": 2}
-    work = [a["todo"] for a in doc["actions"] if a["kind"] == "work"]
-    assert work == doc["frontier"]
+    work = [a.todo for a in doc.actions if a.kind == "work"]
+    assert work == doc.frontier
 
 
 def test_next_claims_the_most_urgent_todo_and_a_new_priority_reorders(planned: Ledger) -> None:
     planned.run(todos.update, "t-later", priority=1, actor=ALICE)
-    assert status.status(planned, actor=AGENT, ci=False)["frontier"][:2] == ["t-urgent", "t-later"]
+    assert status.status(planned, actor=AGENT, ci=False).frontier[:2] == ["t-urgent", "t-later"]
 
     best = status.next_action(planned, actor=AGENT, claim=True, ci=False)
     assert best.claimed is not None and best.claimed.data.id == "t-urgent"
@@ -79,7 +79,7 @@ def test_discovered_from_names_an_existing_todo(planned: Ledger) -> None:
     planned.run(todos.add, "h", "found a bug", id="t-bug", discovered_from="t-urg",
                 actor=AGENT)
     shown = todos.show(planned, "t-bug")
-    assert shown["discovered_from"] == "t-urgent" and shown["priority"] == 2
+    assert shown.discovered_from == "t-urgent" and shown.priority == 2
     with pytest.raises(NotFound, match="no todo matches 'nope'"):
         planned.run(todos.add, "g", "x", discovered_from="nope", actor=AGENT)
     # A raw event naming an unknown todo is refused by the check (and would be a problem
@@ -96,7 +96,7 @@ def test_listing_filters_by_priority_goal_state_and_claimant(planned: Ledger) ->
     planned.run(todos.done, "t-done", reason="trivial", actor=ALICE)
 
     def ids(**kw: object) -> list[str]:
-        return [t["id"] for t in todos.listing(planned, **kw)]  # type: ignore[arg-type]
+        return [t.id for t in todos.listing(planned, **kw)]  # type: ignore[arg-type]
 
     assert ids() == ["t-old", "t-urgent", "t-later", "t-new"]
     assert ids(priority=[0, 4]) == ["t-urgent", "t-later"]

@@ -21,7 +21,7 @@ T0 = datetime(2030, 1, 1, 9, 0, tzinfo=timezone.utc)
 
 def _due(ledger: Ledger, at: datetime) -> list[dict[str, object]]:
     doc = status.status(ledger, actor=AGENT, ci=False, now=at)
-    return [a for a in doc["actions"] if a["kind"] == "wake_due"]
+    return [a for a in doc.actions if a.kind == "wake_due"]
 
 
 def test_a_recurring_wake_is_due_again_every_period_after_it_was_acted_on(ledger: Ledger) -> None:
@@ -31,7 +31,7 @@ def test_a_recurring_wake_is_due_again_every_period_after_it_was_acted_on(ledger
     assert _due(ledger, T0 + timedelta(minutes=29)) == []
     late = T0 + timedelta(minutes=47)  # the runner was late: the next period counts from now
     (due,) = _due(ledger, late)
-    assert due["command"] == "git loopx wake ack w-mon"
+    assert due.command == "git loopx wake ack w-mon"
 
     fired = ledger.run(wakes.ack, "w-mon", actor=AGENT, now=late)
     assert (fired.type, fired.data.at, fired.data.next) == (
@@ -39,10 +39,10 @@ def test_a_recurring_wake_is_due_again_every_period_after_it_was_acted_on(ledger
     assert _due(ledger, late + timedelta(minutes=29)) == []
     assert len(_due(ledger, late + timedelta(minutes=30))) == 1
     doc = status.status(ledger, actor=AGENT, ci=False, now=late)
-    (shown,) = doc["wakes"]
-    assert (shown["at"], shown["every"], shown["fired_at"]) == (
+    (shown,) = doc.wakes
+    assert (shown.at, shown.every, shown.fired_at) == (
         "2030-01-01T10:17:00Z", 1800, "2030-01-01T09:47:00Z")
-    assert doc["next_wake"] == "2030-01-01T10:17:00Z"
+    assert doc.next_wake == "2030-01-01T10:17:00Z"
 
 
 def test_acking_a_one_shot_wake_clears_it(ledger: Ledger) -> None:

@@ -107,10 +107,26 @@ def _load(path: Any, *, offline: bool) -> Optional[CiStatus]:
         status = CiStatus(**doc["status"])
     except (OSError, ValueError, TypeError, KeyError):
         return None
+    if not _well_formed(status):  # derived data: of another version, or edited by hand
+        return None
     ttl = FINAL_TTL_S if status.state in ("success", "failure") else PENDING_TTL_S
     if offline or time.time() - float(doc["at"]) < ttl:
         return status
     return None
+
+
+_CHECK_KEYS = {"name", "state", "url", "evidence"}
+
+
+def _well_formed(status: CiStatus) -> bool:
+    """Whether a cached status has the shape status documents (its checks ``{name, state,
+    url?}``, strings), so that it types as one (loopx.state.answers.CiStatus)."""
+    return (status.state in STATES and isinstance(status.checks, list)
+            and (status.detail is None or isinstance(status.detail, str))
+            and all(isinstance(c, dict) and _CHECK_KEYS.issuperset(c)
+                    and isinstance(c.get("name"), str) and isinstance(c.get("state"), str)
+                    and all(isinstance(v, str) for v in c.values() if v is not None)
+                    for c in status.checks))
 
 
 def _save(path: Any, status: CiStatus) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from typing import Any
 
 from loopx.features.ci import STATES, CiStatus, Context
 
@@ -33,10 +34,20 @@ def _parse(out: bytes, code: int) -> CiStatus:
     try:
         doc = json.loads(out)
         state = doc["state"]
-        checks = [c for c in doc.get("checks", []) if isinstance(c, dict)]
+        checks = [_check(c) for c in doc.get("checks", []) if isinstance(c, dict)]
     except (ValueError, KeyError, TypeError, AttributeError):
         return CiStatus("command", "unknown",
                         detail=f"CI command printed no JSON status (exit {code})")
     if state not in STATES:
         return CiStatus("command", "unknown", detail=f"CI command said state {state!r}")
-    return CiStatus("command", state, checks, doc.get("detail"))
+    detail = doc.get("detail")
+    return CiStatus("command", state, checks, detail if isinstance(detail, str) else None)
+
+
+def _check(found: dict[str, Any]) -> dict[str, Any]:
+    """One check the command printed, as status documents a check: ``{name, state, url?}``
+    (strings; anything else it said is left out, so the status document keeps its shape)."""
+    name, state, url = found.get("name"), found.get("state"), found.get("url")
+    check = {"name": name if isinstance(name, str) else "?",
+             "state": state if isinstance(state, str) else "unknown"}
+    return {**check, "url": url} if isinstance(url, str) else check
