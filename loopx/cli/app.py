@@ -184,12 +184,6 @@ def pass_app(fn: Callable[..., Any]) -> Callable[..., Any]:
     return click.pass_obj(fn)
 
 
-def event_id_option(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """--event-id: makes a retried write idempotent (same id and content: recorded once)."""
-    return click.option("--event-id", metavar="ULID", callback=_event_id,
-                        help="Event id to use; retrying with the same id records nothing new.")(fn)
-
-
 def _event_id(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> Optional[str]:
     from loopx.model import ids  # only when an id is given (ids is small and pure)
 
@@ -234,7 +228,9 @@ def declared(op: Operation) -> Callable[[Callable[[App, Values], None]], Callabl
 
 
 def _click_params(p: Param) -> list[Callable[..., Any]]:
-    """The click argument or option(s) of a declared parameter."""
+    """The click argument or option(s) of a declared parameter (none for lines: stdin)."""
+    if p.kind == "lines":
+        return []
     if p.positional:
         if p.kind == "argv":
             return [click.argument(p.key, nargs=-1, required=True, type=click.UNPROCESSED,

@@ -103,17 +103,10 @@ def signer_list(app: App, v: Values) -> None:
 
 
 @click.command()
-@click.option("--message", "-m", help="Commit message for the batch.")
-@pass_app
-def batch(app: App, message: Optional[str]) -> None:
-    """Apply JSON lines of commands from stdin in one commit (all or nothing).
-
-    Each line is a JSON array of arguments, e.g. ["todo", "add", "g-1", "Write tests"].
-    Later lines see what earlier lines created.
-    """
-    lines = loopx.ops.batch.parse(loopx.ops.batch.read(sys.stdin.read()))
-    results = loopx.ops.batch.apply(app.ledger, lines, actor=lambda: app.actor, message=message,
-                             now=app.now, cwd=app.cwd)
+@declared(loopx.ops.batch.BATCH)
+def batch(app: App, v: Values) -> None:
+    v["lines"] = loopx.ops.batch.read(sys.stdin.read())
+    results = app.call(loopx.ops.batch.BATCH, v)
     app.emit(results, lambda: "\n".join(
         [_batch_line(r) for r in results]
         + [f"applied {plural.counted(len(results), 'command')} in one commit"]))

@@ -14,6 +14,7 @@ from typing import Any, Optional
 
 from loopx.errors import ArgumentError, LoopxError, UsageError
 from loopx.ledger.book import Ledger
+from loopx.model import limits
 from loopx.ops import catalog, declare
 
 # Commands that run for as long as they like, or make a ledger: never one line of a commit.
@@ -66,7 +67,7 @@ def _line(n: int, words: list[str]) -> Line:
                          "(`git loopx --actor WHO batch`), not to one line")
     if words[0] in NEVER:
         raise UsageError(f"line {n}: `{words[0]}` cannot run inside a batch")
-    op, taken = declare.find(catalog.operations(), words)
+    op, taken = catalog.lookup(words)
     if op is None:
         raise UsageError(f"line {n}: no such command: {' '.join(words[:2])}")
     if not op.writes:
@@ -79,6 +80,28 @@ def _line(n: int, words: list[str]) -> Line:
     except LoopxError as exc:
         raise UsageError(f"line {n}: {exc}") from None
     return Line(n, tuple(words), op, values)
+
+
+def _run(c: declare.Call) -> list[Any]:
+    c.standalone("batch")
+    return apply(c.ledger, parse(c.values.lines), actor=c.principal, message=c.values.message,
+                 now=c.now, cwd=c.cwd)
+
+
+BATCH = declare.Operation(
+    "batch", "Apply JSON lines of commands from stdin in one commit (all or nothing).\n\nEach "
+    "line is a JSON array of arguments, e.g. [\"todo\", \"add\", \"g-1\", \"Write tests\"]. "
+    "Later lines see what earlier lines created.", run=_run, writes=True, batch=False,
+    wrap="results", agent_note=(
+        "lines: a list of command lines, each the words of a write command as on the command "
+        "line, e.g. [[\"todo\", \"add\", \"g-1\", \"Tests\", \"--priority\", \"1\"], "
+        "[\"note\", \"add\", \"planned\"]]; answers each line's result in order."),
+    params=(declare.Param("lines", "lines", required=True, max_items=10_000, help=(
+                "The command lines (the command line reads them from stdin, one JSON array a "
+                "line).")),
+            declare.opt("message", short="-m", max_length=limits.TEXT_MAX,
+                        help="Commit message for the batch.")))
+OPERATIONS = [BATCH]
 
 
 def apply(ledger: Ledger, lines: Sequence[Line], *, actor: Callable[[], str],

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import functools
 import importlib
+from collections.abc import Sequence
+from typing import Optional
 
 from loopx.errors import UsageError
 from loopx.ops.declare import Operation
@@ -18,6 +20,7 @@ AREAS = {
     **dict.fromkeys(("goal", "todo", "gate", "note", "notice"), "loopx.ops.catalog_plan"),
     **dict.fromkeys(("evidence", "run", "rerun", "wake", "quota", "effect", "session",
                      "config", "signer"), "loopx.ops.catalog_records"),
+    "batch": "loopx.ops.batch",
 }
 
 
@@ -26,13 +29,32 @@ def _area(module: str) -> list[Operation]:
     return found
 
 
+@functools.lru_cache(maxsize=None)
+def _by_name(module: str) -> dict[str, Operation]:
+    return {op.name: op for op in _area(module)}
+
+
 def find(name: str) -> Operation:
     """The operation of command ``name`` ("todo add")."""
     module = AREAS.get(name.split()[0]) if name.strip() else None
-    for op in _area(module) if module else ():
-        if op.name == name:
-            return op
-    raise UsageError(f"no operation {name!r}")
+    found = _by_name(module).get(name) if module else None
+    if found is None:
+        raise UsageError(f"no operation {name!r}")
+    return found
+
+
+def lookup(words: Sequence[str]) -> tuple[Optional[Operation], int]:
+    """The operation a command line names (its longest name among the line's first words) and
+    how many words that name took; only the declarations of its area are loaded."""
+    module = AREAS.get(words[0]) if words else None
+    if module is None:
+        return None, 0
+    named = _by_name(module)
+    for taken in range(min(len(words), 3), 0, -1):
+        found = named.get(" ".join(words[:taken]))
+        if found is not None:
+            return found, taken
+    return None, 0
 
 
 @functools.lru_cache(maxsize=None)

@@ -333,7 +333,7 @@ SESSION_OPS = [
               "message waits in its inbox.", writes=True, run=_text("send"),
               params=(SESSION, _message("text", "message"), EVENT_ID)),
     Operation("session inbox", "Messages the session's executor has not consumed yet, oldest "
-              "first (poll this).", wrap="messages", run=_inbox, params=(
+              "first (poll this).", wrap="messages", run=_inbox, writes=True, params=(
         SESSION, opt("ack", "bool", dest="and_ack", help=(
             "Also mark what is shown as consumed, in the same write (owner only).")))),
     Operation("session ack", "Mark inbox messages as consumed by the session's executor (owner "
@@ -393,7 +393,7 @@ SESSION_OPS = [
         opt("window", "duration", default="1h", show_default=True, metavar="DURATION", help=(
             "A one-shot session followed by a new one on its goal within this is a missed "
             "keep-open.")),),
-        run=lambda c: sessions.stats(c.ledger, window=c.values.window or 3600)),
+        run=lambda c: sessions.stats(c.ledger, window=c.values.window)),
 ]
 
 

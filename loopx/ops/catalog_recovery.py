@@ -80,7 +80,7 @@ OPERATIONS = [
             "Include achieved and abandoned goals with their todos, gates and evidence.")),
         NO_PAGER, NO_CI, OFFLINE)),
     Operation("next", "The single best action for you (exit 0 do it, 10 wait, 20 nothing "
-              "left).", run=_next, agent_note=(
+              "left).", run=_next, writes=True, batch=False, agent_note=(
                   "Answers {action, next_wake, actions, claimed}; `action.kind` starting with "
                   "wait_ means wait, null means nothing left. With claim, a sync that stands "
                   "before new work is done first."), params=(

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Optional, TypeVar
 
-from loopx.errors import LoopxError, UsageError
+from loopx.errors import ArgumentError, LoopxError, UsageError
 from loopx.model import clock
 from loopx.model.limits import ID_PATTERN, TEXT_MAX
 
@@ -41,8 +41,9 @@ T = TypeVar("T")
 #   file               a file's path; the op gets its bytes (MCP passes the text itself)
 #   argv               the rest of the line after --, unparsed (a command to run)
 #   event_id           a ULID (--event-id): a retried write is recorded once
+#   lines              command lines (a batch's): JSON lines on stdin, a list of lists in MCP
 KINDS = ("text", "int", "float", "bool", "duration", "choice", "switch", "pair", "file", "argv",
-         "event_id")
+         "event_id", "lines")
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,7 @@ class Param:
     @property
     def flags(self) -> tuple[str, ...]:
         """Every spelling of it on a command line."""
-        if self.positional:
+        if self.positional or self.kind == "lines":
             return ()
         if self.kind == "switch":
             return tuple(f for f, _, _ in self.switches)
@@ -226,7 +227,7 @@ class Operation:
 
 
 def _listed(param: Param, value: Any) -> Any:
-    if param.many or param.kind in ("argv",):
+    if param.many or param.kind in ("argv", "lines"):
         return list(value or ())
     return value
 
@@ -256,8 +257,8 @@ def plain(data: Any) -> Any:
     if data is None or isinstance(data, (str, int, float, bool)):
         return data
     to_dict = getattr(data, "to_dict", None)
-    if callable(to_dict):
-        return plain(to_dict())
+    if callable(to_dict):  # an event, a report: its to_dict is its JSON document already
+        return to_dict()
     dump = getattr(data, "model_dump", None)
     if callable(dump):
         return plain(dump(mode="json"))
@@ -272,11 +273,7 @@ def plain(data: Any) -> Any:
 def parse(op: Operation, argv: Sequence[str]) -> dict[str, Any]:
     """A command line's words after the command's name, as raw arguments by name (what
     :func:`validate` then checks): the same options, flags and positionals as the CLI's."""
-    by_flag: dict[str, Param] = {}
-    for p in op.params:
-        for spelled in p.flags:
-            by_flag[spelled] = p
-    positional = [p for p in op.params if p.positional]
+    by_flag, positional = _spellings(op)
     raw: dict[str, Any] = {}
     words = list(argv)
     rest: list[str] = []
@@ -337,23 +334,19 @@ def _contents(spelled: str, path: str) -> str:
         raise UsageError(f"{spelled} {path}: {exc.strerror}") from None
 
 
+@functools.lru_cache(maxsize=None)
+def _spellings(op: Operation) -> tuple[dict[str, Param], list[Param]]:
+    """Each spelling of ``op``'s options, and its positional parameters in order."""
+    return ({spelled: p for p in op.params for spelled in p.flags},
+            [p for p in op.params if p.positional])
+
+
 def _number(word: str) -> bool:
     try:
         float(word)
     except ValueError:
         return False
     return True
-
-
-def find(operations: Sequence[Operation], words: Sequence[str]) -> tuple[Optional[Operation], int]:
-    """The operation a command line names (its longest matching name) and how many words the
-    name took."""
-    best: tuple[Optional[Operation], int] = (None, 0)
-    for op in operations:
-        name = op.name.split()
-        if list(words[:len(name)]) == name and len(name) > best[1]:
-            best = (op, len(name))
-    return best
 
 
 # --- validation (MCP calls and batch lines) ----------------------------------------------------
@@ -371,12 +364,14 @@ def model(op: Operation) -> Any:
             continue
         kind, default = _annotation(p), _default(p)
         extra: dict[str, Any] = {"description": p.help or None}
-        if p.many or p.kind == "argv":
+        if p.many or p.kind in ("argv", "lines"):
             extra["max_length"] = p.max_items
-            if p.kind == "argv":
+            if p.kind in ("argv", "lines"):
                 extra["min_length"] = 1
         if p.required:
             fields[p.name] = (kind, Field(**extra))
+        elif p.kind == "bool":
+            fields[p.name] = (bool, Field(default=default, **extra))
         elif isinstance(default, list):
             fields[p.name] = (kind, Field(default_factory=list, **extra))
         else:
@@ -386,7 +381,7 @@ def model(op: Operation) -> Any:
 
 
 def _default(p: Param) -> Any:
-    if p.many or p.kind == "argv":
+    if p.many or p.kind in ("argv", "lines"):
         return []
     if p.kind == "bool":
         return bool(p.default)
@@ -411,6 +406,9 @@ def _annotation(p: Param) -> Any:
         scalar = Literal[values]
     elif p.kind == "pair":
         scalar = tuple[str, str]
+    elif p.kind == "lines":
+        scalar = Annotated[list[Annotated[str, Field(max_length=TEXT_MAX)]], Field(
+            min_length=1, max_length=500)]
     elif p.kind == "event_id":
         from loopx.model.ids import ULID_RE
 
@@ -418,7 +416,7 @@ def _annotation(p: Param) -> Any:
     else:  # text, file (its text), argv (each word)
         scalar = Annotated[str, Field(min_length=p.min_length, max_length=p.max_length,
                                       pattern=p.pattern)]
-    return list[scalar] if (p.many or p.kind == "argv") else scalar
+    return list[scalar] if (p.many or p.kind in ("argv", "lines")) else scalar
 
 
 def validate(op: Operation, raw: dict[str, Any], *, what: Optional[str] = None) -> Values:
@@ -431,14 +429,14 @@ def validate(op: Operation, raw: dict[str, Any], *, what: Optional[str] = None) 
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
                              for e in exc.errors(include_url=False)[:5])
-        raise UsageError(f"invalid arguments for {what or op.name}: {problems}") from None
+        raise ArgumentError(f"invalid arguments for {what or op.name}: {problems}") from None
     values = Values({p.name: getattr(checked, p.name, _default(p)) for p in op.params})
     for p in op.params:
         if p.kind == "duration" and values[p.name] is not None:
             try:
                 values[p.name] = seconds(values[p.name])
             except ValueError as exc:
-                raise UsageError(f"{p.name}: {exc}") from None
+                raise ArgumentError(f"{p.name}: {exc}") from None
         if p.kind == "pair":
             values[p.name] = [tuple(v) for v in values[p.name]]
     return values
