@@ -11,6 +11,11 @@ class UsageError(LoopxError):
     """The user asked for something that cannot be done (unknown id, illegal transition, ...)."""
 
 
+class ArgumentError(UsageError):
+    """Arguments that do not go together, or one missing: a usage error (exit 2, as the
+    command line's own parsing errors)."""
+
+
 class NotFound(UsageError):
     """An id, ref or file that does not exist."""
 
@@ -139,6 +144,8 @@ def describe(exc: BaseException) -> tuple[str, str, int]:
         return "WriteRefused", refused, 1
     if isinstance(exc, GitError):
         return "GitError", str(exc), 3
+    if isinstance(exc, ArgumentError):
+        return "UsageError", str(exc), 2
     if isinstance(exc, LoopxError):
         return type(exc).__name__, str(exc), 1
     return "unexpected", f"unexpected {type(exc).__name__}: {exc}", 3

@@ -81,6 +81,8 @@ COVERED_ELSEWHERE = {
                       "(event paths)",
     "model/plain.py": "tests/features/test_changes.py (`log` on a warm cache), "
                       "tests/cli/test_startup.py (without pydantic)",
+    "model/limits.py": "tests/ops/test_declare.py (the bounds declarations and event models "
+                       "share)",
     "model/plural.py": "tests/cli/test_messages.py (counted nouns in messages)",
     # The payload models: one module per family, all validated through the event model.
     **{f"model/payloads/{name}.py": "tests/model/test_events.py, tests/model/test_bounds.py "
@@ -88,7 +90,15 @@ COVERED_ELSEWHERE = {
        for name in ("base", "effect_events", "evidence_events", "gate_events", "goal_events",
                     "ledger_events", "note_events", "quota_events", "session_events",
                     "todo_events", "wake_events")},
+    "ops/catalog_records.py": "tests/ops/test_declare.py (each declaration against its "
+                              "command, its schema and its event's bounds), "
+                              "tests/features/test_sessions.py",
+    "ops/catalog_recovery.py": "tests/ops/test_declare.py, tests/cli/test_recovery.py "
+                               "(status, next, brief, prime, log, diff, validate, sync)",
+    "ops/catalog_plan.py": "tests/ops/test_declare.py (each declaration against its command, "
+                           "its schema and its event's bounds), tests/cli/test_cli.py",
     "ops/exchange.py": "tests/features/test_sync.py, tests/ledger/test_checkpoints.py (`sync`)",
+    "ops/catalog.py": "tests/ops/test_declare.py (every declared operation)",
     "ops/gates.py": "tests/ops/test_library.py, tests/ledger/test_gate_decisions.py",
     "ops/goals.py": "tests/ops/test_library.py, tests/ops/test_todos.py",
     "ops/hooking.py": "tests/features/test_hooks.py, tests/features/test_spool.py (what the "

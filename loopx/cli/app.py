@@ -3,15 +3,19 @@ the few helpers that turn an operation's result into output."""
 
 from __future__ import annotations
 
+import os
 import sys
+import textwrap
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
 import click
 
 from loopx.cli import terminal
-from loopx.errors import LoopxError, UsageError
+from loopx.errors import ArgumentError, LoopxError, UsageError
 from loopx.model import clock
+from loopx.ops import declare
+from loopx.ops.declare import Operation, Param, Values
 
 if TYPE_CHECKING:
     from loopx.ledger.book import Ledger
@@ -22,7 +26,7 @@ T = TypeVar("T")
 
 
 class App:
-    """The state of one `git loopx` invocation (or of one `batch`)."""
+    """The state of one `git loopx` invocation."""
 
     def __init__(self, *, cwd: str, actor: Optional[str], state_ref: Optional[str],
                  debug: bool) -> None:
@@ -33,8 +37,6 @@ class App:
         self.debug = debug
         self.format = "text"
         self._ledger: Optional[Ledger] = None
-        self.batch_txn: Optional[Txn] = None  # set by `batch`: writes join one transaction
-        self.batch_results: list[Any] = []
         self.now: Optional[datetime] = None
 
     @property
@@ -78,14 +80,23 @@ class App:
         return self.now or clock.now()
 
     def write(self, build: Callable[[Txn], T], *, require: bool = True, sign: bool = False) -> T:
-        """Run ``build(txn)`` as one commit (or inside the running batch)."""
-        if self.batch_txn is not None:
-            self.batch_txn.sign = self.batch_txn.sign or sign
-            return build(self.batch_txn)
+        """Run ``build(txn)`` as one commit."""
         if require:
             self.ledger.require()
         result, _ = self.ledger.write(build, actor=self.actor, now=self.now, sign=sign)
         return result
+
+    def call(self, op: Operation, values: Values) -> Any:
+        """Run a declared operation (:mod:`loopx.ops.declare`) as this invocation's actor."""
+        call = declare.Call(values, self.ledger, self._actor_once, now=self.now,
+                            environ=dict(os.environ), cwd=self.cwd)
+        try:
+            return op.run(call)
+        except ArgumentError as exc:  # as click says it: usage, exit 2
+            raise click.UsageError(str(exc)) from None
+
+    def _actor_once(self) -> str:
+        return self.actor
 
     def use_state_ref(self, ref: str) -> None:
         """A command's own --state-ref (a proposal branch); same meaning as the global one."""
@@ -95,9 +106,6 @@ class App:
 
     def emit(self, data: Any, text: Optional[str | Callable[[], str]] = None) -> None:
         """Print ``data`` as JSON, or its text rendering."""
-        if self.batch_txn is not None:
-            self.batch_results.append(data)
-            return
         if self.json:
             click.echo(terminal.json_text(data, indent=2))
         else:
@@ -176,12 +184,6 @@ def pass_app(fn: Callable[..., Any]) -> Callable[..., Any]:
     return click.pass_obj(fn)
 
 
-def event_id_option(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """--event-id: makes a retried write idempotent (same id and content: recorded once)."""
-    return click.option("--event-id", metavar="ULID", callback=_event_id,
-                        help="Event id to use; retrying with the same id records nothing new.")(fn)
-
-
 def _event_id(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> Optional[str]:
     from loopx.model import ids  # only when an id is given (ids is small and pure)
 
@@ -193,14 +195,100 @@ def _event_id(ctx: click.Context, param: click.Parameter, value: Optional[str]) 
 def duration(text: str) -> int:
     """Seconds in a duration like 45m (a click parameter error otherwise). On the command
     line a unit is required: is `--ttl 45` minutes or seconds? (The library takes seconds.)"""
-    if text.strip().isdigit() and text.strip().strip("0") and len(text.strip()) <= 16:  # 0 is 0
-        raise click.BadParameter(f"{text.strip()!r} has no unit: say {text.strip()}s, "
-                                 f"{text.strip()}m, {text.strip()}h or {text.strip()}d")
     try:
-        return int(clock.parse_duration(text).total_seconds())
+        found = declare.seconds(text)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
+    assert found is not None
+    return found
 
 
 def optional_duration(text: Optional[str]) -> Optional[int]:
     return duration(text) if text else None
+
+
+def declared(op: Operation) -> Callable[[Callable[[App, Values], None]], Callable[..., Any]]:
+    """Decorator: the click parameters of ``op``'s declaration (and --format/--json/
+    --state-ref), its help, and the body called with the App and the arguments by name."""
+
+    def wrap(body: Callable[[App, Values], None]) -> Callable[..., Any]:
+        def command(app: App, **given: Any) -> None:
+            body(app, op.values(given))
+
+        command.__name__ = body.__name__
+        command.__doc__ = body.__doc__ or "\n\n".join(
+            textwrap.fill(part, 92) for part in op.help.split("\n\n"))
+        fn = pass_app(command)
+        for param in reversed(op.params):
+            for make in reversed(_click_params(param)):
+                fn = make(fn)
+        return fn
+
+    return wrap
+
+
+def _click_params(p: Param) -> list[Callable[..., Any]]:
+    """The click argument or option(s) of a declared parameter (none for lines: stdin)."""
+    if p.kind == "lines":
+        return []
+    if p.positional:
+        if p.kind == "argv":
+            return [click.argument(p.key, nargs=-1, required=True, type=click.UNPROCESSED,
+                                   metavar=p.metavar)]
+        return [click.argument(p.key, nargs=-1 if p.many else 1, required=p.required,
+                               metavar=p.metavar, type=_click_type(p))]
+    if p.kind == "switch":
+        return [click.option(flag, p.key, flag_value=value, help=help_)
+                for flag, value, help_ in p.switches]
+    common: dict[str, Any] = {"help": p.help or None, "metavar": p.metavar,
+                              "required": p.required, "show_default": p.show_default}
+    decls = [d for d in (p.short, p.flag) if d]
+    if p.kind == "bool":
+        if p.off and p.flag:
+            return [click.option(f"{p.flag}/{p.off}", p.key, default=bool(p.default),
+                                 help=p.help or None, show_default=p.show_default)]
+        if p.off:
+            return [click.option(p.off, p.key, flag_value=False, default=True,
+                                 help=p.help or None)]
+        return [click.option(*decls, p.key, is_flag=True, help=p.help or None)]
+    if p.default is not None:
+        common["default"] = p.default
+    return [click.option(*decls, p.key, multiple=p.many, type=_click_type(p),
+                         callback=_click_callback(p), **common)]
+
+
+def _click_type(p: Param) -> Any:
+    if p.kind == "int":
+        return click.IntRange(_int(p.lo), _int(p.hi)) if (p.lo, p.hi) != (None, None) else int
+    if p.kind == "float":
+        return click.FloatRange(p.lo, p.hi) if (p.lo, p.hi) != (None, None) else float
+    if p.kind == "choice":
+        return click.Choice(p.choices)
+    if p.kind == "pair":
+        return (str, str)
+    if p.kind == "file":
+        return click.Path(exists=True, dir_okay=False, allow_dash=True)
+    return None
+
+
+def _int(bound: Optional[float]) -> Optional[int]:
+    return None if bound is None else int(bound)
+
+
+def _click_callback(p: Param) -> Optional[Callable[..., Any]]:
+    if p.kind == "duration":
+        return lambda ctx, param, value: optional_duration(value)
+    if p.kind == "event_id":
+        return _event_id
+    if p.kind == "file":
+        return lambda ctx, param, value: _read(value)
+    return None
+
+
+def _read(path: Optional[str]) -> Optional[bytes]:
+    if path is None:
+        return None
+    if path == "-":
+        return sys.stdin.buffer.read()
+    with open(path, "rb") as file:
+        return file.read()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
@@ -12,11 +11,12 @@ from typing import Any, Optional
 
 import click
 
-from loopx.cli import render
-from loopx.cli.app import App, event_id_option, optional_duration, pass_app
-from loopx.errors import LoopxError, UsageError
+import loopx.ops.batch  # qualified: `batch` here is the command
+from loopx.cli import render, terminal
+from loopx.cli.app import App, declared, pass_app
 from loopx.model import plural, typed
-from loopx.ops import hooking, ledgers, settings, upkeep
+from loopx.ops import catalog, hooking, ledgers, upkeep
+from loopx.ops.declare import Values
 
 
 @click.command()
@@ -54,55 +54,16 @@ def config() -> None:
 
 
 @config.command("set")
-@click.option("--role", "roles", multiple=True, metavar="NAME=ACTOR[,ACTOR]",
-              help="Who holds a role, e.g. maintainer=human:alice@example.com (replaces it).")
-@click.option("--lease-ttl", metavar="DURATION", help="Default lease length, e.g. 45m.")
-@click.option("--session-slots", type=click.IntRange(min=1), help="Open sessions per owner.")
-@click.option("--session-idle", metavar="DURATION",
-              help="How long a session may await input before `session reap` closes it.")
-@click.option("--signed-answers", metavar="all|off|GATE,...",
-              help="Require signed commits for gate answers (all, off, or gate ids).")
-@click.option("--allowed-signers", "signers_file", type=click.Path(exists=True, dir_okay=False),
-              help="An ssh allowed_signers file whose keys may sign answers.")
-@click.option("--evidence-ignore", "ignore", multiple=True, metavar="GLOB",
-              help="Paths whose changes leave evidence fresh unless it (or its criterion) names "
-              "its own paths, e.g. 'docs/**' (repeatable; replaces the list).")
-@click.option("--no-evidence-ignore", "no_ignore", is_flag=True,
-              help="Clear the evidence ignore list.")
-@click.option("--ci-criterion", "ci_specs", multiple=True, metavar="CHECK=GOAL:CRITERION",
-              help="A CI check whose result meets (or un-meets) a criterion (repeatable; "
-              "CHECK= removes the check's mapping).")
-@pass_app
-def config_set(app: App, roles: tuple[str, ...], lease_ttl: Optional[str],
-               session_slots: Optional[int], session_idle: Optional[str],
-               signed_answers: Optional[str], signers_file: Optional[str],
-               ignore: tuple[str, ...], no_ignore: bool, ci_specs: tuple[str, ...]) -> None:
-    """Change ledger settings."""
-    try:
-        role_map = settings.parse_roles(roles)
-    except UsageError as exc:
-        raise click.BadParameter(str(exc), param_hint="--role") from None
-    try:
-        ci_map = settings.parse_ci_criteria(ci_specs)
-    except UsageError as exc:
-        raise click.BadParameter(str(exc), param_hint="--ci-criterion") from None
-    if ignore and no_ignore:
-        raise click.UsageError("give --evidence-ignore or --no-evidence-ignore, not both")
-    signers = Path(signers_file).read_text("utf-8") if signers_file else None
-    event = app.write(lambda txn: settings.set_(
-        txn, roles=role_map, lease_ttl=optional_duration(lease_ttl), session_slots=session_slots,
-        session_idle=optional_duration(session_idle),
-        signed_answers=settings.parse_signed_answers(signed_answers) if signed_answers else None,
-        allowed_signers=signers, evidence_ignore=[] if no_ignore else (list(ignore) or None),
-        ci_criteria=ci_map))
+@declared(catalog.find("config set"))
+def config_set(app: App, v: Values) -> None:
+    event = app.call(catalog.find("config set"), v)
     app.emit_event(event, "updated ledger config")
 
 
 @config.command("show")
-@pass_app
-def config_show(app: App) -> None:
-    """Show ledger settings."""
-    effective = settings.effective(app.ledger)
+@declared(catalog.find("config show"))
+def config_show(app: App, v: Values) -> None:
+    effective = app.call(catalog.find("config show"), v)
     shown = {k: v for k, v in typed.fields_of(effective).items() if k != "allowed_signers"}
     if effective.allowed_signers:
         shown["allowed_signers"] = plural.counted(len(effective.allowed_signers.splitlines()), 'line')
@@ -115,119 +76,46 @@ def signer() -> None:
 
 
 @signer.command("add")
-@click.argument("identity")
-@click.option("--key", "key_file", required=True, type=click.Path(exists=True, dir_okay=False),
-              help="IDENTITY's ssh public key (the .pub file), e.g. ~/.ssh/id_ed25519.pub.")
-@event_id_option
-@pass_app
-def signer_add(app: App, identity: str, key_file: str, event_id: Optional[str]) -> None:
-    """List IDENTITY's ssh key in the ledger's allowed signers.
-
-    The first key is trusted on first use (nothing vouches for it: check it is theirs) and
-    turns signing on: from then on every authority act (gate decisions, overrides, finishing
-    gated work, changes to roles, signers or policy) counts only in a commit signed by its
-    actor's listed key, and later `signer add`/`remove` are themselves signed.
-    """
-    text = Path(key_file).read_text("utf-8", errors="replace")
-    event, first = app.write(lambda txn: settings.add_signer(txn, identity, text,
-                                                            event_id=event_id))
-    said = f"listed {settings.Signer(identity, settings.public_key(text)).fingerprint} for {identity}"
-    if first:
+@declared(catalog.find("signer add"))
+def signer_add(app: App, v: Values) -> None:
+    done = app.call(catalog.find("signer add"), v)
+    said = f"listed {done['fingerprint']} for {v.identity}"
+    if done["first"]:
         said += ("; trusted on first use (nothing vouched for this key: check it is theirs). "
                  "Signing is on: authority acts now count only signed by a listed key")
-    app.emit_event(event, said)
+    app.emit_event(done["event"], said)
 
 
 @signer.command("remove")
-@click.argument("identity")
-@event_id_option
-@pass_app
-def signer_remove(app: App, identity: str, event_id: Optional[str]) -> None:
-    """Take IDENTITY's keys off the ledger's allowed signers (a signed change)."""
-    event = app.write(lambda txn: settings.remove_signer(txn, identity, event_id=event_id))
-    app.emit_event(event, f"removed the keys of {identity}")
+@declared(catalog.find("signer remove"))
+def signer_remove(app: App, v: Values) -> None:
+    event = app.call(catalog.find("signer remove"), v)
+    app.emit_event(event, f"removed the keys of {v.identity}")
 
 
 @signer.command("list")
-@pass_app
-def signer_list(app: App) -> None:
-    """The listed keys: identity, key type and fingerprint."""
-    found = [{"identity": s.identity, "key": s.key, "fingerprint": s.fingerprint}
-             for s in settings.signers(settings.effective(app.ledger).allowed_signers)]
+@declared(catalog.find("signer list"))
+def signer_list(app: App, v: Values) -> None:
+    found = app.call(catalog.find("signer list"), v)
     app.emit(found, lambda: "\n".join(
         f"{s['identity']}  {s['key'].split()[0]}  {s['fingerprint']}" for s in found)
         or "no signers listed (git loopx signer add IDENTITY --key KEY.pub)")
 
 
 @click.command()
-@click.option("--message", "-m", help="Commit message for the batch.")
-@pass_app
-def batch(app: App, message: Optional[str]) -> None:
-    """Apply JSON lines of commands from stdin in one commit (all or nothing).
-
-    Each line is a JSON array of arguments, e.g. ["todo", "add", "g-1", "Write tests"].
-    Later lines see what earlier lines created.
-    """
-    from loopx.cli.root import cli  # the root group imports this module: a cycle at import time
-
-    lines = [(n, line) for n, line in enumerate(sys.stdin.read().splitlines(), 1) if line.strip()]
-    commands = [_batch_argv(n, line) for n, line in lines]
-
-    def build(txn: Any) -> list[Any]:
-        app.batch_txn, app.batch_results = txn, []
-        try:
-            for (n, _), argv in zip(lines, commands):
-                staged = len(txn.events) + len(txn.duplicates)
-                try:
-                    _run_line(cli, app, argv)
-                except click.ClickException as exc:
-                    raise UsageError(f"line {n}: {exc.format_message()}") from None
-                except LoopxError as exc:
-                    raise type(exc)(f"line {n}: {exc}") from None
-                if len(txn.events) + len(txn.duplicates) == staged:
-                    raise UsageError(f"line {n}: `{' '.join(argv[:2])}` writes nothing; "
-                                     "a batch takes write commands only")
-            return app.batch_results
-        finally:
-            app.batch_txn = None
-
-    if not commands:
-        raise UsageError("nothing to apply: stdin held no command lines")
-    app.ledger.require()
-    results, _ = app.ledger.write(build, actor=app.actor, message=message, now=app.now)
+@declared(loopx.ops.batch.BATCH)
+def batch(app: App, v: Values) -> None:
+    v["lines"] = loopx.ops.batch.read(sys.stdin.read())
+    results = app.call(loopx.ops.batch.BATCH, v)
     app.emit(results, lambda: "\n".join(
-        [f"{r['type']:<20} {r['data'].get('id', '')}  [{r['id']}]" for r in results]
+        [_batch_line(r) for r in results]
         + [f"applied {plural.counted(len(results), 'command')} in one commit"]))
 
 
-def _run_line(cli: click.Group, app: App, argv: list[str]) -> None:
-    # A line names a command: run it directly rather than through the root group, whose
-    # option parsing is nearly half of click's cost per line (issue 2's batch benchmark).
-    command = None
-    if not argv[0].startswith("-"):
-        command = cli.get_command(click.Context(cli, obj=app), argv[0])
-    if command is None:  # global options, or an unknown name: the root group explains
-        cli.main(args=argv, prog_name="git loopx", standalone_mode=False, obj=app)
-    else:
-        command.main(args=argv[1:], prog_name=f"git loopx {argv[0]}", standalone_mode=False,
-                     obj=app)
-
-
-def _batch_argv(n: int, line: str) -> list[str]:
-    try:
-        value = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"line {n}: not JSON ({exc.msg})") from None
-    if isinstance(value, dict):
-        value = value.get("argv")
-    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
-        raise UsageError(f'line {n}: expected a JSON array of strings, e.g. ["note", "add", "hi"]')
-    if value[0].startswith("-"):
-        raise UsageError(f"line {n}: options such as {value[0]} apply to the whole batch "
-                         "(`git loopx --actor WHO batch`), not to one line")
-    if value[0] in ("batch", "demo", "init", "mcp", "wait", "watch"):
-        raise UsageError(f"line {n}: `{value[0]}` cannot run inside a batch")
-    return value
+def _batch_line(result: Any) -> str:
+    if isinstance(result, dict) and "type" in result and "data" in result:
+        return f"{result['type']:<20} {result['data'].get('id', '')}  [{result['id']}]"
+    return terminal.json_text(result)
 
 
 @click.group()

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Optional
 
 import click
 
-from loopx.cli.app import App, event_id_option, pass_app
-from loopx.errors import NotFound
-from loopx.ops import evidence as evidence_ops
+from loopx.cli.app import App, declared, pass_app
+from loopx.ops import catalog, evidence as evidence_ops
+from loopx.ops.declare import Values
 from loopx.model import inert
 from loopx.model.inert import line
 
@@ -21,51 +20,16 @@ def evidence() -> None:
 
 
 @evidence.command("add")
-@click.option("--kind", type=click.Choice(evidence_ops.KINDS), required=True)
-@click.option("--todo", "todo_id", metavar="TODO", help="The todo it supports.")
-@click.option("--goal", "goal_id", metavar="GOAL", help="The goal (implied by --todo).")
-@click.option("--criterion", multiple=True, metavar="ID", help="Acceptance criterion it meets.")
-@click.option("--commit", "rev", default=None, metavar="REV",
-              help="Commit it vouches for (default HEAD, if any).")
-@click.option("--command", help="The command that produced it.")
-@click.option("--exit-code", type=int, help="That command's exit code (0 = passing).")
-@click.option("--duration", "duration_s", type=float, help="Seconds it took.")
-@click.option("--summary", help="One line on what it shows.")
-@click.option("--url", help="Where to see it (CI run, review, receipt).")
-@click.option("--digest", help="Digest of the output, e.g. sha256:...")
-@click.option("--paths", "paths", multiple=True, metavar="GLOB",
-              help="The paths it covers (repeatable, e.g. 'src/**'); changes elsewhere leave it "
-              "fresh. Default: its criterion's paths, else the whole tree.")
-@click.option("--check", metavar="NAME", help="The CI check it reports (kind ci).")
-@click.option("--id", "ev_id", help="Id to use (default: a generated e-xxxxxx).")
-@event_id_option
-@pass_app
-def evidence_add(app: App, kind: str, todo_id: Optional[str], goal_id: Optional[str],
-                 criterion: tuple[str, ...], rev: Optional[str], command: Optional[str],
-                 exit_code: Optional[int], duration_s: Optional[float], summary: Optional[str],
-                 url: Optional[str], digest: Optional[str], paths: tuple[str, ...],
-                 check: Optional[str], ev_id: Optional[str], event_id: Optional[str]) -> None:
-    """Record evidence. It is bound to HEAD and the work tree as it is now (uncommitted changes
-    and untracked files included), or to --commit's commit and tree."""
-    try:
-        bound = evidence_ops.binding(app.ledger, rev)
-    except NotFound as exc:
-        raise click.BadParameter(str(exc), param_hint="--commit") from None
-    event = app.write(lambda txn: evidence_ops.add(
-        txn, kind, bound=bound, todo=todo_id, goal=goal_id, criteria=criterion, command=command,
-        exit_code=exit_code, duration_s=duration_s, summary=summary, url=url, digest=digest,
-        paths=paths, check=check, id=ev_id, event_id=event_id))
-    app.emit_event(event, f"recorded {kind} evidence {event.data.id}")
+@declared(catalog.find("evidence add"))
+def evidence_add(app: App, v: Values) -> None:
+    event = app.call(catalog.find("evidence add"), v)
+    app.emit_event(event, f"recorded {v.kind} evidence {event.data.id}")
 
 
 @evidence.command("list")
-@click.option("--todo", "todo_id", metavar="TODO")
-@click.option("--goal", "goal_id", metavar="GOAL")
-@pass_app
-def evidence_list(app: App, todo_id: Optional[str], goal_id: Optional[str]) -> None:
-    """List evidence: the commit it points to now (after amends and rebases; the one it was
-    recorded on in brackets when they differ), its result and how it stands now."""
-    items = evidence_ops.listing(app.ledger, todo=todo_id, goal=goal_id, now=app.now)
+@declared(catalog.find("evidence list"))
+def evidence_list(app: App, v: Values) -> None:
+    items = app.call(catalog.find("evidence list"), v)
     app.emit(items, lambda: _evidence_text(items))
 
 
@@ -94,12 +58,9 @@ def _result(ev: evidence_ops.Evidence) -> str:
 
 
 @evidence.command("show")
-@click.argument("evidence_id", metavar="ID")
-@pass_app
-def evidence_show(app: App, evidence_id: str) -> None:
-    """Show one piece of evidence: what ran, its result and output, the commit and tree it
-    vouches for, and whether it is still fresh (and if not, which files changed)."""
-    found = evidence_ops.show(app.ledger, evidence_id, now=app.now)
+@declared(catalog.find("evidence show"))
+def evidence_show(app: App, v: Values) -> None:
+    found = app.call(catalog.find("evidence show"), v)
     app.emit(found, lambda: _evidence_show_text(found))
 
 

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING
+
 
 import click
 
-from loopx.cli.app import App, event_id_option, pass_app
-from loopx.ops import goals
+from loopx.cli.app import App, declared
 from loopx.model.inert import line
+from loopx.ops import catalog, declare
+from loopx.ops.declare import Values
+
+if TYPE_CHECKING:  # annotations only: the command runs its operation through the catalog
+    from loopx.ops import goals
 
 
 @click.group()
@@ -16,89 +21,35 @@ def goal() -> None:
     """Goals and their acceptance criteria."""
 
 
+def _op(name: str) -> declare.Operation:
+    return catalog.find("goal " + name)
+
+
 @goal.command("add")
-@click.argument("title")
-@click.option("--id", "goal_id", help="Id to use (default: a generated g-xxxxxx).")
-@click.option("--accept", "accept", multiple=True, metavar="TEXT",
-              help="An acceptance criterion (repeatable); ids a1, a2, ... in order.")
-@click.option("--scope", "scope", multiple=True, type=(str, str), metavar="CRITERION GLOB",
-              help="A path its evidence is judged on (repeatable), e.g. --scope a1 'src/**'.")
-@click.option("--description", help="Longer text.")
-@event_id_option
-@pass_app
-def goal_add(app: App, title: str, goal_id: Optional[str], accept: tuple[str, ...],
-             scope: tuple[tuple[str, str], ...], description: Optional[str],
-             event_id: Optional[str]) -> None:
-    """Create a goal with acceptance criteria."""
-    event = app.write(lambda txn: goals.add(txn, title, id=goal_id, accept=accept,
-                                            scope=_scopes(scope), description=description,
-                                            event_id=event_id))
-    app.emit_event(event, f"created goal {event.data.id}: {title}")
+@declared(_op("add"))
+def goal_add(app: App, v: Values) -> None:
+    event = app.call(_op("add"), v)
+    app.emit_event(event, f"created goal {event.data.id}: {v.title}")
 
 
 @goal.command("update")
-@click.argument("goal_id")
-@click.option("--title")
-@click.option("--description")
-@click.option("--accept", multiple=True, metavar="TEXT", help="Add an acceptance criterion.")
-@click.option("--revise", multiple=True, type=(str, str), metavar="CRITERION TEXT",
-              help="New text for a criterion; evidence recorded before no longer counts for it.")
-@click.option("--retire", multiple=True, metavar="CRITERION",
-              help="A criterion that no longer needs evidence.")
-@click.option("--scope", "scope", multiple=True, type=(str, str), metavar="CRITERION GLOB",
-              help="The paths a criterion's evidence is judged on (repeatable; replaces them; "
-              "'' clears them: the whole tree less the ledger's evidence_ignore).")
-@click.option("--pause", "state", flag_value="paused", help="Pause the goal.")
-@click.option("--resume", "state", flag_value="active", help="Resume a paused goal.")
-@event_id_option
-@pass_app
-def goal_update(app: App, goal_id: str, title: Optional[str], description: Optional[str],
-                accept: tuple[str, ...], revise: tuple[tuple[str, str], ...],
-                retire: tuple[str, ...], scope: tuple[tuple[str, str], ...],
-                state: Optional[str], event_id: Optional[str]) -> None:
-    """Change a goal's title, description or state; add, revise, retire or scope criteria."""
-    revised = dict(revise)
-    if len(revised) != len(revise):
-        raise click.BadParameter("revise each criterion once", param_hint="--revise")
-    event = app.write(lambda txn: goals.update(
-        txn, goal_id, title=title, description=description, accept=accept, state=state,
-        revise=revised, retire=retire, scope=_scopes(scope), event_id=event_id))
+@declared(_op("update"))
+def goal_update(app: App, v: Values) -> None:
+    event = app.call(_op("update"), v)
     app.emit_event(event, f"updated goal {event.data.id}")
 
 
-def _scopes(pairs: tuple[tuple[str, str], ...]) -> dict[str, list[str]]:
-    found: dict[str, list[str]] = {}
-    for crit, glob in pairs:
-        found.setdefault(crit, []).extend([glob] if glob else [])  # '' clears the scope
-    return found
-
-
 @goal.command("close")
-@click.argument("goal_id")
-@click.option("--achieved", "outcome", flag_value="achieved", help="Every criterion is met.")
-@click.option("--abandoned", "outcome", flag_value="abandoned", help="Give the goal up.")
-@click.option("--reason", help="Why (shown in history; needed with --override).")
-@click.option("--override", is_flag=True,
-              help="Achieved although criteria lack fresh passing evidence (a human decision, "
-              "with --reason).")
-@event_id_option
-@pass_app
-def goal_close(app: App, goal_id: str, outcome: Optional[str], reason: Optional[str],
-               override: bool, event_id: Optional[str]) -> None:
-    """Close a goal as achieved or abandoned."""
-    if outcome is None:
-        raise click.UsageError("say --achieved or --abandoned")
-    event = app.write(lambda txn: goals.close(txn, goal_id, outcome=outcome, reason=reason,
-                                              override=override, event_id=event_id))
-    app.emit_event(event, f"closed goal {event.data.id} as {outcome}")
+@declared(_op("close"))
+def goal_close(app: App, v: Values) -> None:
+    event = app.call(_op("close"), v)
+    app.emit_event(event, f"closed goal {event.data.id} as {v.outcome}")
 
 
 @goal.command("list")
-@click.option("--all", "show_all", is_flag=True, help="Include achieved and abandoned goals.")
-@pass_app
-def goal_list(app: App, show_all: bool) -> None:
-    """List goals."""
-    found = goals.listing(app.ledger, include_closed=show_all, now=app.now)
+@declared(_op("list"))
+def goal_list(app: App, v: Values) -> None:
+    found = app.call(_op("list"), v)
     app.emit(found, lambda: _list_text(found))
 
 
@@ -114,11 +65,9 @@ def _list_text(found: list[goals.GoalRecord]) -> str:
 
 
 @goal.command("show")
-@click.argument("goal_id")
-@pass_app
-def goal_show(app: App, goal_id: str) -> None:
-    """Show one goal: criteria with evidence, its todos and gates."""
-    found = goals.show(app.ledger, goal_id, now=app.now)
+@declared(_op("show"))
+def goal_show(app: App, v: Values) -> None:
+    found = app.call(_op("show"), v)
     app.emit(found, lambda: _show_text(found))
 
 

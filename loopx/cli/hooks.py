@@ -4,17 +4,16 @@ recorded commands of stale or failing evidence, run again)."""
 
 from __future__ import annotations
 
-import os
 import sys
-from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import click
 
 from loopx.cli import terminal
-from loopx.cli.app import App, event_id_option, pass_app
+from loopx.cli.app import App, declared, pass_app
 from loopx.model import plural
-from loopx.ops import evidence, hooking
+from loopx.ops import catalog, evidence, hooking
+from loopx.ops.declare import Values
 
 
 @click.group()
@@ -135,71 +134,29 @@ def hook(app: App, name: str, args: tuple[str, ...]) -> None:
 # Not ignore_unknown_options: an option `run` does not know, before the command, is a usage
 # error (exit 2), not the first word of the command to run.
 @click.command("run", context_settings={"allow_interspersed_args": False})
-@click.option("--todo", "todo_id", metavar="TODO", help="The todo it supports.")
-@click.option("--goal", "goal_id", metavar="GOAL", help="The goal (implied by --todo).")
-@click.option("--criterion", multiple=True, metavar="ID", help="Acceptance criterion it meets.")
-@click.option("--kind", type=click.Choice(["test", "ci", "review", "receipt", "note"]),
-              default="test", show_default=True)
-@click.option("--summary", help="One line on what it shows (default: command, verdict, time).")
-@click.option("--paths", "paths", multiple=True, metavar="GLOB",
-              help="The paths it covers (repeatable, e.g. 'src/**'); changes elsewhere leave it "
-              "fresh. Default: its criterion's paths, else the whole tree.")
-@click.option("--id", "ev_id", help="Evidence id to use (default: a generated e-xxxxxx).")
-@event_id_option
-@click.argument("argv", nargs=-1, required=True, type=click.UNPROCESSED, metavar="-- CMD [ARG]...")
-@pass_app
-def run(app: App, todo_id: Optional[str], goal_id: Optional[str], criterion: tuple[str, ...],
-        kind: str, summary: Optional[str], paths: tuple[str, ...], ev_id: Optional[str],
-        event_id: Optional[str], argv: tuple[str, ...]) -> None:
-    """Run CMD (output streamed as usual) and record it as evidence; exits with CMD's code.
-
-    Without --todo or --goal, the evidence goes to the one todo you hold a lease on, if any.
-
-    The evidence holds the command, where it ran, exit code, duration, HEAD's commit, the tree
-    of the work tree as it was when CMD started (uncommitted changes included), a sha256 of
-    the output and its last lines. Secrets (credential-like environment values, token
-    shapes) are redacted before anything is written.
-    """
-    result = evidence.run(app.ledger, argv, actor=app.actor, kind=kind, todo=todo_id,
-                          goal=goal_id, criteria=criterion, paths=paths, summary=summary,
-                          id=ev_id, event_id=event_id, now=app.now, environ=os.environ,
-                          cwd=Path(app.cwd))  # -C PATH: run as if started there, like git
+@declared(catalog.find("run"))
+def run(app: App, v: Values) -> None:
+    # -C PATH: run as if started there, like git (the call's cwd)
+    result = app.call(catalog.find("run"), v)
     if result.event is None:
         # The command's own failure is the more important exit code to pass on.
         terminal.echo(f"error: evidence not recorded: {result.error}", err=True)
     elif app.json:
         app.emit_event(result.event, "")
     else:  # stderr: the command's stdout stays exactly its own
-        terminal.echo(f"loopx: recorded {kind} evidence {result.event.data.id}: "
-                   f"{result.event.data.summary}", err=True)
+        terminal.echo(f"loopx: recorded {v.kind} evidence {result.event.data.id}: "
+                      f"{result.event.data.summary}", err=True)
     sys.exit(result.outcome.exit_code)
 
 
 @click.command("rerun")
-@click.option("--stale", "stale_only", is_flag=True,
-              help="Only evidence that went stale (not evidence that failed on this code).")
-@click.option("--todo", "todo_id", metavar="TODO", help="Only the evidence of this todo.")
-@click.option("--criterion", metavar="[GOAL:]ID", help="Only the evidence of this criterion.")
-@click.option("--goal", "goal_id", metavar="GOAL", help="The goal of --criterion ID.")
-@click.option("--dry-run", is_flag=True, help="Show the commands; run nothing.")
-@pass_app
-def rerun(app: App, stale_only: bool, todo_id: Optional[str], criterion: Optional[str],
-          goal_id: Optional[str], dry_run: bool) -> None:
-    """Run again the recorded commands of evidence that went stale or failed, and record the
-    results (same todo, goal, criteria and paths) as `git loopx run` does.
-
-    The evidence re-run is the latest verdict of each criterion and open todo of the goals in
-    play. Exits 0 when every command passed (or nothing needed it), else with the first failing
-    command's code (1 when some could not be run). Commands come from the ledger: check them
-    with --dry-run first when others write to it.
-    """
-    plan = evidence.rerun(app.ledger, actor=app.actor, stale_only=stale_only, todo=todo_id,
-                          criterion=criterion, goal=goal_id, dry_run=dry_run, now=app.now,
-                          environ=os.environ)
+@declared(catalog.find("rerun"))
+def rerun(app: App, v: Values) -> None:
+    plan = app.call(catalog.find("rerun"), v)
     if app.json:
         app.emit([item.to_dict() for item in plan])
     else:  # stderr: the commands' own output is on stdout
-        for line in _rerun_lines(plan, dry_run) or ["loopx: nothing to re-run"]:
+        for line in _rerun_lines(plan, v.dry_run) or ["loopx: nothing to re-run"]:
             terminal.echo(line, err=True)
     codes = [i.result.outcome.exit_code for i in plan if i.result and i.result.outcome.exit_code]
     sys.exit(codes[0] if codes else (1 if any(i.skipped for i in plan) else 0))

@@ -8,31 +8,25 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, Optional
+from typing import Any
 
 import click
 
 from loopx.cli import pager, render
-from loopx.cli.app import App, optional_duration, pass_app
+from loopx.cli.app import App, declared
 from loopx.model import inert, plural, typed
-from loopx.ops import status as recovery
+from loopx.ops import catalog, status as recovery
+from loopx.ops.declare import Values
 from loopx.state import answers
 
 EXIT_WAIT = 10
 EXIT_NOTHING = 20
 
 
-def _inspect_options(fn: Any) -> Any:
-    fn = click.option("--offline", is_flag=True,
-                      help="Use no network (CI from its cache only).")(fn)
-    fn = click.option("--no-ci", "no_ci", is_flag=True, help="Do not ask CI about HEAD.")(fn)
-    return fn
-
-
 def _emit(app: App, data: Any, text: Any) -> None:
     """Like ``app.emit``, but JSON for a program (not a terminal) is compact: the indenting
     encoder is pure Python and was the largest cost of a warm `status` for a busy ledger."""
-    if app.json and app.batch_txn is None and not sys.stdout.isatty():
+    if app.json and not sys.stdout.isatty():
         click.echo(json.dumps(data, ensure_ascii=False, separators=(",", ":"),
                               default=typed.json_default))
     else:
@@ -40,47 +34,21 @@ def _emit(app: App, data: Any, text: Any) -> None:
 
 
 @click.command()
-@click.option("--goal", "goal_id", help="Only this goal.")
-@click.option("--all", "show_all", is_flag=True,
-              help="Include achieved and abandoned goals with their todos, gates and evidence.")
-@click.option("--no-pager", "no_pager", is_flag=True, help="Do not page the text on a terminal.")
-@_inspect_options
-@pass_app
-def status(app: App, goal_id: Optional[str], show_all: bool, no_pager: bool, no_ci: bool,
-           offline: bool) -> None:
-    """Goals, acceptance, frontier, gates, leases, the work tree and what to do next.
-
-    On a terminal the text goes through your pager, as git's does (GIT_PAGER, core.pager,
-    PAGER, else less with LESS=FRX: one screen prints as is); never with --json or when
-    stdout is not a terminal.
-    """
-    snap = recovery.status(app.ledger, actor=app.actor_or_none(), goal=goal_id, ci=not no_ci,
-                           offline=offline, include_closed=show_all, now=app.now)
-    if app.json or app.batch_txn is not None:
+@declared(catalog.find("status"))
+def status(app: App, v: Values) -> None:
+    snap = app.call(catalog.find("status"), v)
+    if app.json:
         _emit(app, snap, None)
         return
     color = sys.stdout.isatty()
     pager.show(status_text(snap, render.status_text(snap, color=color), color=color),
-               cwd=app.cwd, enabled=not no_pager)
+               cwd=app.cwd, enabled=not v.no_pager)
 
 
 @click.command("next")
-@click.option("--claim", is_flag=True, help="Claim the top frontier todo in the same call, when working on it is the best action.")
-@click.option("--ttl", default=None, metavar="DURATION", help="Lease length for --claim.")
-@click.option("--sync", "synced", is_flag=True,
-              help="With --claim: the claim counts only once the remote has it (agents on "
-              "several hosts).")
-@_inspect_options
-@pass_app
-def next_(app: App, claim: bool, ttl: Optional[str], synced: bool, no_ci: bool,
-          offline: bool) -> None:
-    """The single best action for you (exit 0 do it, 10 wait, 20 nothing left)."""
-    if synced and not claim:
-        raise click.UsageError("--sync goes with --claim")
-    actor = app.actor if claim else (app.actor_or_none() or "")
-    result = recovery.next_action(app.ledger, actor=actor, claim=claim,
-                                  ttl=optional_duration(ttl), ci=not no_ci, offline=offline,
-                                  now=app.now, synced=synced)
+@declared(catalog.find("next"))
+def next_(app: App, v: Values) -> None:
+    result = app.call(catalog.find("next"), v)
     app.emit(result.to_dict(), lambda: _next_text(result))
     if result.action is None:
         raise click.exceptions.Exit(EXIT_NOTHING)
@@ -102,42 +70,26 @@ def _next_text(result: recovery.Next) -> str:
 
 
 @click.command()
-@click.option("--goal", "goal_id", help="Only this goal.")
-@_inspect_options
-@pass_app
-def brief(app: App, goal_id: Optional[str], no_ci: bool, offline: bool) -> None:
-    """A Markdown handoff packet a new agent can start from with nothing else."""
-    text, snap = recovery.brief(app.ledger, actor=app.actor_or_none(), goal=goal_id,
-                                ci=not no_ci, offline=offline, now=app.now)
-    _emit(app, {"markdown": text, "status": snap}, text)
+@declared(catalog.find("brief"))
+def brief(app: App, v: Values) -> None:
+    found = app.call(catalog.find("brief"), v)
+    _emit(app, found, found["markdown"])
 
 
 @click.command()
-@click.option("--as-hook", "as_hook", is_flag=True,
-              help="Print it as a session-start hook's answer, the JSON {hookSpecificOutput: "
-              "{hookEventName: SessionStart, additionalContext: MARKDOWN}} that Claude Code, "
-              "Codex CLI and Gemini CLI add to the context (`git loopx setup` writes such hooks).")
-@_inspect_options
-@pass_app
-def prime(app: App, as_hook: bool, no_ci: bool, offline: bool) -> None:
-    """A short Markdown primer for an agent starting a session (or after compaction): what
-    loopx is, the commands it needs, and what matters to you now. Made for session-start
-    hooks: in a repository without a ledger it says so and exits 0."""
-    if not app.ledger.exists():
-        markdown, data = NO_LEDGER, {"markdown": NO_LEDGER, "primer": None}
+@declared(catalog.find("prime"))
+def prime(app: App, v: Values) -> None:
+    found = app.call(catalog.find("prime"), v)
+    if isinstance(found, dict):  # no ledger here
+        markdown, data = found["markdown"], found
     else:
-        result = recovery.prime(app.ledger, actor=app.actor_or_none(), ci=not no_ci,
-                                offline=offline, now=app.now)
-        markdown, data = result.markdown, result.to_dict()
-    if as_hook:  # the one shape these hooks read; compact, it is for a program
+        markdown, data = found.markdown, found.to_dict()
+    if v.as_hook:  # the one shape these hooks read; compact, it is for a program
         click.echo(json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart",
                                                       "additionalContext": markdown}},
                               ensure_ascii=False, separators=(",", ":")))
         return
     _emit(app, data, markdown.rstrip())
-
-
-NO_LEDGER = "This repository has no loopx ledger yet (`git loopx init` starts one).\n"
 
 
 # --- text ----------------------------------------------------------------------------------------

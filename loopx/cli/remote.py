@@ -6,9 +6,10 @@ from typing import Any, Optional
 
 import click
 
-from loopx.cli.app import App, pass_app
+from loopx.cli.app import App, declared, pass_app
 from loopx.model import plural
-from loopx.ops import exchange, upkeep
+from loopx.ops import catalog, exchange, upkeep
+from loopx.ops.declare import Values
 
 
 def _short(oid: Optional[str]) -> str:
@@ -60,47 +61,21 @@ def _emit_report(app: App, report: exchange.Report, doing: str) -> None:
 
 
 @click.command("sync")
-@click.argument("remote", required=False)
-@click.option("--retries", default=None, type=click.IntRange(0, 1000),
-              help="At most this many times fetch, merge and push again when someone pushed "
-              "first (default: as often as --patience allows).")
-@click.option("--patience", default=exchange.PATIENCE_S, show_default=True,
-              type=click.FloatRange(0, 3600),
-              help="Seconds to keep trying while others push first; then give up (our tip "
-              "waits on the remote for the next sync of any clone).")
-@click.option("--allow-unrelated", is_flag=True,
-              help="Merge REMOTE's ledger although it shares no history with ours.")
-@pass_app
-def sync(app: App, remote: Optional[str], retries: Optional[int], patience: float,
-         allow_unrelated: bool) -> None:
-    """Fetch, check and merge REMOTE's loopx/state, then push ours (never forced).
-
-    REMOTE defaults to the current branch's upstream remote, else origin. A remote state that
-    fails the incoming check is quarantined (see `git loopx doctor`); local state is untouched.
-    A remote ledger that shares no history with ours is refused unless --allow-unrelated.
-    """
-    _emit_report(app, exchange.sync_(app.ledger, remote=remote, retries=retries,
-                                     patience=patience, actor=app.actor_or_none(),
-                                     allow_unrelated=allow_unrelated), "sync")
+@declared(catalog.find("sync"))
+def sync(app: App, v: Values) -> None:
+    _emit_report(app, app.call(catalog.find("sync"), v), "sync")
 
 
 @click.command("fetch")
-@click.argument("remote", required=False)
-@click.option("--allow-unrelated", is_flag=True,
-              help="Merge REMOTE's ledger although it shares no history with ours.")
-@pass_app
-def fetch(app: App, remote: Optional[str], allow_unrelated: bool) -> None:
-    """Fetch, check and merge REMOTE's loopx/state (no push)."""
-    _emit_report(app, exchange.fetch(app.ledger, remote=remote, actor=app.actor_or_none(),
-                                     allow_unrelated=allow_unrelated), "fetch")
+@declared(catalog.find("fetch"))
+def fetch(app: App, v: Values) -> None:
+    _emit_report(app, app.call(catalog.find("fetch"), v), "fetch")
 
 
 @click.command("push")
-@click.argument("remote", required=False)
-@pass_app
-def push(app: App, remote: Optional[str]) -> None:
-    """Push loopx/state to REMOTE, fast-forward only (run `sync` if the remote moved)."""
-    _emit_report(app, exchange.push(app.ledger, remote=remote), "push")
+@declared(catalog.find("push"))
+def push(app: App, v: Values) -> None:
+    _emit_report(app, app.call(catalog.find("push"), v), "push")
 
 
 @click.command("doctor")

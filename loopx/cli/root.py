@@ -106,7 +106,7 @@ def cli(ctx: click.Context, cwd: str, actor: Optional[str], state_ref: Optional[
         from loopx.storage import gateway  # only under --debug
 
         gateway.DEBUG = True
-    if ctx.obj is None:  # `batch` re-enters with its own App already set
+    if ctx.obj is None:  # a caller may pass its own App (click's obj)
         ctx.obj = App(cwd=cwd, actor=actor, state_ref=state_ref, debug=debug)
         ctx.obj.now = _parse_now(now_text) if now_text else None
         if as_json or fmt == "json":

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
-from typing import Any, Optional
 
 import click
 
 from loopx.cli import terminal
-from loopx.cli.app import App, duration, event_id_option, optional_duration, pass_app
+from loopx.cli.app import App, declared
 from loopx.cli.render import ago, elsewhere, first_line
 from loopx.features import readback
 from loopx.model import inert, plural
 from loopx.model.inert import line
-from loopx.ops import sessions
+from loopx.ops import catalog, declare, sessions
+from loopx.ops.declare import Values
 
 
 @click.group()
@@ -22,110 +21,61 @@ def session() -> None:
     """Sessions: tasks that respond, wait for input, and take follow-ups as interjections."""
 
 
-def _text_or_stdin(text: str) -> str:
-    return sys.stdin.read() if text == "-" else text
+def _stdin_text(v: Values) -> Values:
+    """A message given as ``-`` is read from stdin (the command line's convention)."""
+    return Values({**v, "text": sys.stdin.read()}) if v.text == "-" else v
+
+
+def _op(name: str) -> declare.Operation:
+    return catalog.find("session " + name)
 
 
 @session.command("open")
-@click.argument("task")
-@click.option("--id", "session_id", help="Id to use (default: a generated s-xxxxxx).")
-@click.option("--goal", "goal_id", metavar="GOAL", help="The goal it serves.")
-@click.option("--todo", "todo_id", metavar="TODO", help="The todo it serves (implies its goal).")
-@click.option("--keep-open/--one-shot", default=True, show_default=True,
-              help="Keep it open for follow-ups after it responds, or close it after one result.")
-@click.option("--why", help="Why it is kept open (or not): the judgement `session stats` tunes.")
-@click.option("--host", help="Host its workspace is on (default: this machine).")
-@click.option("--path", "ws_path", help="Its workspace directory (default: the current one).")
-@event_id_option
-@pass_app
-def session_open(app: App, task: str, session_id: Optional[str], goal_id: Optional[str],
-                 todo_id: Optional[str], keep_open: bool, why: Optional[str], host: Optional[str],
-                 ws_path: Optional[str], event_id: Optional[str]) -> None:
-    """Open a session running TASK; you (the actor) are its owner and it takes one slot."""
-    path = ws_path or str(Path(app.cwd).resolve())
-    event = app.write(lambda txn: sessions.open_(
-        txn, task, id=session_id, goal=goal_id, todo=todo_id, keep_open=keep_open, why=why,
-        host=host, path=path, event_id=event_id))
+@declared(_op("open"))
+def session_open(app: App, v: Values) -> None:
+    event = app.call(_op("open"), v)
     used = sessions.slots_used(app.ledger, app.actor)
     app.emit_event(event, f"opened session {event.data.id} "
-                   f"({'kept open' if keep_open else 'one-shot'}; {used['used']}/{used['limit']} "
+                   f"({'kept open' if v.keep_open else 'one-shot'}; {used['used']}/{used['limit']} "
                    f"slots of {app.actor} in use)")
 
 
 @session.command("progress")
-@click.argument("session_id", metavar="ID")
-@click.argument("message")
-@event_id_option
-@pass_app
-def session_progress(app: App, session_id: str, message: str, event_id: Optional[str]) -> None:
-    """Report progress: the session is still running (owner only; MESSAGE - reads stdin)."""
-    body = _text_or_stdin(message)
-    event = app.write(lambda txn: sessions.progress(txn, session_id, body, event_id=event_id))
+@declared(_op("progress"))
+def session_progress(app: App, v: Values) -> None:
+    event = app.call(_op("progress"), _stdin_text(v))
     app.emit_event(event, f"session {event.data.id} is running")
 
 
 @session.command("respond")
-@click.argument("session_id", metavar="ID")
-@click.argument("response")
-@event_id_option
-@pass_app
-def session_respond(app: App, session_id: str, response: str, event_id: Optional[str]) -> None:
-    """Finish a turn: the session is now awaiting input (owner only; RESPONSE - reads
-    stdin). It stays open until closed or reaped; a --one-shot session closes as done."""
-    body = _text_or_stdin(response)
-    event = app.write(lambda txn: sessions.respond(txn, session_id, body, event_id=event_id))
-    closed = app.batch_txn is None and sessions.show(app.ledger, event.data.id,
-                                                     now=app.now).state == "closed"
+@declared(_op("respond"))
+def session_respond(app: App, v: Values) -> None:
+    event = app.call(_op("respond"), _stdin_text(v))
+    closed = sessions.show(app.ledger, event.data.id, now=app.now).state == "closed"
     app.emit_event(event, f"session {event.data.id} has responded"
                    + ("; one-shot, it is closed (done)" if closed else "; it awaits input"))
 
 
 @session.command("send")
-@click.argument("session_id", metavar="ID")
-@click.argument("message")
-@event_id_option
-@pass_app
-def session_send(app: App, session_id: str, message: str, event_id: Optional[str]) -> None:
-    """Send MESSAGE to a session, running or awaiting input alike (MESSAGE - reads stdin).
-
-    Recorded as a correction if the session is running, as a follow-up if it was awaiting
-    input; either way it is running again and the message waits in its inbox.
-    """
-    body = _text_or_stdin(message)
-    event = app.write(lambda txn: sessions.send(txn, session_id, body, event_id=event_id))
+@declared(_op("send"))
+def session_send(app: App, v: Values) -> None:
+    event = app.call(_op("send"), _stdin_text(v))
     said = ("follow-up (it was awaiting input; it runs again)" if event.data.kind == "follow_up"
             else "correction (it is running)")
     app.emit_event(event, f"sent {said} to session {event.data.id}")
 
 
 @session.command("inbox")
-@click.argument("session_id", metavar="ID")
-@click.option("--ack", "and_ack", is_flag=True,
-              help="Also mark what is shown as consumed, in the same write (owner only).")
-@pass_app
-def session_inbox(app: App, session_id: str, and_ack: bool) -> None:
-    """Messages the session's executor has not consumed yet, oldest first (poll this)."""
-    if and_ack:
-        items = app.write(lambda txn: sessions.take_inbox(txn, session_id))
-    else:
-        items = sessions.inbox(app.ledger, session_id)
+@declared(_op("inbox"))
+def session_inbox(app: App, v: Values) -> None:
+    items = app.call(_op("inbox"), v)
     app.emit(items, lambda: _inbox_text(items))
 
 
 @session.command("ack")
-@click.argument("session_id", metavar="ID")
-@click.option("--through", metavar="EVENT",
-              help="Consume up to and including this message (default: the whole inbox).")
-@event_id_option
-@pass_app
-def session_ack(app: App, session_id: str, through: Optional[str], event_id: Optional[str]) -> None:
-    """Mark inbox messages as consumed by the session's executor (owner only).
-
-    A loop should pass --through with the last message it read, so a message that arrived
-    since is not consumed unseen.
-    """
-    event = app.write(lambda txn: sessions.ack(txn, session_id, through=through,
-                                               event_id=event_id))
+@declared(_op("ack"))
+def session_ack(app: App, v: Values) -> None:
+    event = app.call(_op("ack"), v)
     if event is None:
         app.emit({"acked": []}, "inbox already empty")
         return
@@ -134,102 +84,60 @@ def session_ack(app: App, session_id: str, through: Optional[str], event_id: Opt
 
 
 @session.command("checkpoint")
-@click.argument("session_id", metavar="ID")
-@click.option("--transcript", "transcript_file", required=True, type=click.File("rb"),
-              help="The transcript so far (- for stdin); stored byte-exact, chunked.")
-@click.option("--summary", required=True, help="The summary that replaces it in context.")
-@click.option("--omitted", help="What the summary leaves out.")
-@event_id_option
-@pass_app
-def session_checkpoint(app: App, session_id: str, transcript_file: Any, summary: str,
-                       omitted: Optional[str], event_id: Optional[str]) -> None:
-    """Store the transcript on the state branch with the summary that replaces it (owner only)."""
-    data = transcript_file.read()
-    event = app.write(lambda txn: sessions.checkpoint(
-        txn, session_id, data, summary=summary, omitted=omitted, event_id=event_id))
+@declared(_op("checkpoint"))
+def session_checkpoint(app: App, v: Values) -> None:
+    event = app.call(_op("checkpoint"), v)
     chunks = len(event.data.transcript.chunks)
     app.emit_event(event, f"checkpoint {event.data.number} of session {event.data.id}: "
-                   f"{len(data)} bytes in {chunks} chunk{'s' if chunks != 1 else ''}")
+                   f"{len(v.transcript)} bytes in {chunks} chunk{'s' if chunks != 1 else ''}")
 
 
 @session.command("show")
-@click.argument("session_id", metavar="ID")
-@click.option("--transcript", "want_transcript", is_flag=True,
-              help="Print a checkpointed transcript, byte-exact, instead.")
-@click.option("--checkpoint", "number", type=click.IntRange(min=1),
-              help="Which checkpoint (default: the latest).")
-@pass_app
-def session_show(app: App, session_id: str, want_transcript: bool, number: Optional[int]) -> None:
-    """One session: state, owner, workspace, last response, inbox, checkpoints."""
-    if want_transcript:
-        data = sessions.transcript(app.ledger, session_id, number)
+@declared(_op("show"))
+def session_show(app: App, v: Values) -> None:
+    found = app.call(_op("show"), v)
+    if isinstance(found, bytes):
         if sys.stdout.isatty():  # for a person: no control sequences (the bytes are for pipes)
-            terminal.echo(data.decode("utf-8", "replace"), nl=False)
+            terminal.echo(found.decode("utf-8", "replace"), nl=False)
             return
-        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.write(found)
         sys.stdout.flush()
         return
-    view = sessions.show(app.ledger, session_id, now=app.now)
-    app.emit(view, lambda: _show_text(view))
+    app.emit(found, lambda: _show_text(found))
 
 
 @session.command("list")
-@click.option("--state", type=click.Choice(["running", "awaiting_input", "closed", "open"]),
-              help="Only sessions in this state (open = running or awaiting input).")
-@click.option("--owner", metavar="ACTOR", help="Only this owner's sessions.")
-@pass_app
-def session_list(app: App, state: Optional[str], owner: Optional[str]) -> None:
+@declared(_op("list"))
+def session_list(app: App, v: Values) -> None:
     """Running, awaiting input (with idle time) and closed sessions; slots in use.
 
     --json prints the list of sessions, as every `list` does; the slots in use are in
     `session stats --json`."""
-    data = sessions.listing(app.ledger, state=state, owner=owner, now=app.now)
+    data = app.call(_op("list"), v)
     app.emit(data.sessions, lambda: _list_text(data))
 
 
 @session.command("close")
-@click.argument("session_id", metavar="ID")
-@click.option("--reason", type=click.Choice(sessions.CLOSE_REASONS),
-              help="Why (default: done for its owner, stopped for anyone else).")
-@click.option("--note", help="A word on how it ended.")
-@event_id_option
-@pass_app
-def session_close(app: App, session_id: str, reason: Optional[str], note: Optional[str],
-                  event_id: Optional[str]) -> None:
-    """Close a session and free its slot. Sessions never close on their own."""
-    event = app.write(lambda txn: sessions.close(txn, session_id, reason=reason, note=note,
-                                                 event_id=event_id))
+@declared(_op("close"))
+def session_close(app: App, v: Values) -> None:
+    event = app.call(_op("close"), v)
     app.emit_event(event, f"closed session {event.data.id} ({event.data.reason})")
 
 
 @session.command("reap")
-@click.option("--idle", metavar="DURATION",
-              help="Close sessions awaiting input this long (default: ledger config "
-                   "session_idle_seconds, else 24h).")
-@click.option("--dry-run", is_flag=True, help="Only say what would be closed.")
-@pass_app
-def session_reap(app: App, idle: Optional[str], dry_run: bool) -> None:
-    """Close sessions awaiting input past their idle limit, as expired (one commit)."""
-    limit = optional_duration(idle)
-    app.ledger.require()
-    if dry_run:
-        closed = sessions.reapable(app.ledger, idle=limit, now=app.now)
-    else:
-        closed = app.write(lambda txn: sessions.reap(txn, idle=limit))
-    verb = "would close" if dry_run else "closed"
-    app.emit({"expired": closed, "dry_run": dry_run},
-             f"{verb} {plural.counted(len(closed), 'idle session')}"
+@declared(_op("reap"))
+def session_reap(app: App, v: Values) -> None:
+    done = app.call(_op("reap"), v)
+    closed = done["expired"]
+    verb = "would close" if v.dry_run else "closed"
+    app.emit(done, f"{verb} {plural.counted(len(closed), 'idle session')}"
              + (f": {', '.join(closed)}" if closed else ""))
 
 
 @session.command("stats")
-@click.option("--window", default="1h", show_default=True, metavar="DURATION",
-              help="A one-shot session followed by a new one on its goal within this is a "
-                   "missed keep-open.")
-@pass_app
-def session_stats(app: App, window: str) -> None:
-    """How sessions ended: follow-ups to kept-open sessions, unused ones, missed keep-opens."""
-    data = sessions.stats(app.ledger, window=duration(window))
+@declared(_op("stats"))
+def session_stats(app: App, v: Values) -> None:
+    data = app.call(_op("stats"), v)
     app.emit(data, lambda: _stats_text(data))
 
 

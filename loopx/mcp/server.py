@@ -1,5 +1,6 @@
 """`git loopx mcp`: the Model Context Protocol server over stdio, on the official SDK's
-low-level ``Server`` (so each tool's input schema is the pydantic model of its arguments).
+low-level ``Server`` (each tool's input schema is the model of its arguments, derived from the
+declaration of its operation: see :mod:`loopx.mcp.tools`).
 
 One long-lived process per repository. Every call re-reads the state ref, so a write by any
 other process is seen by the next call (``Ledger.fold`` reloads when the tip moved; nothing
@@ -29,7 +30,7 @@ from mcp.types import (
     ReadResourceRequestParams, ReadResourceResult, Resource, ResourceTemplate, TextContent,
     TextResourceContents, Tool, ToolAnnotations,
 )
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from loopx.errors import LoopxError, describe
 from loopx.features.schema import status_schema
@@ -111,15 +112,9 @@ def tool_list() -> list[Tool]:
 
 def call(config: Config, name: str, arguments: Optional[dict[str, Any]]) -> CallToolResult:
     """Run tool ``name``; every failure is a tool error, never an exception."""
-    spec = tools.TOOLS[name]
     try:
         ledgers.apply_spool(config.ledger, wait=ledgers.READ_WAIT_S)  # as every command does
-        args = spec.args.model_validate(arguments or {})
-        data = tools.plain(spec.body(tools.Context(config.ledger, config.actor), args))
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
-                             for e in exc.errors(include_url=False)[:5])
-        return _error("UsageError", f"invalid arguments for {name}: {problems}", 2)
+        data = tools.call(config.ledger, config.actor, name, arguments)
     except Exception as exc:  # noqa: BLE001 - an exception here would be a protocol error
         if not isinstance(exc, LoopxError):
             log.exception("tool %s failed", name)

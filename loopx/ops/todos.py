@@ -10,7 +10,7 @@ from loopx.errors import ClaimLost, TransitionError, UsageError
 from loopx.features import readback, sync, unrecorded
 from loopx.ledger.book import Ledger
 from loopx.ledger.draft import Draft
-from loopx.model import clock, typed
+from loopx.model import clock, limits, typed
 from loopx.model.ids import new_short_id
 from loopx.ops import evidence as evidence_ops, lookup
 from loopx.state import answers, entities, views
@@ -62,8 +62,9 @@ def update(txn: Txn, todo: str, *, title: Optional[str] = None,
 
 
 def _priority(value: Optional[int]) -> Optional[int]:
-    if value is not None and not 0 <= value <= 4:
-        raise UsageError(f"a priority is 0 (most urgent) to 4 (least), not {value}")
+    if value is not None and not limits.PRIORITY_MIN <= value <= limits.PRIORITY_MAX:
+        raise UsageError(f"a priority is {limits.PRIORITY_MIN} (most urgent) to "
+                         f"{limits.PRIORITY_MAX} (least), not {value}")
     return value
 
 

@@ -85,7 +85,7 @@ async def test_an_agent_turn_list_status_claim_evidence_done(session: ClientSess
     assert (claimed["type"], claimed["actor"], claimed["data"]["id"]) == (
         "todo.claimed", AGENT, "output")
     ran = await _call(session, "evidence_run", argv=[sys.executable, "-c", "print('3 passed')"],
-                      criteria=["a1"])
+                      criterion=["a1"])
     assert ran["exit_code"] == 0 and "3 passed" in ran["output_tail"]
     evidence_id = ran["event"]["data"]["id"]
     assert ran["event"]["data"]["todo"] == "output"  # the one todo the agent holds
@@ -133,11 +133,11 @@ async def test_the_server_acts_as_its_principal_or_a_sub_identity_under_it(
     opened = await _call(session, "gate_open", goal="json", question="Ship it?",
                          authority=["role:maintainer"], id="ship")
     assert opened["actor"] == AGENT
-    refused = await session.call_tool("gate_answer", {"gate": "ship", "decision": "approve"})
+    refused = await session.call_tool("gate_answer", {"gate": "ship", "approve": True})
     assert refused.is_error and "answered by role:maintainer only" in refused.content[0].text  # type: ignore[union-attr]
     # Naming the maintainer (or any other principal) in a call is refused, reads included,
     # and nothing is written.
-    for tool, arguments in (("gate_answer", {"gate": "ship", "decision": "approve"}),
+    for tool, arguments in (("gate_answer", {"gate": "ship", "approve": True}),
                             ("note_add", {"text": "hi"}), ("status", {"ci": False})):
         for other in (ALICE, "agent:claude@laptopX", "agent:claude@laptop.evil/x"):
             named = await session.call_tool(tool, {**arguments, "actor": other})
@@ -258,7 +258,7 @@ async def test_evidence_rerun_runs_stale_evidence_again(session: ClientSession,
                                                         project: Path) -> None:
     await _call(session, "todo_claim", todo="output")
     ran = await _call(session, "evidence_run", argv=[sys.executable, "-c", "print('ok')"],
-                      criteria=["a1"])
+                      criterion=["a1"])
     assert ran["exit_code"] == 0
     (project / "README").write_text("changed\n")
     git(project, "commit", "-q", "-am", "change the code")
@@ -296,3 +296,77 @@ async def test_a_commit_recorded_in_the_background_is_seen_by_the_next_call(
     head = git(project, "rev-parse", "HEAD")
     found = await _call(session, "status", ci=False)
     assert [e["todo"] for e in found["evidence"] if e["commit"] == head] == ["output"]
+
+
+async def test_every_agent_operation_is_a_tool_with_the_commands_parameters(
+        session: ClientSession) -> None:
+    from loopx.ops import catalog
+
+    tools = {t.name: t for t in (await session.list_tools()).tools}
+    assert {"goal_add", "goal_update", "goal_close", "todo_block", "todo_reopen", "quota_show",
+            "log", "diff", "validate", "batch", "sync", "fetch", "push"} <= set(tools)
+    declared = catalog.tools()
+    assert set(tools) == set(declared)
+    for name, op in declared.items():
+        schema = tools[name].input_schema
+        assert set(schema["properties"]) == {p.name for p in op.params if p.mcp} | {"actor"}
+        assert set(schema.get("required", [])) == {p.name for p in op.params if p.required}
+        assert tools[name].annotations.read_only_hint is (not op.writes), name  # type: ignore[union-attr]
+    priority = tools["todo_add"].input_schema["properties"]["priority"]["anyOf"][0]
+    assert (priority["minimum"], priority["maximum"]) == (0, 4)  # the event model's bounds
+
+
+async def test_goals_todos_and_review_through_tools(session: ClientSession) -> None:
+    goal = await _call(session, "goal_add", title="Docs", id="docs-goal", accept=["written"])
+    assert goal["type"] == "goal.created"
+    await _call(session, "todo_add", goal="docs-goal", title="Write", id="w", priority=1)
+    assert (await _call(session, "todo_block", todo="w", reason="waits"))["type"] == "todo.blocked"
+    assert (await _call(session, "todo_reopen", todo="w"))["type"] == "todo.reopened"
+    bad = await session.call_tool("todo_add", {"goal": "docs-goal", "title": "T", "priority": 7})
+    assert bad.is_error and "priority: Input should be less than or equal to 4" in (
+        bad.content[0].text)  # type: ignore[union-attr]
+    closed = await _call(session, "goal_close", goal="docs-goal", outcome="abandoned",
+                         reason="not needed")
+    assert closed["data"]["outcome"] == "abandoned"
+    log = await _call(session, "log", max_count=2)
+    assert len(log["commits"]) == 2 and log["commits"][0]["events"]
+    assert (await _call(session, "validate"))["ok"] is True
+    await _call(session, "quota_set", goal="json", turns=5)
+    assert (await _call(session, "quota_show"))["json"]["turns"] == 5
+
+
+async def test_a_batch_tool_writes_its_lines_in_one_commit_as_the_server(
+        session: ClientSession, project: Path) -> None:
+    before = int(git(project, "rev-list", "--count", "loopx/state"))
+    done = await _call(session, "batch", lines=[["todo", "add", "json", "A", "--id", "a"],
+                                                ["note", "add", "planned", "--todo", "a"]],
+                       message="plan")
+    assert [r["type"] for r in done["results"]] == ["todo.added", "note.added"]
+    assert {r["actor"] for r in done["results"]} == {AGENT}
+    assert int(git(project, "rev-list", "--count", "loopx/state")) == before + 1
+    bad = await session.call_tool("batch", {"lines": [["note", "add", "x"],
+                                                      ["todo", "claim", "ghost"]]})
+    assert bad.is_error and "line 2: no todo matches 'ghost'" in bad.content[0].text  # type: ignore[union-attr]
+    named = await session.call_tool("batch", {"lines": [["note", "add", "x"]], "actor": ALICE})
+    assert named.is_error and "this server acts as" in named.content[0].text  # type: ignore[union-attr]
+    assert int(git(project, "rev-list", "--count", "loopx/state")) == before + 1
+
+
+async def test_next_with_claim_syncs_first_when_sync_stands_before_new_work(
+        session: ClientSession, project: Path, tmp_path: Path) -> None:
+    hub = tmp_path / "hub.git"
+    git(tmp_path, "init", "-q", "--bare", str(hub))
+    git(project, "remote", "add", "origin", str(hub))
+    assert run_loopx(project, "sync", actor=ALICE).code == 0
+    assert run_loopx(project, "note", "add", "a local write", actor=ALICE).code == 0
+    cli = run_loopx(project, "next", "--format", "json", "--no-ci", actor=AGENT).json()
+    assert cli["action"]["kind"] == "sync"  # what stands before new work
+    nxt = await _call(session, "next", claim=True, ci=False)
+    assert nxt["claimed"]["data"]["id"] == "output"
+    # The local write reached the hub first; the claim came after it.
+    assert git(hub, "rev-parse", "loopx/state") == git(project, "rev-parse", "loopx/state~1")
+    pushed = await _call(session, "push")
+    assert pushed["remote"] == "origin"
+    synced = await _call(session, "sync")
+    assert synced["local_after"] == git(project, "rev-parse", "loopx/state")
+    assert git(hub, "rev-parse", "loopx/state") == git(project, "rev-parse", "loopx/state")

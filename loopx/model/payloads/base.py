@@ -12,10 +12,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from loopx.model.globs import GLOB_PATTERN, MAX_GLOBS
 from loopx.model.ids import ENTITY_ID_RE
+from loopx.model import limits
 
+ACTOR_PATTERN = limits.ACTOR_PATTERN
+ID_PATTERN = limits.ID_PATTERN
 TS_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$"
-ACTOR_PATTERN = r"^[a-z][a-z0-9_-]{0,31}:\S{1,200}$"
-ID_PATTERN = ENTITY_ID_RE.pattern
 OID_PATTERN = r"^[0-9a-f]{40}([0-9a-f]{24})?$"
 REF_PATTERN = r"^refs/[^\x00-\x20\x7f~^:?*\[\\]{1,1000}$"
 CHECK_PATTERN = r"^[^\x00-\x1f]{1,200}$"  # a CI check's name, as the provider reports it
@@ -25,7 +26,7 @@ CRITERION_REF_PATTERN = f"^{_ID}:{_ID}$"  # GOAL:CRITERION
 # An actor (human:alice@example.com, agent:codex@devbox) or a role (role:maintainer).
 Identity = Annotated[str, Field(pattern=ACTOR_PATTERN)]
 EntityId = Field(pattern=ID_PATTERN)
-Text = Field(min_length=1, max_length=20_000)
+Text = Field(min_length=1, max_length=limits.TEXT_MAX)
 # A field shown on one line (a title, a question): `git loopx` writes no line break or control
 # or format character in it (loopx.model.events.one_line_rule). A rule of writing only: an
 # event from elsewhere that has one is read as it is and shown inert (loopx.model.inert).
@@ -39,10 +40,11 @@ Globs = Field(default=None, max_length=MAX_GLOBS,
 # Bounds of the numbers events carry. Every numeric field has both ends, and floats must be
 # finite: a value from another clone is data, and no data may stop a clone from writing.
 MAX_CLOCK = 2**53 - 1  # exact in JSON readers that hold numbers as doubles
-MAX_COUNT = 10**15  # turns and tokens
-MAX_COST = 1e12
-MAX_SECONDS = 10 * 366 * 86400  # ten years
-MIN_EXIT, MAX_EXIT = -(2**31), 2**32 - 1  # signed POSIX statuses, unsigned Windows ones
+# (Written in loopx.model.limits, which the declarations of the operations share.)
+MAX_COUNT = limits.MAX_COUNT  # turns and tokens
+MAX_COST = limits.MAX_COST
+MAX_SECONDS = limits.MAX_SECONDS  # ten years
+MIN_EXIT, MAX_EXIT = limits.MIN_EXIT, limits.MAX_EXIT
 
 
 class Model(BaseModel):

@@ -7,6 +7,7 @@ from typing import Literal, Optional
 
 from pydantic import Field, field_validator
 
+from loopx.model.limits import TEXT_MAX
 from loopx.model.payloads.base import (
     CHECK_PATTERN, ID_PATTERN, MAX_EXIT, MAX_SECONDS, MIN_EXIT, OID_PATTERN, ONE_LINE, EntityId,
     Glob, Globs, Model,
@@ -22,10 +23,10 @@ class EvidenceRecorded(Model):
     command: Optional[str] = Field(default=None, max_length=10_000)
     exit_code: Optional[int] = Field(default=None, ge=MIN_EXIT, le=MAX_EXIT)
     duration_s: Optional[float] = Field(default=None, ge=0, le=MAX_SECONDS)
-    summary: Optional[str] = Field(default=None, max_length=20_000)
+    summary: Optional[str] = Field(default=None, max_length=TEXT_MAX)
     digest: Optional[str] = Field(default=None, max_length=200)
     url: Optional[str] = Field(default=None, max_length=2_000, json_schema_extra=ONE_LINE)
-    output_tail: Optional[str] = Field(default=None, max_length=20_000)
+    output_tail: Optional[str] = Field(default=None, max_length=TEXT_MAX)
     author: Optional[str] = Field(default=None, max_length=500, json_schema_extra=ONE_LINE)
     todo: Optional[str] = Field(default=None, pattern=ID_PATTERN)
     criteria: list[str] = Field(default_factory=list, max_length=200)

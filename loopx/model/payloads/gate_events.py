@@ -7,13 +7,14 @@ from typing import Annotated, Literal, Optional
 from pydantic import Field
 
 from loopx.model.ids import ULID_RE
+from loopx.model.limits import TEXT_MAX
 from loopx.model.payloads.base import ONE_LINE, EntityId, Identity, Model
 
 
 class GateOpened(Model):
     id: str = EntityId
     goal: str = EntityId
-    question: str = Field(min_length=1, max_length=20_000, json_schema_extra=ONE_LINE)
+    question: str = Field(min_length=1, max_length=TEXT_MAX, json_schema_extra=ONE_LINE)
     authority: list[Identity] = Field(
         min_length=1, max_length=50,
         description="identities (human:alice@example.com) or roles (role:maintainer)",
@@ -31,12 +32,12 @@ Supersedes = Field(
 class GateAnswered(Model):
     id: str = EntityId
     decision: Literal["approve", "reject", "answer"]
-    answer: Optional[str] = Field(default=None, max_length=20_000)
-    comment: Optional[str] = Field(default=None, max_length=20_000)
+    answer: Optional[str] = Field(default=None, max_length=TEXT_MAX)
+    comment: Optional[str] = Field(default=None, max_length=TEXT_MAX)
     supersedes: Optional[list[Annotated[str, Field(pattern=ULID_RE.pattern)]]] = Supersedes
 
 
 class GateWithdrawn(Model):
     id: str = EntityId
-    reason: Optional[str] = Field(default=None, max_length=20_000)
+    reason: Optional[str] = Field(default=None, max_length=TEXT_MAX)
     supersedes: Optional[list[Annotated[str, Field(pattern=ULID_RE.pattern)]]] = Supersedes

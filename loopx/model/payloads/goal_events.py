@@ -7,6 +7,7 @@ from typing import Annotated, Literal, Optional
 from pydantic import Field
 
 from loopx.model.globs import MAX_GLOBS
+from loopx.model.limits import TEXT_MAX, TITLE_MAX
 from loopx.model.payloads.base import ID_PATTERN, ONE_LINE, EntityId, Glob, Globs, Model
 
 
@@ -14,7 +15,7 @@ class Criterion(Model):
     """An acceptance criterion of a goal."""
 
     id: str = Field(pattern=ID_PATTERN)
-    text: str = Field(min_length=1, max_length=20_000, json_schema_extra=ONE_LINE)
+    text: str = Field(min_length=1, max_length=TEXT_MAX, json_schema_extra=ONE_LINE)
     paths: Optional[list[Glob]] = Globs
 
 
@@ -27,16 +28,16 @@ class CriterionScope(Model):
 
 class GoalCreated(Model):
     id: str = EntityId
-    title: str = Field(min_length=1, max_length=500, json_schema_extra=ONE_LINE)
-    description: Optional[str] = Field(default=None, max_length=20_000)
+    title: str = Field(min_length=1, max_length=TITLE_MAX, json_schema_extra=ONE_LINE)
+    description: Optional[str] = Field(default=None, max_length=TEXT_MAX)
     acceptance: list[Criterion] = Field(default_factory=list, max_length=200)
 
 
 class GoalUpdated(Model):
     id: str = EntityId
-    title: Optional[str] = Field(default=None, min_length=1, max_length=500,
+    title: Optional[str] = Field(default=None, min_length=1, max_length=TITLE_MAX,
                                  json_schema_extra=ONE_LINE)
-    description: Optional[str] = Field(default=None, max_length=20_000)
+    description: Optional[str] = Field(default=None, max_length=TEXT_MAX)
     add_acceptance: list[Criterion] = Field(default_factory=list, max_length=200)
     state: Optional[Literal["active", "paused"]] = None
     revise: Optional[list[Criterion]] = Field(
@@ -51,7 +52,7 @@ class GoalUpdated(Model):
 class GoalClosed(Model):
     id: str = EntityId
     outcome: Literal["achieved", "abandoned"]
-    reason: Optional[str] = Field(default=None, max_length=20_000)
+    reason: Optional[str] = Field(default=None, max_length=TEXT_MAX)
     override: bool = Field(
         default=False, description="a human decision: achieved although criteria are unmet "
         "(v2: with a reason)"

@@ -10,6 +10,7 @@ from pydantic import Field
 
 from loopx.model.ids import ULID_RE
 from loopx.model.paths import SESSION_FILE_RE, TRANSCRIPT_CHUNK_BYTES, TRANSCRIPT_MAX_BYTES
+from loopx.model.limits import TEXT_MAX
 from loopx.model.payloads.base import ID_PATTERN, OID_PATTERN, ONE_LINE, EntityId, Model, Text
 
 
@@ -76,7 +77,7 @@ class SessionCheckpointed(Model):
     number: int = Field(ge=1, le=999_999, description="1 for a session's first checkpoint")
     transcript: Transcript
     summary: str = Text
-    omitted: Optional[str] = Field(default=None, max_length=20_000,
+    omitted: Optional[str] = Field(default=None, max_length=TEXT_MAX,
                                    description="what the summary leaves out")
 
 
@@ -91,4 +92,4 @@ class SessionAcked(Model):
 class SessionClosed(Model):
     id: str = EntityId
     reason: Literal["done", "stopped", "expired", "abandoned"]
-    note: Optional[str] = Field(default=None, max_length=20_000)
+    note: Optional[str] = Field(default=None, max_length=TEXT_MAX)

@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 from pydantic import Field
 
 from loopx.model.ids import ULID_RE
+from loopx.model.limits import PRIORITY_MAX, PRIORITY_MIN, TEXT_MAX, TITLE_MAX
 from loopx.model.payloads.base import (
     ID_PATTERN, ONE_LINE, REF_PATTERN, TS_PATTERN, EntityId, Model, Text,
 )
@@ -22,25 +23,25 @@ Takes = Field(default=None, pattern=ULID_RE.pattern,
 class TodoAdded(Model):
     id: str = EntityId
     goal: str = EntityId
-    title: str = Field(min_length=1, max_length=500, json_schema_extra=ONE_LINE)
-    description: Optional[str] = Field(default=None, max_length=20_000)
+    title: str = Field(min_length=1, max_length=TITLE_MAX, json_schema_extra=ONE_LINE)
+    description: Optional[str] = Field(default=None, max_length=TEXT_MAX)
     depends_on: list[str] = Field(default_factory=list, max_length=200)
     gates: list[str] = Field(default_factory=list, max_length=200)
     criteria: list[str] = Field(default_factory=list, max_length=200)
     priority: Optional[int] = Field(
-        default=None, ge=0, le=4, description="0 most urgent .. 4 least; none given is 2")
+        default=None, ge=PRIORITY_MIN, le=PRIORITY_MAX, description="0 most urgent .. 4 least; none given is 2")
     discovered_from: Optional[str] = Field(
         default=None, pattern=ID_PATTERN, description="the todo whose work turned this one up")
 
 
 class TodoUpdated(Model):
     id: str = EntityId
-    title: Optional[str] = Field(default=None, min_length=1, max_length=500,
+    title: Optional[str] = Field(default=None, min_length=1, max_length=TITLE_MAX,
                                  json_schema_extra=ONE_LINE)
-    description: Optional[str] = Field(default=None, max_length=20_000)
+    description: Optional[str] = Field(default=None, max_length=TEXT_MAX)
     add_depends_on: list[str] = Field(default_factory=list, max_length=200)
     add_gates: list[str] = Field(default_factory=list, max_length=200)
-    priority: Optional[int] = Field(default=None, ge=0, le=4, description="a new priority")
+    priority: Optional[int] = Field(default=None, ge=PRIORITY_MIN, le=PRIORITY_MAX, description="a new priority")
 
 
 class TodoClaimed(Model):
@@ -60,15 +61,15 @@ class TodoRenewed(Model):
 
 class TodoReleased(Model):
     id: str = EntityId
-    reason: Optional[str] = Field(default=None, max_length=20_000)
+    reason: Optional[str] = Field(default=None, max_length=TEXT_MAX)
 
 
 class TodoDone(Model):
     id: str = EntityId
     evidence: list[str] = Field(default_factory=list, max_length=200)
-    summary: Optional[str] = Field(default=None, max_length=20_000)
+    summary: Optional[str] = Field(default=None, max_length=TEXT_MAX)
     reason: Optional[str] = Field(
-        default=None, min_length=1, max_length=20_000,
+        default=None, min_length=1, max_length=TEXT_MAX,
         description="why it is done without passing, fresh evidence (v2 needs one or the other)")
     takes: Optional[str] = Takes
 
@@ -87,9 +88,9 @@ class TodoBlocked(Model):
 
 class TodoReopened(Model):
     id: str = EntityId
-    reason: Optional[str] = Field(default=None, max_length=20_000)
+    reason: Optional[str] = Field(default=None, max_length=TEXT_MAX)
 
 
 class TodoCancelled(Model):
     id: str = EntityId
-    reason: Optional[str] = Field(default=None, max_length=20_000)
+    reason: Optional[str] = Field(default=None, max_length=TEXT_MAX)

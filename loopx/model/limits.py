@@ -1,0 +1,23 @@
+"""The bounds and patterns of what a user gives, written once: the event payload models use
+them for the fields they validate, and the declarations of the operations
+(:mod:`loopx.ops.declare`) for the parameters that fill those fields, so the CLI's options, the
+MCP tools' schemas and batch lines refuse what the event would refuse.
+
+Plain values only (no pydantic): a warm read loads the declarations, and with them this module.
+"""
+
+from __future__ import annotations
+
+from loopx.model.ids import ENTITY_ID_RE
+
+ACTOR_PATTERN = r"^[a-z][a-z0-9_-]{0,31}:\S{1,200}$"
+ID_PATTERN = ENTITY_ID_RE.pattern
+
+PRIORITY_MIN, PRIORITY_MAX = 0, 4  # 0 most urgent .. 4 least
+TITLE_MAX = 500  # a goal's or a todo's title
+TEXT_MAX = 20_000  # free text: descriptions, reasons, summaries, questions, notes
+
+MAX_COUNT = 10**15  # turns and tokens
+MAX_COST = 1e12
+MAX_SECONDS = 10 * 366 * 86400  # ten years
+MIN_EXIT, MAX_EXIT = -(2**31), 2**32 - 1  # signed POSIX statuses, unsigned Windows ones

@@ -1,0 +1,161 @@
+"""The declarations of recovery (status, next, brief, prime), review (log, diff, validate)
+and the exchange with the remote (sync, fetch, push); see :mod:`loopx.ops.declare`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from loopx.errors import ArgumentError
+from loopx.ops import exchange, status, timeline
+from loopx.ops.declare import Call, Operation, arg, opt, ref
+
+NO_CI = opt("ci", "bool", flag=None, off="--no-ci", default=True, help="Do not ask CI about HEAD.")
+OFFLINE = opt("offline", "bool", help="Use no network (CI from its cache only).")
+NO_PAGER = opt("no_pager", "bool", mcp=False, help="Do not page the text on a terminal.")
+REMOTE = arg("remote", required=False, max_length=200, help=(
+    "The remote (default: the current branch's upstream remote, else origin)."))
+UNRELATED = opt("allow_unrelated", "bool", help=(
+    "Merge REMOTE's ledger although it shares no history with ours."))
+
+
+def _status(c: Call) -> Any:
+    v = c.values
+    return status.status(c.ledger, actor=c.who_or_none(), goal=v.goal, ci=v.ci,
+                         offline=v.offline, include_closed=v.all, now=c.now)
+
+
+def _next(c: Call) -> Any:
+    """The best action; with ``claim``, claim the top ready todo, syncing first when a sync is
+    what stands before new work (after a local write with a remote configured), so an agent
+    with nothing but this call gets from nothing claimed to claimed."""
+    v = c.values
+    if v.sync and not v.claim:
+        raise ArgumentError("--sync goes with --claim")
+    actor = c.who() if v.claim else (c.who_or_none() or "")
+
+    def ask() -> status.Next:
+        return status.next_action(c.ledger, actor=actor, claim=v.claim, ttl=v.ttl, ci=v.ci,
+                                  offline=v.offline, now=c.now, synced=v.sync)
+
+    found = ask()
+    if v.claim and found.claimed is None and found.action is not None \
+            and found.action.kind == "sync" and not v.offline:
+        exchange.sync_(c.ledger, actor=actor)
+        found = ask()
+    return found
+
+
+def _brief(c: Call) -> Any:
+    v = c.values
+    text, snap = status.brief(c.ledger, actor=c.who_or_none(), goal=v.goal, ci=v.ci,
+                              offline=v.offline, now=c.now)
+    return {"markdown": text, "status": snap}
+
+
+NO_LEDGER = "This repository has no loopx ledger yet (`git loopx init` starts one).\n"
+
+
+def _prime(c: Call) -> Any:
+    if not c.ledger.exists():
+        return {"markdown": NO_LEDGER, "primer": None}
+    return status.prime(c.ledger, actor=c.who_or_none(), ci=c.values.ci,
+                        offline=c.values.offline, now=c.now)
+
+
+def _validate(c: Call) -> Any:
+    return timeline.check_range(c.ledger, c.values.range)
+
+
+OPERATIONS = [
+    Operation("status", "Goals, acceptance, frontier, gates, leases, the work tree and what to "
+              "do next.\n\nOn a terminal the text goes through your pager, as git's does "
+              "(GIT_PAGER, core.pager, PAGER, else less with LESS=FRX: one screen prints as "
+              "is); never with --json or when stdout is not a terminal.", run=_status,
+              agent_note=(
+                  "The status document (exactly `git loopx status --format json`): goals, "
+                  "todos, the frontier, gates, evidence and its freshness, the environment, "
+                  "and every legal next action for you, most important first."), params=(
+        ref("goal", dest="goal_id", help="Only this goal."),
+        opt("all", "bool", dest="show_all", help=(
+            "Include achieved and abandoned goals with their todos, gates and evidence.")),
+        NO_PAGER, NO_CI, OFFLINE)),
+    Operation("next", "The single best action for you (exit 0 do it, 10 wait, 20 nothing "
+              "left).", run=_next, writes=True, batch=False, agent_note=(
+                  "Answers {action, next_wake, actions, claimed}; `action.kind` starting with "
+                  "wait_ means wait, null means nothing left. With claim, a sync that stands "
+                  "before new work is done first."), params=(
+        opt("claim", "bool", help=(
+            "Claim the top frontier todo in the same call, when working on it is the best "
+            "action (syncing first when a sync stands before new work).")),
+        opt("ttl", "duration", metavar="DURATION", help="Lease length for --claim."),
+        opt("sync", "bool", dest="synced", help=(
+            "With --claim: the claim counts only once the remote has it (agents on several "
+            "hosts).")),
+        NO_CI, OFFLINE)),
+    Operation("brief", "A Markdown handoff packet a new agent can start from with nothing "
+              "else.", run=_brief, params=(ref("goal", dest="goal_id", help="Only this goal."),
+                                           NO_CI, OFFLINE)),
+    Operation("prime", "A short Markdown primer for an agent starting a session (or after "
+              "compaction): what loopx is, the commands it needs, and what matters to you now. "
+              "Made for session-start hooks: in a repository without a ledger it says so and "
+              "exits 0.", run=_prime, params=(
+        opt("as_hook", "bool", mcp=False, help=(
+            "Print it as a session-start hook's answer, the JSON {hookSpecificOutput: "
+            "{hookEventName: SessionStart, additionalContext: MARKDOWN}} that Claude Code, "
+            "Codex CLI and Gemini CLI add to the context (`git loopx setup` writes such "
+            "hooks).")),
+        NO_CI, OFFLINE)),
+    Operation("log", "The ledger's history in state terms, newest first, with the commit each "
+              "change came in.\n\nRANGE is a revision (default: the state ref) or A..B, as for "
+              "`git log`. On a terminal the text goes through your pager, as git's does "
+              "(GIT_PAGER, core.pager, PAGER, less).", wrap="commits", params=(
+        arg("range", dest="spec", required=False, metavar="[RANGE]", max_length=500,
+            help="A revision or A..B."),
+        opt("max_count", "int", short="-n", lo=1, help="Show at most N commits."),
+        opt("oneline", "bool", mcp=False,
+            help="One line per event: commit, actor, what changed."),
+        NO_PAGER),
+        run=lambda c: timeline.log(c.ledger, c.values.range, max_count=c.values.max_count)),
+    Operation("diff", "What changed in the ledger's state between two commits of a state or "
+              "proposal branch.\n\nGoals, acceptance, todos, gates, evidence, leases, config "
+              "and the frontier, before and after. A alone compares A with the state ref's tip. "
+              "With no argument: what is not pushed yet (origin's state branch..here), else "
+              "the last state commit.", params=(
+        arg("range", dest="spec", required=False, metavar="[A..B]", max_length=500,
+            help="A..B, or A alone."),),
+        run=lambda c: timeline.diff(c.ledger, c.values.range, now=c.now)),
+    Operation("validate", "Check a range of state commits before it is merged (CI on pull "
+              "requests).\n\nEvery added file is a valid event at a valid path; nothing is "
+              "modified or deleted; clocks never go back; every event is legal when replayed; "
+              "gate answers come from the gate's authority (signed when the config says so). "
+              "Exit 1 on any failure.", run=_validate, params=(
+        opt("range", dest="span", metavar="BASE..HEAD", max_length=500, help=(
+            "The commits to check, e.g. origin/loopx/state..HEAD (default: a proposal against "
+            "loopx/state; loopx/state against origin's, or its whole history).")),)),
+    Operation("sync", "Fetch, check and merge REMOTE's loopx/state, then push ours (never "
+              "forced).\n\nREMOTE defaults to the current branch's upstream remote, else "
+              "origin. A remote state that fails the incoming check is quarantined (see `git "
+              "loopx doctor`); local state is untouched. A remote ledger that shares no history "
+              "with ours is refused unless --allow-unrelated.", writes=True, batch=False,
+              params=(
+        REMOTE,
+        opt("retries", "int", lo=0, hi=1000, help=(
+            "At most this many times fetch, merge and push again when someone pushed first "
+            "(default: as often as --patience allows).")),
+        opt("patience", "float", lo=0, hi=3600, default=exchange.PATIENCE_S, show_default=True,
+            help=("Seconds to keep trying while others push first; then give up (our tip "
+                  "waits on the remote for the next sync of any clone).")),
+        UNRELATED),
+        run=lambda c: exchange.sync_(c.ledger, remote=c.values.remote,
+                                     retries=c.values.retries, patience=c.values.patience,
+                                     actor=c.who_or_none(),
+                                     allow_unrelated=c.values.allow_unrelated)),
+    Operation("fetch", "Fetch, check and merge REMOTE's loopx/state (no push).", writes=True,
+              batch=False, params=(REMOTE, UNRELATED),
+              run=lambda c: exchange.fetch(c.ledger, remote=c.values.remote,
+                                           actor=c.who_or_none(),
+                                           allow_unrelated=c.values.allow_unrelated)),
+    Operation("push", "Push loopx/state to REMOTE, fast-forward only (run `sync` if the remote "
+              "moved).", writes=True, batch=False, params=(REMOTE,),
+              run=lambda c: exchange.push(c.ledger, remote=c.values.remote)),
+]
