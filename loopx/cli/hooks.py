@@ -158,7 +158,9 @@ def run(app: App, todo_id: Optional[str], goal_id: Optional[str], criterion: tup
     The evidence holds the command, where it ran, exit code, duration, HEAD's commit, the tree
     of the work tree as it was when CMD started (uncommitted changes included), a sha256 of
     the output and its last lines. Secrets (credential-like environment values, token
-    shapes) are redacted before anything is written.
+    shapes) are redacted before anything is written. A command that could not start (not
+    found, not executable: exit 127 or 126, from a shell too) is no evidence: nothing is
+    recorded and run exits 1.
     """
     result = evidence.run(app.ledger, argv, actor=app.actor, kind=kind, todo=todo_id,
                           goal=goal_id, criteria=criterion, paths=paths, summary=summary,

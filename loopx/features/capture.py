@@ -265,19 +265,27 @@ class RunOutcome:
     digest: str
     tail: str
 
+    @property
+    def started(self) -> bool:
+        """Whether the command ran at all: 127 (not found) and 126 (not executable) are what
+        a shell, and :func:`run_command` itself, answer for a command that could not start."""
+        return self.exit_code not in (126, 127)
+
 
 def run_command(argv: list[str], *, environ: Mapping[str, str],
                 stdout: IO[bytes], stderr: IO[bytes],
-                cwd: Optional[Path] = None) -> RunOutcome:
+                cwd: Optional[Path] = None,
+                secrets: Optional[Mapping[str, str]] = None) -> RunOutcome:
     """Run ``argv``, streaming its output to ``stdout``/``stderr`` while capturing it.
+    ``secrets`` (value -> name) are redacted besides the secret-looking ``environ`` values.
 
     The digest and tail are of the *redacted* output: the digest is stored in git forever,
     and a digest of the raw output would let anyone holding the rest of the output test
     guesses of a redacted secret offline; it also lets a reader who has the redacted log
     check it.
     """
-    redactor = redact.Redactor(redact.secret_values(environ))
-    command = shlex.join(redact.redact_argv(argv, environ))[:10_000]
+    redactor = redact.Redactor({**redact.secret_values(environ), **(secrets or {})})
+    command = shlex.join(redact.redact_argv(argv, environ, secrets))[:10_000]
     started = time.monotonic()
     spool = _Spool()
     code = _tee(argv, environ, spool, stdout, stderr, cwd)

@@ -316,19 +316,27 @@ class RunArgs(WriteArgs):
     paths: Paths = Field(default_factory=list)
     summary: Optional[str] = Field(default=None, max_length=20_000)
     id: Optional[Ref] = None
+    env: dict[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")],
+              Annotated[str, Field(max_length=10_000)]] = Field(
+        default_factory=dict, max_length=100, description=(
+            "variables to set for the command, on top of the server's environment (e.g. "
+            "PYTHONPATH your shell sets); never recorded, their values redacted from the "
+            "command and output"))
 
 
 @tool("evidence_run", RunArgs)
 def _evidence_run(ctx: Context, a: RunArgs) -> dict[str, Any]:
     """Run a command in the repository and record its result as evidence (`git loopx run`):
     exit code, duration, commit and tree, a digest and the last lines of its output (secrets
-    redacted). Without todo or goal the evidence goes to the one todo you hold."""
+    redacted). It runs with the server's environment plus `env`. Without todo or goal the
+    evidence goes to the one todo you hold. A command that cannot start (not found, not
+    executable: exit 127 or 126) is an error, not evidence."""
     # stdout is the protocol: the output is not streamed, only its tail and digest are kept.
     with open(os.devnull, "wb") as sink:
         result = evidence.run(ctx.ledger, a.argv, actor=ctx.who(a), kind=a.kind, todo=a.todo,
                               goal=a.goal, criteria=a.criteria, paths=a.paths,
-                              summary=a.summary, id=a.id, event_id=a.event_id, stdout=sink,
-                              stderr=sink)
+                              summary=a.summary, id=a.id, event_id=a.event_id, env=a.env,
+                              stdout=sink, stderr=sink)
     outcome = result.outcome
     return {"exit_code": outcome.exit_code, "duration_s": outcome.duration_s,
             "output_tail": outcome.tail, "event": event(result.event) if result.event else None,

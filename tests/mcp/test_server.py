@@ -296,3 +296,39 @@ async def test_a_commit_recorded_in_the_background_is_seen_by_the_next_call(
     head = git(project, "rev-parse", "HEAD")
     found = await _call(session, "status", ci=False)
     assert [e["todo"] for e in found["evidence"] if e["commit"] == head] == ["output"]
+
+
+async def test_evidence_run_adds_the_calls_env_and_records_none_of_it(
+        session: ClientSession, project: Path) -> None:
+    """The client strips variables the agent's shell has (PYTHONPATH, ...): the call passes
+    them, the command runs with them, and their values reach neither the ledger nor the answer."""
+    await _call(session, "todo_claim", todo="output")
+    value = "/opt/agent-shell/site-packages"
+    probe = "import os, sys; print('got', os.environ['AGENT_SHELL_PATH']); sys.exit(0)"
+    ran = await _call(session, "evidence_run", argv=[sys.executable, "-c", probe],
+                      env={"AGENT_SHELL_PATH": value})
+    assert ran["exit_code"] == 0 and "got [REDACTED:AGENT_SHELL_PATH]" in ran["output_tail"]
+    assert value not in json.dumps(ran)
+    import subprocess
+
+    found = subprocess.run(["git", "grep", "-F", value, "loopx/state"], cwd=project,
+                           capture_output=True, text=True)
+    assert found.returncode == 1 and found.stdout == "", found.stdout  # in no event file
+    server_env = await _call(session, "evidence_run", argv=[sys.executable, "-c", (
+        "import os, sys; sys.exit(0 if 'AGENT_SHELL_PATH' not in os.environ and "
+        "os.environ.get('HOME') else 3)")])
+    assert server_env["exit_code"] == 0  # the server's environment; the last call's env gone
+
+
+async def test_a_command_that_cannot_start_is_an_error_not_evidence(
+        session: ClientSession, project: Path) -> None:
+    before = len((await _call(session, "status", ci=False))["evidence"])
+    for argv, said in ((["no-such-command-xyz"], "No such file or directory"),
+                       (["sh", "-c", "no-such-command-xyz"], "not found"),
+                       ([str(project / "README")], "Permission denied")):
+        result = await session.call_tool("evidence_run", {"argv": argv, "goal": "json"})
+        assert result.is_error, argv
+        text = result.content[0].text  # type: ignore[union-attr]
+        assert result.structured_content["error"]["kind"] == "UsageError"  # type: ignore[index]
+        assert "could not start" in text and said in text and "nothing recorded" in text, text
+    assert len((await _call(session, "status", ci=False))["evidence"]) == before
