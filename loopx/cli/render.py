@@ -71,6 +71,8 @@ def _criterion_note(crit: dict[str, Any]) -> str:
         return f"  (evidence is stale{shown}: re-run)"
     if crit.get("verdict") == "fail":
         return f"  (latest evidence {crit.get('latest')} failed)"
+    if crit.get("open_work"):
+        return f"  (passed, work open: {line(', '.join(crit['open_work']))})"
     return ""
 
 

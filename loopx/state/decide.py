@@ -85,7 +85,7 @@ def _annotate_criterion(crit: dict[str, Any], judged: Optional[dict[str, Any]]) 
         crit["freshness"], crit["changed"] = judged["state"], list(judged.get("changed") or [])
         crit["why"] = judged.get("reason")
         if judged.get("source") == "ci":
-            crit["met"] = judged["verdict"] == "pass"
+            crit["met"] = judged["verdict"] == "pass" and not crit.get("open_work")
             crit["ci"] = {"verdict": judged["verdict"], "checks": judged.get("checks", []),
                           "recorded": False}
     crit["needs_rerun"] = crit["freshness"] in ("stale", "unknown")

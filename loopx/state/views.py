@@ -130,25 +130,34 @@ def ancestors(fold: Fold, todo_id: str) -> set[str]:
 
 
 def not_ready(fold: Fold, todo: Todo) -> Optional[str]:
+    """Why an open todo cannot be started (every blocker, ``; ``-separated), None when it can."""
+    return "; ".join(blockers(fold, todo)) or None
+
+
+def blockers(fold: Fold, todo: Todo) -> list[str]:
+    """Everything an open todo waits for: its goal when not active, else each dependency not
+    done and each gate not approved, in the order they were given."""
     goal = fold.goals.get(todo.goal)
     if goal is None:  # only in a status-only partial fold, where closed goals are left out
-        return f"goal {todo.goal} is closed"
+        return [f"goal {todo.goal} is closed"]
     if goal.state != "active":
-        return f"goal {goal.id} is {goal.state}"
+        return [f"goal {goal.id} is {goal.state}"]
+    found = []
     for dep in todo.depends_on:
         state = fold.todos[dep].state
         if state != "done":
-            return f"waits for todo {dep}" + ("" if state == "open" else f" ({state})")
+            found.append(f"waits for todo {dep}" + ("" if state == "open" else f" ({state})"))
     for gate_id in todo.gates:
         gate = fold.gates[gate_id]
         if gate.state == "open":
-            return f"waits for gate {gate_id} (asks {', '.join(gate.authority)})"
-        if gate.state == "answered" and gate.decision == "reject":
-            return f"gate {gate_id} was rejected by {gate.answered_by}"
-        if gate.state == "conflicted":
-            return (f"gate {gate_id} has decisions that did not see each other "
-                    f"({conflict_summary(gate)}); {', '.join(gate.authority)} must decide again")
-    return None
+            found.append(f"waits for gate {gate_id} (asks {', '.join(gate.authority)})")
+        elif gate.state == "answered" and gate.decision == "reject":
+            found.append(f"gate {gate_id} was rejected by {gate.answered_by}")
+        elif gate.state == "conflicted":
+            found.append(f"gate {gate_id} has decisions that did not see each other "
+                         f"({conflict_summary(gate)}); {', '.join(gate.authority)} must decide "
+                         "again")
+    return found
 
 
 def conflict_summary(gate: Gate) -> str:
@@ -297,12 +306,14 @@ def todo_view(fold: Fold, todo: Todo, now: datetime, seen: Optional[Seen] = None
     until = clk.format_ts(end) if end is not None else None
     state = "claimed" if (todo.state == "open" and live) else todo.state
     why: Optional[str] = None
+    waits: list[str] = []
     if todo.state != "open":
         why = todo.state + (f": {todo.reason}" if todo.state == "blocked" and todo.reason else "")
     elif live:
         why = f"claimed by {todo.holder} until {until}"
     else:
-        why = not_ready(fold, todo)
+        waits = blockers(fold, todo)
+        why = "; ".join(waits) or None
     return {
         "id": todo.id, "goal": todo.goal, "title": todo.title, "state": state,
         "depends_on": list(todo.depends_on), "gates": list(todo.gates),
@@ -311,7 +322,8 @@ def todo_view(fold: Fold, todo: Todo, now: datetime, seen: Optional[Seen] = None
         "expired_claim_by": todo.holder if (todo.holder and not live) else None,
         "contested_by": list(todo.contested_by),
         "decisions_since_claim": list(todo.decisions_since_claim) if live else [],
-        "ready": why is None, "why_not_ready": why, "evidence": list(todo.evidence),
+        "ready": why is None, "why_not_ready": why, "blockers": waits,
+        "evidence": list(todo.evidence),
         "no_evidence_reason": todo.no_evidence_reason,
         "priority": todo.priority, "discovered_from": todo.discovered_from,
     }
@@ -393,10 +405,18 @@ def _goal_view(fold: Fold, goal: Goal) -> dict[str, Any]:
     }
 
 
+def serving(fold: Fold, goal: Goal, crit_id: str) -> list[str]:
+    """The goal's unfinished todos that serve criterion ``crit_id`` (added with it)."""
+    return [t.id for t in unfinished_todos(fold, goal) if crit_id in t.criteria]
+
+
 def _criterion_view(fold: Fold, goal: Goal, crit: dict[str, Any]) -> dict[str, Any]:
+    # Not met while work serving it is open: a pass recorded early does not finish that work.
     found = criterion_verdict(fold, goal, crit["id"])
+    open_work = serving(fold, goal, crit["id"])
     return {
-        "id": crit["id"], "text": crit["text"], "met": found.passed, "evidence": found.support,
+        "id": crit["id"], "text": crit["text"], "met": found.passed and not open_work,
+        "open_work": open_work, "evidence": found.support,
         "latest": found.latest, "verdict": None if found.latest is None else (
             "pass" if found.passed else "fail"),
         "paths": list(crit.get("paths") or []), "revision": crit.get("revision", 0),

@@ -76,9 +76,11 @@ def test_tested_on_dirty_changes_then_committed_exactly_is_fresh(project: Path) 
     git(project, "commit", "-q", "-m", "the app")
     assert git(project, "rev-parse", "HEAD^{tree}") == data["tree"]
     found = criterion(project)
-    assert (found["met"], found["freshness"], found["needs_rerun"]) == (True, "fresh", False)
+    assert (found["verdict"], found["freshness"], found["needs_rerun"]) == ("pass", "fresh", False)
+    assert (found["met"], found["open_work"]) == (False, ["t1"])  # t1, which serves it, is open
     assert not [a for a in status(project)["actions"] if a["kind"] == "rerun_evidence"]
     ok(project, "todo", "done", "t1")  # the latest result for t1 passed, on this code
+    assert (criterion(project)["met"], criterion(project)["open_work"]) == (True, [])
 
 
 def test_an_amend_with_a_bug_is_stale_names_the_file_and_the_goal_refuses_to_close(
@@ -180,7 +182,7 @@ def test_the_ledgers_ignore_list_leaves_unscoped_evidence_fresh(project: Path) -
 
 def test_a_newer_failure_unmeets_the_criterion_until_a_newer_pass(project: Path) -> None:
     ok(project, "run", "--goal", "g1", "--criterion", "a1", "--", "sh", "check.sh")
-    assert criterion(project)["met"]
+    assert criterion(project)["verdict"] == "pass"  # met once t1, serving it, is done
     write(project, "src/app.py", "BUG\n")
     assert run_loopx(project, "run", "--goal", "g1", "--criterion", "a1", "--",
                      "sh", "check.sh", actor=AGENT).code == 1
@@ -192,7 +194,7 @@ def test_a_newer_failure_unmeets_the_criterion_until_a_newer_pass(project: Path)
     assert f"latest evidence {found['latest']} failed" in text
     write(project, "src/app.py", "fine\n")
     ok(project, "run", "--goal", "g1", "--criterion", "a1", "--", "sh", "check.sh")
-    assert criterion(project)["met"]
+    assert criterion(project)["verdict"] == "pass"
 
 
 def test_a_revised_criterion_needs_new_evidence_and_a_retired_one_none(project: Path) -> None:
