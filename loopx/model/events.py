@@ -77,7 +77,7 @@ _CATALOGUE: dict[str, tuple[str, str, int]] = {
     "todo.claimed": ("todo_events", "TodoClaimed", 3),
     "todo.renewed": ("todo_events", "TodoRenewed", 1),
     "todo.released": ("todo_events", "TodoReleased", 1),
-    "todo.done": ("todo_events", "TodoDone", 3),
+    "todo.done": ("todo_events", "TodoDone", 4),
     "todo.acked": ("todo_events", "TodoAcked", 1),
     "todo.blocked": ("todo_events", "TodoBlocked", 1),
     "todo.reopened": ("todo_events", "TodoReopened", 1),

@@ -246,6 +246,38 @@ def done_evidence(fold: Fold, todo: Todo, cited: list[str]) -> tuple[list[str], 
     return latest, None
 
 
+def cited_problem(fold: Fold, todo: Todo, cited: list[str], *, beaten: bool) -> Optional[str]:
+    """Why the evidence cited to finish ``todo`` does not show it done: some of it does not
+    pass, or (``beaten``: todo.done from version 4) a pass was followed by a failure of the
+    same todo on the same code. None when it may be cited."""
+    failing = [e for e in cited if e in fold.evidence and not passing(fold.evidence[e])]
+    if failing:
+        return (f"evidence {', '.join(failing)} does not pass (failed, or only a note); "
+                "cite passing evidence, or block the todo instead")
+    for ev_id in cited if beaten else ():
+        failed = newer_failure(fold, todo, ev_id)
+        if failed:
+            return (f"evidence {ev_id} passed, but {failed} failed later on the same code for "
+                    f"todo {todo.id}: the latest verdict wins; fix it and run again")
+    return None
+
+
+def newer_failure(fold: Fold, todo: Todo, ev_id: str) -> Optional[str]:
+    """A failing verdict recorded for ``todo`` after its evidence ``ev_id``, on the same tree:
+    the latest verdict on that code, which a pass cited explicitly does not beat (None when
+    there is none, or ``ev_id`` is not the todo's own evidence bound to a tree)."""
+    ev = fold.evidence.get(ev_id)
+    if ev is None or ev.tree is None or ev_id not in todo.evidence:
+        return None
+    after = todo.evidence[todo.evidence.index(ev_id) + 1:]
+    newest = None
+    for later in after:
+        other = fold.evidence.get(later)
+        if other is not None and other.tree == ev.tree and verdict(other) is not None:
+            newest = later if verdict(other) is False else None  # a newer pass settles it
+    return newest
+
+
 def latest_verdict(fold: Fold, todo: Todo) -> list[str]:
     """The newest evidence recorded for ``todo`` that passed or failed ([] when none has)."""
     for ev_id in reversed(todo.evidence):

@@ -300,3 +300,19 @@ def test_a_replay_shows_a_progress_bar_only_once_it_has_taken_a_second(
     for done in range(1000, 5001, 1000):
         slow(done, 5000)
     assert "loopx: replaying the ledger" in capsys.readouterr().err  # click's bar, not a tty
+
+
+def test_todo_done_citing_an_older_pass_is_refused_after_a_newer_failure(project: Path) -> None:
+    assert invoke(project, "todo", "claim", "output").code == 0
+    passed = run_loopx(project, "run", "--todo", "output", "--json", "--", "true")
+    failed = run_loopx(project, "run", "--todo", "output", "--", "false")
+    assert passed.code == 0 and failed.code == 1
+    pass_id = passed.json()["data"]["id"]  # type: ignore[index]
+    before = git(project, "rev-parse", "refs/heads/loopx/state")
+    refused = invoke(project, "todo", "done", "output", "--evidence", pass_id)
+    assert refused.code == 1 and f"evidence {pass_id} passed, but " in refused.err
+    assert "failed later on the same code for todo output" in refused.err
+    assert git(project, "rev-parse", "refs/heads/loopx/state") == before  # nothing written
+    assert invoke(project, "todo", "done", "output").code == 1  # latest verdict: the failure
+    assert run_loopx(project, "run", "--todo", "output", "--", "true").code == 0
+    assert invoke(project, "todo", "done", "output", "--evidence", pass_id).code == 0
