@@ -69,6 +69,12 @@ def config() -> None:
               "its own paths, e.g. 'docs/**' (repeatable; replaces the list).")
 @click.option("--no-evidence-ignore", "no_ignore", is_flag=True,
               help="Clear the evidence ignore list.")
+@click.option("--evidence-scope", "scope", multiple=True, metavar="GLOB",
+              help="The repository's default evidence scope: the paths evidence is judged on "
+              "when neither it nor its criterion names its own, e.g. 'src/**' (repeatable; "
+              "replaces the list). Default: the whole tree.")
+@click.option("--no-evidence-scope", "no_scope", is_flag=True,
+              help="Judge unscoped evidence on the whole tree again.")
 @click.option("--ci-criterion", "ci_specs", multiple=True, metavar="CHECK=GOAL:CRITERION",
               help="A CI check whose result meets (or un-meets) a criterion (repeatable; "
               "CHECK= removes the check's mapping).")
@@ -76,7 +82,8 @@ def config() -> None:
 def config_set(app: App, roles: tuple[str, ...], lease_ttl: Optional[str],
                session_slots: Optional[int], session_idle: Optional[str],
                signed_answers: Optional[str], signers_file: Optional[str],
-               ignore: tuple[str, ...], no_ignore: bool, ci_specs: tuple[str, ...]) -> None:
+               ignore: tuple[str, ...], no_ignore: bool, scope: tuple[str, ...], no_scope: bool,
+               ci_specs: tuple[str, ...]) -> None:
     """Change ledger settings."""
     try:
         role_map = settings.parse_roles(roles)
@@ -88,12 +95,15 @@ def config_set(app: App, roles: tuple[str, ...], lease_ttl: Optional[str],
         raise click.BadParameter(str(exc), param_hint="--ci-criterion") from None
     if ignore and no_ignore:
         raise click.UsageError("give --evidence-ignore or --no-evidence-ignore, not both")
+    if scope and no_scope:
+        raise click.UsageError("give --evidence-scope or --no-evidence-scope, not both")
     signers = Path(signers_file).read_text("utf-8") if signers_file else None
     event = app.write(lambda txn: settings.set_(
         txn, roles=role_map, lease_ttl=optional_duration(lease_ttl), session_slots=session_slots,
         session_idle=optional_duration(session_idle),
         signed_answers=settings.parse_signed_answers(signed_answers) if signed_answers else None,
         allowed_signers=signers, evidence_ignore=[] if no_ignore else (list(ignore) or None),
+        evidence_scope=[] if no_scope else (list(scope) or None),
         ci_criteria=ci_map))
     app.emit_event(event, "updated ledger config")
 

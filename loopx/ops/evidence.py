@@ -180,7 +180,8 @@ def listing(ledger: Ledger, *, todo: Optional[str] = None, goal: Optional[str] =
         items = [e for e in items if e["goal"] and e["goal"].startswith(goal)]
     found = readback.freshness(ledger.repo, items, readback.look(ledger.repo, ledger.store.reader),
                                fold.remaps, reader=ledger.store.reader,
-                               ignore=fold.config.get("evidence_ignore")) if judged else {}
+                               ignore=fold.config.get("evidence_ignore"),
+                               default_scope=fold.config.get("evidence_scope")) if judged else {}
     for item in items:
         item["current_commit"] = readback.follow(fold.remaps, item["commit"]) if (
             item["commit"]) else None
@@ -236,10 +237,11 @@ def _recorded(ledger: Ledger, ev_id: str, at: str) -> Optional[Event[Any]]:
 
 def judge(ledger: Ledger, fold: entities.Fold) -> readback.Judge:
     """A judge of evidence against the code as it is now (HEAD, or the work tree when it has
-    changes), with the ledger's ``evidence_ignore``."""
+    changes), with the ledger's ``evidence_ignore`` and ``evidence_scope``."""
     env = readback.look(ledger.repo, ledger.store.reader)
     return readback.Judge(ledger.repo, env, fold.remaps, reader=ledger.store.reader,
-                          ignore=fold.config.get("evidence_ignore"))
+                          ignore=fold.config.get("evidence_ignore"),
+                          default_scope=fold.config.get("evidence_scope"))
 
 
 def stale_note(fresh: readback.Freshness) -> str:

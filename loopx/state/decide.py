@@ -84,6 +84,8 @@ def _annotate_criterion(crit: dict[str, Any], judged: Optional[dict[str, Any]]) 
     else:
         crit["freshness"], crit["changed"] = judged["state"], list(judged.get("changed") or [])
         crit["why"] = judged.get("reason")
+        if "scope" in judged:  # judged on the evidence's own paths, the criterion's, the default
+            crit["scope"] = list(judged["scope"])
         if judged.get("source") == "ci":
             crit["met"] = judged["verdict"] == "pass" and not crit.get("open_work")
             crit["ci"] = {"verdict": judged["verdict"], "checks": judged.get("checks", []),
@@ -362,12 +364,22 @@ def _criterion_action(goal: dict[str, Any], crit: dict[str, Any]) -> Optional[Ac
         why = _listed(crit.get("changed") or [], "in its scope changed since") if (
             state == "stale") else (crit.get("why") or "it cannot be compared here")
         return _action("rerun_evidence", f"{where} is met only by {state} evidence "
-                       f"{latest}: {why}; re-run it", rerun, goal=goal["id"], evidence=latest)
+                       f"{latest}: {why}; re-run it{_whole_tree(crit, state)}", rerun,
+                       goal=goal["id"], evidence=latest)
     if state == "unmet" and crit.get("verdict") == "fail":
         why = crit.get("why") or f"{latest} failed"
         return _action("rerun_evidence", f"{where} is not met: {why}; fix it, then re-run",
                        rerun, goal=goal["id"], evidence=latest)
     return None
+
+
+def _whole_tree(crit: dict[str, Any], state: str) -> str:
+    """For evidence judged on the whole tree, how to stop unrelated changes making it stale."""
+    if state != "stale" or crit.get("scope", ["?"]):
+        return ""
+    return (" (it is judged on the whole tree: any change makes it stale; give it a scope with "
+            "`run --paths GLOB`, `goal update --scope ID GLOB` or `config set --evidence-scope "
+            "GLOB`)")
 
 
 def _are(count: int) -> str:

@@ -180,6 +180,39 @@ def test_the_ledgers_ignore_list_leaves_unscoped_evidence_fresh(project: Path) -
     assert criterion(project)["freshness"] == "stale"
 
 
+def test_the_repositorys_default_scope_judges_unscoped_evidence_and_the_hint_says_so(
+        project: Path) -> None:
+    ok(project, "run", "--goal", "g1", "--criterion", "a2", "--", "sh", "check.sh")
+    write(project, "CHANGES.md", "- a fragment\n")
+    git(project, "add", "-A")
+    git(project, "commit", "-q", "-m", "changelog")
+    doc = status(project)
+    a2 = doc["goals"][0]["acceptance"][1]
+    assert (a2["freshness"], a2["changed"], a2["scope"]) == ("stale", ["CHANGES.md"], [])
+    (hint,) = [a["reason"] for a in doc["actions"] if a["kind"] == "rerun_evidence"]
+    assert "judged on the whole tree" in hint and "config set --evidence-scope" in hint
+    ok(project, "config", "set", "--evidence-scope", "src/**", "--evidence-scope", "check.sh",
+       "--evidence-ignore", "src/vendor/**", actor=HUMAN)
+    a2 = criterion(project, "a2")
+    assert (a2["freshness"], a2["scope"]) == ("fresh", ["src/**", "check.sh"])
+    write(project, "src/vendor/lib.py", "x = 1\n")  # in the scope, but ignored
+    assert criterion(project, "a2")["freshness"] == "fresh"
+    write(project, "src/app.py", "print('changed')\n")
+    doc = status(project)
+    a2 = doc["goals"][0]["acceptance"][1]
+    assert (a2["freshness"], a2["changed"]) == ("stale", ["src/app.py"])
+    (hint,) = [a["reason"] for a in doc["actions"] if a["kind"] == "rerun_evidence"]
+    assert "judged on the whole tree" not in hint  # it has a scope: the change is in it
+    shown = json.loads(invoke(project, "config", "show", "--json").out)
+    assert shown["evidence_scope"] == ["src/**", "check.sh"]
+    (project / "src/app.py").unlink()
+    git(project, "checkout", "-q", "--", ".")
+    ok(project, "config", "set", "--no-evidence-scope", actor=HUMAN)
+    assert criterion(project, "a2")["freshness"] == "stale"  # the whole tree again
+    both = invoke(project, "config", "set", "--evidence-scope", "x", "--no-evidence-scope")
+    assert both.code == 2 and "not both" in both.err
+
+
 def test_a_newer_failure_unmeets_the_criterion_until_a_newer_pass(project: Path) -> None:
     ok(project, "run", "--goal", "g1", "--criterion", "a1", "--", "sh", "check.sh")
     assert criterion(project)["verdict"] == "pass"  # met once t1, serving it, is done
