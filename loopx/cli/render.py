@@ -139,6 +139,10 @@ def _sessions(sessions: list[dict[str, Any]], paint: Any) -> list[str]:
                        + elsewhere(s["workspace"], here))
             out += [f"               {first_line(said)}"] if said else []
             out += [f"               {plural.counted(len(s['inbox']), 'unread message')}"] if s["inbox"] else []
+            out += [f"               completes {line(s['ends'])}"] if (
+                s.get("ends") and s.get("keep_open")) else []
+            out += [f"               also open on goal {line(s['goal'])}: "
+                    f"{line(', '.join(s['same_goal']))}"] if s.get("same_goal") else []
     return out
 
 

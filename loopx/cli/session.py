@@ -47,9 +47,14 @@ def session_open(app: App, task: str, session_id: Optional[str], goal_id: Option
         txn, task, id=session_id, goal=goal_id, todo=todo_id, keep_open=keep_open, why=why,
         host=host, path=path, event_id=event_id))
     used = sessions.slots_used(app.ledger, app.actor)
+    others = sessions.others_on_goal(app.ledger, event.data.id)
     app.emit_event(event, f"opened session {event.data.id} "
-                   f"({'kept open' if keep_open else 'one-shot'}; {used['used']}/{used['limit']} "
-                   f"slots of {app.actor} in use)")
+                   f"({'kept open: it never completes on its own' if keep_open else 'one-shot'}; "
+                   f"{used['used']}/{used['limit']} slots of {app.actor} in use)")
+    if others and not app.json:  # flagged, not refused: status and `session show` say it too
+        terminal.echo(f"note: goal {event.env.goal} already has open session "
+                      f"{', '.join(others)}; to go on with that work, `git loopx session send "
+                      f"{others[0]} MESSAGE` instead", err=True)
 
 
 @session.command("progress")
@@ -249,7 +254,10 @@ def _show_text(view: dict[str, Any]) -> str:
            + elsewhere(ws, readback.local_host()),
            f"  keep open: {'yes' if view['keep_open'] else 'no (one-shot)'}"
            + (f" - {line(view['keep_open_reason'])}" if view["keep_open_reason"] else "")]
+    out += [f"  ends:      {line(view['ends'])}"] if view.get("ends") else []
     out += [f"  goal:      {view['goal']}"] if view["goal"] else []
+    out += [f"  same goal: {line(', '.join(view['same_goal']))} also open on it"] if (
+        view.get("same_goal")) else []
     out += [f"  progress:  {line(view['last_progress'])}"] if view["last_progress"] else []
     out += [f"  response:  {line(view['last_response'])}"] if view["last_response"] else []
     out += [f"  inbox:     {len(view['inbox'])} unconsumed of "

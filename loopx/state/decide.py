@@ -23,7 +23,7 @@ Action = dict[str, Any]
 # kind -> priority (lower first). Problems before risky retries before leases before work.
 PRIORITY = {
     "repair": 10, "finish_operation": 12, "stop_quota": 15, "read_back_effect": 20,
-    "replan": 25, "release_lease": 30, "renew_lease": 32, "session_waiting": 35,
+    "replan": 25, "release_lease": 30, "renew_lease": 32, "read_inbox": 34, "session_waiting": 35,
     "answer_gate": 40, "sync": 45, "fix_ci": 48, "record_ci": 49, "rerun_evidence": 50,
     "close_goal": 55,
     "wake_due": 60, "continue": 65, "work": 70, "wait_ci": 80, "wait_gate": 85,
@@ -228,20 +228,38 @@ def _leases(ctx: _Ctx) -> Iterable[Action]:
 
 
 def _sessions(ctx: _Ctx) -> Iterable[Action]:
+    """The owner of an open session reads its inbox; anyone else answers one awaiting input
+    (never its owner: it is the one waiting)."""
     host = ctx.env.get("host")
     for session in ctx.snap.get("sessions", []):
-        if session.get("state") != "awaiting_input":
+        owner = session.get("owner")
+        if owner == ctx.actor and session.get("state") != "closed" and session.get("inbox"):
+            yield _read_inbox(session)
+        if session.get("state") != "awaiting_input" or owner == ctx.actor:
             continue
         reason = f"session {session['id']} ({session.get('task') or 'no task'}) is waiting for your instruction"
         where = (session.get("workspace") or {}).get("host")
         if where and host and where != host:
             reason += f"; it runs on {where}, not here, and cannot be re-attached from this host"
-        owner = session.get("owner")
-        if owner and owner != ctx.actor:
+        if owner:
             reason += f" (it belongs to {owner})"
         yield _action("session_waiting", reason,
                       f"git loopx session send {session['id']} MESSAGE", session=session["id"],
                       todo=session.get("todo"), goal=session.get("goal"))
+
+
+def _read_inbox(session: dict[str, Any]) -> Action:
+    inbox = session["inbox"]
+    kinds = {m.get("kind") for m in inbox}
+    what = "corrections" if kinds == {"correction"} else (
+        "follow-ups" if kinds == {"follow_up"} else "messages")
+    count = plural.counted(len(inbox), what[:-1], what)
+    latest = inbox[-1]
+    return _action("read_inbox", f"your session {session['id']} "
+                   f"({session.get('task') or 'no task'}) has {count} unread (the latest from "
+                   f"{latest.get('from')}): read them before you go on",
+                   f"git loopx session inbox {session['id']} --ack", session=session["id"],
+                   todo=session.get("todo"), goal=session.get("goal"))
 
 
 def _gates(ctx: _Ctx) -> Iterable[Action]:
@@ -377,9 +395,8 @@ def _whole_tree(crit: dict[str, Any], state: str) -> str:
     """For evidence judged on the whole tree, how to stop unrelated changes making it stale."""
     if state != "stale" or crit.get("scope", ["?"]):
         return ""
-    return (" (it is judged on the whole tree: any change makes it stale; give it a scope with "
-            "`run --paths GLOB`, `goal update --scope ID GLOB` or `config set --evidence-scope "
-            "GLOB`)")
+    return (" (it is judged on the whole tree, so any change makes it stale: scope it with "
+            "run --paths GLOB, goal update --scope ID GLOB or config set --evidence-scope GLOB)")
 
 
 def _are(count: int) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import datetime, timedelta
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Optional
 
 from loopx.errors import Ambiguous, NotFound
@@ -169,6 +169,34 @@ def session_slots(fold: Fold) -> int:
     """How many sessions one owner may hold open (ledger config ``session_slots``)."""
     return int(fold.config.get("session_slots") or DEFAULT_SESSION_SLOTS)
 
+
+
+KEPT_OPEN = "never on its own: it is kept open until `git loopx session close {id}` or the reaper"
+ONE_SHOT = "when it responds (one-shot)"
+
+
+def ends(session: Session) -> Optional[str]:
+    """How an open session ends: a kept-open one never completes on its own."""
+    if session.state == "closed":
+        return None
+    return KEPT_OPEN.format(id=session.id) if session.keep_open else ONE_SHOT
+
+
+def unread(session: Session) -> list[dict[str, Any]]:
+    """The messages in ``session``'s inbox: sent and not acknowledged, oldest first."""
+    acked = set(session.acked)
+    return [m for m in session.messages if m["event"] not in acked]
+
+
+def same_goal(fold: Fold) -> dict[str, list[str]]:
+    """Open session id -> the other open sessions on its goal (opened earlier or later): two
+    sessions on one goal are worth a look (one was probably meant to be followed up)."""
+    by_goal: dict[str, list[str]] = {}
+    for s in sorted(fold.sessions.values(), key=lambda s: (s.clock, s.id)):
+        if s.state != "closed" and s.goal:
+            by_goal.setdefault(s.goal, []).append(s.id)
+    return {sid: [o for o in ids if o != sid] for ids in by_goal.values() if len(ids) > 1
+            for sid in ids}
 
 
 def interjection_kind(session: Session) -> str:
@@ -378,6 +406,7 @@ def snapshot(fold: Fold, now: datetime, seen: Optional[Seen] = None) -> dict[str
     ``seen``: when this clone first saw the events of :func:`timed_events`."""
     todos = [todo_view(fold, t, now, seen)
              for t in sorted(fold.todos.values(), key=lambda t: (t.clock, t.id))]
+    shared = same_goal(fold)
     return {
         "ledger": {"name": fold.name, "events": fold.events, "clock": fold.max_clock,
                    "clocks_ahead": clocks_ahead(fold, now)},
@@ -393,7 +422,7 @@ def snapshot(fold: Fold, now: datetime, seen: Optional[Seen] = None) -> dict[str
                      for p in fold.problems],
         "unknown_events": list(fold.unknown),
         "notes": fold.notes,
-        "sessions": [session_view(s, now, seen) for s in
+        "sessions": [session_view(s, now, seen, also=shared.get(s.id, [])) for s in
                      sorted(fold.sessions.values(), key=lambda s: (s.clock, s.id))],
     }
 
@@ -408,23 +437,25 @@ def wake_view(wake: Wake, seen: Optional[Seen] = None) -> dict[str, Any]:
     return view
 
 
-def session_view(session: Session, now: datetime, seen: Optional[Seen] = None) -> dict[str, Any]:
-    """One session as ``status --format json`` shows it (documented in docs/sessions.md)."""
+def session_view(session: Session, now: datetime, seen: Optional[Seen] = None, *,
+                 also: Sequence[str] = ()) -> dict[str, Any]:
+    """One session as ``status --format json`` shows it (documented in docs/sessions.md);
+    ``also``: the other open sessions on its goal."""
     idle = None
     if session.state != "closed":
         idle = max(0, int((now - idle_since(session, seen)).total_seconds()))
-    acked = set(session.acked)
     return {
         "id": session.id, "state": session.state, "owner": session.owner, "task": session.task,
         "goal": session.goal, "todo": session.todo,
         "workspace": {"host": session.host, "path": session.path},
         "idle_seconds": idle,
         "inbox": [{k: m[k] for k in ("event", "seq", "from", "at", "kind", "message")}
-                  for m in session.messages if m["event"] not in acked],
+                  for m in unread(session)],
         "keep_open": session.keep_open, "keep_open_reason": session.keep_open_reason,
         "closed_reason": session.closed_reason, "last_response": session.last_response,
         "last_progress": session.last_progress, "opened_at": session.opened_at,
         "checkpoints": len(session.checkpoints),
+        "ends": ends(session), "same_goal": list(also),
     }
 
 

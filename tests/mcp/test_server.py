@@ -332,3 +332,24 @@ async def test_a_command_that_cannot_start_is_an_error_not_evidence(
         assert result.structured_content["error"]["kind"] == "UsageError"  # type: ignore[index]
         assert "could not start" in text and said in text and "nothing recorded" in text, text
     assert len((await _call(session, "status", ci=False))["evidence"]) == before
+
+
+async def test_a_session_owner_is_told_to_read_its_inbox_and_cannot_respond_past_a_correction(
+        session: ClientSession, project: Path) -> None:
+    opened = await _call(session, "session_open", task="Monthly report", id="s-1", goal="json")
+    assert opened["data"]["keep_open"] is True
+    assert run_loopx(project, "session", "send", "s-1", "use EUR", actor=ALICE).code == 0
+    nxt = await _call(session, "next", ci=False)
+    assert nxt["action"]["kind"] == "read_inbox"
+    assert nxt["action"]["command"] == "git loopx session inbox s-1 --ack"
+    refused = await session.call_tool("session_respond", {"session": "s-1", "text": "in USD"})
+    assert refused.is_error
+    assert refused.structured_content["error"]["kind"] == "TransitionError"  # type: ignore[index]
+    assert "1 unread correction" in refused.content[0].text  # type: ignore[union-attr]
+    read = await _call(session, "session_inbox", session="s-1", ack=True)
+    assert [m["message"] for m in read["messages"]] == ["use EUR"]
+    await _call(session, "session_respond", session="s-1", text="in EUR")
+    doc = await _call(session, "status", ci=False)
+    (s1,) = doc["sessions"]
+    assert s1["ends"].startswith("never on its own") and s1["state"] == "awaiting_input"
+    assert not [a for a in doc["actions"] if a.get("session") == "s-1"]  # not to message itself
