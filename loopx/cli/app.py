@@ -228,8 +228,9 @@ def declared(op: Operation) -> Callable[[Callable[[App, Values], None]], Callabl
 
 
 def _click_params(p: Param) -> list[Callable[..., Any]]:
-    """The click argument or option(s) of a declared parameter (none for lines: stdin)."""
-    if p.kind == "lines":
+    """The click argument or option(s) of a declared parameter (none for lines, stdin, and for
+    env, the shell's environment)."""
+    if p.kind in ("lines", "env"):
         return []
     if p.positional:
         if p.kind == "argv":

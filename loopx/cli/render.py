@@ -72,6 +72,8 @@ def _criterion_note(crit: answers.Criterion) -> str:
         return f"  (evidence is stale{shown}: re-run)"
     if crit.verdict == "fail":
         return f"  (latest evidence {crit.latest} failed)"
+    if crit.open_work:
+        return f"  (passed, work open: {line(', '.join(crit.open_work))})"
     return ""
 
 
@@ -138,6 +140,9 @@ def _sessions(sessions: list[answers.Session], paint: Any) -> list[str]:
                        + elsewhere({"host": s.workspace.host, "path": s.workspace.path}, here))
             out += [f"               {first_line(said)}"] if said else []
             out += [f"               {plural.counted(len(s.inbox), 'unread message')}"] if s.inbox else []
+            out += [f"               completes {line(s.ends)}"] if s.ends and s.keep_open else []
+            out += [f"               also open on goal {line(s.goal or '')}: "
+                    f"{line(', '.join(s.same_goal))}"] if s.same_goal else []
     return out
 
 

@@ -35,9 +35,14 @@ def _op(name: str) -> declare.Operation:
 def session_open(app: App, v: Values) -> None:
     event = app.call(_op("open"), v)
     used = sessions.slots_used(app.ledger, app.actor)
+    others = sessions.others_on_goal(app.ledger, event.data.id)
     app.emit_event(event, f"opened session {event.data.id} "
-                   f"({'kept open' if v.keep_open else 'one-shot'}; {used['used']}/{used['limit']} "
-                   f"slots of {app.actor} in use)")
+                   f"({'kept open: it never completes on its own' if v.keep_open else 'one-shot'}; "
+                   f"{used['used']}/{used['limit']} slots of {app.actor} in use)")
+    if others and not app.json:  # flagged, not refused: status and `session show` say it too
+        terminal.echo(f"note: goal {event.env.goal} already has open session "
+                      f"{', '.join(others)}; to go on with that work, `git loopx session send "
+                      f"{others[0]} MESSAGE` instead", err=True)
 
 
 @session.command("progress")
@@ -156,7 +161,10 @@ def _show_text(view: sessions.SessionShown) -> str:
            + elsewhere({"host": ws.host, "path": ws.path}, readback.local_host()),
            f"  keep open: {'yes' if view.keep_open else 'no (one-shot)'}"
            + (f" - {line(view.keep_open_reason)}" if view.keep_open_reason else "")]
+    out += [f"  ends:      {line(view.ends)}"] if view.ends else []
     out += [f"  goal:      {view.goal}"] if view.goal else []
+    out += [f"  same goal: {line(', '.join(view.same_goal))} also open on it"] if (
+        view.same_goal) else []
     out += [f"  progress:  {line(view.last_progress)}"] if view.last_progress else []
     out += [f"  response:  {line(view.last_response)}"] if view.last_response else []
     out += [f"  inbox:     {len(view.inbox)} unconsumed of "

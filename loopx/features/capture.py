@@ -53,6 +53,18 @@ class CommitInfo:
     subject: str
     todos: list[str]
     goals: list[str]
+    opted_out: bool = False  # `Loopx-Todo: none`: no todo's work, whatever leases are held
+    merge: bool = False  # more than one parent: mostly others' work, brought in
+
+    @property
+    def leased(self) -> bool:
+        """Whether the todos its committer holds may claim it: no trailer names a todo or a
+        goal, it is not opted out and not a merge (docs/hooks.md, "Which todo a commit
+        serves")."""
+        return not (self.todos or self.goals or self.opted_out or self.merge)
+
+
+OPT_OUT = "none"  # `Loopx-Todo: none`: this commit is no todo's work
 
 
 def read_commit(cwd: Any, rev: str = "HEAD") -> CommitInfo:
@@ -60,11 +72,14 @@ def read_commit(cwd: Any, rev: str = "HEAD") -> CommitInfo:
     fmt = _SEP.join([
         "%H", "%T", "%an <%ae>", "%s",
         "%(trailers:key=Loopx-Todo,valueonly,separator=%x2C)",
-        "%(trailers:key=Loopx-Goal,valueonly,separator=%x2C)",
+        "%(trailers:key=Loopx-Goal,valueonly,separator=%x2C)", "%P",
     ])
     text = gateway.out(cwd, "log", "-1", "--no-show-signature", f"--format={fmt}", rev, "--")
-    sha, tree, author, subject, todos, goals = text.split(_SEP)
-    return CommitInfo(sha, tree, author, subject, _ids(todos), _ids(goals))
+    sha, tree, author, subject, todos, goals, parents = text.split(_SEP)
+    named = _ids(todos)
+    opted_out = any(i.lower() == OPT_OUT for i in named)
+    return CommitInfo(sha, tree, author, subject, [i for i in named if i.lower() != OPT_OUT],
+                      _ids(goals), opted_out, len(parents.split()) > 1)
 
 
 def _ids(text: str) -> list[str]:
@@ -88,7 +103,8 @@ def record_commit(*, ledger: Ledger, actor: str, rev: str = "HEAD",
                   branch: Optional[str] = None, amended: Optional[str] = None) -> Recorded:
     """Commit evidence for ``rev``: one per todo named in its trailers, else per todo
     ``actor`` holds a live lease on that was taken on ``branch`` (the branch the commit is
-    on); a Loopx-Goal trailer alone gives goal-level evidence. Never for a closed goal.
+    on), unless it is a merge or says ``Loopx-Todo: none``; a Loopx-Goal trailer alone gives
+    goal-level evidence. Never for a closed goal.
 
     ``amended`` is the commit an amend replaced: what was recorded for it is remapped by
     post-rewrite, so it is not recorded a second time here.
@@ -117,7 +133,7 @@ def _targets(txn: "Txn", info: CommitInfo, actor: str, now: datetime, notes: lis
     fold = txn.fold
     todos = [t for i in info.todos if (t := _resolve(fold.todos, i, "todo", notes))]
     goals = [g for i in info.goals if (g := _resolve(fold.goals, i, "goal", notes))]
-    if not info.todos and not info.goals:  # still held now that we are the one writer?
+    if info.leased:  # still held now that we are the one writer?
         todos = [t for t in held if t in fold.todos and _leased_by(
             {t: fold.todos[t]}, actor, now, branch)]
     todos = [t for t in todos if _open_goal(fold, fold.todos[t].goal, f"todo {t}", notes)]
@@ -265,19 +281,27 @@ class RunOutcome:
     digest: str
     tail: str
 
+    @property
+    def started(self) -> bool:
+        """Whether the command ran at all: 127 (not found) and 126 (not executable) are what
+        a shell, and :func:`run_command` itself, answer for a command that could not start."""
+        return self.exit_code not in (126, 127)
+
 
 def run_command(argv: list[str], *, environ: Mapping[str, str],
                 stdout: IO[bytes], stderr: IO[bytes],
-                cwd: Optional[Path] = None) -> RunOutcome:
+                cwd: Optional[Path] = None,
+                secrets: Optional[Mapping[str, str]] = None) -> RunOutcome:
     """Run ``argv``, streaming its output to ``stdout``/``stderr`` while capturing it.
+    ``secrets`` (value -> name) are redacted besides the secret-looking ``environ`` values.
 
     The digest and tail are of the *redacted* output: the digest is stored in git forever,
     and a digest of the raw output would let anyone holding the rest of the output test
     guesses of a redacted secret offline; it also lets a reader who has the redacted log
     check it.
     """
-    redactor = redact.Redactor(redact.secret_values(environ))
-    command = shlex.join(redact.redact_argv(argv, environ))[:10_000]
+    redactor = redact.Redactor({**redact.secret_values(environ), **(secrets or {})})
+    command = shlex.join(redact.redact_argv(argv, environ, secrets))[:10_000]
     started = time.monotonic()
     spool = _Spool()
     code = _tee(argv, environ, spool, stdout, stderr, cwd)

@@ -51,6 +51,11 @@ def facts(snap: dict[str, Any], *, actor: Optional[str], now: str) -> dict[str, 
         "inboxes": [{"session": s["id"], "task": s["task"], "unread": len(s["inbox"])}
                     for s in snap.get("sessions", [])
                     if actor and s["owner"] == actor and s["state"] != "closed" and s["inbox"]],
+        "sessions": [{"session": s["id"], "task": s["task"], "state": s["state"],
+                      "keep_open": s["keep_open"], "ends": s.get("ends"),
+                      "same_goal": s.get("same_goal", [])}
+                     for s in snap.get("sessions", [])
+                     if actor and s["owner"] == actor and s["state"] != "closed"],
         "stale": of("rerun_evidence"),
         "attention": [{"kind": a["kind"], "reason": a["reason"], "command": a["command"]}
                       for a in actions if a["kind"] in _ATTENTION],
@@ -89,6 +94,13 @@ def markdown(data: dict[str, Any]) -> str:
     out += _section("Your sessions' inboxes", [
         f"- {md(s['session'])} ({md(s['task'])}): {s['unread']} unread — "
         + inert.code(f"git loopx session inbox {s['session']} --ack") for s in data["inboxes"]])
+    out += _section("Your open sessions", [
+        f"- {md(s['session'])} ({md(s['task'])}): {s['state'].replace('_', ' ')}; "
+        + ("kept open, it never completes on its own: "
+           + inert.code(f"git loopx session close {s['session']}") + " when it is done"
+           if s["keep_open"] else "one-shot: it closes when it responds")
+        + (f"; also open on its goal: {md(', '.join(s['same_goal']))}" if s["same_goal"] else "")
+        for s in data["sessions"]])
     out += _section("Stale evidence", [f"- {md(s['reason'])}{_cmd(s)}" for s in data["stale"]])
     return "\n".join(out).rstrip() + "\n"
 

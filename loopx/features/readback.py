@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass, field
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Optional
 
 from loopx.errors import GitError, LoopxError
@@ -63,10 +63,12 @@ def inspect(
     config: Optional[dict[str, str]] = None, ci: bool = True, offline: bool = False,
     reader: Optional[gateway.ObjectReader] = None, ignore: Optional[list[str]] = None,
     ci_criteria: Optional[dict[str, list[str]]] = None,
+    default_scope: Optional[list[str]] = None,
 ) -> Environment:
     """Look at the working tree, the state branch, CI and evidence freshness, right now.
 
-    ``ignore`` is the ledger's ``evidence_ignore``, ``ci_criteria`` its map of CI checks to
+    ``ignore`` is the ledger's ``evidence_ignore``, ``default_scope`` its ``evidence_scope``,
+    ``ci_criteria`` its map of CI checks to
     the criteria they meet (``CHECK -> [GOAL:CRITERION]``).
     """
     config = read_config(repo) if config is None else config
@@ -74,7 +76,7 @@ def inspect(
                       worktree=str(repo.work_tree) if repo.work_tree else None)
     env.head, env.tree = _read_head(repo, env, reader)
     env.state = state_branch(repo, state_ref, remote=config.get("loopx.remote", "origin"))
-    judge = Judge(repo, env, remaps, reader=reader, ignore=ignore)
+    judge = Judge(repo, env, remaps, reader=reader, ignore=ignore, default_scope=default_scope)
     env.evidence = freshness(repo, _evidence_in_play(snapshot), env, remaps, judge=judge)
     env.ci = _ci(repo, env, snapshot, config, enabled=ci, offline=offline)
     env.criteria = criteria(snapshot, env, judge, ci_criteria=ci_criteria)
@@ -310,11 +312,12 @@ def judged_tree(repo: gateway.Repo, env: Environment, scratch: Optional[str] = N
 
 
 def scope(evidence_paths: list[str], criterion_paths: list[str],
-          ignore: list[str]) -> tuple[list[str], list[str]]:
+          ignore: list[str], default: Sequence[str] = ()) -> tuple[list[str], list[str]]:
     """(include, exclude) globs a verdict is judged on: the evidence's own paths, else its
-    criterion's, else the whole tree less the ledger's ``evidence_ignore``."""
+    criterion's, else the ledger's ``evidence_scope`` (``default``; none: the whole tree) less
+    its ``evidence_ignore``."""
     include = list(evidence_paths or criterion_paths)
-    return include, ([] if include else list(ignore))
+    return (include, []) if include else (list(default), list(ignore))
 
 
 @dataclass
@@ -337,9 +340,11 @@ class Judge:
 
     def __init__(self, repo: gateway.Repo, env: Environment, remaps: Mapping[str, str], *,
                  reader: Optional[gateway.ObjectReader] = None,
-                 ignore: Optional[list[str]] = None) -> None:
+                 ignore: Optional[list[str]] = None,
+                 default_scope: Optional[list[str]] = None) -> None:
         self.repo, self.env, self.remaps, self.reader = repo, env, remaps, reader
         self.ignore = list(ignore or [])
+        self.default_scope = list(default_scope or [])
         self._judged: Optional[str] = None
         self._scratch: Optional[str] = None
         self._looked = False
@@ -380,7 +385,8 @@ class Judge:
         """How ``ev`` stands, judged on its scope (or its criterion's)."""
         if ev.get("kind") == "note" or not (ev.get("commit") or ev.get("tree")):
             return Freshness("unbound")
-        include, exclude = scope(ev.get("paths") or [], criterion_paths or [], self.ignore)
+        include, exclude = scope(ev.get("paths") or [], criterion_paths or [], self.ignore,
+                                 self.default_scope)
         commit = follow(self.remaps, ev["commit"]) if ev.get("commit") else None
         found = Freshness("unknown", commit, paths=include, ignored=exclude)
         self.prefetch([ev])
@@ -426,10 +432,11 @@ class Judge:
 def freshness(
     repo: gateway.Repo, evidence: Iterable[dict[str, Any]], env: Environment, remaps: Mapping[str, str],
     *, reader: Optional[gateway.ObjectReader] = None, ignore: Optional[list[str]] = None,
-    judge: Optional[Judge] = None,
+    judge: Optional[Judge] = None, default_scope: Optional[list[str]] = None,
 ) -> dict[str, Freshness]:
     """How each piece of evidence compares with the code being judged, on its own scope."""
-    judge = judge or Judge(repo, env, remaps, reader=reader, ignore=ignore)
+    judge = judge or Judge(repo, env, remaps, reader=reader, ignore=ignore,
+                           default_scope=default_scope)
     items = list(evidence)
     judge.prefetch(items)
     return {e["id"]: judge.evidence(e) for e in items if e.get("kind") != "note"}
@@ -487,7 +494,8 @@ def _judge_latest(crit: dict[str, Any], ev: Optional[dict[str, Any]], judge: Jud
             found["reason"] = "no evidence recorded for it yet"
         return found
     fresh = judge.evidence(ev, criterion_paths=crit.get("paths") or [])
-    found.update(changed=fresh.changed, reason=fresh.reason, evidence_state=fresh.state)
+    found.update(changed=fresh.changed, reason=fresh.reason, evidence_state=fresh.state,
+                 scope=fresh.paths)
     if crit.get("verdict") == "pass":
         found["state"] = "fresh" if fresh.state in ("fresh", "unbound") else fresh.state
     else:

@@ -545,11 +545,12 @@ class Redactor:
         return "".join(self.line(part) for part in text.splitlines(keepends=True))
 
 
-def secret_values(environ: Mapping[str, str]) -> dict[str, str]:
-    """value -> variable name, for the environment variables that look like credentials."""
+def secret_values(environ: Mapping[str, str], *, every: bool = False) -> dict[str, str]:
+    """value -> variable name, for the environment variables that look like credentials
+    (``every``: for all of them, whatever their name; values too short to redact excepted)."""
     found: dict[str, str] = {}
     for name, value in environ.items():
-        if _NOT_SECRET.search(name) or not _SECRET_NAME.search(name):
+        if not every and (_NOT_SECRET.search(name) or not _SECRET_NAME.search(name)):
             continue
         value = value.strip()
         if len(value) >= MIN_SECRET_LEN:
@@ -575,9 +576,11 @@ def scrub_bytes(data: bytes) -> bytes:
     return data if done == text else done.encode("utf-8", "surrogateescape")
 
 
-def redact_argv(argv: Iterable[str], environ: Mapping[str, str] | None = None) -> list[str]:
-    """Each argument redacted (``--password=...``, ``-H 'Authorization: ...'``, tokens)."""
-    redactor = Redactor(secret_values(environ or {}))
+def redact_argv(argv: Iterable[str], environ: Mapping[str, str] | None = None,
+                secrets: Mapping[str, str] | None = None) -> list[str]:
+    """Each argument redacted (``--password=...``, ``-H 'Authorization: ...'``, tokens);
+    ``secrets`` (value -> name) are redacted besides the secret-looking ``environ`` values."""
+    redactor = Redactor({**secret_values(environ or {}), **(secrets or {})})
     result: list[str] = []
     for arg in argv:
         after_option = bool(result) and (_SECRET_OPTION.match(result[-1]) is not None

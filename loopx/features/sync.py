@@ -103,6 +103,7 @@ class _Pushed:
     retryable: bool
     detail: str
     reached: bool = True  # False: git never got an answer from the remote about our ref
+    moved: bool = True  # False: the remote already had our tip (a hook or a plain push sent it)
 
 
 def default_remote(repo: gateway.Repo) -> str:
@@ -204,7 +205,7 @@ def push(*, ledger: Ledger, remote: Optional[str] = None) -> Report:
     if not outcome.ok:
         raise SyncError(f"{report.remote} refused loopx/state: {outcome.detail}; "
                         "run `git loopx sync` to merge its events first")
-    _record_push(ledger.store, report, tip)
+    _record_push(ledger.store, report, tip, moved=outcome.moved)
     report.local_after = tip
     return report
 
@@ -243,7 +244,7 @@ def sync(*, ledger: Ledger, remote: Optional[str] = None,
             return report
         outcome = _push(ledger.store, report, Oid(ours))
         if outcome.ok:
-            _record_push(ledger.store, report, Oid(ours))
+            _record_push(ledger.store, report, Oid(ours), moved=outcome.moved)
             _tidy_inbox(ledger, report, parked)
             report.parked = None
             return report
@@ -290,7 +291,7 @@ def _push_ahead(ledger: Ledger, report: Report) -> Optional[Oid]:
             parked = _park(ledger, report, Oid(ours))
         report.remote_before = report.remote_after = None
         return parked
-    _record_push(store, report, Oid(ours))
+    _record_push(store, report, Oid(ours), moved=outcome.moved)
     report.local_after = ours
     _tidy_inbox(ledger, report, None)
     return None
@@ -319,7 +320,7 @@ def publish(*, ledger: Ledger, build: Callable[[Txn], T], actor: str,
             tip = Oid(proposal.tip() or "")
             outcome = _push(ledger.store, report, tip)
             if outcome.ok:
-                _record_push(ledger.store, report, tip)
+                _record_push(ledger.store, report, tip, moved=outcome.moved)
                 _merge(ledger, report, tip, previous=None, label="proposal")
                 report.local_after = ledger.tip()
                 return result, report
@@ -489,7 +490,7 @@ def _push(store: Store, report: Report, tip: Oid) -> _Pushed:
             continue
         summary = rest.partition("\t")[2]
         if flag in (" ", "*", "="):
-            return _Pushed(True, False, summary)
+            return _Pushed(True, False, summary, moved=flag != "=")
         # [rejected] (fetch first / non-fast-forward): someone pushed first. A remote that
         # could not take its ref lock in time is busy with another push: also worth a retry.
         retry = "[rejected]" in summary or "lock" in summary or "failed to update" in summary
@@ -498,12 +499,14 @@ def _push(store: Store, report: Report, tip: Oid) -> _Pushed:
                    reached=False)
 
 
-def _record_push(store: Store, report: Report, tip: Oid) -> None:
-    """Count what the remote got from us and move our remote-tracking ref along."""
+def _record_push(store: Store, report: Report, tip: Oid, *, moved: bool = True) -> None:
+    """Count what the remote got from us (nothing when it already had ``tip``: not
+    ``moved``) and move our remote-tracking ref along."""
     before = report.remote_after
     start = before or store.hash_tree(b"")
-    # (=, not +=: a tip parked first counted its events already, and they are among these)
-    report.sent = sum(1 for _, _, e in store.added_files(start, tip) if e.path.startswith("events/"))
+    if moved:  # (=, not +=: a tip parked first counted its events already, among these)
+        report.sent = sum(1 for _, _, e in store.added_files(start, tip)
+                          if e.path.startswith("events/"))
     report.pushed, report.remote_after = True, tip
     _accept(store, report, tip, last=before)  # the push fast-forwarded what we last saw
     tracking = tracking_ref(report.ref, report.remote)

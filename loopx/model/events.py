@@ -68,7 +68,7 @@ __all__ = [
 # looked up: a command pays for the models of the events it touches, not the catalogue.
 _CATALOGUE: dict[str, tuple[str, str, int]] = {
     "ledger.initialised": ("ledger_events", "LedgerInitialised", 1),
-    "config.set": ("ledger_events", "ConfigSet", 2),
+    "config.set": ("ledger_events", "ConfigSet", 3),
     "goal.created": ("goal_events", "GoalCreated", 2),
     "goal.updated": ("goal_events", "GoalUpdated", 2),
     "goal.closed": ("goal_events", "GoalClosed", 2),
@@ -77,7 +77,7 @@ _CATALOGUE: dict[str, tuple[str, str, int]] = {
     "todo.claimed": ("todo_events", "TodoClaimed", 3),
     "todo.renewed": ("todo_events", "TodoRenewed", 1),
     "todo.released": ("todo_events", "TodoReleased", 1),
-    "todo.done": ("todo_events", "TodoDone", 3),
+    "todo.done": ("todo_events", "TodoDone", 4),
     "todo.acked": ("todo_events", "TodoAcked", 1),
     "todo.blocked": ("todo_events", "TodoBlocked", 1),
     "todo.reopened": ("todo_events", "TodoReopened", 1),
@@ -155,7 +155,7 @@ def __getattr__(name: str) -> Any:
 # Fields added in a later version of a type ("list[].field": a field of a list's items): an
 # event of an earlier version may not carry them.
 ADDED_IN: dict[str, dict[str, int]] = {
-    "config.set": {"evidence_ignore": 2, "ci_criteria": 2},
+    "config.set": {"evidence_ignore": 2, "ci_criteria": 2, "evidence_scope": 3},
     "goal.created": {"acceptance[].paths": 2},
     "goal.updated": {"revise": 2, "retire": 2, "scope": 2, "add_acceptance[].paths": 2},
     "todo.added": {"priority": 2, "discovered_from": 2},

@@ -14,7 +14,7 @@ from loopx.model.limits import ACTOR_PATTERN, MAX_EXIT, MIN_EXIT, TEXT_MAX
 from loopx.model.paths import TRANSCRIPT_MAX_BYTES
 from loopx.ops import effects, evidence, quotas, sessions, settings, wakes
 from loopx.ops.catalog_plan import ON_GOAL, ON_TODO
-from loopx.ops.declare import EVENT_ID, REFS_MAX, Call, Operation, arg, opt, ref, text
+from loopx.ops.declare import EVENT_ID, REFS_MAX, Call, Operation, Param, arg, opt, ref, text
 
 CRITERIA = ref("criterion", many=True, metavar="ID", help="Acceptance criterion it meets.")
 PATHS = opt("paths", many=True, metavar="GLOB", min_length=1, max_length=1_000,
@@ -58,7 +58,8 @@ def _run(c: Call) -> Any:
         return evidence.run(c.ledger, v.argv, actor=c.who(), kind=v.kind, todo=v.todo,
                             goal=v.goal, criteria=v.criterion, paths=v.paths, summary=v.summary,
                             id=v.id, event_id=v.event_id, now=c.now, environ=c.environ,
-                            cwd=Path(c.cwd) if c.cwd else None, stdout=out, stderr=err)
+                            env=v.env, cwd=Path(c.cwd) if c.cwd else None, stdout=out,
+                            stderr=err)
 
 
 def _ran(result: Any) -> dict[str, Any]:
@@ -115,10 +116,13 @@ EVIDENCE_OPS = [
               "code, duration, HEAD's commit, the tree of the work tree as it was when CMD "
               "started (uncommitted changes included), a sha256 of the output and its last "
               "lines. Secrets (credential-like environment values, token shapes) are redacted "
-              "before anything is written.", tool="evidence_run", run=_run, batch=False,
+              "before anything is written. A command that could not start (not found, not "
+              "executable: exit 127 or 126, from a shell too) is no evidence: nothing is "
+              "recorded and run exits 1.", tool="evidence_run", run=_run, batch=False,
               writes=True, shape=_ran, agent_note=(
                   "Answers {exit_code, duration_s, output_tail, event, error}; the output is "
-                  "not streamed, only its tail and digest are kept."), params=(
+                  "not streamed, only its tail and digest are kept. It runs with the server's "
+                  "environment plus `env`."), params=(
         FOR_TODO, FOR_GOAL, CRITERIA,
         opt("kind", "choice", choices=("test", "ci", "review", "receipt", "note"),
             default="test", show_default=True, help="What it is."),
@@ -127,6 +131,10 @@ EVIDENCE_OPS = [
         PATHS,
         ref("id", dest="ev_id", help="Evidence id to use (default: a generated e-xxxxxx)."),
         EVENT_ID,
+        Param("env", "env", max_length=10_000, max_items=100, help=(
+            "Variables to set for the command, on top of the server's environment (e.g. "
+            "PYTHONPATH your shell sets); never recorded, their values redacted from the "
+            "command and output. (The command line runs with the shell's environment.)")),
         arg("argv", "argv", metavar="-- CMD [ARG]...", max_length=10_000, max_items=500,
             help="The command and its arguments (no shell)."))),
     Operation("rerun", "Run again the recorded commands of evidence that went stale or "
@@ -409,6 +417,8 @@ def _config_set(c: Call) -> Any:
         raise ArgumentError(f"--ci-criterion: {exc}") from None
     if v.evidence_ignore and v.no_evidence_ignore:
         raise ArgumentError("give --evidence-ignore or --no-evidence-ignore, not both")
+    if v.evidence_scope and v.no_evidence_scope:
+        raise ArgumentError("give --evidence-scope or --no-evidence-scope, not both")
     signers = _decoded(v.allowed_signers)
     return c.write(lambda txn: settings.set_(
         txn, roles=roles, lease_ttl=v.lease_ttl, session_slots=v.session_slots,
@@ -417,6 +427,7 @@ def _config_set(c: Call) -> Any:
         if v.signed_answers else None,
         allowed_signers=signers,
         evidence_ignore=[] if v.no_evidence_ignore else (list(v.evidence_ignore) or None),
+        evidence_scope=[] if v.no_evidence_scope else (list(v.evidence_scope) or None),
         ci_criteria=ci_map))
 
 
@@ -457,6 +468,12 @@ SETTINGS_OPS = [
             help=("Paths whose changes leave evidence fresh unless it (or its criterion) names "
                   "its own paths, e.g. 'docs/**' (repeatable; replaces the list).")),
         opt("no_evidence_ignore", "bool", dest="no_ignore", help="Clear the evidence ignore list."),
+        opt("evidence_scope", many=True, dest="scope", metavar="GLOB", max_items=REFS_MAX,
+            help=("The repository's default evidence scope: the paths evidence is judged on "
+                  "when neither it nor its criterion names its own, e.g. 'src/**' (repeatable; "
+                  "replaces the list). Default: the whole tree.")),
+        opt("no_evidence_scope", "bool", dest="no_scope",
+            help="Judge unscoped evidence on the whole tree again."),
         opt("ci_criterion", many=True, dest="ci_specs", metavar="CHECK=GOAL:CRITERION",
             max_items=REFS_MAX, help=(
                 "A CI check whose result meets (or un-meets) a criterion (repeatable; CHECK= "

@@ -43,7 +43,10 @@ T = TypeVar("T")
 #   event_id           a ULID (--event-id): a retried write is recorded once
 #   lines              command lines (a batch's): JSON lines on stdin, a list of lists in MCP
 KINDS = ("text", "int", "float", "bool", "duration", "choice", "switch", "pair", "file", "argv",
-         "event_id", "lines")
+         "event_id", "lines", "env")
+# ``lines`` are stdin on the command line; ``env`` (NAME to value) is the shell's own environment
+# there: both are parameters of MCP and the library, with no click parameter.
+NO_FLAGS = ("lines", "env")
 
 
 @dataclass(frozen=True)
@@ -86,7 +89,7 @@ class Param:
     @property
     def flags(self) -> tuple[str, ...]:
         """Every spelling of it on a command line."""
-        if self.positional or self.kind == "lines":
+        if self.positional or self.kind in NO_FLAGS:
             return ()
         if self.kind == "switch":
             return tuple(f for f, _, _ in self.switches)
@@ -108,6 +111,7 @@ def opt(name: str, kind: str = "text", **kw: Any) -> Param:
     return Param(name, kind, **kw)
 
 
+ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]{0,127}$"  # an environment variable's name
 REFS_MAX = 200  # ids one argument may list (an event's lists are capped there too)
 
 
@@ -372,8 +376,8 @@ def model(op: Operation) -> Any:
             fields[p.name] = (kind, Field(**extra))
         elif p.kind == "bool":
             fields[p.name] = (bool, Field(default=default, **extra))
-        elif isinstance(default, list):
-            fields[p.name] = (kind, Field(default_factory=list, **extra))
+        elif isinstance(default, (list, dict)):
+            fields[p.name] = (kind, Field(default_factory=type(default), **extra))
         else:
             fields[p.name] = (Optional[kind], Field(default=default, **extra))
     name = "".join(w.capitalize() for w in op.name.replace("-", " ").split()) + "Args"
@@ -381,6 +385,8 @@ def model(op: Operation) -> Any:
 
 
 def _default(p: Param) -> Any:
+    if p.kind == "env":
+        return {}
     if p.many or p.kind in ("argv", "lines"):
         return []
     if p.kind == "bool":
@@ -409,6 +415,10 @@ def _annotation(p: Param) -> Any:
     elif p.kind == "lines":
         scalar = Annotated[list[Annotated[str, Field(max_length=TEXT_MAX)]], Field(
             min_length=1, max_length=500)]
+    elif p.kind == "env":
+        return Annotated[dict[Annotated[str, Field(pattern=ENV_NAME)],
+                              Annotated[str, Field(max_length=p.max_length)]],
+                         Field(max_length=p.max_items)]
     elif p.kind == "event_id":
         from loopx.model.ids import ULID_RE
 

@@ -106,12 +106,17 @@ def run(ledger: Ledger, argv: Sequence[str], *, actor: str, kind: str = "test",
         paths: Sequence[str] = (), summary: Optional[str] = None, id: Optional[str] = None,
         event_id: Optional[str] = None, now: Optional[datetime] = None,
         cwd: Optional[Path] = None, environ: Optional[Mapping[str, str]] = None,
+        env: Optional[Mapping[str, str]] = None,
         stdout: Optional[IO[bytes]] = None, stderr: Optional[IO[bytes]] = None) -> RunResult:
     """Run ``argv`` in ``cwd`` (default: here; output streamed to ``stdout``/``stderr``) and
     record it as evidence bound to the work tree as it was when the command started.
 
-    Without ``todo`` or ``goal`` the evidence goes to the one todo ``actor`` holds, if any.
-    Secrets are redacted before anything is written.
+    The command runs with ``environ`` (default: this process's environment) plus ``env``;
+    nothing of ``env`` is recorded, and its values are redacted wherever they show (command,
+    output, summary) whatever their names. Without ``todo`` or ``goal`` the evidence goes to
+    the one todo ``actor`` holds, if any. Secrets are redacted before anything is written.
+    A command that could not start (exit 127 or 126: not found, not executable) is no
+    evidence: a :class:`UsageError`, nothing recorded.
     """
     ledger.require()
     fold = ledger.fold()  # unknown ids fail now, not after a long run
@@ -121,12 +126,17 @@ def run(ledger: Ledger, argv: Sequence[str], *, actor: str, kind: str = "test",
         held = held_by(ledger, actor, now=now)
         todo = held[0] if len(held) == 1 else None
     bound = binding(ledger)  # before the command runs: it may change the work tree
-    environ = os.environ if environ is None else environ
+    environ = {**(os.environ if environ is None else environ), **(env or {})}
+    passed = redact.secret_values(env or {}, every=True)
     where = _relative(ledger.repo, cwd or Path.cwd())
     outcome = capture.run_command(list(argv), environ=environ, cwd=cwd,
                                   stdout=stdout or sys.stdout.buffer,
-                                  stderr=stderr or sys.stderr.buffer)
-    text = redact.redact(summary, environ) if summary else capture.run_summary(outcome)
+                                  stderr=stderr or sys.stderr.buffer, secrets=passed)
+    if not outcome.started:
+        raise UsageError(f"`{outcome.command}` could not start ({_why_not_started(outcome)}); "
+                         "nothing recorded")
+    text = (redact.Redactor({**redact.secret_values(environ), **passed}).text(summary)
+            if summary else capture.run_summary(outcome))
 
     def build(txn: Txn) -> Event[EvidenceRecorded]:
         return add(txn, kind, bound=bound, todo=todo, goal=goal, criteria=criteria,
@@ -142,6 +152,13 @@ def run(ledger: Ledger, argv: Sequence[str], *, actor: str, kind: str = "test",
             raise
         return RunResult(outcome, None, exc)
     return RunResult(outcome, event)
+
+
+def _why_not_started(outcome: capture.RunOutcome) -> str:
+    """The exit code and the last line the command (or the shell that ran it) printed."""
+    lines = [line.strip() for line in outcome.tail.splitlines() if line.strip()]
+    last = lines[-1].removeprefix("loopx run: ")[:200] if lines else ""
+    return f"exit {outcome.exit_code}" + (f": {last}" if last else "")
 
 
 def _relative(repo: gateway.Repo, where: Path) -> Optional[str]:
@@ -176,7 +193,8 @@ def listing(ledger: Ledger, *, todo: Optional[str] = None, goal: Optional[str] =
         items = [e for e in items if e["goal"] and e["goal"].startswith(goal)]
     found = readback.freshness(ledger.repo, items, readback.look(ledger.repo, ledger.store.reader),
                                fold.remaps, reader=ledger.store.reader,
-                               ignore=fold.config.get("evidence_ignore")) if judged else {}
+                               ignore=fold.config.get("evidence_ignore"),
+                               default_scope=fold.config.get("evidence_scope")) if judged else {}
     for item in items:
         item["current_commit"] = readback.follow(fold.remaps, item["commit"]) if (
             item["commit"]) else None
@@ -233,10 +251,11 @@ def _recorded(ledger: Ledger, ev_id: str, at: str) -> Optional[Event[Any]]:
 
 def judge(ledger: Ledger, fold: entities.Fold) -> readback.Judge:
     """A judge of evidence against the code as it is now (HEAD, or the work tree when it has
-    changes), with the ledger's ``evidence_ignore``."""
+    changes), with the ledger's ``evidence_ignore`` and ``evidence_scope``."""
     env = readback.look(ledger.repo, ledger.store.reader)
     return readback.Judge(ledger.repo, env, fold.remaps, reader=ledger.store.reader,
-                          ignore=fold.config.get("evidence_ignore"))
+                          ignore=fold.config.get("evidence_ignore"),
+                          default_scope=fold.config.get("evidence_scope"))
 
 
 def stale_note(fresh: readback.Freshness) -> str:
@@ -300,10 +319,13 @@ def rerun(ledger: Ledger, *, actor: str, stale_only: bool = False, todo: Optiona
         _prepare(ledger.repo, item, environ)
         if dry_run or item.skipped:
             continue
-        item.result = run(ledger, item.argv, actor=actor, kind=item.kind, todo=item.todo,
-                          goal=None if item.todo else item.goal, criteria=item.criteria,
-                          paths=item.paths, now=now, environ=environ, stdout=stdout,
-                          stderr=stderr, cwd=_cwd(ledger.repo, item.cwd))
+        try:
+            item.result = run(ledger, item.argv, actor=actor, kind=item.kind, todo=item.todo,
+                              goal=None if item.todo else item.goal, criteria=item.criteria,
+                              paths=item.paths, now=now, environ=environ, stdout=stdout,
+                              stderr=stderr, cwd=_cwd(ledger.repo, item.cwd))
+        except UsageError as exc:  # it could not start here: no evidence, say why
+            item.skipped = str(exc)
     return plan
 
 

@@ -118,8 +118,8 @@ def _post_commit_of(hook: Hook, found: "_Found", branch: Optional[str],
     # Work on a held lease is recorded off git's path; a commit that names todos or goals
     # (trailers) in the foreground, so that a wrong id is reported at once.
     queue_it = not _config_false(hook.cwd, "loopx.hooks.background")
-    if not info.todos and not info.goals and held == []:  # nothing to record, known without
-        if queue_it:                                      # loading the event model
+    if not info.todos and not info.goals and (held == [] or not info.leased):  # nothing to
+        if queue_it:                           # record, known without loading the model
             _drain_in_background(hook, found.loopx_dir)  # what a dead drainer left
             return doubt
         return doubt + _apply_spooled(hook, found)

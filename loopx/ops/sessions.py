@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Optional
 
-from loopx.errors import NotFound
+from loopx.errors import NotFound, TransitionError
 from loopx.features import readback, transcripts
 from loopx.ledger.book import Ledger
 from loopx.ledger.draft import Draft
-from loopx.model import clock, typed
+from loopx.model import clock, plural, typed
 from loopx.model.ids import new_short_id
 from loopx.model.paths import TRANSCRIPT_MAX_BYTES, transcript_chunk_path
 from loopx.ops import lookup
@@ -168,8 +168,15 @@ def progress(txn: Txn, session: str, message: str, *, event_id: Optional[str] = 
 
 def respond(txn: Txn, session: str, response: str, *, event_id: Optional[str] = None) -> Event[SessionResponded]:
     """Finish a turn. A kept-open session now awaits input; a one-shot session has given its
-    one result and is closed as done in the same commit."""
+    one result and is closed as done in the same commit. Refused while a correction waits
+    unread in its inbox: the response would ignore it."""
     found = transcripts.get(txn.fold, session)
+    corrections = [m for m in views.unread(found) if m["kind"] == "correction"]
+    if corrections and txn.actor == found.owner:  # anyone else is refused as not the owner
+        raise TransitionError(
+            f"session {found.id} has {plural.counted(len(corrections), 'unread correction')} "
+            f"(the latest from {corrections[-1]['from']}): read them first "
+            f"(git loopx session inbox {found.id} --ack), then respond")
     event = txn.add(Draft("session.responded", {"id": found.id, "response": response},
                           found.goal, event_id))
     if not found.keep_open and found.state != "closed":
@@ -286,13 +293,20 @@ def inbox(ledger: Ledger, session: str) -> list[answers.Message]:
 def show(ledger: Ledger, session: str, *, now: Optional[datetime] = None) -> SessionShown:
     """One session: state, owner, workspace, last response, inbox, every message, checkpoints."""
     ledger.require()
-    found, moment = transcripts.get(ledger.fold(), session), now or ledger.time()
+    fold = ledger.fold()
+    found, moment = transcripts.get(fold, session), now or ledger.time()
     seen = ledger.first_seen([found.active_event], moment) if found.active_event else None
-    view = views.session_view(found, moment, seen)
+    view = views.session_view(found, moment, seen, also=views.same_goal(fold).get(found.id, []))
     view["messages"] = list(found.messages)
     view["checkpoints"] = [{k: v for k, v in c.items() if k != "chunks"}
                            | {"chunks": len(c["chunks"])} for c in found.checkpoints]
     return typed.build(SessionShown, view)
+
+
+def others_on_goal(ledger: Ledger, session: str) -> list[str]:
+    """The other open sessions on ``session``'s goal (a second session on one goal is flagged:
+    the first was probably meant to be followed up with `session send`)."""
+    return views.same_goal(ledger.fold()).get(session, [])
 
 
 def transcript(ledger: Ledger, session: str, number: Optional[int] = None) -> bytes:

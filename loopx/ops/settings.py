@@ -31,13 +31,16 @@ def set_(txn: Txn, *, roles: Optional[Mapping[str, Sequence[str]]] = None,
          signed_answers: Union[str, Sequence[str], None] = None,
          allowed_signers: Optional[str] = None,
          evidence_ignore: Optional[Sequence[str]] = None,
+         evidence_scope: Optional[Sequence[str]] = None,
          ci_criteria: Optional[Mapping[str, Sequence[str]]] = None,
          event_id: Optional[str] = None) -> Event[ConfigSet]:
     """Change ledger settings. ``roles`` maps a role to who holds it (replacing that role's
     members, other roles kept); durations are seconds; ``signed_answers`` is ``all``, ``off``
     or gate ids; ``allowed_signers`` is the text of an ssh allowed_signers file;
     ``evidence_ignore`` replaces the globs whose changes leave unscoped evidence fresh ([]
-    clears it); ``ci_criteria`` maps a CI check to the criteria (``GOAL:CRITERION``) its result
+    clears it); ``evidence_scope`` replaces the repository's default scope, the globs
+    evidence is judged on when neither it nor its criterion names paths ([]: the whole tree
+    again); ``ci_criteria`` maps a CI check to the criteria (``GOAL:CRITERION``) its result
     meets, replacing that check's (an empty list removes it, other checks kept)."""
     data: dict[str, Any] = {}
     if roles:
@@ -56,11 +59,13 @@ def set_(txn: Txn, *, roles: Optional[Mapping[str, Sequence[str]]] = None,
         data["allowed_signers"] = allowed_signers
     if evidence_ignore is not None:
         data["evidence_ignore"] = list(evidence_ignore)
+    if evidence_scope is not None:
+        data["evidence_scope"] = list(evidence_scope)
     if ci_criteria:
         data["ci_criteria"] = _ci_criteria(txn.fold, ci_criteria)
     if not data:
         raise UsageError("nothing to set: give roles, a lease length, session limits, "
-                         "signing rules, evidence_ignore or CI criteria")
+                         "signing rules, evidence_ignore, evidence_scope or CI criteria")
     return txn.add(Draft("config.set", data, None, event_id))
 
 
@@ -221,4 +226,4 @@ def effective(ledger: Ledger) -> Settings:
     return typed.build(Settings, {
         "roles": {}, "lease_ttl_seconds": entities.DEFAULT_LEASE_TTL_S,
         "session_slots": entities.DEFAULT_SESSION_SLOTS, "signed_answers": "off",
-        "evidence_ignore": [], "ci_criteria": {}, **ledger.fold().config})
+        "evidence_ignore": [], "evidence_scope": [], "ci_criteria": {}, **ledger.fold().config})

@@ -63,6 +63,7 @@ def _document(ledger: Ledger, *, actor: Optional[str], goal: Optional[str], ci: 
     env = readback.inspect(ledger.repo, state_ref=ledger.ref, snapshot=snap, remaps=fold.remaps,
                            ci=ci, offline=offline, reader=ledger.store.reader,
                            ignore=fold.config.get("evidence_ignore"),
+                           default_scope=fold.config.get("evidence_scope"),
                            ci_criteria=fold.config.get("ci_criteria")).as_dict()
     decide.annotate(snap, env)
     snap["environment"] = env

@@ -26,7 +26,7 @@ Verdict = Literal["pass", "fail"]
 # checks the two agree).
 ActionKind = Literal[
     "repair", "finish_operation", "stop_quota", "read_back_effect", "replan", "release_lease",
-    "renew_lease", "session_waiting", "answer_gate", "sync", "fix_ci", "record_ci",
+    "renew_lease", "session_waiting", "read_inbox", "answer_gate", "sync", "fix_ci", "record_ci",
     "rerun_evidence", "close_goal", "wake_due", "continue", "work", "wait_ci", "wait_gate",
     "wait_lease", "notice",
 ]

@@ -231,10 +231,9 @@ def _check_todo_done(fold: Fold, event: Event) -> Optional[str]:
     why = _past_gates(fold, event, todo, "finishing")
     if why:
         return why
-    failing = [e for e in data.evidence if e in fold.evidence and not views.passing(fold.evidence[e])]
-    if failing:
-        return (f"evidence {', '.join(failing)} does not pass (failed, or only a note); "
-                "cite passing evidence, or block the todo instead")
+    why = views.cited_problem(fold, todo, data.evidence, beaten=event.env.v >= 4)  # v3: any pass
+    if why:
+        return why
     why = _unknown(fold.evidence, data.evidence, "evidence")
     if why or event.env.v < 2 or data.reason:
         return why

@@ -23,7 +23,7 @@ Action = dict[str, Any]
 # kind -> priority (lower first). Problems before risky retries before leases before work.
 PRIORITY = {
     "repair": 10, "finish_operation": 12, "stop_quota": 15, "read_back_effect": 20,
-    "replan": 25, "release_lease": 30, "renew_lease": 32, "session_waiting": 35,
+    "replan": 25, "release_lease": 30, "renew_lease": 32, "read_inbox": 34, "session_waiting": 35,
     "answer_gate": 40, "sync": 45, "fix_ci": 48, "record_ci": 49, "rerun_evidence": 50,
     "close_goal": 55,
     "wake_due": 60, "continue": 65, "work": 70, "wait_ci": 80, "wait_gate": 85,
@@ -84,8 +84,10 @@ def _annotate_criterion(crit: dict[str, Any], judged: Optional[dict[str, Any]]) 
     else:
         crit["freshness"], crit["changed"] = judged["state"], list(judged.get("changed") or [])
         crit["why"] = judged.get("reason")
+        if "scope" in judged:  # judged on the evidence's own paths, the criterion's, the default
+            crit["scope"] = list(judged["scope"])
         if judged.get("source") == "ci":
-            crit["met"] = judged["verdict"] == "pass"
+            crit["met"] = judged["verdict"] == "pass" and not crit.get("open_work")
             crit["ci"] = {"verdict": judged["verdict"], "checks": judged.get("checks", []),
                           "recorded": False}
     crit["needs_rerun"] = crit["freshness"] in ("stale", "unknown")
@@ -226,20 +228,38 @@ def _leases(ctx: _Ctx) -> Iterable[Action]:
 
 
 def _sessions(ctx: _Ctx) -> Iterable[Action]:
+    """The owner of an open session reads its inbox; anyone else answers one awaiting input
+    (never its owner: it is the one waiting)."""
     host = ctx.env.get("host")
     for session in ctx.snap.get("sessions", []):
-        if session.get("state") != "awaiting_input":
+        owner = session.get("owner")
+        if owner == ctx.actor and session.get("state") != "closed" and session.get("inbox"):
+            yield _read_inbox(session)
+        if session.get("state") != "awaiting_input" or owner == ctx.actor:
             continue
         reason = f"session {session['id']} ({session.get('task') or 'no task'}) is waiting for your instruction"
         where = (session.get("workspace") or {}).get("host")
         if where and host and where != host:
             reason += f"; it runs on {where}, not here, and cannot be re-attached from this host"
-        owner = session.get("owner")
-        if owner and owner != ctx.actor:
+        if owner:
             reason += f" (it belongs to {owner})"
         yield _action("session_waiting", reason,
                       f"git loopx session send {session['id']} MESSAGE", session=session["id"],
                       todo=session.get("todo"), goal=session.get("goal"))
+
+
+def _read_inbox(session: dict[str, Any]) -> Action:
+    inbox = session["inbox"]
+    kinds = {m.get("kind") for m in inbox}
+    what = "corrections" if kinds == {"correction"} else (
+        "follow-ups" if kinds == {"follow_up"} else "messages")
+    count = plural.counted(len(inbox), what[:-1], what)
+    latest = inbox[-1]
+    return _action("read_inbox", f"your session {session['id']} "
+                   f"({session.get('task') or 'no task'}) has {count} unread (the latest from "
+                   f"{latest.get('from')}): read them before you go on",
+                   f"git loopx session inbox {session['id']} --ack", session=session["id"],
+                   todo=session.get("todo"), goal=session.get("goal"))
 
 
 def _gates(ctx: _Ctx) -> Iterable[Action]:
@@ -362,12 +382,21 @@ def _criterion_action(goal: dict[str, Any], crit: dict[str, Any]) -> Optional[Ac
         why = _listed(crit.get("changed") or [], "in its scope changed since") if (
             state == "stale") else (crit.get("why") or "it cannot be compared here")
         return _action("rerun_evidence", f"{where} is met only by {state} evidence "
-                       f"{latest}: {why}; re-run it", rerun, goal=goal["id"], evidence=latest)
+                       f"{latest}: {why}; re-run it{_whole_tree(crit, state)}", rerun,
+                       goal=goal["id"], evidence=latest)
     if state == "unmet" and crit.get("verdict") == "fail":
         why = crit.get("why") or f"{latest} failed"
         return _action("rerun_evidence", f"{where} is not met: {why}; fix it, then re-run",
                        rerun, goal=goal["id"], evidence=latest)
     return None
+
+
+def _whole_tree(crit: dict[str, Any], state: str) -> str:
+    """For evidence judged on the whole tree, how to stop unrelated changes making it stale."""
+    if state != "stale" or crit.get("scope", ["?"]):
+        return ""
+    return (" (it is judged on the whole tree, so any change makes it stale: scope it with "
+            "run --paths GLOB, goal update --scope ID GLOB or config set --evidence-scope GLOB)")
 
 
 def _are(count: int) -> str:

@@ -64,6 +64,9 @@ def _config(d: Any) -> str:
         )
     if d.evidence_ignore is not None:
         parts.append("evidence ignores " + (", ".join(d.evidence_ignore) or "nothing"))
+    if d.evidence_scope is not None:
+        parts.append("evidence is judged on " + (", ".join(d.evidence_scope) or "the whole tree")
+                     + " by default")
     if d.ci_criteria is not None:
         parts.append("CI checks meet " + ("; ".join(
             f"{check} -> {', '.join(crits)}" for check, crits in sorted(d.ci_criteria.items()))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import datetime, timedelta
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Optional
 
 from loopx.errors import Ambiguous, NotFound
@@ -130,25 +130,34 @@ def ancestors(fold: Fold, todo_id: str) -> set[str]:
 
 
 def not_ready(fold: Fold, todo: Todo) -> Optional[str]:
+    """Why an open todo cannot be started (every blocker, ``; ``-separated), None when it can."""
+    return "; ".join(blockers(fold, todo)) or None
+
+
+def blockers(fold: Fold, todo: Todo) -> list[str]:
+    """Everything an open todo waits for: its goal when not active, else each dependency not
+    done and each gate not approved, in the order they were given."""
     goal = fold.goals.get(todo.goal)
     if goal is None:  # only in a status-only partial fold, where closed goals are left out
-        return f"goal {todo.goal} is closed"
+        return [f"goal {todo.goal} is closed"]
     if goal.state != "active":
-        return f"goal {goal.id} is {goal.state}"
+        return [f"goal {goal.id} is {goal.state}"]
+    found = []
     for dep in todo.depends_on:
         state = fold.todos[dep].state
         if state != "done":
-            return f"waits for todo {dep}" + ("" if state == "open" else f" ({state})")
+            found.append(f"waits for todo {dep}" + ("" if state == "open" else f" ({state})"))
     for gate_id in todo.gates:
         gate = fold.gates[gate_id]
         if gate.state == "open":
-            return f"waits for gate {gate_id} (asks {', '.join(gate.authority)})"
-        if gate.state == "answered" and gate.decision == "reject":
-            return f"gate {gate_id} was rejected by {gate.answered_by}"
-        if gate.state == "conflicted":
-            return (f"gate {gate_id} has decisions that did not see each other "
-                    f"({conflict_summary(gate)}); {', '.join(gate.authority)} must decide again")
-    return None
+            found.append(f"waits for gate {gate_id} (asks {', '.join(gate.authority)})")
+        elif gate.state == "answered" and gate.decision == "reject":
+            found.append(f"gate {gate_id} was rejected by {gate.answered_by}")
+        elif gate.state == "conflicted":
+            found.append(f"gate {gate_id} has decisions that did not see each other "
+                         f"({conflict_summary(gate)}); {', '.join(gate.authority)} must decide "
+                         "again")
+    return found
 
 
 def conflict_summary(gate: Gate) -> str:
@@ -160,6 +169,34 @@ def session_slots(fold: Fold) -> int:
     """How many sessions one owner may hold open (ledger config ``session_slots``)."""
     return int(fold.config.get("session_slots") or DEFAULT_SESSION_SLOTS)
 
+
+
+KEPT_OPEN = "never on its own: it is kept open until `git loopx session close {id}` or the reaper"
+ONE_SHOT = "when it responds (one-shot)"
+
+
+def ends(session: Session) -> Optional[str]:
+    """How an open session ends: a kept-open one never completes on its own."""
+    if session.state == "closed":
+        return None
+    return KEPT_OPEN.format(id=session.id) if session.keep_open else ONE_SHOT
+
+
+def unread(session: Session) -> list[dict[str, Any]]:
+    """The messages in ``session``'s inbox: sent and not acknowledged, oldest first."""
+    acked = set(session.acked)
+    return [m for m in session.messages if m["event"] not in acked]
+
+
+def same_goal(fold: Fold) -> dict[str, list[str]]:
+    """Open session id -> the other open sessions on its goal (opened earlier or later): two
+    sessions on one goal are worth a look (one was probably meant to be followed up)."""
+    by_goal: dict[str, list[str]] = {}
+    for s in sorted(fold.sessions.values(), key=lambda s: (s.clock, s.id)):
+        if s.state != "closed" and s.goal:
+            by_goal.setdefault(s.goal, []).append(s.id)
+    return {sid: [o for o in ids if o != sid] for ids in by_goal.values() if len(ids) > 1
+            for sid in ids}
 
 
 def interjection_kind(session: Session) -> str:
@@ -237,6 +274,38 @@ def done_evidence(fold: Fold, todo: Todo, cited: list[str]) -> tuple[list[str], 
     return latest, None
 
 
+def cited_problem(fold: Fold, todo: Todo, cited: list[str], *, beaten: bool) -> Optional[str]:
+    """Why the evidence cited to finish ``todo`` does not show it done: some of it does not
+    pass, or (``beaten``: todo.done from version 4) a pass was followed by a failure of the
+    same todo on the same code. None when it may be cited."""
+    failing = [e for e in cited if e in fold.evidence and not passing(fold.evidence[e])]
+    if failing:
+        return (f"evidence {', '.join(failing)} does not pass (failed, or only a note); "
+                "cite passing evidence, or block the todo instead")
+    for ev_id in cited if beaten else ():
+        failed = newer_failure(fold, todo, ev_id)
+        if failed:
+            return (f"evidence {ev_id} passed, but {failed} failed later on the same code for "
+                    f"todo {todo.id}: the latest verdict wins; fix it and run again")
+    return None
+
+
+def newer_failure(fold: Fold, todo: Todo, ev_id: str) -> Optional[str]:
+    """A failing verdict recorded for ``todo`` after its evidence ``ev_id``, on the same tree:
+    the latest verdict on that code, which a pass cited explicitly does not beat (None when
+    there is none, or ``ev_id`` is not the todo's own evidence bound to a tree)."""
+    ev = fold.evidence.get(ev_id)
+    if ev is None or ev.tree is None or ev_id not in todo.evidence:
+        return None
+    after = todo.evidence[todo.evidence.index(ev_id) + 1:]
+    newest = None
+    for later in after:
+        other = fold.evidence.get(later)
+        if other is not None and other.tree == ev.tree and verdict(other) is not None:
+            newest = later if verdict(other) is False else None  # a newer pass settles it
+    return newest
+
+
 def latest_verdict(fold: Fold, todo: Todo) -> list[str]:
     """The newest evidence recorded for ``todo`` that passed or failed ([] when none has)."""
     for ev_id in reversed(todo.evidence):
@@ -297,12 +366,14 @@ def todo_view(fold: Fold, todo: Todo, now: datetime, seen: Optional[Seen] = None
     until = clk.format_ts(end) if end is not None else None
     state = "claimed" if (todo.state == "open" and live) else todo.state
     why: Optional[str] = None
+    waits: list[str] = []
     if todo.state != "open":
         why = todo.state + (f": {todo.reason}" if todo.state == "blocked" and todo.reason else "")
     elif live:
         why = f"claimed by {todo.holder} until {until}"
     else:
-        why = not_ready(fold, todo)
+        waits = blockers(fold, todo)
+        why = "; ".join(waits) or None
     return {
         "id": todo.id, "goal": todo.goal, "title": todo.title, "state": state,
         "depends_on": list(todo.depends_on), "gates": list(todo.gates),
@@ -311,7 +382,8 @@ def todo_view(fold: Fold, todo: Todo, now: datetime, seen: Optional[Seen] = None
         "expired_claim_by": todo.holder if (todo.holder and not live) else None,
         "contested_by": list(todo.contested_by),
         "decisions_since_claim": list(todo.decisions_since_claim) if live else [],
-        "ready": why is None, "why_not_ready": why, "evidence": list(todo.evidence),
+        "ready": why is None, "why_not_ready": why, "blockers": waits,
+        "evidence": list(todo.evidence),
         "no_evidence_reason": todo.no_evidence_reason,
         "priority": todo.priority, "discovered_from": todo.discovered_from,
     }
@@ -334,6 +406,7 @@ def snapshot(fold: Fold, now: datetime, seen: Optional[Seen] = None) -> dict[str
     ``seen``: when this clone first saw the events of :func:`timed_events`."""
     todos = [todo_view(fold, t, now, seen)
              for t in sorted(fold.todos.values(), key=lambda t: (t.clock, t.id))]
+    shared = same_goal(fold)
     return {
         "ledger": {"name": fold.name, "events": fold.events, "clock": fold.max_clock,
                    "clocks_ahead": clocks_ahead(fold, now)},
@@ -349,7 +422,7 @@ def snapshot(fold: Fold, now: datetime, seen: Optional[Seen] = None) -> dict[str
                      for p in fold.problems],
         "unknown_events": list(fold.unknown),
         "notes": fold.notes,
-        "sessions": [session_view(s, now, seen) for s in
+        "sessions": [session_view(s, now, seen, also=shared.get(s.id, [])) for s in
                      sorted(fold.sessions.values(), key=lambda s: (s.clock, s.id))],
     }
 
@@ -364,23 +437,25 @@ def wake_view(wake: Wake, seen: Optional[Seen] = None) -> dict[str, Any]:
     return view
 
 
-def session_view(session: Session, now: datetime, seen: Optional[Seen] = None) -> dict[str, Any]:
-    """One session as ``status --format json`` shows it (documented in docs/sessions.md)."""
+def session_view(session: Session, now: datetime, seen: Optional[Seen] = None, *,
+                 also: Sequence[str] = ()) -> dict[str, Any]:
+    """One session as ``status --format json`` shows it (documented in docs/sessions.md);
+    ``also``: the other open sessions on its goal."""
     idle = None
     if session.state != "closed":
         idle = max(0, int((now - idle_since(session, seen)).total_seconds()))
-    acked = set(session.acked)
     return {
         "id": session.id, "state": session.state, "owner": session.owner, "task": session.task,
         "goal": session.goal, "todo": session.todo,
         "workspace": {"host": session.host, "path": session.path},
         "idle_seconds": idle,
         "inbox": [{k: m[k] for k in ("event", "seq", "from", "at", "kind", "message")}
-                  for m in session.messages if m["event"] not in acked],
+                  for m in unread(session)],
         "keep_open": session.keep_open, "keep_open_reason": session.keep_open_reason,
         "closed_reason": session.closed_reason, "last_response": session.last_response,
         "last_progress": session.last_progress, "opened_at": session.opened_at,
         "checkpoints": len(session.checkpoints),
+        "ends": ends(session), "same_goal": list(also),
     }
 
 
@@ -393,10 +468,18 @@ def _goal_view(fold: Fold, goal: Goal) -> dict[str, Any]:
     }
 
 
+def serving(fold: Fold, goal: Goal, crit_id: str) -> list[str]:
+    """The goal's unfinished todos that serve criterion ``crit_id`` (added with it)."""
+    return [t.id for t in unfinished_todos(fold, goal) if crit_id in t.criteria]
+
+
 def _criterion_view(fold: Fold, goal: Goal, crit: dict[str, Any]) -> dict[str, Any]:
+    # Not met while work serving it is open: a pass recorded early does not finish that work.
     found = criterion_verdict(fold, goal, crit["id"])
+    open_work = serving(fold, goal, crit["id"])
     return {
-        "id": crit["id"], "text": crit["text"], "met": found.passed, "evidence": found.support,
+        "id": crit["id"], "text": crit["text"], "met": found.passed and not open_work,
+        "open_work": open_work, "evidence": found.support,
         "latest": found.latest, "verdict": None if found.latest is None else (
             "pass" if found.passed else "fail"),
         "paths": list(crit.get("paths") or []), "revision": crit.get("revision", 0),

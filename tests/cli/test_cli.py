@@ -38,9 +38,29 @@ def test_status_json_is_the_documented_contract(project: Path) -> None:
     jsonschema.validate(status, schema)
     assert status["frontier"] == ["output"]
     tests = next(t for t in status["todos"] if t["id"] == "tests")
-    assert tests["ready"] is False and tests["why_not_ready"] == "waits for todo output"
+    assert tests["ready"] is False and tests["blockers"] == [
+        "waits for todo output", "waits for gate names (asks role:maintainer)"]
+    assert tests["why_not_ready"] == "; ".join(tests["blockers"])
     assert status["gates"][0]["authority"] == ["role:maintainer"]
     assert [c["met"] for c in status["goals"][0]["acceptance"]] == [False, False]
+    text = run_loopx(project, "status", "--no-ci").out
+    assert "(waits for todo output; waits for gate names (asks role:maintainer))" in text
+
+
+def test_a_criterion_that_passed_is_not_met_while_work_serving_it_is_open(project: Path) -> None:
+    assert invoke(project, "todo", "add", "json", "Schema", "--id", "schema",
+                  "--criterion", "a2").code == 0
+    assert run_loopx(project, "run", "--goal", "json", "--criterion", "a2", "--", "true").code == 0
+    status = run_loopx(project, "status", "--format", "json", "--no-ci").json()
+    a2 = status["goals"][0]["acceptance"][1]  # type: ignore[index]
+    assert (a2["verdict"], a2["met"], a2["open_work"]) == ("pass", False, ["schema"])
+    text = run_loopx(project, "status", "--no-ci").out
+    assert "0/2 criteria met" in text and "a2  json validates  (passed, work open: schema)" in text
+    assert invoke(project, "todo", "claim", "schema").code == 0
+    assert invoke(project, "todo", "done", "schema", "--reason", "the schema is checked in").code == 0
+    a2 = run_loopx(project, "status", "--format", "json", "--no-ci").json()["goals"][0][  # type: ignore[index]
+        "acceptance"][1]
+    assert (a2["met"], a2["open_work"]) == (True, [])
 
 
 def test_json_alias_and_write_commands_print_the_event(project: Path) -> None:
@@ -280,3 +300,19 @@ def test_a_replay_shows_a_progress_bar_only_once_it_has_taken_a_second(
     for done in range(1000, 5001, 1000):
         slow(done, 5000)
     assert "loopx: replaying the ledger" in capsys.readouterr().err  # click's bar, not a tty
+
+
+def test_todo_done_citing_an_older_pass_is_refused_after_a_newer_failure(project: Path) -> None:
+    assert invoke(project, "todo", "claim", "output").code == 0
+    passed = run_loopx(project, "run", "--todo", "output", "--json", "--", "true")
+    failed = run_loopx(project, "run", "--todo", "output", "--", "false")
+    assert passed.code == 0 and failed.code == 1
+    pass_id = passed.json()["data"]["id"]  # type: ignore[index]
+    before = git(project, "rev-parse", "refs/heads/loopx/state")
+    refused = invoke(project, "todo", "done", "output", "--evidence", pass_id)
+    assert refused.code == 1 and f"evidence {pass_id} passed, but " in refused.err
+    assert "failed later on the same code for todo output" in refused.err
+    assert git(project, "rev-parse", "refs/heads/loopx/state") == before  # nothing written
+    assert invoke(project, "todo", "done", "output").code == 1  # latest verdict: the failure
+    assert run_loopx(project, "run", "--todo", "output", "--", "true").code == 0
+    assert invoke(project, "todo", "done", "output", "--evidence", pass_id).code == 0

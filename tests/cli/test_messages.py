@@ -51,6 +51,34 @@ def test_sync_says_what_moved_in_words(pair: tuple[Path, Path]) -> None:
     assert ok(two, "sync").splitlines()[0] == "received 2 events, sent 1; merged with origin"
 
 
+def test_sync_after_the_pre_push_hook_pushed_the_state_says_it_sent_nothing(
+        pair: tuple[Path, Path]) -> None:
+    one, two = pair
+    ok(one, "hooks", "install")
+    ok(one, "note", "add", "carried by the hook")
+    git(one, "commit", "-q", "--allow-empty", "-m", "code")
+    pushed = run_loopx(one, "sync", "--json")  # warm: the hook below runs the console script
+    assert pushed.code == 0 and pushed.json()["sent"] == 1  # type: ignore[index]
+    ok(one, "note", "add", "carried by the hook")
+    import subprocess
+
+    proc = subprocess.run(["git", "push", "-q", "origin", "HEAD"], cwd=one, capture_output=True,
+                          text=True)
+    assert proc.returncode == 0 and "pushed refs/heads/loopx/state" in proc.stderr, proc.stderr
+    report = json.loads(ok(one, "sync", "--json"))
+    assert (report["sent"], report["received"]) == (0, 0), report  # the hook sent it
+    assert report["remote_after"] == git(one, "rev-parse", "refs/heads/loopx/state")
+    ok(one, "note", "add", "pushed by hand")
+    git(one, "push", "-q", "--no-verify", "origin", "refs/heads/loopx/state")
+    assert ok(one, "sync").splitlines()[0] == "already in step with origin"
+    assert ok(one, "push").splitlines()[0] == "origin already had every event"
+    assert ok(two, "sync").splitlines()[0] == "received 3 events; fast-forwarded to origin"
+    ok(two, "note", "add", "from two")
+    ok(one, "note", "add", "from one")
+    ok(one, "sync")
+    assert ok(two, "sync").splitlines()[0] == "received 1 event, sent 1; merged with origin"
+
+
 def test_a_claim_that_lost_a_race_is_told_by_sync_and_its_notice_can_be_dismissed(
         pair: tuple[Path, Path]) -> None:
     one, two = pair

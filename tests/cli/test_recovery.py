@@ -146,7 +146,9 @@ def test_a_session_awaiting_input_is_an_action(repo: Path) -> None:
     assert opened.code == 0, opened.err
     sid = opened.json()["data"]["id"]
     assert invoke(repo, "session", "respond", sid, "February done", actor=AGENT).code == 0
-    doc = invoke(repo, "status", "--json", actor=AGENT).json()
+    mine = invoke(repo, "status", "--json", actor=AGENT).json()
+    assert not [a for a in mine["actions"] if a["kind"] == "session_waiting"]  # I am waiting
+    doc = invoke(repo, "status", "--json", actor="human:boss@example.com").json()
     _validate(doc)
     waiting = [a for a in doc["actions"] if a["kind"] == "session_waiting"]
     assert waiting and waiting[0]["session"] == sid

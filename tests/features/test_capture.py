@@ -73,9 +73,35 @@ def test_run_marks_a_dirty_work_tree(work: Path) -> None:
     assert only_evidence(work)["dirty"] is True
 
 
-def test_a_missing_command_is_recorded_as_exit_127(work: Path) -> None:
-    result = run_loopx(work, "run", "--", "no-such-command-xyz")
-    assert result.code == 127 and only_evidence(work)["exit_code"] == 127
+@pytest.mark.parametrize("argv, said", [
+    (["no-such-command-xyz"], "No such file or directory"),  # not found: 127
+    (["sh", "-c", "no-such-command-xyz"], "not found"),  # the shell's 127
+    (["./README"], "Permission denied"),  # not executable: 126
+    (["sh", "-c", "./README"], "Permission denied"),  # the shell's 126
+])
+def test_a_command_that_cannot_start_is_a_usage_error_and_records_nothing(
+        work: Path, argv: list[str], said: str) -> None:
+    result = run_loopx(work, "run", "--", *argv)
+    assert result.code == 1, result.err
+    (line,) = [ln for ln in result.err.splitlines() if "could not start" in ln]
+    assert said in line and line.endswith("nothing recorded"), line
+    assert invoke(work, "evidence", "list", "--json").json() == []
+
+
+def test_a_failing_command_that_started_is_still_evidence(work: Path) -> None:
+    assert invoke(work, "run", "--", "sh", "-c", "exit 125").code == 125
+    assert only_evidence(work)["exit_code"] == 125
+
+
+def test_rerun_says_a_command_that_cannot_start_here_and_records_nothing(work: Path) -> None:
+    tool = work / "check.sh"
+    tool.write_text("#!/bin/sh\nexit 0\n")
+    tool.chmod(0o755)
+    assert invoke(work, "run", "--todo", "t1", "--", "./check.sh").code == 0
+    tool.unlink()  # gone from this work tree: the recorded command cannot start
+    result = run_loopx(work, "rerun")
+    assert result.code == 1 and "could not start" in result.err, result.err
+    assert len(invoke(work, "evidence", "list", "--json").json()) == 1  # type: ignore[arg-type]
 
 
 def test_the_tail_keeps_the_last_lines_within_4_kib(work: Path) -> None:

@@ -222,6 +222,43 @@ def test_a_lease_counts_only_for_commits_on_the_branch_it_was_taken_on(work: Pat
     assert len(evidence(work)) == 2
 
 
+def test_loopx_todo_none_opts_a_commit_out_of_the_lease_it_was_made_under(work: Path) -> None:
+    assert invoke(work, "todo", "claim", "t1").code == 0
+    proc = commit(work, "Fix a typo in the changelog\n\nLoopx-Todo: none")
+    assert evidence(work) == [] and "trailer ignored" not in proc.stderr, proc.stderr
+    commit(work, "Typo again\n\nLoopx-Todo: None")  # as git reads trailers: any case
+    assert evidence(work) == []
+    commit(work, "Goal chore\n\nLoopx-Todo: none\nLoopx-Goal: g1")  # a goal still counts
+    assert [(e["todo"], e["goal"]) for e in evidence(work)] == [(None, "g1")]
+    commit(work, "the work")
+    assert [e["todo"] for e in evidence(work)][1:] == ["t1"]
+
+
+def test_a_commit_is_the_leases_work_only_when_nothing_says_otherwise(work: Path) -> None:
+    """Unrelated, and so not evidence for the todo held on the branch: a commit whose trailer
+    names another todo, one by someone else, and a merge (mostly others' work, brought in)."""
+    assert invoke(work, "todo", "add", "g1", "U", "--id", "t2").code == 0
+    assert invoke(work, "todo", "claim", "t1").code == 0
+    commit(work, "other work\n\nLoopx-Todo: t2")
+    assert [e["todo"] for e in evidence(work)] == ["t2"]
+    other = dict(os.environ, LOOPX_ACTOR="agent:other@box")
+    commit(work, "someone else's commit", env=other)
+    assert len(evidence(work)) == 1
+    git(work, "checkout", "-q", "-b", "side", "HEAD~1")
+    commit(work, "side work", env=other)
+    git(work, "checkout", "-q", "main")
+    # concluded by `git commit`, as after a conflict: post-commit runs (a plain merge runs none)
+    git(work, "merge", "-q", "--no-ff", "--no-commit", "side")
+    subprocess.run(["git", "commit", "-q", "-m", "Merge side"], cwd=work, check=True)
+    assert git(work, "rev-parse", "-q", "--verify", "HEAD^2")  # a merge indeed
+    assert len(evidence(work)) == 1  # the merge brought someone else's work in
+    git(work, "reset", "-q", "--hard", "HEAD~1")
+    git(work, "merge", "-q", "--no-ff", "--no-commit", "side")
+    subprocess.run(["git", "commit", "-q", "-m", "Merge side\n\nLoopx-Todo: t1"], cwd=work,
+                   check=True)
+    assert [e["todo"] for e in evidence(work)] == ["t2", "t1"]  # named: it counts
+
+
 def test_a_lease_taken_on_a_detached_head_attributes_nothing(work: Path) -> None:
     git(work, "checkout", "-q", "--detach")
     assert invoke(work, "todo", "claim", "t1").code == 0

@@ -132,15 +132,88 @@ def test_send_is_one_call_recorded_as_correction_or_follow_up(repo_with_goal: Pa
     repo = repo_with_goal
     open_session(repo)
     running = ok(repo, "session", "send", "s-1", "use EUR, not USD", actor=BOSS, now=1)
+    read = ok(repo, "session", "inbox", "s-1", "--ack", now=1.5)  # before responding
     ok(repo, "session", "respond", "s-1", "February in EUR", now=2)
     waiting = ok(repo, "session", "send", "s-1", "now do March", actor=BOSS, now=3)
 
     assert running["data"]["kind"] == "correction"
     assert waiting["data"]["kind"] == "follow_up"
+    assert [(m["kind"], m["message"], m["from"]) for m in read] == [
+        ("correction", "use EUR, not USD", BOSS)]
     inbox = ok(repo, "session", "inbox", "s-1")
     assert [(m["kind"], m["message"], m["from"]) for m in inbox] == [
-        ("correction", "use EUR, not USD", BOSS), ("follow_up", "now do March", BOSS)]
+        ("follow_up", "now do March", BOSS)]
     assert session(repo, "s-1")["state"] == "running"
+
+
+def test_respond_with_an_unread_correction_is_refused_in_one_line(repo_with_goal: Path) -> None:
+    repo = repo_with_goal
+    open_session(repo)
+    ok(repo, "session", "send", "s-1", "use EUR, not USD", actor=BOSS, now=1)
+    before = git(repo, "rev-parse", "refs/heads/loopx/state")
+    err = fails(repo, "session", "respond", "s-1", "February in USD", now=2)
+    assert err.strip().splitlines() == [
+        f"error: session s-1 has 1 unread correction (the latest from {BOSS}): read them first "
+        "(git loopx session inbox s-1 --ack), then respond"], err
+    assert git(repo, "rev-parse", "refs/heads/loopx/state") == before  # nothing written
+    ok(repo, "session", "ack", "s-1", now=3)
+    ok(repo, "session", "respond", "s-1", "February in EUR", now=4)
+    ok(repo, "session", "send", "s-1", "now do March", actor=BOSS, now=5)  # a follow-up
+    ok(repo, "session", "respond", "s-1", "March in EUR", now=6)  # follow-ups do not block
+
+
+def test_next_tells_the_owner_to_read_its_inbox_and_never_to_message_itself(
+        repo_with_goal: Path) -> None:
+    repo = repo_with_goal
+    open_session(repo)
+    ok(repo, "session", "respond", "s-1", "February done", now=1)
+    mine = ok(repo, "status", now=2)["actions"]
+    assert not [a for a in mine if a.get("session") == "s-1"]  # waiting: for others, not me
+    theirs = ok(repo, "status", actor=BOSS, now=2)["actions"]
+    assert [(a["kind"], a["command"]) for a in theirs if a.get("session") == "s-1"] == [
+        ("session_waiting", "git loopx session send s-1 MESSAGE")]
+    ok(repo, "session", "send", "s-1", "now do March", actor=BOSS, now=3)
+    nxt = invoke(repo, "next", actor=OWNER)
+    assert "your session s-1 (task s-1) has 1 follow-up unread" in nxt.out, nxt.out
+    assert "git loopx session inbox s-1 --ack" in nxt.out
+    assert "session send" not in nxt.out
+    ok(repo, "session", "inbox", "s-1", "--ack", now=4)
+    assert not [a for a in ok(repo, "status", now=5)["actions"] if a.get("session") == "s-1"]
+
+
+def test_a_second_session_on_the_same_goal_is_flagged(repo_with_goal: Path) -> None:
+    repo = repo_with_goal
+    open_session(repo, "s-1")
+    second = invoke(repo, "session", "open", "task s-2", "--id", "s-2", "--goal", "reports",
+                    actor=OWNER)
+    assert second.code == 0  # flagged, not refused: two sessions on one goal can be meant
+    assert ("note: goal reports already has open session s-1; to go on with that work, "
+            "`git loopx session send s-1 MESSAGE` instead") in second.err
+    assert session(repo, "s-1")["same_goal"] == ["s-2"]
+    assert session(repo, "s-2")["same_goal"] == ["s-1"]
+    assert "also open on goal reports: s-1" in invoke(repo, "status").out
+    assert "same goal: s-1 also open on it" in invoke(repo, "session", "show", "s-2").out
+    ok(repo, "session", "close", "s-1")
+    assert session(repo, "s-2")["same_goal"] == []
+    third = invoke(repo, "session", "open", "other", "--id", "s-3", actor=OWNER)  # no goal
+    assert third.code == 0 and "note:" not in third.err
+
+
+def test_show_status_and_prime_say_a_kept_open_session_never_completes_on_its_own(
+        repo_with_goal: Path) -> None:
+    repo = repo_with_goal
+    open_session(repo, "s-1")
+    open_session(repo, "s-2", "--one-shot")
+    never = "never on its own: it is kept open until `git loopx session close s-1` or the reaper"
+    assert session(repo, "s-1")["ends"] == never
+    assert session(repo, "s-2")["ends"] == "when it responds (one-shot)"
+    assert f"ends:      {never}" in invoke(repo, "session", "show", "s-1").out
+    assert f"completes {never}" in invoke(repo, "status").out
+    primer = invoke(repo, "prime", actor=OWNER).out
+    assert "kept open, it never completes on its own: `git loopx session close s-1`" in primer
+    assert "s-2 (task s-2): running; one-shot: it closes when it responds" in primer
+    ok(repo, "session", "close", "s-1")
+    assert session(repo, "s-1")["ends"] is None
 
 
 def test_inbox_keeps_order_and_ack_through_consumes_only_what_was_read(repo_with_goal: Path) -> None:
@@ -482,7 +555,8 @@ def test_status_shows_waiting_sessions_as_waiting_for_instruction(repo_with_goal
     text = invoke(repo, "status").out
     waiting, _, running = text.partition("Sessions running:")
     assert "Waiting for your instruction:" in waiting and "s-wait" in waiting
-    assert "Here is the February report" in waiting and "s-run" not in waiting
+    assert "Here is the February report" in waiting and "  s-run " not in waiting
+    assert "also open on goal reports: s-run" in waiting  # both serve one goal: flagged
     assert "s-run" in running and "crunching numbers" in running
 
 

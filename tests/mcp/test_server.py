@@ -370,3 +370,60 @@ async def test_next_with_claim_syncs_first_when_sync_stands_before_new_work(
     synced = await _call(session, "sync")
     assert synced["local_after"] == git(project, "rev-parse", "loopx/state")
     assert git(hub, "rev-parse", "loopx/state") == git(project, "rev-parse", "loopx/state")
+
+
+async def test_evidence_run_adds_the_calls_env_and_records_none_of_it(
+        session: ClientSession, project: Path) -> None:
+    """The client strips variables the agent's shell has (PYTHONPATH, ...): the call passes
+    them, the command runs with them, and their values reach neither the ledger nor the answer."""
+    await _call(session, "todo_claim", todo="output")
+    value = "/opt/agent-shell/site-packages"
+    probe = "import os, sys; print('got', os.environ['AGENT_SHELL_PATH']); sys.exit(0)"
+    ran = await _call(session, "evidence_run", argv=[sys.executable, "-c", probe],
+                      env={"AGENT_SHELL_PATH": value})
+    assert ran["exit_code"] == 0 and "got [REDACTED:AGENT_SHELL_PATH]" in ran["output_tail"]
+    assert value not in json.dumps(ran)
+    import subprocess
+
+    found = subprocess.run(["git", "grep", "-F", value, "loopx/state"], cwd=project,
+                           capture_output=True, text=True)
+    assert found.returncode == 1 and found.stdout == "", found.stdout  # in no event file
+    server_env = await _call(session, "evidence_run", argv=[sys.executable, "-c", (
+        "import os, sys; sys.exit(0 if 'AGENT_SHELL_PATH' not in os.environ and "
+        "os.environ.get('HOME') else 3)")])
+    assert server_env["exit_code"] == 0  # the server's environment; the last call's env gone
+
+
+async def test_a_command_that_cannot_start_is_an_error_not_evidence(
+        session: ClientSession, project: Path) -> None:
+    before = len((await _call(session, "status", ci=False))["evidence"])
+    for argv, said in ((["no-such-command-xyz"], "No such file or directory"),
+                       (["sh", "-c", "no-such-command-xyz"], "not found"),
+                       ([str(project / "README")], "Permission denied")):
+        result = await session.call_tool("evidence_run", {"argv": argv, "goal": "json"})
+        assert result.is_error, argv
+        text = result.content[0].text  # type: ignore[union-attr]
+        assert result.structured_content["error"]["kind"] == "UsageError"  # type: ignore[index]
+        assert "could not start" in text and said in text and "nothing recorded" in text, text
+    assert len((await _call(session, "status", ci=False))["evidence"]) == before
+
+
+async def test_a_session_owner_is_told_to_read_its_inbox_and_cannot_respond_past_a_correction(
+        session: ClientSession, project: Path) -> None:
+    opened = await _call(session, "session_open", task="Monthly report", id="s-1", goal="json")
+    assert opened["data"]["keep_open"] is True
+    assert run_loopx(project, "session", "send", "s-1", "use EUR", actor=ALICE).code == 0
+    nxt = await _call(session, "next", ci=False)
+    assert nxt["action"]["kind"] == "read_inbox"
+    assert nxt["action"]["command"] == "git loopx session inbox s-1 --ack"
+    refused = await session.call_tool("session_respond", {"session": "s-1", "text": "in USD"})
+    assert refused.is_error
+    assert refused.structured_content["error"]["kind"] == "TransitionError"  # type: ignore[index]
+    assert "1 unread correction" in refused.content[0].text  # type: ignore[union-attr]
+    read = await _call(session, "session_inbox", session="s-1", ack=True)
+    assert [m["message"] for m in read["messages"]] == ["use EUR"]
+    await _call(session, "session_respond", session="s-1", text="in EUR")
+    doc = await _call(session, "status", ci=False)
+    (s1,) = doc["sessions"]
+    assert s1["ends"].startswith("never on its own") and s1["state"] == "awaiting_input"
+    assert not [a for a in doc["actions"] if a.get("session") == "s-1"]  # not to message itself

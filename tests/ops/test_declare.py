@@ -30,8 +30,9 @@ def _command(name: str) -> click.Command:
 def test_the_command_line_and_batch_take_the_declared_parameters(op: declare.Operation) -> None:
     command = _command(op.name)
     params = [p for p in command.params if p.name not in CLI_ONLY]
-    # A batch's lines are stdin on the command line, a list in MCP: no click parameter.
-    assert {p.name for p in params} == {p.key for p in op.params if p.kind != "lines"}
+    # A batch's lines are stdin on the command line, a list in MCP; a run's env is the shell's
+    # own environment there: no click parameter.
+    assert {p.name for p in params} == {p.key for p in op.params if p.kind not in declare.NO_FLAGS}
     spelled = {o for p in params for o in (*p.opts, *p.secondary_opts) if o.startswith("-")}
     assert spelled == {f for p in op.params for f in p.flags}
     positional = [p.name for p in params if isinstance(p, click.Argument)]

@@ -76,9 +76,11 @@ def test_tested_on_dirty_changes_then_committed_exactly_is_fresh(project: Path) 
     git(project, "commit", "-q", "-m", "the app")
     assert git(project, "rev-parse", "HEAD^{tree}") == data["tree"]
     found = criterion(project)
-    assert (found["met"], found["freshness"], found["needs_rerun"]) == (True, "fresh", False)
+    assert (found["verdict"], found["freshness"], found["needs_rerun"]) == ("pass", "fresh", False)
+    assert (found["met"], found["open_work"]) == (False, ["t1"])  # t1, which serves it, is open
     assert not [a for a in status(project)["actions"] if a["kind"] == "rerun_evidence"]
     ok(project, "todo", "done", "t1")  # the latest result for t1 passed, on this code
+    assert (criterion(project)["met"], criterion(project)["open_work"]) == (True, [])
 
 
 def test_an_amend_with_a_bug_is_stale_names_the_file_and_the_goal_refuses_to_close(
@@ -178,9 +180,42 @@ def test_the_ledgers_ignore_list_leaves_unscoped_evidence_fresh(project: Path) -
     assert criterion(project)["freshness"] == "stale"
 
 
+def test_the_repositorys_default_scope_judges_unscoped_evidence_and_the_hint_says_so(
+        project: Path) -> None:
+    ok(project, "run", "--goal", "g1", "--criterion", "a2", "--", "sh", "check.sh")
+    write(project, "CHANGES.md", "- a fragment\n")
+    git(project, "add", "-A")
+    git(project, "commit", "-q", "-m", "changelog")
+    doc = status(project)
+    a2 = doc["goals"][0]["acceptance"][1]
+    assert (a2["freshness"], a2["changed"], a2["scope"]) == ("stale", ["CHANGES.md"], [])
+    (hint,) = [a["reason"] for a in doc["actions"] if a["kind"] == "rerun_evidence"]
+    assert "judged on the whole tree" in hint and "config set --evidence-scope" in hint
+    ok(project, "config", "set", "--evidence-scope", "src/**", "--evidence-scope", "check.sh",
+       "--evidence-ignore", "src/vendor/**", actor=HUMAN)
+    a2 = criterion(project, "a2")
+    assert (a2["freshness"], a2["scope"]) == ("fresh", ["src/**", "check.sh"])
+    write(project, "src/vendor/lib.py", "x = 1\n")  # in the scope, but ignored
+    assert criterion(project, "a2")["freshness"] == "fresh"
+    write(project, "src/app.py", "print('changed')\n")
+    doc = status(project)
+    a2 = doc["goals"][0]["acceptance"][1]
+    assert (a2["freshness"], a2["changed"]) == ("stale", ["src/app.py"])
+    (hint,) = [a["reason"] for a in doc["actions"] if a["kind"] == "rerun_evidence"]
+    assert "judged on the whole tree" not in hint  # it has a scope: the change is in it
+    shown = json.loads(invoke(project, "config", "show", "--json").out)
+    assert shown["evidence_scope"] == ["src/**", "check.sh"]
+    (project / "src/app.py").unlink()
+    git(project, "checkout", "-q", "--", ".")
+    ok(project, "config", "set", "--no-evidence-scope", actor=HUMAN)
+    assert criterion(project, "a2")["freshness"] == "stale"  # the whole tree again
+    both = invoke(project, "config", "set", "--evidence-scope", "x", "--no-evidence-scope")
+    assert both.code == 2 and "not both" in both.err
+
+
 def test_a_newer_failure_unmeets_the_criterion_until_a_newer_pass(project: Path) -> None:
     ok(project, "run", "--goal", "g1", "--criterion", "a1", "--", "sh", "check.sh")
-    assert criterion(project)["met"]
+    assert criterion(project)["verdict"] == "pass"  # met once t1, serving it, is done
     write(project, "src/app.py", "BUG\n")
     assert run_loopx(project, "run", "--goal", "g1", "--criterion", "a1", "--",
                      "sh", "check.sh", actor=AGENT).code == 1
@@ -192,7 +227,7 @@ def test_a_newer_failure_unmeets_the_criterion_until_a_newer_pass(project: Path)
     assert f"latest evidence {found['latest']} failed" in text
     write(project, "src/app.py", "fine\n")
     ok(project, "run", "--goal", "g1", "--criterion", "a1", "--", "sh", "check.sh")
-    assert criterion(project)["met"]
+    assert criterion(project)["verdict"] == "pass"
 
 
 def test_a_revised_criterion_needs_new_evidence_and_a_retired_one_none(project: Path) -> None:

@@ -125,11 +125,24 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], str, list[str]]] = [
      {}, ME, []),
     ("a wake on an answered gate", snap(gates=[dict(GATE, state="answered")],
                                         wakes=[{"id": "w-1", "on_gate": "q-1"}]), {}, ME, ["wake_due"]),
-    ("a session waiting for me", snap(sessions=[{"id": "s-1", "state": "awaiting_input", "owner": ME,
+    ("a session waiting for me", snap(sessions=[{"id": "s-1", "state": "awaiting_input",
+                                                 "owner": "agent:other",
                                                  "workspace": {"host": "here"}}]),
      {"host": "here"}, ME, ["session_waiting"]),
+    ("my own session awaiting input: I am the one waiting, never told to message myself",
+     snap(sessions=[{"id": "s-1", "state": "awaiting_input", "owner": ME, "inbox": [],
+                     "workspace": {"host": "here"}}]), {"host": "here"}, ME, []),
     ("a running session is not an action", snap(sessions=[{"id": "s-1", "state": "running"}]), {},
      ME, []),
+    ("my running session with unread messages: read the inbox",
+     snap(sessions=[{"id": "s-1", "state": "running", "owner": ME, "inbox": [
+         {"event": "01X", "from": "human:a", "kind": "correction"}]}]), {}, ME, ["read_inbox"]),
+    ("someone else's running session with unread messages is theirs to read",
+     snap(sessions=[{"id": "s-1", "state": "running", "owner": "agent:other", "inbox": [
+         {"event": "01X", "from": "human:a", "kind": "correction"}]}]), {}, ME, []),
+    ("a closed session's inbox is no action", snap(sessions=[{"id": "s-1", "state": "closed",
+                                                             "owner": ME, "inbox": [
+         {"event": "01X", "from": "human:a", "kind": "follow_up"}]}]), {}, ME, []),
 ]
 
 
@@ -156,12 +169,24 @@ def test_replan_names_the_decision() -> None:
 
 
 def test_session_on_another_host_cannot_be_reattached_here() -> None:
-    snapshot = snap(sessions=[{"id": "s-1", "state": "awaiting_input", "owner": ME,
+    snapshot = snap(sessions=[{"id": "s-1", "state": "awaiting_input", "owner": "agent:other",
                                "workspace": {"host": "devbox", "path": "/w"}}])
     action = decide.decide(snapshot, {"host": "laptop"}, NOW, ME)[0]
     assert "waiting for your instruction" in action["reason"]
     assert "runs on devbox" in action["reason"] and "cannot be re-attached" in action["reason"]
     assert action["command"] == "git loopx session send s-1 MESSAGE"
+
+
+def test_the_inbox_action_names_what_waits_and_how_to_read_it() -> None:
+    inbox = [{"event": "01A", "from": "human:a", "kind": "correction"},
+             {"event": "01B", "from": "human:b", "kind": "correction"}]
+    snapshot = snap(sessions=[{"id": "s-1", "state": "running", "owner": ME, "task": "report",
+                               "inbox": inbox}])
+    (action,) = decide.decide(snapshot, {}, NOW, ME)
+    assert action["reason"] == ("your session s-1 (report) has 2 corrections unread (the latest "
+                                "from human:b): read them before you go on")
+    assert action["command"] == "git loopx session inbox s-1 --ack"
+    assert action["session"] == "s-1"
 
 
 def test_role_authority_answers_gates() -> None:

@@ -43,7 +43,22 @@ def test_frontier_and_why_not_ready() -> None:
     state = views.snapshot(folding.replay(base()), NOW)
     assert state["frontier"] == ["t1"]
     t2 = next(t for t in state["todos"] if t["id"] == "t2")
-    assert t2["why_not_ready"] == "waits for todo t1"
+    # every blocker, not only the first: the todo it waits for and the gate it needs
+    assert t2["blockers"] == ["waits for todo t1", "waits for gate q (asks human:maint@example.com)"]
+    assert t2["why_not_ready"] == "; ".join(t2["blockers"])
+
+
+def test_a_todo_lists_every_dependency_not_done_and_drops_each_as_it_is_done() -> None:
+    extra = [ev("todo.added", {"id": "t3", "goal": "g", "title": "Three"}, clock=20, goal="g"),
+             ev("todo.added", {"id": "t4", "goal": "g", "title": "Four",
+                               "depends_on": ["t1", "t3"]}, clock=21, goal="g")]
+    state = views.snapshot(folding.replay(base() + extra), NOW)
+    t4 = next(t for t in state["todos"] if t["id"] == "t4")
+    assert t4["blockers"] == ["waits for todo t1", "waits for todo t3"] and not t4["ready"]
+    done = [ev("todo.done", {"id": "t3", "reason": "trivial"}, clock=22, goal="g")]
+    state = views.snapshot(folding.replay(base() + extra + done), NOW)
+    t4 = next(t for t in state["todos"] if t["id"] == "t4")
+    assert t4["blockers"] == ["waits for todo t1"] and t4["why_not_ready"] == "waits for todo t1"
 
 
 def test_two_claims_after_a_merge_resolve_to_the_smaller_id_and_report_the_other() -> None:

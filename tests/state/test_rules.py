@@ -180,6 +180,35 @@ def test_done_citing_only_a_note_is_refused() -> None:
     assert "does not pass" in refused(todo_events() + [note, done])
 
 
+def _on_tree(event: Event, tree: str) -> Event:
+    event.data = event.data.model_copy(update={"tree": tree, "commit": "c" * 40})
+    return event
+
+
+def test_a_cited_older_pass_never_beats_a_newer_failure_on_the_same_code() -> None:
+    old_pass = _on_tree(result("e-p", 3, todo="t1", criteria=()), "a" * 40)
+    failed = _on_tree(result("e-f", 4, code=1, todo="t1", criteria=()), "a" * 40)
+    done = ev("todo.done", {"id": "t1", "evidence": ["e-p"]}, clock=9)
+    reason = refused(todo_events() + [old_pass, failed, done])
+    assert "evidence e-p passed, but e-f failed later on the same code for todo t1" in reason
+    with_reason = ev("todo.done", {"id": "t1", "evidence": ["e-p"], "reason": "flaky"}, clock=9)
+    assert "e-f failed later" in refused(todo_events() + [old_pass, failed, with_reason])
+    # a newer pass on that code settles it; a failure on other code does not count against it
+    again = _on_tree(result("e-q", 5, todo="t1", criteria=()), "a" * 40)
+    assert folding.replay(todo_events() + [old_pass, failed, again, done]).todos[
+        "t1"].state == "done"
+    elsewhere = _on_tree(result("e-g", 4, code=1, todo="t1", criteria=()), "b" * 40)
+    assert folding.replay(todo_events() + [old_pass, elsewhere, done]).todos[
+        "t1"].state == "done"
+
+
+def test_a_version_3_done_citing_an_older_pass_keeps_its_meaning() -> None:
+    old_pass = _on_tree(result("e-p", 3, todo="t1", criteria=()), "a" * 40)
+    failed = _on_tree(result("e-f", 4, code=1, todo="t1", criteria=()), "a" * 40)
+    old = ev("todo.done", {"id": "t1", "evidence": ["e-p"]}, clock=9, v=3)
+    assert folding.replay(todo_events() + [old_pass, failed, old]).todos["t1"].state == "done"
+
+
 def test_a_version_1_done_needs_no_evidence() -> None:
     old = ev("todo.done", {"id": "t1"}, clock=9, v=1)
     assert folding.replay(todo_events() + [old]).todos["t1"].state == "done"

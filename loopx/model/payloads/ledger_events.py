@@ -39,6 +39,11 @@ class ConfigSet(Model):
         default=None, max_length=MAX_GLOBS,
         description="paths whose changes never make evidence stale, unless the evidence or its "
         "criterion names its own paths (e.g. docs/**)")
+    evidence_scope: Optional[list[Glob]] = Field(
+        default=None, max_length=MAX_GLOBS,
+        description="the repository's default scope: the paths evidence is judged on when "
+        "neither it nor its criterion names its own (e.g. src/**, tests/**); none: the "
+        "whole tree")
     ci_criteria: Optional[dict[Annotated[str, Field(pattern=CHECK_PATTERN)],
                                list[Annotated[str, Field(pattern=CRITERION_REF_PATTERN)]]]] = Field(
         default=None, max_length=200,
