@@ -36,18 +36,15 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
-from loopx.ledger import checkpoints
-from loopx.storage import gateway
-from loopx.model import ids, plural
-from loopx.features import inbox, incoming
-from loopx.features import pushing
+from loopx.errors import GitError, Quarantined, RefRaceError, SyncError, UnrelatedLedger
+from loopx.features import inbox, incoming, pushing
 from loopx.features.pushing import unreachable
-from loopx.state import answers, folding
-from loopx.errors import (GitError, Quarantined, RefRaceError, SyncError,
-                          UnrelatedLedger)
-from loopx.storage.gateway import Oid
-from loopx.ledger import book
+from loopx.ledger import book, checkpoints
 from loopx.ledger.book import Ledger
+from loopx.model import ids, plural
+from loopx.state import answers, folding
+from loopx.storage import gateway
+from loopx.storage.gateway import Oid
 from loopx.storage.store import STATE_REF, Store
 
 if TYPE_CHECKING:

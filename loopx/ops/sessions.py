@@ -76,7 +76,7 @@ class SessionShown:
     last_progress: Optional[str]
     opened_at: str
     checkpoints: list[Checkpoint]
-    ends: Optional[str] = typed.optional()  # how an open session ends
+    ends: Optional[str] = None  # how an open session ends (null once closed)
     same_goal: Optional[list[str]] = typed.optional()  # the other open sessions on its goal
     messages: list[Interjection] = field(default_factory=list)
 

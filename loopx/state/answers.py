@@ -26,7 +26,7 @@ Verdict = Literal["pass", "fail"]
 # checks the two agree).
 ActionKind = Literal[
     "repair", "finish_operation", "stop_quota", "read_back_effect", "replan", "release_lease",
-    "renew_lease", "session_waiting", "read_inbox", "answer_gate", "sync", "fix_ci", "record_ci",
+    "renew_lease", "read_inbox", "session_waiting", "answer_gate", "sync", "fix_ci", "record_ci",
     "rerun_evidence", "close_goal", "wake_due", "continue", "work", "wait_ci", "wait_gate",
     "wait_lease", "notice",
 ]
@@ -386,7 +386,7 @@ class Session:
     last_progress: Optional[str]
     opened_at: str
     checkpoints: int
-    ends: Optional[str] = optional()  # how an open session ends
+    ends: Optional[str] = None  # how an open session ends (null once closed)
     same_goal: Optional[list[str]] = optional()  # the other open sessions on its goal
 
 
