@@ -8,10 +8,10 @@ same run (issue 23: no test asserts a wall-clock time).
 Figures, each with its yardstick:
   hostile YAML      codec.load refusing each case of tests/model/test_codec.py (HOSTILE)
                     vs loading one ordinary event file
-  hostile text      redact.scrub of the long lines of tests/features/test_redact.py
+  hostile text      redact.scrub of the long lines of tests/redaction/test_redact.py
                     vs scrubbing ordinary prose of the same length
   busy commit       `git commit` (hooks installed, a lease held) while another process holds
-                    the clone lock (tests/features/test_spool.py) vs the same commit when free;
+                    the clone lock (tests/hooks/test_spool.py) vs the same commit when free;
                     the hook gives up after spool.WAIT_S and queues its work
   killed writer     an append after the lock's holder was killed (tests/storage/test_store.py)
                     vs an append with no holder ever
@@ -33,11 +33,12 @@ from pathlib import Path
 from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT)] + [str(ROOT / "tests" / d) for d in ("", "model", "features")]
+sys.path[:0] = [str(ROOT)] + [str(ROOT / "tests" / d) for d in ("", "model", "redaction", "hooks")]
 
 from bench_hooks import make_repo, sealed_env  # noqa: E402
 from loopx.errors import CodecError  # noqa: E402
-from loopx.features import redact, spool  # noqa: E402
+from loopx.redaction import redact  # noqa: E402
+from loopx.hooks import spool  # noqa: E402
 from loopx.model import codec  # noqa: E402
 from test_codec import HOSTILE  # noqa: E402  (the same cases the test refuses)
 from test_redact import HOSTILE_TEXTS  # noqa: E402

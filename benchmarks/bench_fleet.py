@@ -40,7 +40,7 @@ from pathlib import Path
 sys.path.insert(0, sys.argv[1])
 from loopx import Ledger
 from loopx.errors import LoopxError
-from loopx.features import sync
+from loopx.remote import sync
 from loopx.model.ids import new_short_id
 from loopx.storage import gateway
 path, events, go = Path(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4])
@@ -137,7 +137,7 @@ def uncontended(path: Path, runs: int = 5) -> tuple[float, float]:
     """Median wall time of one sync after an append, while nobody else syncs (a sync
     alone), and of a plain `git push` of one new commit to the same hub (git alone)."""
     from loopx import Ledger
-    from loopx.features import sync
+    from loopx.remote import sync
     from loopx.model.ids import new_short_id
 
     times, plain = [], []
@@ -158,7 +158,7 @@ def uncontended(path: Path, runs: int = 5) -> tuple[float, float]:
 
 def fleet(base: Path, writers: int, events: int, daemon: bool) -> dict[str, Any]:
     from loopx import Ledger
-    from loopx.features import sync
+    from loopx.remote import sync
 
     hub = Hub(base, f"hub{writers}", daemon)
     try:

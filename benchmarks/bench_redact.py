@@ -1,4 +1,4 @@
-"""Benchmark secret redaction (loopx.features.redact.scrub), the write path's choke point.
+"""Benchmark secret redaction (loopx.redaction.redact.scrub), the write path's choke point.
 
     python benchmarks/bench_redact.py
 
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 import secretkit  # noqa: E402
-from loopx.features import gitleaks, redact  # noqa: E402
+from loopx.redaction import gitleaks, redact  # noqa: E402
 
 ROUNDS = 15
 PLAIN = ["collected 12 items in 0.3s: all passed", "make[2]: Leaving directory '/build/src'",
@@ -41,9 +41,9 @@ def per_line_us(lines: list[str], rounds_: int = ROUNDS) -> float:
 
 
 def first_use_ms() -> tuple[float, float]:
-    """(ms to import loopx.features.redact, ms of the first scrub of a secret line)."""
+    """(ms to import loopx.redaction.redact, ms of the first scrub of a secret line)."""
     code = ("import time; t = time.perf_counter()\n"
-            "from loopx.features import redact\n"
+            "from loopx.redaction import redact\n"
             "t1 = time.perf_counter()\n"
             "redact.scrub('age AGE-SECRET-KEY-1' + 'QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L' * 2)\n"
             "print((t1 - t) * 1e3, (time.perf_counter() - t1) * 1e3)\n")

@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 from loopx import Ledger
-from loopx.features import changes as review
-from loopx.features import validate
+from loopx.review import changes
+from loopx.review import validate
 from loopx.ledger import layout
 from loopx.ledger.draft import Draft
 
@@ -48,7 +48,7 @@ def timed(label: str, fn) -> float:  # type: ignore[no-untyped-def]
 
 def naive_log(led: Ledger) -> None:
     """The same output the obvious way: a process per commit for its files, one per blob."""
-    from loopx.state import history
+    from loopx.projection import history
 
     cwd = led.store.cwd
     oids = subprocess.run(
@@ -88,7 +88,7 @@ def main() -> None:
         led = build(where, commits, per)
         print(f"built {commits} commits x {per} events in {time.perf_counter() - start:.1f} s")
         led.fold()
-        ours = timed("loopx log (whole history, described)", lambda: review.log(led))
+        ours = timed("loopx log (whole history, described)", lambda: changes.log(led))
         peer = timed("peer: a git process per commit and per file", lambda: naive_log(led))
         print(f"{'log vs peer':<48} {peer / ours:8.1f}x faster")
         timed(

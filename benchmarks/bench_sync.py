@@ -66,7 +66,7 @@ def seeded_clones(paths: list[Path], url: str) -> list[Path]:
     """Clones of ``url`` at ``paths``: the first one creates the ledger and syncs it, the others
     adopt it."""
     from loopx import Ledger
-    from loopx.features import sync
+    from loopx.remote import sync
 
     for path in paths:
         git(path.parent, "clone", "-q", url, str(path))
@@ -100,7 +100,7 @@ def timed(fn) -> float:  # type: ignore[no-untyped-def]
 
 def bench_transfer(base: Path, events: int) -> dict[str, float]:
     from loopx import Ledger
-    from loopx.features import sync
+    from loopx.remote import sync
 
     _, (a, b) = setup(base, "loopx", 2)
     _, (pa, pb) = setup(base, "plain", 2)
@@ -139,7 +139,7 @@ import json, sys, time
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
 from loopx import Ledger
-from loopx.features import sync
+from loopx.remote import sync
 from loopx.model.ids import new_short_id
 path, appends = Path(sys.argv[2]), int(sys.argv[3])
 retries, failures, errors = [], 0, []
@@ -158,7 +158,7 @@ print(json.dumps({"retries": retries, "failures": failures, "errors": errors[:3]
 
 def bench_race(base: Path, clones: int, appends: int) -> dict[str, float]:
     from loopx import Ledger
-    from loopx.features import sync
+    from loopx.remote import sync
 
     _, paths = setup(base, "race", clones)
     started = time.perf_counter()

@@ -1,5 +1,5 @@
 """The secrets corpus: FAKE credentials in realistic output lines, and ordinary lines that must
-stay as they are (issue 12, item 7). Assembled for loopx.features.redact.
+stay as they are (issue 12, item 7). Assembled for loopx.redaction.redact.
 
 Every credential here is generated from a seeded RNG at import time, in the documented shape
 of the real thing (prefix, alphabet, length).  None is a real credential, and no literal
@@ -337,7 +337,7 @@ POSITIVES_2: list[Case] = [
 NEGATIVES_2: list[tuple[str, str]] = [
     ("assertion message", "E       AssertionError: expected 'abc' to equal 'abd'"),
     ("coverage header", "coverage: platform linux, python 3.11.7-final-0"),
-    ("coverage row", "loopx/features/redact.py        62      0   100%"),
+    ("coverage row", "loopx/redaction/redact.py        62      0   100%"),
     ("git CRLF warning", "warning: LF will be replaced by CRLF in src/auth/token_store.py."),
     ("npm deprecated", "npm WARN deprecated inflight@1.0.6: This module is not supported, and leaks memory."),
     ("npm audit", "added 1287 packages, and audited 1288 packages in 14s"),
@@ -363,7 +363,7 @@ NEGATIVES_2: list[tuple[str, str]] = [
     ("data URI", '<img src="data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==">'),
     ("token usage", "usage: prompt_tokens=1532 completion_tokens=211 total_tokens=1743"),
     ("pytest param id", "tests/test_redact.py::test_shapes[github_pat-token] PASSED"),
-    ("mypy", "loopx/features/redact.py:87: error: Argument 1 to \"sub\" has incompatible type"),
+    ("mypy", "loopx/redaction/redact.py:87: error: Argument 1 to \"sub\" has incompatible type"),
     ("session log", "session 7 started at 2024-06-11 10:02:03 (model=claude-sonnet)"),
 ]
 
@@ -575,7 +575,7 @@ NEGATIVES_4: list[tuple[str, str]] = [
     ("base64 png bare", _b64_png),
     ("base64 text", base64.b64encode(b"hello world, this is not a secret").decode()),
     ("pytest summary", "===== 1287 passed, 12 skipped in 243.51s (0:04:03) ====="),
-    ("pytest item", "tests/features/test_spool.py::test_a_killed_hook_is_found PASSED [ 42%]"),
+    ("pytest item", "tests/hooks/test_spool.py::test_a_killed_hook_is_found PASSED [ 42%]"),
     ("make", "make[2]: Leaving directory '/home/ci/build/src'"),
     ("gcc", "gcc -O2 -Wall -c src/token_bucket.c -o build/token_bucket.o"),
     ("npm install", "added 1289 packages, and audited 1290 packages in 37s"),

@@ -84,7 +84,7 @@ def note(path: Path, actor: str, text: str, event_id: str | None = None) -> str:
 
 
 def do_sync(path: Path, **kwargs: Any) -> Any:
-    from loopx.features import sync
+    from loopx.remote import sync
 
     with open_ledger(path) as led:
         return sync.sync(ledger=led, **kwargs)

@@ -14,65 +14,73 @@ from conftest import ROOT
 COVERED_ELSEWHERE = {
     # The CLI's command modules only parse and render (docs/design.md): their commands run,
     # as users type them, in the tests of what the commands do.
+    "cli/effect.py": "tests/cli/test_messages.py, tests/ops/test_effects.py "
+                     "(`effect intend|confirm|fail|list`)",
+    "cli/quota.py": "tests/ops/test_enforced.py (`quota set|spend|show`)",
+    "cli/wake.py": "tests/cli/test_waiting.py, tests/ops/test_wakes.py "
+                   "(`wake set|clear|ack|list`)",
+    "cli/config.py": "tests/cli/test_cli.py, tests/ledger/test_signatures.py "
+                     "(`config show|set`, `signer add|remove|list`)",
+    "cli/upkeep.py": "tests/upkeep/test_doctor.py, tests/ledger/test_checkpoints.py, "
+                     "tests/cli/test_cli.py (`doctor`, `checkpoint`, "
+                     "`schema export|check`)",
     "cli/app.py": "tests/cli/test_cli.py (every command's App: actor, --now, --json, exit codes)",
     "cli/completion.py": "tests/cli/test_help.py (`git loopx completion bash|zsh|fish`)",
     "cli/core.py": "tests/cli/test_cli.py, tests/cli/test_help.py, tests/cli/test_manpage.py "
                    "(init, config, schema, help)",
-    "cli/evidence_ci.py": "tests/features/test_ci.py, tests/ops/test_evidence.py "
+    "cli/evidence.py": "tests/recovery/test_ci.py, tests/ops/test_evidence.py "
                           "(`evidence add|list|show`, `ci record`)",
     "cli/gate.py": "tests/ledger/test_gate_decisions.py, tests/cli/test_cli.py "
                    "(`gate open|answer|withdraw|show`)",
-    "cli/goal.py": "tests/cli/test_cli.py, tests/cli/test_recovery.py (`goal add|update|close`)",
-    "cli/hooks.py": "tests/features/test_hooks.py, tests/features/test_capture.py, "
+    "cli/goal.py": "tests/cli/test_cli.py, tests/cli/test_status.py (`goal add|update|close`)",
+    "cli/hooks.py": "tests/hooks/test_hooks.py, tests/hooks/test_capture.py, "
                     "tests/ops/test_evidence.py (`hooks install|queue|drain`, `hook NAME`, "
                     "`run`, `rerun`)",
     "cli/launch.py": "tests/cli/test_startup.py (the entry point: what each command imports)",
-    "cli/note.py": "tests/cli/test_messages.py, tests/features/test_changes.py "
+    "cli/note.py": "tests/cli/test_messages.py, tests/review/test_changes.py "
                    "(`note add|list|dismiss`)",
     "cli/records.py": "tests/ops/test_enforced.py, tests/cli/test_waiting.py, "
                       "tests/cli/test_messages.py (`gate`, `quota`, `effect`, `wake`)",
-    "cli/remote.py": "tests/features/test_sync.py, tests/ledger/test_checkpoints.py, "
-                     "tests/features/test_doctor.py (`sync`, `fetch`, `push`, `checkpoint`, "
+    "cli/sync.py": "tests/remote/test_sync.py, tests/ledger/test_checkpoints.py, "
+                     "tests/upkeep/test_doctor.py (`sync`, `fetch`, `push`, `checkpoint`, "
                      "`doctor`)",
-    "cli/render.py": "tests/cli/test_terminal.py, tests/cli/test_recovery.py (the text "
+    "cli/render.py": "tests/cli/test_terminal.py, tests/cli/test_status.py (the text "
                      "renderings of status, next and the lists)",
-    "cli/review.py": "tests/features/test_changes.py, tests/features/test_validate.py "
+    "cli/review.py": "tests/review/test_changes.py, tests/review/test_validate.py "
                      "(`log`, `diff`, `validate`)",
     "cli/root.py": "tests/cli/test_startup.py, tests/cli/test_cli.py (the root group, "
                    "--actor, --debug)",
     "cli/serve.py": "tests/mcp/test_server.py, tests/cli/test_smoke.py (`git loopx mcp`)",
-    "cli/session.py": "tests/features/test_sessions.py (`session open|send|inbox|...`)",
+    "cli/session.py": "tests/ops/test_sessions.py (`session open|send|inbox|...`)",
     "cli/todo.py": "tests/cli/test_cli.py, tests/ops/test_todos.py, tests/cli/test_bad_input.py "
                    "(`todo add|claim|done|...`)",
     "errors.py": "tests/cli/test_bad_input.py, tests/cli/test_messages.py (each error's "
                  "message and exit code)",
     "version.py": "tests/cli/test_startup.py (`git loopx --version`)",
-    "features/inbox.py": "tests/features/test_sync_fleet.py (parked tips folded, tidied, "
+    "remote/inbox.py": "tests/remote/test_sync_fleet.py (parked tips folded, tidied, "
                          "hostile ones quarantined)",
-    "features/pushing.py": "tests/features/test_sync.py, tests/features/test_sync_fleet.py "
+    "remote/pushing.py": "tests/remote/test_sync.py, tests/remote/test_sync_fleet.py "
                            "(what a push may send; an unreachable remote named)",
-    "features/gitleaks.py": "tests/features/test_redact_classes.py (the packaged gitleaks rules "
+    "redaction/gitleaks.py": "tests/redaction/test_redact_classes.py (the packaged gitleaks rules "
                             "convert and catch the corpus)",
-    "features/shapes.py": "tests/features/test_redact_classes.py (flag values, base64 user:pass)",
-    "features/unrecorded.py": "tests/features/test_killed_commits.py (commits whose hook was "
+    "redaction/shapes.py": "tests/redaction/test_redact_classes.py (flag values, base64 user:pass)",
+    "hooks/unrecorded.py": "tests/hooks/test_killed_commits.py (commits whose hook was "
                               "killed, found by the next command)",
-    "features/briefing.py": "tests/cli/test_recovery.py (`git loopx brief`)",
-    "features/ci/command.py": "tests/features/test_ci.py (the command provider)",
-    "features/ci/github.py": "tests/features/test_ci.py (against a real HTTP server on "
+    "recovery/briefing.py": "tests/cli/test_status.py (`git loopx brief`)",
+    "recovery/ci/command.py": "tests/recovery/test_ci.py (the command provider)",
+    "recovery/ci/github.py": "tests/recovery/test_ci.py (against a real HTTP server on "
                              "127.0.0.1)",
-    "features/ci/recorded.py": "tests/features/test_ci.py (ci evidence read back)",
-    "features/primer.py": "tests/cli/test_prime.py (`git loopx prime`)",
-    "features/salvage.py": "tests/ledger/test_gc_prune.py (doctor names each lost event, "
-                           "repair keeps every other), tests/features/test_doctor.py",
-    "features/schema.py": "tests/cli/test_cli.py (`schema export|check`), "
+    "recovery/ci/recorded.py": "tests/recovery/test_ci.py (ci evidence read back)",
+    "recovery/primer.py": "tests/cli/test_prime.py (`git loopx prime`)",
+    "upkeep/salvage.py": "tests/ledger/test_gc_prune.py (doctor names each lost event, "
+                           "repair keeps every other), tests/upkeep/test_doctor.py",
+    "upkeep/schema.py": "tests/cli/test_cli.py (`schema export|check`), "
                           "tests/mcp/test_server.py (the status output schema)",
-    "features/shims.py": "tests/features/test_hooks.py, tests/features/test_shim_failures.py "
-                         "(`hooks install`, the shims git runs)",
-    "features/transcripts.py": "tests/features/test_sessions.py (session transcripts)",
-    "ledger/seen.py": "tests/state/test_clocks.py, tests/features/test_hostile_clocks.py (first "
+    "agents/transcripts.py": "tests/ops/test_sessions.py (session transcripts)",
+    "ledger/seen.py": "tests/projection/test_clocks.py, tests/remote/test_hostile_clocks.py (first "
                       "sight of leases, wakes and sessions by skewed clones)",
     "ledger/draft.py": "tests/ledger/test_book.py (every staged write is a Draft)",
-    "ledger/replay.py": "tests/ledger/test_cache.py, tests/features/test_hostile_clocks.py "
+    "ledger/replay.py": "tests/ledger/test_cache.py, tests/remote/test_hostile_clocks.py "
                         "(cold replay and its refusals)",
     "ledger/rows.py": "tests/ledger/test_cache.py (the SQLite rows of the cache)",
     "ledger/txn.py": "tests/ledger/test_book.py, tests/ops/test_library.py (one write, all "
@@ -80,11 +88,11 @@ COVERED_ELSEWHERE = {
     "mcp/tools.py": "tests/mcp/test_server.py (every tool through the SDK's client)",
     "model/clock.py": "tests/cli/test_bad_input.py, tests/model/test_bounds.py (durations, "
                       "timestamps)",
-    "model/ids.py": "tests/model/test_events.py, tests/features/test_incoming_paths.py (ULIDs "
+    "model/ids.py": "tests/model/test_events.py, tests/remote/test_incoming_paths.py (ULIDs "
                     "and short ids)",
-    "model/paths.py": "tests/ledger/test_layout.py, tests/features/test_incoming_paths.py "
+    "model/paths.py": "tests/ledger/test_layout.py, tests/remote/test_incoming_paths.py "
                       "(event paths)",
-    "model/plain.py": "tests/features/test_changes.py (`log` on a warm cache), "
+    "model/plain.py": "tests/review/test_changes.py (`log` on a warm cache), "
                       "tests/cli/test_startup.py (without pydantic)",
     "model/limits.py": "tests/ops/test_declare.py (the bounds declarations and event models "
                        "share)",
@@ -97,49 +105,47 @@ COVERED_ELSEWHERE = {
                     "todo_events", "wake_events")},
     "ops/catalog_records.py": "tests/ops/test_declare.py (each declaration against its "
                               "command, its schema and its event's bounds), "
-                              "tests/features/test_sessions.py",
-    "ops/catalog_recovery.py": "tests/ops/test_declare.py, tests/cli/test_recovery.py "
+                              "tests/ops/test_sessions.py",
+    "ops/catalog_recovery.py": "tests/ops/test_declare.py, tests/cli/test_status.py "
                                "(status, next, brief, prime, log, diff, validate, sync)",
     "ops/catalog_plan.py": "tests/ops/test_declare.py (each declaration against its command, "
                            "its schema and its event's bounds), tests/cli/test_cli.py",
-    "ops/exchange.py": "tests/features/test_sync.py, tests/ledger/test_checkpoints.py (`sync`)",
+    "ops/sync.py": "tests/remote/test_sync.py, tests/ledger/test_checkpoints.py (`sync`)",
     "ops/catalog.py": "tests/ops/test_declare.py (every declared operation)",
     "ops/gates.py": "tests/ops/test_library.py, tests/ledger/test_gate_decisions.py",
     "ops/goals.py": "tests/ops/test_library.py, tests/ops/test_todos.py",
-    "ops/hooking.py": "tests/features/test_hooks.py, tests/features/test_spool.py (what the "
+    "ops/hooks.py": "tests/hooks/test_hooks.py, tests/hooks/test_spool.py (what the "
                       "git hooks run)",
     "ops/ledgers.py": "tests/ops/test_library.py, tests/cli/test_cli.py (open, init, actor)",
     "ops/lookup.py": "tests/ops/test_library.py, tests/cli/test_cli.py (id prefixes)",
     "ops/notes.py": "tests/ops/test_library.py, tests/ledger/test_gc_prune.py",
-    "ops/notices.py": "tests/cli/test_messages.py, tests/state/test_history.py (notices of "
+    "ops/notices.py": "tests/cli/test_messages.py, tests/projection/test_history.py (notices of "
                       "events the fold did not apply)",
     "ops/quotas.py": "tests/ops/test_enforced.py (budgets enforced)",
-    "ops/sessions.py": "tests/features/test_sessions.py (open, send, inbox, ack, reap, "
-                       "checkpoint)",
-    "ops/settings.py": "tests/cli/test_cli.py (`config show|set`), tests/ops/test_wakes.py",
-    "ops/status.py": "tests/ops/test_library.py, tests/cli/test_recovery.py (status, next, "
+    "ops/config.py": "tests/cli/test_cli.py (`config show|set`), tests/ops/test_wakes.py",
+    "ops/status.py": "tests/ops/test_library.py, tests/cli/test_status.py (status, next, "
                      "brief)",
-    "ops/timeline.py": "tests/features/test_changes.py, tests/features/test_validate.py",
-    "ops/upkeep.py": "tests/features/test_doctor.py (`doctor` and its rollback)",
-    "state/appliers.py": "tests/state/test_folding.py, tests/state/test_rules.py (the fold's "
+    "ops/review.py": "tests/review/test_changes.py, tests/review/test_validate.py",
+    "ops/upkeep.py": "tests/upkeep/test_doctor.py (`doctor` and its rollback)",
+    "projection/appliers.py": "tests/projection/test_folding.py, tests/projection/test_rules.py (the fold's "
                          "properties)",
-    "state/authority.py": "tests/ledger/test_authority_acts.py, "
+    "projection/authority.py": "tests/ledger/test_authority_acts.py, "
                           "tests/ledger/test_gate_decisions.py (who may decide a gate; signed "
                           "acts)",
-    "state/checks.py": "tests/state/test_rules.py (every refusal of the rules)",
-    "state/entities.py": "tests/state/test_folding.py, tests/state/test_rules.py",
-    "state/views.py": "tests/state/test_folding.py, tests/state/test_history.py",
+    "projection/checks.py": "tests/projection/test_rules.py (every refusal of the rules)",
+    "projection/entities.py": "tests/projection/test_folding.py, tests/projection/test_rules.py",
+    "projection/views.py": "tests/projection/test_folding.py, tests/projection/test_history.py",
     "storage/refdamage.py": "tests/ledger/test_damaged_refs.py (each kind of damaged state ref, "
                             "named, refused and repaired)",
     "storage/repacking.py": "tests/ledger/test_fanout.py, tests/storage/test_store.py (maintenance "
                             "with gc.auto=0 beside a writer)",
-    "storage/commits.py": "tests/ledger/test_signatures.py, tests/state/test_history.py "
+    "storage/commits.py": "tests/ledger/test_signatures.py, tests/projection/test_history.py "
                           "(log walks, signatures)",
-    "storage/locks.py": "tests/storage/test_store.py, tests/features/test_spool.py (a lock "
+    "storage/locks.py": "tests/storage/test_store.py, tests/hooks/test_spool.py (a lock "
                         "held by another process, one left by a killed one)",
     "storage/packfile.py": "tests/storage/test_oracle.py (packs read back by GitPython)",
     "storage/trees.py": "tests/storage/test_oracle.py (trees read back by GitPython)",
-    "storage/worktrees.py": "tests/features/test_checked_out_state.py",
+    "storage/worktrees.py": "tests/ledger/test_checked_out_state.py",
 }
 
 

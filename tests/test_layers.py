@@ -30,32 +30,32 @@ def test_the_package_keeps_every_contract() -> None:
 
 # (module, the line appended to it, the contract it breaks, the import the report names)
 VIOLATIONS = [
-    ("state/views.py", "from loopx.ops import status", "Layers", "loopx.ops.status"),
+    ("projection/views.py", "from loopx.ops import status", "Layers", "loopx.ops.status"),
     ("storage/store.py", "from loopx.model import events", "Layers", "loopx.model.events"),
     ("mcp/tools.py", "from loopx.cli import app", "Layers", "loopx.cli.app"),  # siblings
     ("cli/serve.py", "from loopx.mcp import tools", "Layers", "loopx.mcp.tools"),
     ("ledger/book.py", "import click", "No click below the interfaces", "click"),
     ("mcp/server.py", "import click", "No click below the interfaces", "click"),
-    ("state/checks.py", "import subprocess", "No git and no I/O in state and model",
+    ("projection/checks.py", "import subprocess", "No git and no I/O in projection and model",
      "subprocess"),
-    ("model/ids.py", "import tempfile", "No git and no I/O in state and model", "tempfile"),
-    ("state/folding.py", "import sqlite3", "No git and no I/O in state and model", "sqlite3"),
+    ("model/ids.py", "import tempfile", "No git and no I/O in projection and model", "tempfile"),
+    ("projection/folding.py", "import sqlite3", "No git and no I/O in projection and model", "sqlite3"),
     ("cli/render.py", "from loopx.storage import gateway",
      "The interfaces reach git through the operations", "loopx.storage.gateway"),
     ("mcp/tools.py", "from loopx.storage import store",
      "The interfaces reach git through the operations", "loopx.storage.store"),
     ("ops/goals.py", "from loopx.storage import gateway",
      "The operations reach git through the ledger and the features", "loopx.storage.gateway"),
-    ("features/doctor.py", "import subprocess", "subprocess only where a process is the job",
+    ("upkeep/doctor.py", "import subprocess", "subprocess only where a process is the job",
      "subprocess"),
     ("ops/todos.py", "import subprocess", "subprocess only where a process is the job",
      "subprocess"),
     ("ledger/cache.py", "import sqlite3", "sqlite3 only in the cache's rows", "sqlite3"),
-    ("features/sync.py", "import urllib.request",
+    ("remote/sync.py", "import urllib.request",
      "The network only in the CI provider that calls GitHub", "urllib"),
     ("ledger/book.py", "import socket",
      "The network only in the CI provider that calls GitHub", "socket"),
-    ("features/ci/github.py", "import http.client", "No http.client or http.server", "http"),
+    ("recovery/ci/github.py", "import http.client", "No http.client or http.server", "http"),
 ]
 
 

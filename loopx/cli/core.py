@@ -1,4 +1,4 @@
-"""`git loopx init|config|batch|schema|demo|help`."""
+"""`git loopx init|batch|demo|help|completion`."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from typing import Any, Optional
 import click
 
 import loopx.ops.batch  # qualified: `batch` here is the command
-from loopx.cli import render, terminal
+from loopx.cli import terminal
 from loopx.cli.app import App, declared, pass_app
-from loopx.model import plural, typed
-from loopx.ops import catalog, hooking, ledgers, upkeep
+from loopx.model import plural
+from loopx.ops import hooks, ledgers
 from loopx.ops.declare import Values
 
 
@@ -33,7 +33,7 @@ def init(app: App, name: Optional[str], offline: bool) -> None:
     existed = app.ledger.exists()
     event = ledgers.init(app.ledger, actor=app.actor, name=name, offline=offline)
     ref = app.ledger.ref
-    helped = hooking.install_help_viewer(app.cwd)
+    helped = hooks.install_help_viewer(app.cwd)
     if helped and not app.json:
         click.echo(helped, err=True)
     if event is None:
@@ -46,60 +46,6 @@ def init(app: App, name: Optional[str], offline: bool) -> None:
     else:
         app.emit({"created": True, "ref": ref, "event": event.to_dict()},
                  f"initialised ledger on {ref}  [{event.id}]")
-
-
-@click.group()
-def config() -> None:
-    """Ledger-wide settings (roles, lease length, session slots), stored as events."""
-
-
-@config.command("set")
-@declared(catalog.find("config set"))
-def config_set(app: App, v: Values) -> None:
-    event = app.call(catalog.find("config set"), v)
-    app.emit_event(event, "updated ledger config")
-
-
-@config.command("show")
-@declared(catalog.find("config show"))
-def config_show(app: App, v: Values) -> None:
-    effective = app.call(catalog.find("config show"), v)
-    shown = {k: v for k, v in typed.fields_of(effective).items() if k != "allowed_signers"}
-    if effective.allowed_signers:
-        shown["allowed_signers"] = plural.counted(len(effective.allowed_signers.splitlines()), 'line')
-    app.emit(effective, lambda: render.fields_text(shown))
-
-
-@click.group()
-def signer() -> None:
-    """The ssh keys that sign authority acts (docs/security.md)."""
-
-
-@signer.command("add")
-@declared(catalog.find("signer add"))
-def signer_add(app: App, v: Values) -> None:
-    done = app.call(catalog.find("signer add"), v)
-    said = f"listed {done['fingerprint']} for {v.identity}"
-    if done["first"]:
-        said += ("; trusted on first use (nothing vouched for this key: check it is theirs). "
-                 "Signing is on: authority acts now count only signed by a listed key")
-    app.emit_event(done["event"], said)
-
-
-@signer.command("remove")
-@declared(catalog.find("signer remove"))
-def signer_remove(app: App, v: Values) -> None:
-    event = app.call(catalog.find("signer remove"), v)
-    app.emit_event(event, f"removed the keys of {v.identity}")
-
-
-@signer.command("list")
-@declared(catalog.find("signer list"))
-def signer_list(app: App, v: Values) -> None:
-    found = app.call(catalog.find("signer list"), v)
-    app.emit(found, lambda: "\n".join(
-        f"{s['identity']}  {s['key'].split()[0]}  {s['fingerprint']}" for s in found)
-        or "no signers listed (git loopx signer add IDENTITY --key KEY.pub)")
 
 
 @click.command()
@@ -118,39 +64,6 @@ def _batch_line(result: Any) -> str:
     return terminal.json_text(result)
 
 
-@click.group()
-def schema() -> None:
-    """The JSON Schemas in .loopx-schema/ (generated from the event model)."""
-
-
-def _project_root(root: Optional[str]) -> Path:
-    if root:
-        return Path(root)
-    return ledgers.work_tree(".") or Path(".")
-
-
-@schema.command("export")
-@click.option("--root", type=click.Path(file_okay=False), help="Where .loopx-schema/ goes.")
-@pass_app
-def schema_export(app: App, root: Optional[str]) -> None:
-    """Write the schema files."""
-    written = upkeep.export_schemas(_project_root(root))
-    app.emit(written, lambda: "\n".join(f"wrote {p}" for p in written) or "schemas up to date")
-
-
-@schema.command("check")
-@click.option("--root", type=click.Path(file_okay=False), help="Where .loopx-schema/ is.")
-@pass_app
-def schema_check(app: App, root: Optional[str]) -> None:
-    """Fail when the checked-in schema files differ from the model (a check for loopx's own
-    sources, and for projects that keep an exported copy)."""
-    problems = upkeep.stale_schemas(_project_root(root))
-    app.emit({"ok": not problems, "problems": problems},
-             lambda: "\n".join(problems) if problems else "schemas up to date")
-    if problems:
-        raise click.exceptions.Exit(1)
-
-
 @click.command()
 @click.option("--keep", is_flag=True, help="Keep the throwaway folder and print its path.")
 @click.option("--dir", "where", type=click.Path(file_okay=False),
@@ -165,9 +78,9 @@ def demo(app: App, keep: bool, where: Optional[str]) -> None:
     exit code (and the one expected), and the command's own JSON output. Exits 1 when a step
     did not end as the story expects.
     """
-    from loopx.cli import demo as story  # the demo's story and its files: only for `demo`
+    from loopx.cli import demo  # the demo's story and its files: only for `demo`
 
-    if story.run(keep=keep, where=where, as_json=app.json):
+    if demo.run(keep=keep, where=where, as_json=app.json):
         raise click.exceptions.Exit(1)
 
 
@@ -196,7 +109,7 @@ def help_(ctx: click.Context, command: tuple[str, ...], as_man: bool,
     """Show help for loopx or one of its commands."""
     if viewer:
         app = ctx.find_object(App)
-        done = hooking.install_help_viewer(app.cwd if app else ".", everywhere=viewer == "global")
+        done = hooks.install_help_viewer(app.cwd if app else ".", everywhere=viewer == "global")
         click.echo(done or "the help viewer is set already (or another man viewer is configured)")
         return
     if as_man and _man_page():
@@ -223,8 +136,8 @@ def completion(ctx: click.Context, shell: str) -> None:
     zsh: eval "$(git loopx completion zsh)" in ~/.zshrc (after compinit);
     fish: git loopx completion fish > ~/.config/fish/completions/git-loopx.fish
     """
-    from loopx.cli import completion as scripts  # click's shell classes: only for completion
+    from loopx.cli import completion  # click's shell classes: only for completion
 
     root = ctx.find_root().command
     assert isinstance(root, click.Group)
-    click.echo(scripts.script(root, shell), nl=False)
+    click.echo(completion.script(root, shell), nl=False)

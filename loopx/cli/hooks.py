@@ -1,6 +1,5 @@
-"""`git loopx hooks install|uninstall|status|queue|drain`, `git loopx hook NAME` (what the shims run),
-`git loopx run -- CMD` (a command run recorded as evidence) and `git loopx rerun` (the
-recorded commands of stale or failing evidence, run again)."""
+"""`git loopx hooks install|uninstall|status|queue|drain` and `git loopx hook NAME`
+(what the shims run)."""
 
 from __future__ import annotations
 
@@ -10,18 +9,17 @@ from typing import Any
 import click
 
 from loopx.cli import terminal
-from loopx.cli.app import App, declared, pass_app
+from loopx.cli.app import App, pass_app
 from loopx.model import plural
-from loopx.ops import catalog, evidence, hooking
-from loopx.ops.declare import Values
+from loopx.ops import hooks
 
 
-@click.group()
-def hooks() -> None:
+@click.group("hooks")
+def hooks_() -> None:
     """Install the git hooks that record evidence and carry the state branch."""
 
 
-@hooks.command("install")
+@hooks_.command("install")
 @click.option("--force", is_flag=True,
               help="Replace existing hooks instead of chaining them (uninstall puts them back).")
 @pass_app
@@ -30,31 +28,31 @@ def hooks_install(app: App, force: bool) -> None:
 
     A hook already there keeps running: it is chained (run first, same arguments and stdin).
     """
-    folder, lines = hooking.install(app.cwd, force=force)
+    folder, lines = hooks.install(app.cwd, force=force)
     app.emit({"hooks_dir": str(folder), "results": lines},
              lambda: "\n".join([f"hooks folder: {folder}", *lines]))
 
 
-@hooks.command("uninstall")
+@hooks_.command("uninstall")
 @pass_app
 def hooks_uninstall(app: App) -> None:
     """Remove the loopx hooks and put back exactly what was there before."""
-    lines = hooking.uninstall(app.cwd)
+    lines = hooks.uninstall(app.cwd)
     app.emit({"results": lines}, "\n".join(lines))
 
 
-@hooks.command("status")
+@hooks_.command("status")
 @pass_app
 def hooks_status(app: App) -> None:
     """Show which loopx hooks are installed, chained or missing."""
-    states = hooking.installed(app.cwd)
+    states = hooks.installed(app.cwd)
     data = [{"name": s.name, "path": str(s.path), "installed": s.installed, "chained": s.chained,
              "replaced": s.replaced, "other_hook": s.other} for s in states]
     app.emit(data, lambda: "\n".join([*(_status_line(s) for s in states),
-                                      *_queue_lines(hooking.queue(app.cwd))]))
+                                      *_queue_lines(hooks.queue(app.cwd))]))
 
 
-@hooks.command("queue")
+@hooks_.command("queue")
 @pass_app
 def hooks_queue(app: App) -> None:
     """Show the work hooks queued and not applied yet, and entries set aside (with why).
@@ -62,11 +60,11 @@ def hooks_queue(app: App) -> None:
     post-commit queues the evidence of a commit and a detached `git loopx hooks drain`
     records it a moment later; any loopx command applies what is still queued first.
     """
-    found = hooking.queue(app.cwd)
+    found = hooks.queue(app.cwd)
     app.emit(found, lambda: "\n".join(_queue_lines(found)) or "nothing queued")
 
 
-@hooks.command("drain")
+@hooks_.command("drain")
 @click.option("--retry", is_flag=True, help="Queue the entries set aside again first.")
 @click.option("--quiet", is_flag=True, help="Say nothing unless an entry was set aside.")
 @pass_app
@@ -77,7 +75,7 @@ def hooks_drain(app: App, retry: bool, quiet: bool) -> None:
     that can never be is set aside (see `git loopx hooks queue`; fix the cause, then
     `git loopx hooks drain --retry`).
     """
-    done = hooking.drain(app.cwd, state_ref=app.state_ref, retry=retry)
+    done = hooks.drain(app.cwd, state_ref=app.state_ref, retry=retry)
     data = {"applied": done.applied, "kept": done.kept, "set_aside": done.failed,
             "busy": done.busy}
     lines = [f"set aside {entry}: {why}" for entry, why in done.failed.items()]
@@ -92,7 +90,7 @@ def hooks_drain(app: App, retry: bool, quiet: bool) -> None:
         sys.exit(1)
 
 
-def _queue_lines(found: hooking.Queue) -> list[str]:
+def _queue_lines(found: hooks.Queue) -> list[str]:
     lines = [f"queued: {found.queued} (`git loopx hooks drain` applies them now)"
              ] if found.queued else []
     lines += [f"  {e.entry}  {e.hook}" + (f" of {e.commit[:12]}" if e.commit else "")
@@ -112,7 +110,7 @@ def _status_line(state: Any) -> str:
 
 
 @click.command("hook", hidden=True, context_settings={"ignore_unknown_options": True})
-@click.argument("name", type=click.Choice(hooking.HOOKS))
+@click.argument("name", type=click.Choice(hooks.HOOKS))
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 @click.pass_obj
 def hook(app: App, name: str, args: tuple[str, ...]) -> None:
@@ -121,7 +119,7 @@ def hook(app: App, name: str, args: tuple[str, ...]) -> None:
     Fails open: a loopx problem prints one line and exits 0, unless loopx.hooks.strict=true.
     """
     stdin = sys.stdin.read() if name in ("pre-push", "post-rewrite") else ""
-    result = hooking.run(hooking.Hook(name, app.cwd, app.actor_or_none(), app.state_ref,
+    result = hooks.run(hooks.Hook(name, app.cwd, app.actor_or_none(), app.state_ref,
                                       args, stdin))
     for line in result.lines:
         terminal.echo(f"loopx: {line}", err=True)
@@ -129,53 +127,3 @@ def hook(app: App, name: str, args: tuple[str, ...]) -> None:
         hint = "" if result.strict else " (git goes on; set loopx.hooks.strict=true to stop instead)"
         terminal.echo(f"loopx: {name} hook failed: {result.failed}{hint}", err=True)
     sys.exit(result.exit_code)
-
-
-# Not ignore_unknown_options: an option `run` does not know, before the command, is a usage
-# error (exit 2), not the first word of the command to run.
-@click.command("run", context_settings={"allow_interspersed_args": False})
-@declared(catalog.find("run"))
-def run(app: App, v: Values) -> None:
-    # -C PATH: run as if started there, like git (the call's cwd)
-    result = app.call(catalog.find("run"), v)
-    if result.event is None:
-        # The command's own failure is the more important exit code to pass on.
-        terminal.echo(f"error: evidence not recorded: {result.error}", err=True)
-    elif app.json:
-        app.emit_event(result.event, "")
-    else:  # stderr: the command's stdout stays exactly its own
-        terminal.echo(f"loopx: recorded {v.kind} evidence {result.event.data.id}: "
-                      f"{result.event.data.summary}", err=True)
-    sys.exit(result.outcome.exit_code)
-
-
-@click.command("rerun")
-@declared(catalog.find("rerun"))
-def rerun(app: App, v: Values) -> None:
-    plan = app.call(catalog.find("rerun"), v)
-    if app.json:
-        app.emit([item.to_dict() for item in plan])
-    else:  # stderr: the commands' own output is on stdout
-        for line in _rerun_lines(plan, v.dry_run) or ["loopx: nothing to re-run"]:
-            terminal.echo(line, err=True)
-    codes = [i.result.outcome.exit_code for i in plan if i.result and i.result.outcome.exit_code]
-    sys.exit(codes[0] if codes else (1 if any(i.skipped for i in plan) else 0))
-
-
-def _rerun_lines(plan: list[evidence.Rerun], dry_run: bool) -> list[str]:
-    lines = []
-    for item in plan:
-        why = "; ".join(item.why)
-        if item.skipped:
-            lines.append(f"loopx: cannot re-run {', '.join(item.evidence)} ({why}): {item.skipped}")
-        elif dry_run:
-            where = f" (in {item.cwd})" if item.cwd else ""
-            lines.append(f"loopx: would re-run `{item.command}`{where} for {why}")
-        elif item.result and item.result.event:
-            lines.append(f"loopx: re-ran {', '.join(item.evidence)} ({why}): recorded "
-                         f"{item.result.event.data.id}: {item.result.event.data.summary}")
-        elif item.result:
-            lines.append(f"loopx: re-ran {', '.join(item.evidence)} but could not record it: "
-                         f"{item.result.error}")
-    return lines
-

@@ -8,10 +8,10 @@ from typing import Any, Optional
 
 import click
 
-from loopx.features.readback import local_host
+from loopx.recovery.readback import local_host
 from loopx.model import clock, plural, typed
 from loopx.model.inert import line
-from loopx.state import answers
+from loopx.projection import answers
 
 
 def _style(color: bool):  # type: ignore[no-untyped-def]
@@ -177,3 +177,7 @@ def fields_text(found: Any) -> str:
 
     values = typed.plain(found)
     return "\n".join(f"{k}: {show(v)}" for k, v in values.items() if v not in (None, [], {}))
+
+
+def short_oid(oid: Optional[str]) -> str:
+    return oid[:12] if oid else "none"

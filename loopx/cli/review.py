@@ -6,7 +6,7 @@ import click
 
 from loopx.cli import pager
 from loopx.cli.app import App, declared
-from loopx.features import changes, validate as checks
+from loopx.review import changes, validate
 from loopx.ops import catalog
 from loopx.ops.declare import Values
 
@@ -29,10 +29,10 @@ def diff(app: App, v: Values) -> None:
     app.emit(result, lambda: changes.diff_text(result))
 
 
-@click.command()
+@click.command("validate")
 @declared(catalog.find("validate"))
-def validate(app: App, v: Values) -> None:
+def validate_(app: App, v: Values) -> None:
     report = app.call(catalog.find("validate"), v)
-    app.emit(report.to_dict(), lambda: checks.render(report))
+    app.emit(report.to_dict(), lambda: validate.render(report))
     if not report.ok:
         raise click.exceptions.Exit(1)

@@ -9,7 +9,7 @@ import click
 from loopx.cli import terminal
 from loopx.cli.app import App, declared
 from loopx.cli.render import ago, elsewhere, first_line
-from loopx.features import readback
+from loopx.recovery import readback
 from loopx.model import inert, plural
 from loopx.model.inert import line
 from loopx.ops import catalog, declare, sessions

@@ -1,6 +1,6 @@
 """`git loopx setup TOOL`: write an agent tool's MCP entry (and its session-start hook, where
 it has one) into the tool's own project files; `--check` says what is missing, `--remove`
-takes out what loopx wrote. The meaning is in :mod:`loopx.features.clients`."""
+takes out what loopx wrote. The meaning is in :mod:`loopx.agents.setup`."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import click
 
 from loopx.cli.app import App, pass_app
 from loopx.errors import UsageError
-from loopx.features import clients
+from loopx.agents import setup
 
 
-@click.command()
-@click.argument("tool", type=click.Choice(sorted(clients.TOOLS)), metavar="TOOL")
+@click.command("setup")
+@click.argument("tool", type=click.Choice(sorted(setup.TOOLS)), metavar="TOOL")
 @click.option("--actor", "as_actor", metavar="WHO",
               help="The identity the tool's server and hook act as (default: the one already "
               "set up, else the global --actor or $LOOPX_ACTOR, else agent:<tool>@<host>).")
@@ -22,7 +22,7 @@ from loopx.features import clients
               help="Change nothing; exit 1 naming each entry that is missing or out of date.")
 @click.option("--remove", is_flag=True, help="Take out what setup wrote; keep everything else.")
 @pass_app
-def setup(app: App, tool: str, as_actor: Optional[str], check: bool, remove: bool) -> None:
+def setup_(app: App, tool: str, as_actor: Optional[str], check: bool, remove: bool) -> None:
     """Set up TOOL (claude, codex, cursor, gemini, vscode) to use loopx in this repository.
 
     Writes the tool's project file: the MCP server `loopx` (`git loopx --actor WHO mcp`) in
@@ -33,12 +33,12 @@ def setup(app: App, tool: str, as_actor: Optional[str], check: bool, remove: boo
     """
     if check and remove:
         raise UsageError("--check and --remove do not go together")
-    plan = clients.plan(tool, cwd=app.cwd, actor=as_actor, fallback=app.named_actor,
+    plan = setup.plan(tool, cwd=app.cwd, actor=as_actor, fallback=app.named_actor,
                         remove=remove)
     if check:
         _report_check(app, tool, plan)
         return
-    clients.write(plan)
+    setup.write(plan)
     files = [_file(change, remove) for change in plan.files]
     app.emit({"tool": tool, "actor": plan.actor, "removed": remove, "files": files,
               "changed": any(change.changed for change in plan.files),
@@ -46,7 +46,7 @@ def setup(app: App, tool: str, as_actor: Optional[str], check: bool, remove: boo
              lambda: "\n".join(_lines(plan, files, remove)))
 
 
-def _file(change: clients.FileChange, remove: bool) -> dict[str, Any]:
+def _file(change: setup.FileChange, remove: bool) -> dict[str, Any]:
     if not change.changed:
         action = "unchanged"
     elif change.before is None:
@@ -58,7 +58,7 @@ def _file(change: clients.FileChange, remove: bool) -> dict[str, Any]:
     return {"path": change.shown, "action": action, "entries": list(change.parts)}
 
 
-def _lines(plan: clients.Plan, files: list[dict[str, Any]], remove: bool) -> list[str]:
+def _lines(plan: setup.Plan, files: list[dict[str, Any]], remove: bool) -> list[str]:
     lines = [f"{f['action']} {f['path']} ({', '.join(f['entries'])})" for f in files]
     changed = any(f["action"] != "unchanged" for f in files)
     title = plan.tool.title
@@ -72,7 +72,7 @@ def _lines(plan: clients.Plan, files: list[dict[str, Any]], remove: bool) -> lis
     return lines
 
 
-def _report_check(app: App, tool: str, plan: clients.Plan) -> None:
+def _report_check(app: App, tool: str, plan: setup.Plan) -> None:
     title = plan.tool.title
     app.emit({"tool": tool, "actor": plan.actor, "ok": not plan.missing,
               "missing": list(plan.missing)},

@@ -24,7 +24,7 @@ from loopx.ledger import cache, seen
 from loopx.ledger.draft import Draft
 from loopx.model import clock
 from loopx.model.paths import file_path
-from loopx.state import entities, views
+from loopx.projection import entities, views
 from loopx.storage import gateway
 from loopx.storage.store import STATE_REF, Store
 
@@ -50,7 +50,7 @@ class Ledger:
         self.repo = repo
         self.ref = ref
         # Applied to every free text of every event before anything is written (Txn.add):
-        # secret redaction, loopx.features.redact.scrub, for every ledger opened through
+        # secret redaction, loopx.redaction.redact.scrub, for every ledger opened through
         # loopx.ops.ledgers.open_ledger. A bare Ledger writes text as given.
         self.scrub = scrub
         self.store = Store(repo)

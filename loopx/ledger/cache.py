@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Optional, overload
 
 from loopx.model import clock
-from loopx.state import entities
+from loopx.projection import entities
 from loopx.version import SCHEMA_VERSION, __version__
 
 _LIVE_MAGIC = b"LOOPXL2\n"

@@ -18,7 +18,7 @@ from loopx.ledger import layout, signatures
 from loopx.model import ids
 from loopx.model.events import Event
 from loopx.model.paths import event_dirs
-from loopx.state import entities, folding
+from loopx.projection import entities, folding
 from loopx.storage.store import Entry, Store
 from loopx.storage.trees import BLOB_MODE
 

@@ -21,7 +21,7 @@ from typing import Any, Callable, Optional, overload
 
 from loopx.ledger import cache
 from loopx.ledger.cache import BY_GOAL, FIELDS, INDEXES, LIVE_STATES, SCALARS, TABLES
-from loopx.state import entities
+from loopx.projection import entities
 from loopx.version import SCHEMA_VERSION, __version__
 
 ROWS_KEY = f"{SCHEMA_VERSION}:{__version__}:rows-2"  # what a row means; checkpoints carry it too

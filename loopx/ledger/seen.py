@@ -6,7 +6,7 @@ saw it, so a writer whose clock runs a year fast cannot hold a todo for a year, 
 slow lose its lease at once. First sight is an observation of this clone by its own clock,
 like ``now``: it is not part of the fold (which stays the same for the same events on every
 clone), but a small file beside the projection cache, ``<ref>.seen``. It holds only the events
-:func:`loopx.state.views.timed_events` names, so it stays as small as the work in play.
+:func:`loopx.projection.views.timed_events` names, so it stays as small as the work in play.
 
 Derived data: a file that is missing or does not parse is taken as empty, and an event not in
 it is first seen now, which errs on the side of a live lease, for at most its ttl.

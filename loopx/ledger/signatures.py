@@ -1,7 +1,7 @@
 """Signed answers: which events of a state branch came in commits signed by their actor.
 
 Whether a commit is signed is not in the event file, so the fold gets the verdicts as data
-(``fold.extra["signed"]``, see :mod:`loopx.state.authority`). This module asks git for them:
+(``fold.extra["signed"]``, see :mod:`loopx.projection.authority`). This module asks git for them:
 one ``git log`` for the commits that added the files in question, one verification per
 ``allowed_signers`` text (keys rotate). Only ledgers that turn signed answers on pay for it.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, cast
 
 from loopx.errors import TransitionError
-from loopx.state import authority
+from loopx.projection import authority
 from loopx.storage import commits
 from loopx.storage.store import Store
 

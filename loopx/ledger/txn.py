@@ -15,7 +15,7 @@ from loopx.ledger import layout
 from loopx.ledger.draft import Draft
 from loopx.model import clock, ids
 from loopx.model.events import RETRY_VOLATILE, Event, free_text, make_event
-from loopx.state import authority, checks, entities, folding
+from loopx.projection import authority, checks, entities, folding
 from loopx.storage.gateway import Oid
 from loopx.storage.trees import BLOB_MODE
 

@@ -33,7 +33,7 @@ from mcp.types import (
 from pydantic import BaseModel
 
 from loopx.errors import LoopxError, describe
-from loopx.features.schema import status_schema
+from loopx.upkeep.schema import status_schema
 from loopx.ledger.book import Ledger
 from loopx.model import inert
 from loopx.mcp import tools

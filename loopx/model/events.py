@@ -63,7 +63,7 @@ __all__ = [
 
 
 # type name -> (payload model, version). Events are written at the version listed; the rules of
-# an event's own version judge it on replay (state/checks.py), so a ledger written before a rule
+# an event's own version judge it on replay (projection/checks.py), so a ledger written before a rule
 # was tightened keeps its meaning. A model is imported (built) the first time its type is
 # looked up: a command pays for the models of the events it touches, not the catalogue.
 _CATALOGUE: dict[str, tuple[str, str, int]] = {

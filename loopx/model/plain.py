@@ -1,7 +1,7 @@
 """Events read for display without the event models: ``git loopx log`` on a warm cache must not
 load pydantic. Pure: bytes in, values out.
 
-A :class:`PlainEvent` has the shape :func:`loopx.state.history.describe` reads (``type``,
+A :class:`PlainEvent` has the shape :func:`loopx.projection.history.describe` reads (``type``,
 ``known``, ``env``, ``data`` with attribute access and the payload's defaults), from a
 generated table of each type's version and defaults (``loopx/data/payloads.json``, written by
 ``git loopx schema export`` from the models and checked by ``schema check``). It is NOT

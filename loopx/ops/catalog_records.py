@@ -12,7 +12,7 @@ from typing import IO, Any, Optional
 from loopx.errors import ArgumentError, NotFound, UsageError
 from loopx.model.limits import ACTOR_PATTERN, MAX_EXIT, MIN_EXIT, TEXT_MAX
 from loopx.model.paths import TRANSCRIPT_MAX_BYTES
-from loopx.ops import effects, evidence, quotas, sessions, settings, wakes
+from loopx.ops import config, effects, evidence, quotas, sessions, wakes
 from loopx.ops.catalog_plan import ON_GOAL, ON_TODO
 from loopx.ops.declare import EVENT_ID, REFS_MAX, Call, Operation, Param, arg, opt, ref, text
 
@@ -408,11 +408,11 @@ SESSION_OPS = [
 def _config_set(c: Call) -> Any:
     v = c.values
     try:
-        roles = settings.parse_roles(v.role)
+        roles = config.parse_roles(v.role)
     except UsageError as exc:
         raise ArgumentError(f"--role: {exc}") from None
     try:
-        ci_map = settings.parse_ci_criteria(v.ci_criterion)
+        ci_map = config.parse_ci_criteria(v.ci_criterion)
     except UsageError as exc:
         raise ArgumentError(f"--ci-criterion: {exc}") from None
     if v.evidence_ignore and v.no_evidence_ignore:
@@ -420,10 +420,10 @@ def _config_set(c: Call) -> Any:
     if v.evidence_scope and v.no_evidence_scope:
         raise ArgumentError("give --evidence-scope or --no-evidence-scope, not both")
     signers = _decoded(v.allowed_signers)
-    return c.write(lambda txn: settings.set_(
+    return c.write(lambda txn: config.set_(
         txn, roles=roles, lease_ttl=v.lease_ttl, session_slots=v.session_slots,
         session_idle=v.session_idle,
-        signed_answers=settings.parse_signed_answers(v.signed_answers)
+        signed_answers=config.parse_signed_answers(v.signed_answers)
         if v.signed_answers else None,
         allowed_signers=signers,
         evidence_ignore=[] if v.no_evidence_ignore else (list(v.evidence_ignore) or None),
@@ -438,16 +438,16 @@ def _decoded(data: Any) -> Optional[str]:
 
 
 def _config_show(c: Call) -> Any:
-    return settings.effective(c.ledger)
+    return config.effective(c.ledger)
 
 
 def _signer_add(c: Call) -> Any:
     v = c.values
     key_text = _decoded(v.key) or ""
-    event, first = c.write(lambda txn: settings.add_signer(txn, v.identity, key_text,
+    event, first = c.write(lambda txn: config.add_signer(txn, v.identity, key_text,
                                                            event_id=v.event_id))
     return {"event": event, "first": first,
-            "fingerprint": settings.Signer(v.identity, settings.public_key(key_text)).fingerprint}
+            "fingerprint": config.Signer(v.identity, config.public_key(key_text)).fingerprint}
 
 
 IDENTITY = arg("identity", pattern=ACTOR_PATTERN, help="Whose key it is.")
@@ -493,12 +493,12 @@ SETTINGS_OPS = [
         EVENT_ID)),
     Operation("signer remove", "Take IDENTITY's keys off the ledger's allowed signers (a signed "
               "change).", writes=True, params=(IDENTITY, EVENT_ID),
-              run=lambda c: c.write(lambda txn: settings.remove_signer(
+              run=lambda c: c.write(lambda txn: config.remove_signer(
                   txn, c.values.identity, event_id=c.values.event_id))),
     Operation("signer list", "The listed keys: identity, key type and fingerprint.",
               wrap="signers", run=lambda c: [
                   {"identity": s.identity, "key": s.key, "fingerprint": s.fingerprint}
-                  for s in settings.signers(settings.effective(c.ledger).allowed_signers)]),
+                  for s in config.signers(config.effective(c.ledger).allowed_signers)]),
 ]
 
 OPERATIONS = EVIDENCE_OPS + RECORD_OPS + SESSION_OPS + SETTINGS_OPS

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from loopx.errors import ArgumentError
-from loopx.ops import exchange, status, timeline
+from loopx.ops import review, status, sync
 from loopx.ops.declare import Call, Operation, arg, opt, ref
 
 NO_CI = opt("ci", "bool", flag=None, off="--no-ci", default=True, help="Do not ask CI about HEAD.")
@@ -40,7 +40,7 @@ def _next(c: Call) -> Any:
     found = ask()
     if v.claim and found.claimed is None and found.action is not None \
             and found.action.kind == "sync" and not v.offline:
-        exchange.sync_(c.ledger, actor=actor)
+        sync.sync_(c.ledger, actor=actor)
         found = ask()
     return found
 
@@ -63,7 +63,7 @@ def _prime(c: Call) -> Any:
 
 
 def _validate(c: Call) -> Any:
-    return timeline.check_range(c.ledger, c.values.range)
+    return review.check_range(c.ledger, c.values.range)
 
 
 OPERATIONS = [
@@ -115,7 +115,7 @@ OPERATIONS = [
         opt("oneline", "bool", mcp=False,
             help="One line per event: commit, actor, what changed."),
         NO_PAGER),
-        run=lambda c: timeline.log(c.ledger, c.values.range, max_count=c.values.max_count)),
+        run=lambda c: review.log(c.ledger, c.values.range, max_count=c.values.max_count)),
     Operation("diff", "What changed in the ledger's state between two commits of a state or "
               "proposal branch.\n\nGoals, acceptance, todos, gates, evidence, leases, config "
               "and the frontier, before and after. A alone compares A with the state ref's tip. "
@@ -123,7 +123,7 @@ OPERATIONS = [
               "the last state commit.", params=(
         arg("range", dest="spec", required=False, metavar="[A..B]", max_length=500,
             help="A..B, or A alone."),),
-        run=lambda c: timeline.diff(c.ledger, c.values.range, now=c.now)),
+        run=lambda c: review.diff(c.ledger, c.values.range, now=c.now)),
     Operation("validate", "Check a range of state commits before it is merged (CI on pull "
               "requests).\n\nEvery added file is a valid event at a valid path; nothing is "
               "modified or deleted; clocks never go back; every event is legal when replayed; "
@@ -142,20 +142,20 @@ OPERATIONS = [
         opt("retries", "int", lo=0, hi=1000, help=(
             "At most this many times fetch, merge and push again when someone pushed first "
             "(default: as often as --patience allows).")),
-        opt("patience", "float", lo=0, hi=3600, default=exchange.PATIENCE_S, show_default=True,
+        opt("patience", "float", lo=0, hi=3600, default=sync.PATIENCE_S, show_default=True,
             help=("Seconds to keep trying while others push first; then give up (our tip "
                   "waits on the remote for the next sync of any clone).")),
         UNRELATED),
-        run=lambda c: exchange.sync_(c.ledger, remote=c.values.remote,
+        run=lambda c: sync.sync_(c.ledger, remote=c.values.remote,
                                      retries=c.values.retries, patience=c.values.patience,
                                      actor=c.who_or_none(),
                                      allow_unrelated=c.values.allow_unrelated)),
     Operation("fetch", "Fetch, check and merge REMOTE's loopx/state (no push).", writes=True,
               batch=False, params=(REMOTE, UNRELATED),
-              run=lambda c: exchange.fetch(c.ledger, remote=c.values.remote,
+              run=lambda c: sync.fetch(c.ledger, remote=c.values.remote,
                                            actor=c.who_or_none(),
                                            allow_unrelated=c.values.allow_unrelated)),
     Operation("push", "Push loopx/state to REMOTE, fast-forward only (run `sync` if the remote "
               "moved).", writes=True, batch=False, params=(REMOTE,),
-              run=lambda c: exchange.push(c.ledger, remote=c.values.remote)),
+              run=lambda c: sync.push(c.ledger, remote=c.values.remote)),
 ]

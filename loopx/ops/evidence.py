@@ -15,14 +15,16 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Optional
 
 from loopx.errors import LoopxError, NotFound, UsageError
-from loopx.features import capture, readback, redact
+from loopx.hooks import capture
+from loopx.recovery import readback
+from loopx.redaction import redact
 from loopx.ledger.book import Ledger
 from loopx.ledger import layout
 from loopx.ledger.draft import Draft
 from loopx.model import clock, typed
 from loopx.model.ids import new_short_id
 from loopx.ops import lookup
-from loopx.state import answers, entities, views
+from loopx.projection import answers, entities, views
 from loopx.storage import gateway
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from loopx.ledger.draft import Draft
 from loopx.model import clock, typed
 from loopx.model.ids import new_short_id
 from loopx.ops import lookup
-from loopx.state import answers, entities, views
+from loopx.projection import answers, entities, views
 
 if TYPE_CHECKING:
     from loopx.ledger.txn import Txn

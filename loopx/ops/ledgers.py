@@ -13,8 +13,8 @@ from loopx.storage import gateway
 from loopx.storage.store import STATE_REF
 
 if TYPE_CHECKING:
-    from loopx.features.unrecorded import Missed
-    from loopx.features.spool import Drained
+    from loopx.hooks.unrecorded import Missed
+    from loopx.hooks.spool import Drained
     from loopx.model.events import Event
 
 
@@ -32,7 +32,7 @@ READ_WAIT_S = 10.0
 def open_ledger(path: Path | str = ".", *, ref: Optional[str] = None,
                 adopt: bool = True, wait: float = READ_WAIT_S) -> Ledger:
     """The ledger of the repository at ``path``, redacting secrets in every text it writes
-    (:func:`loopx.features.redact.scrub`); in a fresh clone it adopts ``origin``'s state
+    (:func:`loopx.redaction.redact.scrub`); in a fresh clone it adopts ``origin``'s state
     branch (after the incoming check), so handing work over is a ``git clone``. Work the git
     hooks queued is applied first (:func:`apply_spool`, waiting up to ``wait`` seconds)."""
     ledger = Ledger.open(path, ref=state_ref(ref), scrub=scrub)
@@ -40,7 +40,7 @@ def open_ledger(path: Path | str = ".", *, ref: Optional[str] = None,
     # there is for the first read to find (Ledger.tip raises DamagedLedger when it is not).
     if adopt and not ledger.store.has_ref(ledger.ref) and ledger.tip() is None:
         # (a proposal's tip falls back to loopx/state's)
-        from loopx.features import sync  # only a clone without state adopts: start-up time
+        from loopx.remote import sync  # only a clone without state adopts: start-up time
 
         sync.adopt(ledger=ledger)
     done = apply_spool(ledger, wait=wait)
@@ -59,9 +59,9 @@ def found_line(done: Drained) -> str:
 
 
 def scrub(text: str) -> str:
-    """Secret redaction (:func:`loopx.features.redact.scrub`), the ledgers' ``scrub``."""
+    """Secret redaction (:func:`loopx.redaction.redact.scrub`), the ledgers' ``scrub``."""
     # Imported on the first text written: reads (a warm status) never compile its patterns.
-    from loopx.features import redact
+    from loopx.redaction import redact
 
     return redact.scrub(text)
 
@@ -79,7 +79,7 @@ def apply_spool(ledger: Ledger, *, wait: Optional[float] = None) -> Optional[Dra
     found = _queue_unrecorded(ledger)
     if not found:
         return done
-    from loopx.features import spool
+    from loopx.hooks import spool
 
     again = _drain(ledger, wait) or spool.Drained()
     done = done or spool.Drained()
@@ -96,11 +96,11 @@ def _drain(ledger: Ledger, wait: Optional[float]) -> Optional[Drained]:
     # loaded, and capture (the event model) only when an entry waits: start-up time.
     if not (ledger.repo.loopx_dir / "spool").is_dir():
         return None
-    from loopx.features import spool
+    from loopx.hooks import spool
 
     if not spool.has_pending(ledger.repo.loopx_dir) or ledger.tip() is None:
         return None
-    from loopx.features import capture
+    from loopx.hooks import capture
 
     def apply(entry: spool.Entry) -> None:
         try:
@@ -120,12 +120,12 @@ def _drain(ledger: Ledger, wait: Optional[float]) -> Optional[Drained]:
 def _queue_unrecorded(ledger: Ledger) -> list[str]:
     """Queue, as post-commit would have, the commits of watched branches (where a lease was
     taken) that have no commit record and are not queued: a hook killed before it queued
-    anything (loopx.features.unrecorded). While no watched reflog grew this is one small
+    anything (loopx.hooks.unrecorded). While no watched reflog grew this is one small
     file and a stat per branch; after, only the new reflog lines are read."""
     loopx_dir = ledger.repo.loopx_dir
     if not (loopx_dir / "commits-watch.json").is_file():  # unrecorded.WATCH: start-up time
         return []
-    from loopx.features import unrecorded
+    from loopx.hooks import unrecorded
 
     if not unrecorded.grown(loopx_dir) or ledger.tip() is None:
         return []
@@ -141,8 +141,8 @@ def _queue_missed(ledger: Ledger, missed: list[Missed]) -> list[str]:
     not finish; their shas."""
     if not missed:
         return []
-    from loopx.features import shims, spool, unrecorded
-    from loopx.state.appliers import ANY_EVIDENCE
+    from loopx.hooks import shims, spool, unrecorded
+    from loopx.projection.appliers import ANY_EVIDENCE
 
     loopx_dir = ledger.repo.loopx_dir
     _unwatch_ended(ledger, {(m.branch, h) for m in missed for h in m.holders})
@@ -171,7 +171,7 @@ def _queue_missed(ledger: Ledger, missed: list[Missed]) -> list[str]:
 def _unwatch_ended(ledger: Ledger, watched: set[tuple[str, tuple[str, str]]]) -> None:
     """Stop watching a branch for a holder whose lease there has ended (after its commits
     were swept): the todos with a lease are in the live fold."""
-    from loopx.features import unrecorded
+    from loopx.hooks import unrecorded
     from loopx.model import clock
 
     now = clock.now()
@@ -192,7 +192,7 @@ def init(ledger: Ledger, *, actor: str, name: Optional[str] = None,
     before the remote had a ledger does not start a second root that `sync` would then merge
     into everyone's state. An unreachable remote is an error (``offline`` skips the look).
     """
-    from loopx.features import sync  # as in open_ledger
+    from loopx.remote import sync  # as in open_ledger
 
     sync.adopt(ledger=ledger)
     where = None if offline or ledger.exists() else remote(ledger)
@@ -244,7 +244,7 @@ def within(principal: str, named: Optional[str]) -> str:
 def remote(ledger: Ledger) -> Optional[str]:
     """The remote `sync` uses by default (the branch's upstream remote, else origin), if it
     is configured."""
-    from loopx.features import sync  # as in open_ledger
+    from loopx.remote import sync  # as in open_ledger
 
     name = sync.default_remote(ledger.repo)
     return name if name in gateway.out(ledger.repo.cwd, "remote").split() else None

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Optional
 
 from loopx.ledger.draft import Draft
-from loopx.state import entities
-from loopx.state.views import resolve_id
+from loopx.projection import entities
+from loopx.projection.views import resolve_id
 
 if TYPE_CHECKING:
     from loopx.ledger.txn import Txn

@@ -10,7 +10,7 @@ from loopx.ledger.draft import Draft
 from loopx.model import typed
 from loopx.model.ids import new_short_id
 from loopx.ops import lookup
-from loopx.state import answers
+from loopx.projection import answers
 from loopx.storage import gateway
 
 if TYPE_CHECKING:

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Optional
 from loopx.errors import UsageError
 from loopx.ledger.book import Ledger
 from loopx.ledger.draft import Draft
-from loopx.state import answers, entities
-from loopx.state.views import resolve_id
+from loopx.projection import answers, entities
+from loopx.projection.views import resolve_id
 
 if TYPE_CHECKING:
     from loopx.ledger.txn import Txn

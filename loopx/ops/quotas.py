@@ -11,7 +11,7 @@ from loopx.ledger.book import Ledger
 from loopx.ledger.draft import Draft
 from loopx.model import clock, typed
 from loopx.ops import lookup
-from loopx.state import answers, views
+from loopx.projection import answers, views
 
 if TYPE_CHECKING:
     from loopx.ledger.txn import Txn

@@ -8,14 +8,15 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Optional
 
 from loopx.errors import NotFound, TransitionError
-from loopx.features import readback, transcripts
+from loopx.recovery import readback
+from loopx.agents import transcripts
 from loopx.ledger.book import Ledger
 from loopx.ledger.draft import Draft
 from loopx.model import clock, plural, typed
 from loopx.model.ids import new_short_id
 from loopx.model.paths import TRANSCRIPT_MAX_BYTES, transcript_chunk_path
 from loopx.ops import lookup
-from loopx.state import answers, views
+from loopx.projection import answers, views
 
 if TYPE_CHECKING:
     from loopx.ledger.txn import Txn
@@ -337,7 +338,7 @@ def listing(ledger: Ledger, *, state: Optional[str] = None, owner: Optional[str]
 def stats(ledger: Ledger, *, window: int = transcripts.DEFAULT_STATS_WINDOW_SECONDS
           ) -> SessionStats:
     """How sessions ended, to tune the keep-open judgement (see
-    :func:`loopx.features.transcripts.stats`)."""
+    :func:`loopx.agents.transcripts.stats`)."""
     ledger.require()
     fold = ledger.fold()
     return typed.build(SessionStats, dict(transcripts.stats(fold, window=window),

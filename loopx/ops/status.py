@@ -15,11 +15,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Optional
 
 from loopx.errors import ClaimLost, TransitionError
-from loopx.features import readback
+from loopx.recovery import readback
 from loopx.ledger.book import Ledger
 from loopx.model import clock, typed
 from loopx.ops import lookup
-from loopx.state import answers, decide, views
+from loopx.projection import answers, decide, views
 
 if TYPE_CHECKING:
     from loopx.model.events import Event, TodoClaimed
@@ -174,7 +174,7 @@ def brief(ledger: Ledger, *, actor: Optional[str], goal: Optional[str] = None,
     document it was made from."""
     snap = _document(ledger, actor=actor, goal=goal, ci=ci, offline=offline, now=now)
     goal_id = snap["goals"][0]["id"] if goal and snap["goals"] else None
-    from loopx.features import briefing  # brief only: the start-up time of status and next
+    from loopx.recovery import briefing  # brief only: the start-up time of status and next
 
     return briefing.markdown(snap, goal_id=goal_id), typed.build(StatusDoc, snap)
 
@@ -197,7 +197,7 @@ def prime(ledger: Ledger, *, actor: Optional[str], ci: bool = True, offline: boo
     waiting on it, its sessions' inboxes and stale evidence."""
     now = now or clock.now()
     snap = _document(ledger, actor=actor, goal=None, ci=ci, offline=offline, now=now)
-    from loopx.features import primer  # prime only: the start-up time of status and next
+    from loopx.recovery import primer  # prime only: the start-up time of status and next
 
     facts = primer.facts(snap, actor=actor, now=clock.format_ts(now))
     return Primer(facts, primer.markdown(facts))

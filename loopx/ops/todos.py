@@ -7,13 +7,15 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Optional
 
 from loopx.errors import ClaimLost, TransitionError, UsageError
-from loopx.features import readback, sync, unrecorded
+from loopx.recovery import readback
+from loopx.remote import sync
+from loopx.hooks import unrecorded
 from loopx.ledger.book import Ledger
 from loopx.ledger.draft import Draft
 from loopx.model import clock, limits, typed
 from loopx.model.ids import new_short_id
-from loopx.ops import evidence as evidence_ops, lookup
-from loopx.state import answers, entities, views
+from loopx.ops import evidence, lookup
+from loopx.projection import answers, entities, views
 
 if TYPE_CHECKING:
     from loopx.ledger.txn import Txn
@@ -167,13 +169,13 @@ def done(txn: Txn, todo: str, *, evidence: Sequence[str] = (), summary: Optional
 
 
 def _require_fresh(txn: Txn, tid: str, shown: list[str]) -> None:
-    judged = evidence_ops.judge(txn.ledger, txn.fold)
+    judged = evidence.judge(txn.ledger, txn.fold)
     verdicts = {e: judged.evidence(views.evidence_view(txn.fold.evidence[e])) for e in shown}
     if any(f.state in ("fresh", "unbound") for f in verdicts.values()):
         return
     ev_id, fresh = next(iter(verdicts.items()))
     raise TransitionError(
-        f"the evidence for todo {tid} ({ev_id}) is {evidence_ops.stale_note(fresh)}; re-run it "
+        f"the evidence for todo {tid} ({ev_id}) is {evidence.stale_note(fresh)}; re-run it "
         f"(git loopx rerun --todo {tid}) or say why it is done without it (--reason TEXT)")
 
 

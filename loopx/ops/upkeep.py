@@ -6,7 +6,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Optional
 
-from loopx.features import doctor, schema
+from loopx.upkeep import doctor, schema
 from loopx.ledger.book import Ledger
 from loopx.ops import ledgers
 

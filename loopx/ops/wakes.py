@@ -11,13 +11,14 @@ from datetime import datetime, timedelta
 from typing import IO, TYPE_CHECKING, Optional
 
 from loopx.errors import LoopxError, NotFound, TransitionError, UsageError
-from loopx.features import ci, readback, waker
+from loopx.recovery import ci, readback
+from loopx.agents import waker
 from loopx.ledger.book import Ledger
 from loopx.ledger.draft import Draft
 from loopx.model import clock, typed
 from loopx.model.ids import new_short_id
-from loopx.ops import exchange, lookup, status
-from loopx.state import answers, views
+from loopx.ops import lookup, status, sync
+from loopx.projection import answers, views
 
 if TYPE_CHECKING:
     from loopx.ledger.txn import Txn
@@ -118,7 +119,7 @@ class _Probe:
         return status.status(self.ledger, actor=self.actor, ci=False, now=now)
 
     def fetch(self) -> None:
-        exchange.fetch(self.ledger, remote=self.remote)
+        sync.fetch(self.ledger, remote=self.remote)
 
     def ci(self, sha: str, snapshot: status.StatusDoc) -> str:
         config = readback.read_config(self.ledger.repo)  # afresh: a watch runs for days

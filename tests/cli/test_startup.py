@@ -69,5 +69,5 @@ def test_a_read_after_hooks_queued_and_drained_work_stays_light(warm: Path) -> N
     capture (and with it the event model) on every read."""
     (warm / ".git" / "loopx" / "spool" / "failed").mkdir(parents=True)
     imported = _imported(warm, "status", "--format", "json", "--no-ci")
-    heavy = sorted(m for m in imported if m.startswith((*HEAVY, "loopx.features.capture")))
+    heavy = sorted(m for m in imported if m.startswith((*HEAVY, "loopx.hooks.capture")))
     assert heavy == []

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from conftest import git, run_loopx
-from loopx.storage import gateway as gitgw
+from loopx.storage import gateway
 from loopx.errors import NotFound
 from loopx.ledger.book import Ledger
 from loopx.ledger.draft import Draft
@@ -16,7 +16,7 @@ from loopx.storage.store import PACK_MIN_BLOBS
 
 
 def test_discover_from_the_work_tree_root_finds_the_real_common_dir(repo: Path) -> None:
-    found = gitgw.discover(repo)
+    found = gateway.discover(repo)
     assert found.common_dir == (repo / ".git").resolve()
     assert found.work_tree == repo.resolve()
 
@@ -25,23 +25,23 @@ def test_discover_agrees_from_a_subdirectory_a_worktree_and_inside_git_dir(repo:
     (repo / "sub").mkdir()
     git(repo, "worktree", "add", "-q", "--detach", str(repo.parent / "wt"))
     common = (repo / ".git").resolve()
-    assert gitgw.discover(repo / "sub").common_dir == common
-    other = gitgw.discover(repo.parent / "wt")
+    assert gateway.discover(repo / "sub").common_dir == common
+    other = gateway.discover(repo.parent / "wt")
     assert other.common_dir == common and other.work_tree == (repo.parent / "wt").resolve()
-    inside = gitgw.discover(repo / ".git")
+    inside = gateway.discover(repo / ".git")
     assert inside.common_dir == common and inside.work_tree is None
 
 
 def test_discover_a_bare_repository_has_no_work_tree(tmp_path: Path) -> None:
     git(tmp_path, "init", "-q", "--bare", "remote.git")
-    found = gitgw.discover(tmp_path / "remote.git")
+    found = gateway.discover(tmp_path / "remote.git")
     assert found.work_tree is None
     assert found.common_dir == (tmp_path / "remote.git").resolve()
 
 
 def test_discover_outside_a_repository_is_not_found(tmp_path: Path) -> None:
     with pytest.raises(NotFound):
-        gitgw.discover(tmp_path)
+        gateway.discover(tmp_path)
 
 
 def _notes(ledger: Ledger, count: int) -> None:

@@ -15,7 +15,7 @@ from loopx.ledger import cache, replay, rows
 from loopx.errors import TransitionError
 from loopx.ledger.txn import Txn
 from loopx.model import clock
-from loopx.state import entities, folding, views
+from loopx.projection import entities, folding, views
 from loopx.ledger.book import Ledger
 from loopx.ledger.draft import Draft
 

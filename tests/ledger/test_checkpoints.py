@@ -18,7 +18,7 @@ from statekit import commit_files
 from loopx.ledger import cache, checkpoints, rows
 from loopx.ledger.book import Ledger
 from loopx.model.paths import checkpoint_path
-from loopx.ops import exchange, ledgers
+from loopx.ops import ledgers, sync
 from loopx.storage.store import STATE_REF
 
 ACTOR = "agent:a@x"
@@ -143,7 +143,7 @@ def _late_events_fold_as_a_replay(before: int, late: int, after: int) -> None:
             led.checkpoint(actor=ACTOR)
         git(origin, "push", "-q", "origin", STATE_REF)
         with ledgers.open_ledger(offline) as led:
-            exchange.sync_(led)
+            sync.sync_(led)
         fresh = tmp / "fresh"
         git(tmp, "clone", "-q", str(remote), str(fresh))
         with ledgers.open_ledger(fresh) as led:
@@ -220,13 +220,13 @@ def test_sync_commits_a_checkpoint_its_writers_did_not_make(
     monkeypatch.setattr(checkpoints, "crossed", lambda before, after: False)
     with ledgers.open_ledger(origin) as led:
         _notes(led, 10, 3)  # 3 events since the checkpoint: none yet
-        exchange.sync_(led)
+        sync.sync_(led)
         assert len(checkpoints.listed(led.store, led.tip())) == 1
     other = tmp_path / "other"
     git(tmp_path, "clone", "-q", str(remote), str(other))
     with ledgers.open_ledger(other) as led:
         _notes(led, 20, 2, actor="agent:b")
-        exchange.sync_(led)
+        sync.sync_(led)
         assert len(checkpoints.listed(led.store, led.tip())) == 2
     assert git(remote, "rev-parse", STATE_REF) == git(other, "rev-parse", STATE_REF)
 

@@ -12,10 +12,10 @@ from statekit import event, file_of
 from syncutil import forge
 
 from loopx import Ledger
-from loopx.features import incoming
-from loopx.ledger import layout as rules
+from loopx.remote import incoming
+from loopx.ledger import layout
 from loopx.model.paths import TRANSCRIPT_CHUNK_BYTES
-from loopx.features.validate import validate
+from loopx.review.validate import validate
 
 STATE = "refs/heads/loopx/state"
 PROPOSAL = "refs/heads/proposal/p"
@@ -136,10 +136,10 @@ def test_a_clean_change_passes_both(state: Path) -> None:
     ("AM", "modified"), ("AD", "deleted"),
 ])
 def test_change_rule_reads_git_status_letters(status: str, rule: str | None) -> None:
-    broken = rules.change_rule(status)
+    broken = layout.change_rule(status)
     assert (broken.rule if broken else None) == rule
 
 
 def test_case_collisions_name_the_later_spelling() -> None:
-    found = rules.case_collisions({"sessions": {"abc", "ABC", "xyz"}, "": {"sessions"}})
+    found = layout.case_collisions({"sessions": {"abc", "ABC", "xyz"}, "": {"sessions"}})
     assert [(path, b.rule) for path, b in found] == [("sessions/abc", "bad-path")]

@@ -12,7 +12,7 @@ from conftest import invoke
 from statekit import commit_files, event, file_of, run, ssh_key
 
 from loopx import Ledger
-from loopx.features.validate import validate
+from loopx.review.validate import validate
 
 pytestmark = pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="needs ssh-keygen")
 

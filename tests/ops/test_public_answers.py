@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 import loopx.model.events
 import loopx.ops
-from loopx.features import spool
+from loopx.hooks import spool
 from loopx.ledger.txn import Txn
 
 import loopx.model.payloads
@@ -29,9 +29,9 @@ for _info in pkgutil.iter_modules(loopx.model.payloads.__path__):
 # operation -> why it still answers with a plain document (each is follow-up work).
 UNTYPED = {
     "loopx.ops.upkeep.examine": "doctor's report: damage, verify, repair and rollback parts",
-    "loopx.ops.status.prime": "Primer.facts: the primer's facts, as features/primer.py makes them",
+    "loopx.ops.status.prime": "Primer.facts: the primer's facts, as recovery/primer.py makes them",
     "loopx.ops.evidence.record_ci": "CiRecord.ci and .planned: the CI status and the plan",
-    "loopx.ops.timeline.check_range": "validate.Report's events and config findings",
+    "loopx.ops.review.check_range": "validate.Report's events and config findings",
     "loopx.ops.lookup.about": "a write helper: the event of whichever type it is given",
     "loopx.ops.batch.apply": "each line's answer is its own operation's, in line order",
     "loopx.ops.batch.parse": "a parsed line holds its declaration (see DECLARATIONS)",

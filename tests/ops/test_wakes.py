@@ -12,7 +12,7 @@ from conftest import git, invoke
 from loopx.errors import NotFound, TransitionError, UsageError
 from loopx.ledger.book import Ledger
 from loopx.model import clock
-from loopx.ops import gates, goals, settings, status, wakes
+from loopx.ops import config, gates, goals, status, wakes
 
 ALICE = "human:alice@example.com"
 AGENT = "agent:codex@devbox"
@@ -53,7 +53,7 @@ def test_acking_a_one_shot_wake_clears_it(ledger: Ledger) -> None:
 
 def test_recurring_wakes_are_time_wakes_of_a_minute_or_more(ledger: Ledger) -> None:
     ledger.run(goals.add, "G", id="g", actor=ALICE)
-    ledger.run(settings.set_, roles={"m": [ALICE]}, actor=ALICE)
+    ledger.run(config.set_, roles={"m": [ALICE]}, actor=ALICE)
     ledger.run(gates.open_, "g", "ok?", id="q", authority=["role:m"], actor=ALICE)
     with pytest.raises(UsageError, match="at most once a minute, not every 30s"):
         ledger.run(wakes.set_, every=30, actor=AGENT)

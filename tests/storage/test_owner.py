@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 from conftest import git, invoke
-from loopx.features import spool
+from loopx.hooks import spool
 
 
 def _repo(tmp_path: Path, name: str) -> Path:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import git
-from loopx.storage import gateway as gitmod
+from loopx.storage import gateway
 from loopx.errors import ConflictError, RefRaceError
 from loopx.ledger.book import Ledger
 from loopx.storage.store import STATE_REF
@@ -159,13 +159,13 @@ def test_the_gateway_raises_a_typed_error_with_command_and_stderr(repo: Path) ->
     from loopx.errors import GitError
 
     with pytest.raises(GitError) as info:
-        gitmod.run(repo, "rev-parse", "--verify", "no-such-ref")
+        gateway.run(repo, "rev-parse", "--verify", "no-such-ref")
     assert info.value.returncode == 128 and "rev-parse" in str(info.value)
 
 
 def test_discover_finds_the_common_dir_of_a_worktree(repo: Path, tmp_path: Path) -> None:
     git(repo, "worktree", "add", "-q", str(tmp_path / "wt"))
-    found = gitmod.discover(tmp_path / "wt")
+    found = gateway.discover(tmp_path / "wt")
     assert found.common_dir == (repo / ".git").resolve()
     assert found.work_tree == (tmp_path / "wt").resolve()
     with Ledger.open(tmp_path / "wt") as ledger:

@@ -1,0 +1,46 @@
+"""`git loopx effect ...`: external writes, intended, then confirmed or failed."""
+
+from __future__ import annotations
+
+
+
+import click
+
+from loopx.cli.app import App, declared
+from loopx.ops import catalog
+from loopx.ops.declare import Values
+
+
+@click.group()
+def effect() -> None:
+    """External writes: intend before the call, confirm or fail after."""
+
+
+@effect.command("intend")
+@declared(catalog.find("effect intend"))
+def effect_intend(app: App, v: Values) -> None:
+    event = app.call(catalog.find("effect intend"), v)
+    app.emit_event(event, f"intend {v.action} on {v.target} as effect {event.data.id}")
+
+
+@effect.command("confirm")
+@declared(catalog.find("effect confirm"))
+def effect_confirm(app: App, v: Values) -> None:
+    event = app.call(catalog.find("effect confirm"), v)
+    app.emit_event(event, f"confirmed effect {event.data.id}")
+
+
+@effect.command("fail")
+@declared(catalog.find("effect fail"))
+def effect_fail(app: App, v: Values) -> None:
+    event = app.call(catalog.find("effect fail"), v)
+    app.emit_event(event, f"effect {event.data.id} failed")
+
+
+@effect.command("list")
+@declared(catalog.find("effect list"))
+def effect_list(app: App, v: Values) -> None:
+    found = app.call(catalog.find("effect list"), v)
+    app.emit(found, lambda: "\n".join(
+        f"{e.id:<12} {e.state:<13} {e.action} {e.target}" for e in found)
+        or "no effects")

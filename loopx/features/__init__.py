@@ -1,1 +1,0 @@
-"""Features: one job each (sync, capture, review, readback, CI, sessions, doctor)."""

@@ -1,0 +1,1 @@
+"""Reviewing state like code: log and diff, and validate (may a range of state commits be merged?)."""

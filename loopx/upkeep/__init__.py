@@ -1,0 +1,1 @@
+"""Keeping a ledger healthy: doctor and salvage, and the generated schemas."""
