@@ -75,7 +75,7 @@ def transcript_chunk_path(session: str, number: int, index: int) -> str:
     return f"sessions/{session}/transcript-{number}/{index:04d}.txt"
 
 
-# Checkpoints of the projection (loopx.features.checkpoints): derived data beside the events,
+# Checkpoints of the projection (loopx.ledger.checkpoints): derived data beside the events,
 # a manifest and chunks of rows per state commit whose events they fold.
 CHECKPOINT_CHUNK_BYTES = 1024 * 1024
 CHECKPOINT_FILE_RE = re.compile(
