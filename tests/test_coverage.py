@@ -39,8 +39,6 @@ COVERED_ELSEWHERE = {
     "cli/launch.py": "tests/cli/test_startup.py (the entry point: what each command imports)",
     "cli/note.py": "tests/cli/test_messages.py, tests/review/test_changes.py "
                    "(`note add|list|dismiss`)",
-    "cli/records.py": "tests/ops/test_enforced.py, tests/cli/test_waiting.py, "
-                      "tests/cli/test_messages.py (`gate`, `quota`, `effect`, `wake`)",
     "cli/sync.py": "tests/remote/test_sync.py, tests/ledger/test_checkpoints.py, "
                      "tests/upkeep/test_doctor.py (`sync`, `fetch`, `push`, `checkpoint`, "
                      "`doctor`)",
