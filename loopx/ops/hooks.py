@@ -179,7 +179,7 @@ def _apply_spooled(hook: Hook, found: "_Found") -> list[str]:
     if not spool.has_pending(found.loopx_dir):
         return []
     with Ledger(gateway.discover(hook.cwd), ref=hook.ref, scrub=ledgers.scrub) as ledger:
-        done = ledgers.apply_spool(ledger)
+        done = ledgers.apply_spool(ledger, sweep=False)  # (a hook: see apply_spool)
     if done is None:
         return []
     if done.kept:  # the branch is busy: a drain that outwaits it takes them
@@ -263,13 +263,15 @@ def drain(cwd: str, *, state_ref: Optional[str] = None, retry: bool = False,
     found = gateway.discover(cwd)
     if retry:
         spool.retry(found.loopx_dir)
+    background = bool(os.environ.get(BACKGROUND_ENV))  # the drain a hook started
     if patience is None:
-        patience = DRAIN_PATIENCE_S if os.environ.get(BACKGROUND_ENV) else 0.0
+        patience = DRAIN_PATIENCE_S if background else 0.0
     deadline = time.monotonic() + patience
     total, pause = spool.Drained(), 1.0
     while True:
         with Ledger(found, ref=ledgers.state_ref(state_ref), scrub=ledgers.scrub) as ledger:
-            done = ledgers.apply_spool(ledger, wait=ledgers.READ_WAIT_S if wait is None else wait)
+            done = ledgers.apply_spool(ledger, wait=ledgers.READ_WAIT_S if wait is None else wait,
+                                       sweep=not background)
         if done is None:
             return total
         total.applied += done.applied

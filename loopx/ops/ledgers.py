@@ -66,17 +66,20 @@ def scrub(text: str) -> str:
     return redact.scrub(text)
 
 
-def apply_spool(ledger: Ledger, *, wait: Optional[float] = None) -> Optional[Drained]:
+def apply_spool(ledger: Ledger, *, wait: Optional[float] = None,
+                sweep: bool = True) -> Optional[Drained]:
     """Apply the work git hooks queued (docs/hooks.md): post-commit's evidence, or what a hook
     could not write while the state branch was busy. Waits for a drain under way in another
     process (the detached one post-commit starts), so that what a commit recorded is there
     for the command that follows it; waits no longer than ``wait`` (a hook's limit by
     default) for it and for the state branch. What cannot be applied now stays queued, what
     can never be is set aside for `status` and `doctor`. Then the commits of watched branches
-    that have no record (their hook was killed) are queued and applied too (``found``). None
-    when nothing was queued."""
+    that have no record (their hook was killed) are queued and applied too (``found``), unless
+    not ``sweep``: a hook and the drain it starts run beside the user's next commits, and a
+    commit whose post-commit has not finished yet would look like one whose hook was killed
+    (git writes the reflog before it runs the hook). None when nothing was queued."""
     done = _drain(ledger, wait)
-    found = _queue_unrecorded(ledger)
+    found = _queue_unrecorded(ledger) if sweep else []
     if not found:
         return done
     from loopx.hooks import spool
