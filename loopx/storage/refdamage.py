@@ -3,13 +3,32 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import time
+from typing import TYPE_CHECKING, Callable, TypeVar
 
 from loopx.errors import DamagedRef
 from loopx.storage import gateway, worktrees
 
 if TYPE_CHECKING:
     from loopx.storage.store import Store
+
+T = TypeVar("T")
+MISSING_TIP_WAIT_S = 5.0  # how long a missing tip may be a writer settling beside gc
+
+
+def patiently(read: Callable[[], T]) -> T:
+    """``read()``, looked at again for up to MISSING_TIP_WAIT_S while it names a missing tip:
+    a writer whose new commit a concurrent ``git gc --prune=now`` deleted before its swap
+    made it reachable rewrites it in Store.settle(), so a missing tip may be only that."""
+    deadline, pause = time.monotonic() + MISSING_TIP_WAIT_S, 0.05
+    while True:
+        try:
+            return read()
+        except DamagedRef as exc:
+            if exc.kind != "missing" or time.monotonic() >= deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.5)
 
 
 def why(store: Store, ref: str, stderr: str) -> DamagedRef | None:

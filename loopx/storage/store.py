@@ -126,9 +126,11 @@ class Store:
         """The commit ``ref`` points at; None when it does not exist and never did.
 
         Raises DamagedRef when it cannot be read, points at something other than a commit
-        (a tree, a blob, a tag, a missing object), or is gone while its reflog says it was
-        there: that is damage to name, never "no ledger" to start again on.
-        """
+        (a tree, a blob, a tag, a missing object: after refdamage.patiently looked again), or
+        is gone while its reflog says it was there: damage to name, never "no ledger"."""
+        return refdamage.patiently(lambda: self._tip(ref))
+
+    def _tip(self, ref: str) -> Oid | None:
         loose = self._loose_tip(ref)
         if loose is not None:
             return loose
