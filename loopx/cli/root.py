@@ -42,6 +42,7 @@ _GROUPS = [
     ("loopx.cli.status", "prime"),
     ("loopx.cli.waiting", "wait"), ("loopx.cli.waiting", "watch"),
     ("loopx.cli.serve", "mcp"),
+    ("loopx.cli.web", "web"),
     ("loopx.cli.setup", "setup_"),
     ("loopx.cli.review", "log"), ("loopx.cli.review", "diff"), ("loopx.cli.review", "validate_"),
     ("loopx.cli.config", "signer"),

@@ -10,6 +10,7 @@ from typing import Any, Optional
 
 from loopx.model import inert, plural
 from loopx.model.inert import md
+from loopx.projection import graph
 
 
 def markdown(snap: dict[str, Any], *, goal_id: Optional[str] = None) -> str:
@@ -66,6 +67,9 @@ def _goal_section(snap: dict[str, Any], goal: dict[str, Any]) -> list[str]:
     out += ["", "### Frontier (ready)", ""] + _todo_lines([t for t in todos if t["ready"]])
     waiting = [t for t in todos if t["state"] in ("open", "blocked", "claimed") and not t["ready"]]
     out += ["", "### Not ready", ""] + _todo_lines(waiting, why=True)
+    picture = graph.mermaid_block(graph.plan(snap, goal=goal["id"]))
+    if picture:  # GitHub draws it; elsewhere it reads as a list of edges
+        out += ["", "### Plan", ""] + picture
     return out + [""]
 
 
