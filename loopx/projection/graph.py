@@ -84,8 +84,11 @@ def _done(snap: dict[str, Any], todo: str) -> bool:
 
 
 def _short(text: str) -> str:
-    shown = inert.line(text)
-    return shown if len(shown) <= MAX_LABEL else shown[:MAX_LABEL - 1] + "…"
+    return _clip(inert.line(text), MAX_LABEL)
+
+
+def _clip(text: str, most: int) -> str:
+    return text if len(text) <= most else text[:most - 1] + "…"
 
 
 def layers(graph: Graph) -> list[list[str]]:
@@ -163,7 +166,8 @@ def mermaid_block(graph: Graph) -> list[str]:
 
 # --- SVG --------------------------------------------------------------------------------------
 
-BOX_W, BOX_H, GAP_X, GAP_Y, PAD = 260, 40, 70, 22, 16
+BOX_W, BOX_H, GAP_X, GAP_Y, PAD = 210, 40, 46, 18, 12
+BOX_CHARS = 31  # of a label inside a box (its whole label is the box's tooltip)
 
 
 def svg(graph: Graph) -> str:
@@ -209,6 +213,6 @@ def _svg_node(node: Node, x: int, y: int) -> str:
             f'<rect x="{x}" y="{y}" width="{BOX_W}" height="{BOX_H}" rx="{rx}" fill="{fill}" '
             f'stroke="{stroke}" stroke-width="1.5"/>'
             f'<text x="{x + 10}" y="{y + 17}" font-size="12" font-family="sans-serif">'
-            f"{html.escape(node.label[:40])}</text>"
+            f"{html.escape(_clip(node.label, BOX_CHARS))}</text>"
             f'<text x="{x + 10}" y="{y + 32}" font-size="10" font-family="sans-serif" '
             f'fill="{stroke}">{node.state}</text></g>')

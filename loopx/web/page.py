@@ -30,7 +30,8 @@ form.gate{margin:6px 0 12px} form.gate input[type=text]{width:22em}
 .legend span{display:inline-block;padding:1px 8px;margin-right:6px;border-radius:4px;
 border:1px solid}
 li{margin:2px 0}
-"""
+""" + "".join(f".legend .{state}{{background:{fill};border-color:{stroke}}}"
+              for state, (fill, stroke) in graph.COLOURS.items())
 
 # Watches /events (a server-sent event each time the state ref moves) and swaps in the new
 # <main> (a half-typed answer in a form is kept unless the form is gone).
@@ -132,8 +133,7 @@ def _gate_form(gate: dict[str, Any], token: str) -> str:
 
 
 def _plan(snap: dict[str, Any]) -> str:
-    legend = "".join(f'<span style="background:{f};border-color:{s}">{st}</span>'
-                     for st, (f, s) in graph.COLOURS.items())
+    legend = "".join(f'<span class="{state}">{state}</span>' for state in graph.COLOURS)
     live = [g for g in snap["goals"] if g["state"] in ("active", "paused")]
     pictures = []
     for goal in live:
