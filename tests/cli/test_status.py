@@ -113,6 +113,8 @@ def test_brief_is_a_markdown_handoff(repo: Path) -> None:
                     "### Frontier (ready)", "## Open gates", "## Environment (inspected now)"):
         assert heading in result.out
     assert "git loopx todo claim t-1" in result.out
+    plan = result.out.split("### Plan\n\n```mermaid\n", 1)[1].split("\n```\n", 1)[0]
+    assert plan.startswith("flowchart LR\n") and "classDef ready" in plan
 
 
 @pytest.mark.parametrize("flag", ["--no-ci", "--offline"])

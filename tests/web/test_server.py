@@ -4,6 +4,9 @@ from the ledger shown as text. (The page in a real browser: test_browser.py.)"""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -98,3 +101,15 @@ def test_web_without_a_ledger_says_so(repo: Path) -> None:
     result = run_loopx(repo, "web")
     assert result.code == 1
     assert result.err.count("\n") == 1 and "git loopx init" in result.err
+
+
+def test_no_other_command_loads_the_web_stack(repo: Path) -> None:
+    plan(repo)
+    argv = [sys.executable, "-X", "importtime", "-m", "loopx", "--help"]  # loads every command
+    for args in ([], ["status", "--format", "json", "--no-ci"], ["brief", "--no-ci"]):
+        run = subprocess.run(argv[:-1] + args if args else argv, cwd=repo, capture_output=True,
+                             env=dict(os.environ, LOOPX_ACTOR="human:test@example.com"),
+                             check=True)
+        imported = {line.split("|")[-1].strip() for line in run.stderr.decode().splitlines()}
+        assert not {n for n in imported if n.split(".")[0] in ("starlette", "uvicorn")}, args
+        assert "loopx.web" not in imported
