@@ -49,6 +49,8 @@ COVERED_ELSEWHERE = {
     "cli/root.py": "tests/cli/test_startup.py, tests/cli/test_cli.py (the root group, "
                    "--actor, --debug)",
     "cli/serve.py": "tests/mcp/test_server.py, tests/cli/test_smoke.py (`git loopx mcp`)",
+    "cli/notify.py": "tests/ops/test_notify.py (`git loopx notify` in-process)",
+    "recovery/notify.py": "tests/ops/test_notify.py (a webhook on 127.0.0.1, notify-send)",
     "cli/web.py": "tests/web/test_server.py, tests/web/test_browser.py (`git loopx web`)",
     "cli/session.py": "tests/ops/test_sessions.py (`session open|send|inbox|...`)",
     "cli/todo.py": "tests/cli/test_cli.py, tests/ops/test_todos.py, tests/cli/test_bad_input.py "

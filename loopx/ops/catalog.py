@@ -16,7 +16,7 @@ from loopx.ops.declare import Operation
 # The first word of each command, and the module that declares it.
 AREAS = {
     **dict.fromkeys(("status", "next", "brief", "prime", "log", "diff", "validate", "sync",
-                     "fetch", "push"), "loopx.ops.catalog_recovery"),
+                     "fetch", "push", "notify"), "loopx.ops.catalog_recovery"),
     **dict.fromkeys(("goal", "todo", "gate", "note", "notice"), "loopx.ops.catalog_plan"),
     **dict.fromkeys(("evidence", "run", "rerun", "wake", "quota", "effect", "session",
                      "config", "signer"), "loopx.ops.catalog_records"),

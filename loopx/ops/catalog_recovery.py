@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from loopx.errors import ArgumentError
-from loopx.ops import review, status, sync
+from loopx.ops import notify, review, status, sync
 from loopx.ops.declare import Call, Operation, arg, opt, ref
 
 NO_CI = opt("ci", "bool", flag=None, off="--no-ci", default=True, help="Do not ask CI about HEAD.")
@@ -64,6 +64,12 @@ def _prime(c: Call) -> Any:
 
 def _validate(c: Call) -> Any:
     return review.check_range(c.ledger, c.values.range)
+
+
+def _notify(c: Call) -> Any:
+    v = c.values
+    return notify.notify(c.ledger, actor=c.who(), webhook=v.webhook,
+                         desktop=True if v.desktop else None, cwd=c.cwd or ".", now=c.now)
 
 
 OPERATIONS = [
@@ -158,4 +164,18 @@ OPERATIONS = [
     Operation("push", "Push loopx/state to REMOTE, fast-forward only (run `sync` if the remote "
               "moved).", writes=True, batch=False, params=(REMOTE,),
               run=lambda c: sync.push(c.ledger, remote=c.values.remote)),
+    Operation("notify", "Tell you what waits on you (gates asking for your answer, sessions "
+              "awaiting your instruction) through a webhook or the desktop, each once.\n\n"
+              "Each send is an effect (intended, then confirmed with the channel's receipt or "
+              "failed): a nudge already sent, or whose outcome is unknown, is not sent again; a "
+              "failed one is retried on the next run. Channels default to git config "
+              "loopx.notify.webhook (a Slack-compatible URL: JSON {\"text\": ...}) and "
+              "loopx.notify.desktop (true: notify-send, where installed).", run=_notify,
+              writes=True, batch=False, tool=None, params=(
+        opt("webhook", metavar="URL", max_length=2_000, help=(
+            "POST each nudge here as Slack-compatible JSON (default: loopx.notify.webhook).")),
+        opt("desktop", "bool", help=(
+            "Show each nudge as a desktop notification (notify-send; default: "
+            "loopx.notify.desktop)."))),
+    ),
 ]

@@ -1,0 +1,133 @@
+"""`git loopx notify`: tell a person what waits on them (gates their answer is asked for,
+sessions awaiting their instruction) through the channels they configured, each send once.
+
+Each send is an effect: ``effect.intended`` with an idempotency key made of the channel, the
+person and what the nudge is about (the gate and its decisions so far; the session and its
+last response), then the send, then ``confirmed`` with the channel's receipt or ``failed``.
+The ledger refuses a second intent with a key already used by an effect that did not fail, so
+a nudge goes out once whichever clone or process runs `notify`, however often; one whose
+outcome was never recorded (a crash mid-send) is not sent again either, it is reported.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Optional
+
+from loopx.errors import TransitionError, UsageError
+from loopx.ledger.book import Ledger
+from loopx.model import inert, typed
+from loopx.ops import effects, ledgers, status
+from loopx.recovery import notify as channels
+
+KINDS = ("answer_gate", "session_waiting")
+
+
+@dataclass(frozen=True)
+class Nudge:
+    """One thing that waits on the person: what it is about and the line that says so."""
+
+    about: str  # "gate q-1", "session s-2"
+    text: str
+    version: str  # changes when the thing asks again (a new decision, a new response)
+    goal: Optional[str] = None
+    todo: Optional[str] = None
+
+
+@dataclass
+class Sent:
+    channel: str
+    about: str
+    state: str  # sent | failed | skipped
+    effect: Optional[str] = None
+    detail: str = ""
+
+
+@dataclass
+class Report:
+    """What `notify` did, one entry per channel and nudge."""
+
+    actor: str
+    channels: list[str]
+    sends: list[Sent] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"actor": self.actor, "channels": self.channels,
+                "sends": [vars(s) for s in self.sends]}
+
+
+def nudges(snap: dict[str, Any]) -> list[Nudge]:
+    """What waits on the actor the status document ``snap`` was made for."""
+    gates = {g["id"]: g for g in snap["gates"]}
+    sessions = {s["id"]: s for s in snap.get("sessions", [])}
+    out = []
+    for action in snap["actions"]:
+        if action["kind"] == "answer_gate" and action.get("gate") in gates:
+            gate = gates[action["gate"]]
+            out.append(Nudge(f"gate {gate['id']}", action["reason"],
+                             f"{gate['state']}/{len(gate.get('conflict') or [])}",
+                             goal=gate["goal"]))
+        elif action["kind"] == "session_waiting" and action.get("session") in sessions:
+            s = sessions[action["session"]]
+            out.append(Nudge(f"session {s['id']}", action["reason"],
+                             f"{s.get('last_response') or ''}/{s.get('checkpoints')}",
+                             goal=s.get("goal"), todo=s.get("todo")))
+    return out
+
+
+def key(channel: str, actor: str, nudge: Nudge) -> str:
+    """The idempotency key of one nudge to one person through one channel."""
+    digest = hashlib.sha256("\0".join((channel, actor, nudge.about, nudge.version)).encode())
+    return f"notify:{nudge.about.replace(' ', ':')}:{digest.hexdigest()[:24]}"
+
+
+def notify(ledger: Ledger, *, actor: str, webhook: Optional[str] = None,
+           desktop: Optional[bool] = None, cwd: str = ".",
+           now: Optional[datetime] = None) -> Report:
+    """Send each nudge for ``actor`` through each channel once: ``webhook`` (a URL, default
+    git's ``loopx.notify.webhook``) and ``desktop`` (default ``loopx.notify.desktop``)."""
+    ledger.require()
+    webhook = webhook or ledgers.git_setting(cwd, "loopx.notify.webhook")
+    if desktop is None:
+        desktop = (ledgers.git_setting(cwd, "loopx.notify.desktop") or "").lower() in (
+            "true", "yes", "on", "1")
+    chosen = (["webhook"] if webhook else []) + (["desktop"] if desktop else [])
+    if not chosen:
+        raise UsageError("no channel to notify through: give --webhook URL or --desktop, or "
+                         "set git config loopx.notify.webhook / loopx.notify.desktop true")
+    report = Report(actor, chosen)
+    snap = status.status(ledger, actor=actor, ci=False, offline=True, now=now)
+    found = nudges(typed.plain(snap))
+    for channel in chosen:
+        if channel == "desktop" and not channels.desktop_available():
+            report.sends += [Sent(channel, n.about, "skipped", detail=(
+                f"no desktop notifier here ({channels.NOTIFIER} is not installed)"))
+                for n in found]
+            continue
+        for nudge in found:
+            report.sends.append(_send(ledger, channel, actor, nudge, webhook, now))
+    return report
+
+
+def _send(ledger: Ledger, channel: str, actor: str, nudge: Nudge, webhook: Optional[str],
+          now: Optional[datetime]) -> Sent:
+    target = channels.webhook_target(webhook) if channel == "webhook" and webhook else channel
+    idem = key(channel, actor, nudge)
+    try:
+        intent = ledger.run(effects.intend, target, action="notify", key=idem, goal=nudge.goal,
+                            todo=nudge.todo, actor=actor, now=now)
+    except TransitionError as exc:  # this nudge went out already (or may have: indeterminate)
+        return Sent(channel, nudge.about, "skipped", detail=inert.line(str(exc)))
+    text = f"loopx: {inert.line(nudge.text)}"
+    try:
+        if channel == "webhook" and webhook:
+            receipt = channels.send_webhook(webhook, text)
+        else:
+            receipt = channels.send_desktop("loopx: waiting on you", inert.line(nudge.text))
+    except channels.SendFailed as exc:
+        ledger.run(effects.fail, intent.data.id, error=str(exc), actor=actor, now=now)
+        return Sent(channel, nudge.about, "failed", intent.data.id, str(exc))
+    ledger.run(effects.confirm, intent.data.id, receipt=receipt, actor=actor, now=now)
+    return Sent(channel, nudge.about, "sent", intent.data.id, receipt)

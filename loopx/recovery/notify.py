@@ -1,0 +1,73 @@
+"""The channels `git loopx notify` sends a nudge through: a Slack-compatible webhook (a JSON
+``{"text": ...}`` POSTed with urllib) and the desktop's notifier (``notify-send``, where one
+is installed). Each send returns a one-line receipt or raises :class:`SendFailed`; recording
+the send as an effect (intended before, confirmed or failed after) is :mod:`loopx.ops.notify`'s.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import urllib.error
+import urllib.parse
+import urllib.request
+
+from loopx.errors import LoopxError
+
+TIMEOUT_S = 10.0
+NOTIFIER = "notify-send"
+
+
+class SendFailed(LoopxError):
+    """A channel refused or did not answer; the message says how."""
+
+
+def webhook_target(url: str) -> str:
+    """What the ledger records of a webhook: its host only (a Slack webhook's path is its
+    secret)."""
+    return "webhook:" + (urllib.parse.urlsplit(url).hostname or "?")
+
+
+def send_webhook(url: str, text: str, *, timeout: float = TIMEOUT_S) -> str:
+    """POST ``{"text": text}`` to ``url``; the receipt names the answer's status."""
+    if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
+        raise SendFailed(f"a webhook is an http(s) URL, not {url.split(':', 1)[0]!r}")
+    body = json.dumps({"text": text}).encode()
+    request = urllib.request.Request(url, data=body, method="POST",
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            said = response.read(200).decode("utf-8", "replace").strip()
+            return f"HTTP {response.status} from {webhook_target(url)[8:]}" + (
+                f": {said}" if said else "")
+    except urllib.error.HTTPError as exc:
+        raise SendFailed(f"the webhook answered HTTP {exc.code}") from None
+    except (socket.timeout, TimeoutError):
+        raise SendFailed(f"the webhook did not answer within {timeout:g}s") from None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise SendFailed(f"the webhook could not be reached: {reason}") from None
+
+
+def desktop_available() -> bool:
+    """Whether this machine has a desktop notifier loopx can call."""
+    return shutil.which(NOTIFIER) is not None
+
+
+def send_desktop(title: str, text: str, *, timeout: float = TIMEOUT_S) -> str:
+    """Show a desktop notification; the receipt says it was handed to the notifier."""
+    notifier = shutil.which(NOTIFIER)
+    if notifier is None:
+        raise SendFailed(f"no desktop notifier here ({NOTIFIER} is not installed)")
+    try:
+        proc = subprocess.run([notifier, "--app-name=loopx", "--", title, text],
+                              capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise SendFailed(f"{NOTIFIER} did not return within {timeout:g}s") from None
+    if proc.returncode != 0:
+        err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise SendFailed(f"{NOTIFIER} failed (exit {proc.returncode})"
+                         + (f": {err[0]}" if err else ""))
+    return f"{NOTIFIER}: shown"

@@ -1,0 +1,143 @@
+"""`git loopx notify`: each nudge (a gate waiting on you) goes out once per channel, as an
+effect with a receipt, to a real webhook server on 127.0.0.1 and to the desktop's notifier."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import git, invoke
+
+ME = "human:test@example.com"
+
+
+class Hook:
+    """A Slack-compatible webhook stand-in: records each JSON body; answers ``status``."""
+
+    def __init__(self) -> None:
+        self.received: list[dict[str, Any]] = []
+        self.status = 200
+        hook = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                length = int(self.headers["Content-Length"])
+                hook.received.append(json.loads(self.rfile.read(length)))
+                self.send_response(hook.status)
+                self.end_headers()
+                self.wfile.write(b"ok" if hook.status == 200 else b"no")
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = HTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/services/T0/B0/secret"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def hook() -> Iterator[Hook]:
+    found = Hook()
+    yield found
+    found.close()
+
+
+def _plan(repo: Path) -> None:
+    for args in (("init",), ("goal", "add", "Ship", "--id", "g-1", "--accept", "works"),
+                 ("todo", "add", "g-1", "release", "--id", "t-1"),
+                 ("gate", "open", "g-1", "Release <now>?", "--authority", ME, "--blocks", "t-1",
+                  "--id", "q-1")):
+        assert invoke(repo, *args).code == 0
+
+
+def _effects(repo: Path) -> list[dict[str, Any]]:
+    found = invoke(repo, "effect", "list", "--format", "json").json()
+    assert isinstance(found, list)
+    return found
+
+
+def test_a_gate_waiting_on_you_is_posted_once(repo: Path, hook: Hook) -> None:
+    _plan(repo)
+    first = invoke(repo, "notify", "--webhook", hook.url, "--format", "json")
+    assert first.code == 0, first.err
+    assert [s["state"] for s in first.json()["sends"]] == ["sent"]  # type: ignore[index]
+    assert len(hook.received) == 1
+    assert "gate q-1 asks you: Release <now>?" in hook.received[0]["text"]
+    again = invoke(repo, "notify", "--webhook", hook.url)
+    assert again.code == 0 and again.out.startswith("skipped  webhook  gate q-1")
+    assert len(hook.received) == 1  # never twice
+    [effect] = _effects(repo)
+    assert (effect["state"], effect["action"], effect["target"]) == (
+        "confirmed", "notify", "webhook:127.0.0.1")
+    assert effect["receipt"] == "HTTP 200 from 127.0.0.1: ok"
+    assert "secret" not in json.dumps(effect)  # the webhook's path stays out of the ledger
+
+
+def test_a_failed_send_is_recorded_and_retried_next_time(repo: Path, hook: Hook) -> None:
+    _plan(repo)
+    hook.status = 500
+    git(repo, "config", "loopx.notify.webhook", hook.url)
+    failed = invoke(repo, "notify")
+    assert failed.code == 0 and failed.out.startswith("failed   webhook  gate q-1")
+    assert [e["state"] for e in _effects(repo)] == ["failed"]
+    hook.status = 200
+    assert invoke(repo, "notify").out.startswith("sent     webhook  gate q-1")
+    assert [e["state"] for e in _effects(repo)] == ["failed", "confirmed"]
+    assert len(hook.received) == 2
+
+
+def test_a_new_question_is_a_new_nudge_and_an_answered_one_none(repo: Path, hook: Hook) -> None:
+    _plan(repo)
+    assert invoke(repo, "notify", "--webhook", hook.url).code == 0
+    assert invoke(repo, "gate", "answer", "q-1", "--approve").code == 0
+    assert invoke(repo, "gate", "open", "g-1", "And docs?", "--authority", ME,
+                  "--id", "q-2").code == 0
+    out = invoke(repo, "notify", "--webhook", hook.url).out
+    assert out.startswith("sent     webhook  gate q-2") and "q-1" not in out
+    assert len(hook.received) == 2
+
+
+def test_the_desktop_gets_it_through_notify_send(repo: Path, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    _plan(repo)
+    bindir = tmp_path / "desktop"
+    bindir.mkdir()
+    said = tmp_path / "said.txt"
+    (bindir / "notify-send").write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" >> {said}\n')
+    (bindir / "notify-send").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}:{__import__('os').environ['PATH']}")
+    assert invoke(repo, "notify", "--desktop").out.startswith("sent     desktop  gate q-1")
+    assert invoke(repo, "notify", "--desktop").out.startswith("skipped  desktop  gate q-1")
+    shown = said.read_text().splitlines()
+    assert shown[:3] == ["--app-name=loopx", "--", "loopx: waiting on you"]
+    assert shown[3].startswith("gate q-1 asks you") and len(shown) == 4
+
+
+def test_no_desktop_notifier_is_said_and_nothing_is_recorded(repo: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    _plan(repo)
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # git, and no notify-send (not on this machine)
+    import shutil
+
+    if shutil.which("notify-send"):
+        pytest.skip("this machine has notify-send")
+    out = invoke(repo, "notify", "--desktop").out
+    assert out.startswith("skipped  desktop  gate q-1") and "not installed" in out
+    assert _effects(repo) == []
+
+
+def test_without_a_channel_notify_says_how_to_name_one(repo: Path) -> None:
+    _plan(repo)
+    result = invoke(repo, "notify")
+    assert result.code == 1 and result.err.count("\n") == 1 and "--webhook" in result.err
