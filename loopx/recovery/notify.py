@@ -39,7 +39,8 @@ def send_webhook(url: str, text: str, *, timeout: float = TIMEOUT_S) -> str:
                                      headers={"Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
-            said = response.read(200).decode("utf-8", "replace").strip()
+            # One line for the receipt, whatever the server said.
+            said = " ".join(response.read(200).decode("utf-8", "replace").split())
             return f"HTTP {response.status} from {webhook_target(url)[8:]}" + (
                 f": {said}" if said else "")
     except urllib.error.HTTPError as exc:

@@ -141,3 +141,21 @@ def test_without_a_channel_notify_says_how_to_name_one(repo: Path) -> None:
     _plan(repo)
     result = invoke(repo, "notify")
     assert result.code == 1 and result.err.count("\n") == 1 and "--webhook" in result.err
+
+
+def test_a_session_awaiting_your_instruction_is_a_nudge_per_response(repo: Path,
+                                                                    hook: Hook) -> None:
+    _plan(repo)
+    agent = "agent:codex@devbox"
+    assert invoke(repo, "gate", "answer", "q-1", "--approve").code == 0
+    assert invoke(repo, "session", "open", "port the parser", "--id", "s-1", actor=agent).code == 0
+    assert invoke(repo, "session", "respond", "s-1", "first draft\nready", actor=agent).code == 0
+    assert invoke(repo, "notify", "--webhook", hook.url).out.startswith(
+        "sent     webhook  session s-1")
+    assert invoke(repo, "notify", "--webhook", hook.url).out.startswith("skipped")
+    assert invoke(repo, "session", "send", "s-1", "use the new API").code == 0
+    assert invoke(repo, "session", "respond", "s-1", "second draft", actor=agent).code == 0
+    assert invoke(repo, "notify", "--webhook", hook.url).out.startswith(
+        "sent     webhook  session s-1")
+    assert len(hook.received) == 2
+    assert "session s-1 (port the parser) is waiting" in hook.received[0]["text"]
