@@ -157,8 +157,22 @@ def _goals(snap: dict[str, Any]) -> str:
                          + (f' <span class="muted">{esc(c["why"])}</span>' if c.get("why") else ""))
         out.append(f'<h3 data-goal="{esc(goal["id"])}"><code>{esc(goal["id"])}</code> '
                    f'{esc(goal["title"])} <span class="muted">({esc(goal["state"])})</span></h3>'
-                   + _list(crits, "No acceptance criteria."))
+                   + _list(crits, "No acceptance criteria.") + _evidence(snap, goal["id"]))
     return _section("goals", "Goals", "".join(out) or '<p class="muted">No live goals.</p>')
+
+
+def _evidence(snap: dict[str, Any], goal: str) -> str:
+    """The goal's latest evidence (ten at most), each with its freshness now."""
+    recorded = [e for e in snap["evidence"] if e.get("goal") == goal][-10:]
+    if not recorded:
+        return ""
+    items = [f'<code>{esc(e["id"])}</code> {esc(e["kind"])} '
+             f'{esc(e.get("summary") or e.get("command") or "")} '
+             + (f'<span class="muted">exit {esc(e["exit_code"])}</span> '
+                if e.get("exit_code") is not None else "")
+             + f'<b class="{esc(e.get("freshness") or "unknown")}">'
+             f'{esc(e.get("freshness") or "unknown")}</b>' for e in recorded]
+    return '<p class="muted">Evidence, newest last:</p>' + _list(items, "")
 
 
 def _next(snap: dict[str, Any]) -> str:

@@ -42,7 +42,7 @@ def browser(tmp_path: Path) -> Iterator[Any]:
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--window-size=1280,900", "--no-first-run", "--disable-extensions",
+                 "--window-size=1280,1200", "--no-first-run", "--disable-extensions",
                  f"--user-data-dir={tmp_path / 'chromium'}"):
         options.add_argument(flag)
     driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(str(DRIVER)))

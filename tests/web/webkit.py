@@ -23,14 +23,21 @@ HOSTILE = "<script>alert(1)</script> & \"quoted\" `ticks` [x](y)"
 
 
 def plan(repo: Path) -> None:
-    """A goal with three todos in a chain, the second waiting on a gate that asks the viewer."""
+    """A goal with three todos in a chain, the first waiting on a gate that asks the viewer, a
+    passing run for its criterion, and an agent's session with a message in its inbox."""
     for args in (("init",),
                  ("goal", "add", "Ship the viewer", "--id", "g-1", "--accept", "tests pass"),
                  ("todo", "add", "g-1", "write code", "--id", "t-1"),
                  ("todo", "add", "g-1", "write docs", "--id", "t-2", "--after", "t-1"),
                  ("gate", "open", "g-1", "Release on Friday?", "--authority", ME,
                   "--blocks", "t-1", "--id", "q-1"),
-                 ("todo", "add", "g-1", HOSTILE, "--id", "t-3", "--after", "t-2")):
+                 ("todo", "add", "g-1", HOSTILE, "--id", "t-3", "--after", "t-2"),
+                 ("run", "--goal", "g-1", "--criterion", "a1", "--", "true"),
+                 ("session", "send", "s-1", "use the new parser API")):
+        if args[0] == "session":  # an agent's session, with a message for it in its inbox
+            opened = run_loopx(repo, "session", "open", "port the parser", "--id", "s-1",
+                               actor="agent:codex@devbox")
+            assert opened.code == 0, opened.err
         result = run_loopx(repo, *args)
         assert result.code == 0, result.err
 
