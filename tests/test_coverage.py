@@ -51,7 +51,7 @@ COVERED_ELSEWHERE = {
     "cli/serve.py": "tests/mcp/test_server.py, tests/cli/test_smoke.py (`git loopx mcp`)",
     "cli/notify.py": "tests/ops/test_notify.py (`git loopx notify` in-process)",
     "recovery/notify.py": "tests/ops/test_notify.py (a webhook on 127.0.0.1, notify-send)",
-    "cli/web.py": "tests/web/test_server.py, tests/web/test_browser.py (`git loopx web`)",
+    "cli/web.py": "tests/web/test_server_http.py, tests/web/test_browser.py (`git loopx web`)",
     "cli/session.py": "tests/ops/test_sessions.py (`session open|send|inbox|...`)",
     "cli/todo.py": "tests/cli/test_cli.py, tests/ops/test_todos.py, tests/cli/test_bad_input.py "
                    "(`todo add|claim|done|...`)",
@@ -87,7 +87,7 @@ COVERED_ELSEWHERE = {
     "ledger/txn.py": "tests/ledger/test_book.py, tests/ops/test_library.py (one write, all "
                      "or nothing)",
     "mcp/tools.py": "tests/mcp/test_server.py (every tool through the SDK's client)",
-    "web/page.py": "tests/web/test_server.py, tests/web/test_browser.py (the page served)",
+    "web/page.py": "tests/web/test_server_http.py, tests/web/test_browser.py (the page served)",
     "model/clock.py": "tests/cli/test_bad_input.py, tests/model/test_bounds.py (durations, "
                       "timestamps)",
     "model/ids.py": "tests/model/test_events.py, tests/remote/test_incoming_paths.py (ULIDs "
