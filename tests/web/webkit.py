@@ -101,3 +101,6 @@ def serve(repo: Path, *args: str) -> Iterator[Served]:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
