@@ -84,7 +84,7 @@ def _todos(snap: answers.StatusDoc, paint: Any) -> list[str]:
     sections = [
         ("\n" + paint("Ready to work on", fg="green") + " (git loopx todo claim ID, or "
          "git loopx next --claim for the best one):",
-         [f"  {t.id:<12} {line(t.title)}" for t in (todos[i] for i in snap.frontier)]),
+         [f"  {t.id:<12} {line(t.title)}{_tags(t)}" for t in (todos[i] for i in snap.frontier)]),
         ("\nClaimed:",
          [f"  {t.id:<12} {line(t.title)}  ({line(t.claimed_by or '')} until {t.lease_expires})"
           for t in todos.values() if t.state == "claimed"]),
@@ -98,6 +98,12 @@ def _todos(snap: answers.StatusDoc, paint: Any) -> list[str]:
          [line for g in snap.gates if g.state == "conflicted" for line in _conflict(g)]),
     ]
     return [line for title, rows in sections if rows for line in (title, *rows)]
+
+
+def _tags(todo: answers.Todo) -> str:
+    """A ready todo's labels and assignee, when it has them."""
+    labels = f"  [{' '.join(line(label) for label in todo.labels)}]" if todo.labels else ""
+    return labels + (f"  -> {line(todo.assignee)}" if todo.assignee else "")
 
 
 def _conflict(gate: answers.Gate) -> list[str]:

@@ -58,14 +58,17 @@ def next_(app: App, v: Values) -> None:
 
 def _next_text(result: status.Next) -> str:
     best = result.action
+    passed = [f"(passed over: {inert.line(why)})" for why in result.passed_over[:5]]
     if best is None:
         wake = f"; look again at {result.next_wake}" if result.next_wake else ""
-        return f"nothing left to do{wake}"
+        return "\n".join([f"nothing left to do{wake}", *passed])
     lines = [f"{best.kind}: {inert.line(best.reason)}"]
     if best.command:
         lines.append(f"  {inert.line(best.command)}")
     if result.not_claimed:
         lines.append(f"(not claimed: {inert.line(result.not_claimed)})")
+    elif passed:
+        lines += passed
     return "\n".join(lines)
 
 

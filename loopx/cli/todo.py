@@ -47,6 +47,31 @@ def todo_depend(app: App, v: Values) -> None:
                    f"{', '.join(event.data.add_depends_on)}")
 
 
+@todo.command("label")
+@declared(_op("label"))
+def todo_label(app: App, v: Values) -> None:
+    event = app.call(_op("label"), v)
+    changes = ([f"+{a}" for a in event.data.add_labels or ()]
+               + [f"-{r}" for r in event.data.remove_labels or ()])
+    app.emit_event(event, f"labelled todo {event.data.id}: {' '.join(changes)}")
+
+
+@todo.command("assign")
+@declared(_op("assign"))
+def todo_assign(app: App, v: Values) -> None:
+    event = app.call(_op("assign"), v)
+    app.emit_event(event, f"assigned todo {event.data.id} to {event.data.to}" if event.data.to
+                   else f"todo {event.data.id} is assigned to nobody in particular")
+
+
+@todo.command("handoff")
+@declared(_op("handoff"))
+def todo_handoff(app: App, v: Values) -> None:
+    event = app.call(_op("handoff"), v)
+    app.emit_event(event, f"handed todo {event.data.id} on to {event.data.to}, leased until "
+                   f"{event.data.until}")
+
+
 @todo.command("release")
 @declared(_op("release"))
 def todo_release(app: App, v: Values) -> None:
@@ -116,6 +141,8 @@ def _list_text(found: list[todos.Todo]) -> str:
         return "no todos"
     return "\n".join(
         f"{t.id:<12} {t.state:<9} P{t.priority} {line(t.title)}"
+        + (f"  [{' '.join(line(label) for label in t.labels)}]" if t.labels else "")
+        + (f"  -> {line(t.assignee)}" if t.assignee and t.assignee != t.claimed_by else "")
         + (f"  ({line(t.why_not_ready)})" if t.why_not_ready and t.state != "done" else "")
         for t in found
     )
@@ -137,6 +164,10 @@ def _show_text(found: todos.Todo) -> str:
         lines.append(f"  after:   {', '.join(found.depends_on)}")
     if found.gates:
         lines.append(f"  gates:   {', '.join(found.gates)}")
+    if found.labels:
+        lines.append(f"  labels:  {', '.join(line(label) for label in found.labels)}")
+    if found.assignee:
+        lines.append(f"  assigned: {line(found.assignee)}")
     if found.claimed_by:
         lines.append(f"  claimed: {line(found.claimed_by)} until {found.lease_expires}")
     if found.why_not_ready:

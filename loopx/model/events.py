@@ -41,8 +41,8 @@ if TYPE_CHECKING:  # the payload models, for annotations (at run time: __getattr
         SessionAcked, SessionCheckpointed, SessionClosed, SessionInterjected, SessionOpened,
         SessionProgress, SessionResponded, Transcript, TranscriptChunk, Workspace)
     from loopx.model.payloads.todo_events import (
-        TodoAcked, TodoAdded, TodoBlocked, TodoCancelled, TodoClaimed, TodoDone, TodoReleased,
-        TodoRenewed, TodoReopened, TodoUpdated)
+        TodoAcked, TodoAdded, TodoAssigned, TodoBlocked, TodoCancelled, TodoClaimed, TodoDone,
+        TodoHandedOff, TodoReleased, TodoRenewed, TodoReopened, TodoUpdated)
     from loopx.model.payloads.wake_events import WakeCleared, WakeFired, WakeSet
 
 __all__ = [
@@ -55,7 +55,8 @@ __all__ = [
     "GateWithdrawn", "GoalClosed", "GoalCreated", "GoalUpdated", "LedgerInitialised",
     "NoteAdded", "NoticeDismissed", "QuotaSet", "QuotaSpent", "SessionAcked",
     "SessionCheckpointed", "SessionClosed", "SessionInterjected", "SessionOpened",
-    "SessionProgress", "SessionResponded", "TodoAcked", "TodoAdded", "TodoBlocked",
+    "SessionProgress", "SessionResponded", "TodoAcked", "TodoAdded", "TodoAssigned",
+    "TodoBlocked", "TodoHandedOff",
     "TodoCancelled", "TodoClaimed", "TodoDone", "TodoReleased", "TodoRenewed", "TodoReopened",
     "TodoUpdated", "Transcript", "TranscriptChunk", "WakeCleared", "WakeFired", "WakeSet",
     "Workspace",
@@ -72,10 +73,12 @@ _CATALOGUE: dict[str, tuple[str, str, int]] = {
     "goal.created": ("goal_events", "GoalCreated", 2),
     "goal.updated": ("goal_events", "GoalUpdated", 2),
     "goal.closed": ("goal_events", "GoalClosed", 2),
-    "todo.added": ("todo_events", "TodoAdded", 2),
-    "todo.updated": ("todo_events", "TodoUpdated", 2),
+    "todo.added": ("todo_events", "TodoAdded", 3),
+    "todo.updated": ("todo_events", "TodoUpdated", 3),
     "todo.claimed": ("todo_events", "TodoClaimed", 3),
     "todo.renewed": ("todo_events", "TodoRenewed", 1),
+    "todo.assigned": ("todo_events", "TodoAssigned", 1),
+    "todo.handed_off": ("todo_events", "TodoHandedOff", 1),
     "todo.released": ("todo_events", "TodoReleased", 1),
     "todo.done": ("todo_events", "TodoDone", 4),
     "todo.acked": ("todo_events", "TodoAcked", 1),
@@ -158,8 +161,8 @@ ADDED_IN: dict[str, dict[str, int]] = {
     "config.set": {"evidence_ignore": 2, "ci_criteria": 2, "evidence_scope": 3},
     "goal.created": {"acceptance[].paths": 2},
     "goal.updated": {"revise": 2, "retire": 2, "scope": 2, "add_acceptance[].paths": 2},
-    "todo.added": {"priority": 2, "discovered_from": 2},
-    "todo.updated": {"priority": 2},
+    "todo.added": {"priority": 2, "discovered_from": 2, "labels": 3},
+    "todo.updated": {"priority": 2, "add_labels": 3, "remove_labels": 3},
     "todo.claimed": {"branch": 2, "takes": 3},
     "todo.done": {"reason": 2, "takes": 3},
     "evidence.recorded": {"paths": 2, "check": 2, "cwd": 2},
@@ -173,6 +176,7 @@ RETRY_VOLATILE: dict[str, frozenset[str]] = {
     "todo.claimed": frozenset({"until", "takes"}),
     "todo.done": frozenset({"takes"}),
     "todo.renewed": frozenset({"until"}),
+    "todo.handed_off": frozenset({"until"}),
     "wake.set": frozenset({"at"}),
     "wake.fired": frozenset({"at", "next"}),
 }

@@ -12,6 +12,9 @@ from loopx.model.ids import ENTITY_ID_RE
 
 ACTOR_PATTERN = r"^[a-z][a-z0-9_-]{0,31}:\S{1,200}$"
 ID_PATTERN = ENTITY_ID_RE.pattern
+# A todo's label (area:cli, good-first, v2.1): letters, digits and . _ : / - (at most 64).
+LABEL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,63}$"
+LABELS_MAX = 20  # labels on one todo
 
 PRIORITY_MIN, PRIORITY_MAX = 0, 4  # 0 most urgent .. 4 least
 TITLE_MAX = 500  # a goal's or a todo's title

@@ -8,7 +8,9 @@ from typing import Any
 from loopx.errors import ArgumentError
 from loopx.model.limits import ACTOR_PATTERN, PRIORITY_MAX, PRIORITY_MIN, TITLE_MAX
 from loopx.ops import gates, goals, notes, notices, todos
-from loopx.ops.declare import EVENT_ID, REFS_MAX, Call, Operation, Param, arg, opt, ref, text
+from loopx.ops.declare import (
+    EVENT_ID, LABEL_FILTER, REFS_MAX, Call, Operation, Param, arg, labels, opt, ref, text,
+)
 
 TODO = ref("todo", positional=True, dest="todo_id", help="The todo (an id or a unique prefix).")
 GOAL = ref("goal", positional=True, dest="goal_id", help="The goal (an id or a unique prefix).")
@@ -135,7 +137,26 @@ def _todo_list(c: Call) -> Any:
     v = c.values
     return todos.listing(c.ledger, goal=v.goal, ready=v.ready, include_closed=v.all,
                          priority=v.priority, state=v.state,
-                         claimant=c.who() if v.mine else v.claimed_by, now=c.now)
+                         claimant=c.who() if v.mine else v.claimed_by, labels=v.label,
+                         assignee=v.assigned_to, now=c.now)
+
+
+def _todo_assign(c: Call) -> Any:
+    v = c.values
+    if (v.who is None) == (not v["clear"]):  # v.clear is dict.clear
+        raise ArgumentError("give WHO to assign the todo to, or --clear (not both)")
+    return c.write(lambda txn: todos.assign(txn, v.todo, v.who, event_id=v.event_id))
+
+
+def _todo_label(c: Call) -> Any:
+    v = c.values
+    if not (v.add or v.remove):
+        raise ArgumentError("nothing to change: give --add LABEL or --remove LABEL")
+    return c.write(lambda txn: todos.label(txn, v.todo, add=v.add, remove=v.remove,
+                                           event_id=v.event_id))
+
+
+IDENTITY_HELP = "An identity: human:alice@example.com, agent:codex@devbox (not a role)."
 
 
 def _release(verb: str) -> Any:
@@ -157,12 +178,14 @@ TODO_OPS = [
         priority("0 most urgent .. 4 least (default 2); orders the frontier and `next`.",
                  "todo.added:priority"),
         ref("discovered_from", metavar="TODO", help="The todo whose work turned this one up."),
+        labels("label", "A label to filter by (repeatable), e.g. area:cli."),
         EVENT_ID),
         run=lambda c: c.write(lambda txn: todos.add(
             txn, c.values.goal, c.values.title, id=c.values.id, after=c.values.after,
             gates=c.values.gate, criteria=c.values.criterion,
             description=c.values.description, priority=c.values.priority,
-            discovered_from=c.values.discovered_from, event_id=c.values.event_id))),
+            discovered_from=c.values.discovered_from, labels=c.values.label,
+            event_id=c.values.event_id))),
     Operation("todo update", "Change a todo's title, description or priority, or add "
               "dependencies and gates.", writes=True, run=_todo_update, params=(
         TODO,
@@ -178,6 +201,26 @@ TODO_OPS = [
         EVENT_ID),
         run=lambda c: c.write(lambda txn: todos.update(txn, c.values.todo, after=c.values.on,
                                                        event_id=c.values.event_id))),
+    Operation("todo label", "Add labels to a todo or take them off.", writes=True,
+              run=_todo_label, params=(
+        TODO, labels("add", "A label to add (repeatable)."),
+        labels("remove", "A label to take off (repeatable)."), EVENT_ID)),
+    Operation("todo assign", "Say who is meant to do a todo: `next` offers it to them first "
+              "and to nobody else. Takes no lease (`todo handoff` moves one).", writes=True,
+              run=_todo_assign, params=(
+        TODO, arg("who", required=False, pattern=ACTOR_PATTERN, max_length=233,
+                  metavar="WHO", help=IDENTITY_HELP),
+        opt("clear", "bool", help="Assign it to nobody in particular."), EVENT_ID)),
+    Operation("todo handoff", "Hand your lease on a todo to WHO: they hold it from now (and "
+              "are its assignee), you no longer do. A human may hand on anyone's lease.",
+              writes=True, params=(
+        TODO, opt("to", required=True, pattern=ACTOR_PATTERN, max_length=233, metavar="WHO",
+                  help=IDENTITY_HELP),
+        text("note", field="todo.handed_off:note", help="What the new holder should know."),
+        TTL, EVENT_ID),
+        run=lambda c: c.write(lambda txn: todos.handoff(
+            txn, c.values.todo, c.values.to, note=c.values.note, ttl=c.values.ttl,
+            event_id=c.values.event_id))),
     Operation("todo release", "Give up your claim on a todo.", writes=True,
               run=_release("release"),
               params=(TODO, text("reason", field="todo.released:reason"), EVENT_ID)),
@@ -232,7 +275,10 @@ TODO_OPS = [
         opt("state", "choice", choices=todos.STATES, help="Only todos in this state."),
         opt("claimed_by", dest="claimant", metavar="ACTOR", pattern=ACTOR_PATTERN,
             help="Only todos this actor holds."),
-        opt("mine", "bool", help="Only todos you hold (same as --claimed-by YOU)."))),
+        opt("mine", "bool", help="Only todos you hold (same as --claimed-by YOU)."),
+        LABEL_FILTER,
+        opt("assigned_to", metavar="ACTOR", pattern=ACTOR_PATTERN,
+            help="Only todos assigned to this actor."))),
     Operation("todo show", "Show one todo.", params=(TODO,),
               run=lambda c: todos.show(c.ledger, c.values.todo, now=c.now)),
 ]

@@ -3,11 +3,12 @@ and the exchange with the remote (sync, fetch, push); see :mod:`loopx.ops.declar
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from loopx.errors import ArgumentError
 from loopx.ops import notify, review, status, sync
-from loopx.ops.declare import Call, Operation, arg, opt, ref
+from loopx.ops.declare import LABEL_FILTER, Call, Operation, arg, opt, ref
 
 NO_CI = opt("ci", "bool", flag=None, off="--no-ci", default=True, help="Do not ask CI about HEAD.")
 OFFLINE = opt("offline", "bool", help="Use no network (CI from its cache only).")
@@ -35,7 +36,7 @@ def _next(c: Call) -> Any:
 
     def ask() -> status.Next:
         return status.next_action(c.ledger, actor=actor, claim=v.claim, ttl=v.ttl, ci=v.ci,
-                                  offline=v.offline, now=c.now, synced=v.sync)
+                                  offline=v.offline, now=c.now, synced=v.sync, labels=v.label)
 
     found = ask()
     if v.claim and found.claimed is None and found.action is not None \
@@ -97,6 +98,8 @@ OPERATIONS = [
         opt("sync", "bool", dest="synced", help=(
             "With --claim: the claim counts only once the remote has it (agents on several "
             "hosts).")),
+        dataclasses.replace(LABEL_FILTER, help=(
+            "New work only among todos that carry this label (repeatable: every one given).")),
         NO_CI, OFFLINE)),
     Operation("brief", "A Markdown handoff packet a new agent can start from with nothing "
               "else.", run=_brief, params=(ref("goal", dest="goal_id", help="Only this goal."),

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Optional, TypeVar
 
 from loopx.errors import ArgumentError, LoopxError, UsageError
 from loopx.model import clock, typed
-from loopx.model.limits import ID_PATTERN, TEXT_MAX
+from loopx.model.limits import ID_PATTERN, LABEL_PATTERN, LABELS_MAX, TEXT_MAX
 
 if TYPE_CHECKING:
     from loopx.ledger.book import Ledger
@@ -134,6 +134,15 @@ def text(name: str, *, most: int = TEXT_MAX, positional: bool = False, **kw: Any
 
 EVENT_ID = opt("event_id", "event_id", metavar="ULID", help=(
     "Event id to use; retrying with the same id records nothing new."))
+
+
+def labels(name: str, help: str) -> Param:
+    """A repeatable label (area:cli, docs): what `todo list`, `next` and MCP filter by."""
+    return opt(name, many=True, metavar="LABEL", pattern=LABEL_PATTERN, max_length=64,
+               max_items=LABELS_MAX, help=help)
+
+
+LABEL_FILTER = labels("label", "Only todos that carry this label (repeatable: every one given).")
 
 
 class Values(dict[str, Any]):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from datetime import datetime
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
 from loopx.errors import ClaimLost, TransitionError
@@ -44,8 +45,8 @@ def status(ledger: Ledger, *, actor: Optional[str], goal: Optional[str] = None,
 
 
 def _document(ledger: Ledger, *, actor: Optional[str], goal: Optional[str], ci: bool,
-              offline: bool, include_closed: bool = False, now: Optional[datetime]
-              ) -> dict[str, Any]:
+              offline: bool, include_closed: bool = False, now: Optional[datetime],
+              labels: Sequence[str] = ()) -> dict[str, Any]:
     """The status document as the plain values the rules compute (briefing, the primer and
     next read these; :func:`status` types them)."""
     fold = ledger.fold() if (include_closed or goal) else ledger.live_fold()
@@ -68,7 +69,7 @@ def _document(ledger: Ledger, *, actor: Optional[str], goal: Optional[str], ci: 
     decide.annotate(snap, env)
     snap["environment"] = env
     snap["actions"] = decide.decide(snap, env, now, actor or "",
-                                    roles=fold.config.get("roles") or {})
+                                    roles=fold.config.get("roles") or {}, labels=labels)
     snap["next_wake"] = decide.next_wake(snap, now)
     return snap
 
@@ -99,6 +100,9 @@ class Next:
     actions: int
     next_wake: Optional[str]
     not_claimed: Optional[str] = None
+    # Ready todos not offered to this actor as work (assigned to someone else, or without a
+    # label asked for), each with why: only when nothing else is offered as work.
+    passed_over: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def waiting(self) -> bool:
@@ -107,29 +111,41 @@ class Next:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON of `git loopx next --format json` (its action as a JSON object)."""
-        return {"action": typed.plain(self.action), "next_wake": self.next_wake,
-                "actions": self.actions,
-                "claimed": self.claimed.to_dict() if self.claimed else None,
-                "not_claimed": self.not_claimed}
+        found = {"action": typed.plain(self.action), "next_wake": self.next_wake,
+                 "actions": self.actions,
+                 "claimed": self.claimed.to_dict() if self.claimed else None,
+                 "not_claimed": self.not_claimed}
+        return found | ({"passed_over": self.passed_over} if self.passed_over else {})
 
 
 def next_action(ledger: Ledger, *, actor: str, claim: bool = False, ttl: Optional[int] = None,
                 ci: bool = True, offline: bool = False, now: Optional[datetime] = None,
-                synced: bool = False) -> Next:
+                synced: bool = False, labels: Sequence[str] = ()) -> Next:
     """The single best action for ``actor``. With ``claim``, when working on a frontier todo
     is the best action, claim it in the same call (the first one still claimable: another
     agent may have raced us); ``synced``: each claim counts only once the remote has it
-    (:func:`loopx.ops.todos.claim_synced`), so agents on several hosts never share a todo."""
-    snap = status(ledger, actor=actor, ci=ci, offline=offline, now=now)
+    (:func:`loopx.ops.todos.claim_synced`), so agents on several hosts never share a todo.
+
+    New work is never a todo assigned to someone else, and one assigned to ``actor`` comes
+    first; ``labels``: only todos that carry every one of them. When no work is offered,
+    ``passed_over`` says which ready todos were left out and why."""
+    plain = _document(ledger, actor=actor, goal=None, ci=ci, offline=offline, now=now,
+                      labels=labels)
+    snap = typed.build(StatusDoc, plain)
     actions = snap.actions
     best = actions[0] if actions else None
     result = Next(best, None, len(actions), snap.next_wake)
+    if not any(a.kind == "work" for a in actions):
+        result.passed_over = decide.passed_over(plain, actor, labels)
     if claim and best is not None and best.kind == "work":
         result.claimed, result.action = _claim_first(ledger, actions, actor, ttl, now, synced)
         if result.claimed is None:
             result.not_claimed = "every ready todo was claimed by someone else first"
     elif claim:
-        result.not_claimed = _why_not_claimed(best, actions)
+        why = _why_not_claimed(best, actions)
+        if result.passed_over and (best is None or best.kind != "continue"):
+            why += f" ({'; '.join(result.passed_over[:3])})"
+        result.not_claimed = why
     return result
 
 
@@ -140,7 +156,7 @@ def _why_not_claimed(best: Optional[Action], actions: list[Action]) -> str:
     if best.kind == "continue":
         return f"you hold {best.todo} already: carry on with it (or release it) first"
     if not any(a.kind == "work" for a in actions):
-        return "no todo is ready to claim"
+        return "no todo is ready for you to claim"
     return f"{best.kind} comes before new work"
 
 

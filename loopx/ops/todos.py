@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Optional
@@ -20,7 +21,8 @@ from loopx.projection import answers, entities, views
 if TYPE_CHECKING:
     from loopx.ledger.txn import Txn
     from loopx.model.events import (
-        Event, TodoAcked, TodoAdded, TodoBlocked, TodoCancelled, TodoClaimed, TodoDone, TodoReleased, TodoRenewed, TodoReopened, TodoUpdated,
+        Event, TodoAcked, TodoAdded, TodoAssigned, TodoBlocked, TodoCancelled, TodoClaimed,
+        TodoDone, TodoHandedOff, TodoReleased, TodoRenewed, TodoReopened, TodoUpdated,
     )
 
 Todo = answers.Todo  # what listing and show answer: a todo as status shows it
@@ -29,12 +31,13 @@ Todo = answers.Todo  # what listing and show answer: a todo as status shows it
 def add(txn: Txn, goal: str, title: str, *, id: Optional[str] = None,
         after: Sequence[str] = (), gates: Sequence[str] = (), criteria: Sequence[str] = (),
         description: Optional[str] = None, priority: Optional[int] = None,
-        discovered_from: Optional[str] = None,
+        discovered_from: Optional[str] = None, labels: Sequence[str] = (),
         event_id: Optional[str] = None) -> Event[TodoAdded]:
     """Add a todo to ``goal``; it waits for the todos ``after`` and the approval of ``gates``.
 
     ``priority`` runs from 0 (most urgent) to 4 (default 2) and orders the frontier;
-    ``discovered_from`` names the todo whose work turned this one up.
+    ``discovered_from`` names the todo whose work turned this one up; ``labels`` are what
+    `todo list`, `next` and MCP filter by.
     """
     fold = txn.fold
     gid = lookup.goal(fold, goal)
@@ -43,8 +46,51 @@ def add(txn: Txn, goal: str, title: str, *, id: Optional[str] = None,
             "depends_on": [lookup.todo(fold, t) for t in after],
             "gates": [lookup.gate(fold, g) for g in gates],
             "priority": _priority(priority),
-            "discovered_from": lookup.optional(fold.todos, discovered_from, "todo")}
+            "discovered_from": lookup.optional(fold.todos, discovered_from, "todo"),
+            "labels": _labels(labels) or None}
     return txn.add(Draft("todo.added", data, gid, event_id))
+
+
+def _labels(labels: Sequence[str]) -> list[str]:
+    """``labels`` once each, in order; a label that is not one is refused by name."""
+    for label in labels:
+        if not re.match(limits.LABEL_PATTERN, label):
+            raise UsageError(f"{label!r} is not a label: letters, digits and . _ : / - "
+                             "(at most 64, starting with a letter or digit)")
+    return list(dict.fromkeys(labels))
+
+
+def label(txn: Txn, todo: str, *, add: Sequence[str] = (), remove: Sequence[str] = (),
+          event_id: Optional[str] = None) -> Event[TodoUpdated]:
+    """Add labels to a todo and take others off (a label both added and removed goes)."""
+    if not (add or remove):
+        raise UsageError("nothing to change: give a label to add or to remove")
+    tid = lookup.todo(txn.fold, todo)
+    data = {"id": tid, "add_labels": _labels(add) or None, "remove_labels": _labels(remove) or None}
+    return txn.add(Draft("todo.updated", data, txn.fold.todos[tid].goal, event_id))
+
+
+def assign(txn: Txn, todo: str, who: Optional[str], *,
+           event_id: Optional[str] = None) -> Event[TodoAssigned]:
+    """Say who is meant to do a todo (``who`` None: nobody in particular). `next` offers it
+    to them first and to nobody else; it takes no lease (see :func:`handoff`)."""
+    tid = lookup.todo(txn.fold, todo)
+    return txn.add(Draft("todo.assigned", {"id": tid, "to": who}, txn.fold.todos[tid].goal,
+                         event_id))
+
+
+def handoff(txn: Txn, todo: str, to: str, *, note: Optional[str] = None,
+            ttl: Optional[int] = None, event_id: Optional[str] = None) -> Event[TodoHandedOff]:
+    """Hand your lease on a todo to ``to`` (a human may hand on anyone's): ``to`` holds it
+    from now for ``ttl`` seconds (default: the ledger's lease length) and is its assignee;
+    ``note`` is what they should know. You no longer hold it."""
+    tid = lookup.todo(txn.fold, todo)
+    if to == txn.actor:
+        raise UsageError(f"you cannot hand todo {tid} to yourself; renew it instead "
+                         f"(git loopx todo renew {tid})")
+    until = clock.format_ts(txn.now + timedelta(seconds=lease_seconds(txn.fold, ttl)))
+    return txn.add(Draft("todo.handed_off", _given(id=tid, to=to, until=until, note=note),
+                         txn.fold.todos[tid].goal, event_id))
 
 
 def update(txn: Txn, todo: str, *, title: Optional[str] = None,
@@ -221,11 +267,13 @@ STATES = ("open", "claimed", "done", "blocked", "cancelled")
 def listing(ledger: Ledger, *, goal: Optional[str] = None, ready: bool = False,
             include_closed: bool = False, priority: Sequence[int] = (),
             state: Optional[str] = None, claimant: Optional[str] = None,
+            labels: Sequence[str] = (), assignee: Optional[str] = None,
             now: Optional[datetime] = None) -> list[answers.Todo]:
     """Todos with their state and why each is not ready, in ledger order: open ones by
     default, done and cancelled ones too with ``include_closed`` (or a ``state`` that asks for
     them). ``ready`` gives the frontier, in its order (priority, then ledger order); the other
-    filters keep todos of one of the ``priority`` values, in ``state``, held by ``claimant``."""
+    filters keep todos of one of the ``priority`` values, in ``state``, held by ``claimant``,
+    carrying every one of ``labels``, assigned to ``assignee``."""
     if state is not None and state not in STATES:
         raise UsageError(f"a todo state is one of {', '.join(STATES)}, not {state!r}")
     ledger.require()
@@ -241,7 +289,9 @@ def listing(ledger: Ledger, *, goal: Optional[str] = None, ready: bool = False,
         todos = [t for t in todos if t["state"] not in ("done", "cancelled")]
     return [typed.build(answers.Todo, t) for t in todos if (not priority or t["priority"] in priority)
             and (state is None or t["state"] == state)
-            and (claimant is None or t["claimed_by"] == claimant)]
+            and (claimant is None or t["claimed_by"] == claimant)
+            and (assignee is None or t["assignee"] == assignee)
+            and all(label in (t["labels"] or ()) for label in labels)]
 
 
 def show(ledger: Ledger, todo: str, *, now: Optional[datetime] = None) -> answers.Todo:

@@ -158,6 +158,8 @@ class Todo:
     no_evidence_reason: Optional[str]
     priority: int
     discovered_from: Optional[str]
+    assignee: Optional[str] = optional()  # who is meant to do it
+    labels: Optional[list[str]] = optional()  # only when it has some
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,9 @@ if TYPE_CHECKING:  # annotations only: the state layer runs without pydantic on 
         EvidenceRemapped, GateAnswered, GateOpened, GateWithdrawn, GoalClosed, GoalCreated,
         GoalUpdated, LedgerInitialised, QuotaSpent, SessionAcked, SessionCheckpointed,
         SessionClosed, SessionInterjected, SessionOpened, SessionProgress, SessionResponded,
-        TodoAcked, TodoAdded, TodoBlocked, TodoCancelled, TodoClaimed, TodoDone, TodoReleased,
-        TodoRenewed, TodoReopened, TodoUpdated, WakeCleared, WakeFired, WakeSet,
+        TodoAcked, TodoAdded, TodoAssigned, TodoBlocked, TodoCancelled, TodoClaimed, TodoDone,
+        TodoHandedOff, TodoReleased, TodoRenewed, TodoReopened, TodoUpdated, WakeCleared,
+        WakeFired, WakeSet,
     )
     from loopx.model.events import NoticeDismissed
 
@@ -84,6 +85,7 @@ def _apply_todo_added(fold: Fold, event: Event) -> None:
     if d.priority is not None:
         fold.todos[d.id].priority = d.priority
     fold.todos[d.id].discovered_from = d.discovered_from
+    fold.todos[d.id].labels = _labelled([], d.labels or [], [])
     fold.goals[d.goal].todos.append(d.id)
     _link(fold, d.id, d.depends_on, d.gates)
 
@@ -106,7 +108,31 @@ def _apply_todo_updated(fold: Fold, event: Event) -> None:
     todo.depends_on += [t for t in d.add_depends_on if t not in todo.depends_on]
     todo.gates += [g for g in d.add_gates if g not in todo.gates]
     todo.priority = d.priority if d.priority is not None else todo.priority
+    if d.add_labels or d.remove_labels:
+        todo.labels = _labelled(todo.labels, d.add_labels or [], d.remove_labels or [])
     _link(fold, d.id, d.add_depends_on, d.add_gates)
+
+
+def _labelled(labels: list[str], add: list[str], remove: list[str]) -> list[str]:
+    """``labels`` with ``add`` appended (once each) and then ``remove`` taken out."""
+    found = list(labels) + [a for n, a in enumerate(add) if a not in labels and a not in add[:n]]
+    return [label for label in found if label not in remove]
+
+
+def _apply_todo_assigned(fold: Fold, event: Event) -> None:
+    d = cast("TodoAssigned", event.data)
+    fold.todos[d.id].assignee = d.to
+
+
+def _apply_todo_handed_off(fold: Fold, event: Event) -> None:
+    """The lease moves to ``to`` (a new plan: the old holder's flags go), who is now also the
+    todo's assignee; the branch it was claimed on stays the old holder's and is not kept."""
+    d = cast("TodoHandedOff", event.data)
+    todo = fold.todos[d.id]
+    todo.holder, todo.until, todo.branch, todo.assignee = d.to, d.until, None, d.to
+    todo.claimed_clock = event.env.clock
+    todo.lease_event, todo.lease_at = event.id, event.env.at
+    todo.decisions_since_claim = []
 
 
 def _apply_todo_claimed(fold: Fold, event: Event) -> None:
@@ -415,6 +441,8 @@ _APPLY: dict[str, Callable[[Fold, Event], None]] = {
     "todo.updated": _apply_todo_updated,
     "todo.claimed": _apply_todo_claimed,
     "todo.renewed": _apply_todo_renewed,
+    "todo.assigned": _apply_todo_assigned,
+    "todo.handed_off": _apply_todo_handed_off,
     "todo.released": _apply_todo_released,
     "todo.done": _apply_todo_done,
     "todo.acked": _apply_todo_acked,

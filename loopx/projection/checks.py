@@ -19,8 +19,9 @@ if TYPE_CHECKING:  # annotations only: the state layer runs without pydantic on 
         GateAnswered, GateOpened, GateWithdrawn, GoalClosed, GoalCreated,
         GoalUpdated, QuotaSpent, SessionAcked, SessionCheckpointed,
         SessionClosed, SessionInterjected, SessionOpened, SessionProgress, SessionResponded,
-        TodoAcked, TodoAdded, TodoBlocked, TodoCancelled, TodoClaimed, TodoDone, TodoReleased,
-        TodoRenewed, TodoReopened, TodoUpdated, WakeCleared, WakeFired, WakeSet,
+        TodoAcked, TodoAdded, TodoAssigned, TodoBlocked, TodoCancelled, TodoClaimed, TodoDone,
+        TodoHandedOff, TodoReleased, TodoRenewed, TodoReopened, TodoUpdated, WakeCleared,
+        WakeFired, WakeSet,
     )
     from loopx.model.events import NoticeDismissed
 
@@ -216,6 +217,42 @@ def _check_lease_holder(fold: Fold, event: Event) -> Optional[str]:
     ):
         return f"todo {todo.id} is claimed by {todo.holder}, not {event.env.actor}"
     return None
+
+
+def _identity(who: str, verb: str) -> Optional[str]:
+    if who.startswith("role:"):
+        return f"{verb} an identity (human:EMAIL, agent:NAME@HOST), not a role ({who})"
+    return None
+
+
+def _check_todo_assigned(fold: Fold, event: Event) -> Optional[str]:
+    data = cast("TodoAssigned", event.data)
+    todo, why = _need_todo(fold, data.id)
+    if why or todo is None:
+        return why
+    if todo.state in ("done", "cancelled"):
+        return f"todo {todo.id} is {todo.state}"
+    return _identity(data.to, "assign a todo to") if data.to else None
+
+
+def _check_todo_handed_off(fold: Fold, event: Event) -> Optional[str]:
+    """Only the holder hands a lease on (a human may hand on anyone's, as they may release
+    it). Replay order settles a race: a claim or another handoff applied first leaves this
+    writer no longer the holder, and this one is not applied."""
+    data = cast("TodoHandedOff", event.data)
+    todo, why = _need_todo(fold, data.id)
+    if why or todo is None:
+        return why
+    if todo.state != "open":
+        return f"todo {todo.id} is {todo.state}"
+    if todo.holder is None:
+        return f"todo {todo.id} is not claimed: assign it instead (git loopx todo assign)"
+    if todo.holder != event.env.actor and not event.env.actor.startswith("human:"):
+        return f"todo {todo.id} is claimed by {todo.holder}, not {event.env.actor}"
+    if data.to == todo.holder:
+        return f"todo {todo.id} is held by {data.to} already"
+    return _identity(data.to, "hand a lease to") or _positive_lease(
+        todo.id, event.env.at, data.until)
 
 
 def _check_todo_done(fold: Fold, event: Event) -> Optional[str]:
@@ -568,6 +605,8 @@ _CHECK: dict[str, Check] = {
     "todo.updated": _check_todo_updated,
     "todo.claimed": _check_todo_claimed,
     "todo.renewed": _check_lease_holder,
+    "todo.assigned": _check_todo_assigned,
+    "todo.handed_off": _check_todo_handed_off,
     "todo.released": _check_lease_holder,
     "todo.done": _check_todo_done,
     "todo.acked": _check_todo_acked,

@@ -13,7 +13,7 @@ See docs/recovery.md for every kind.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 from loopx.model import clock, plural
 from loopx.projection import views
@@ -37,14 +37,29 @@ MAX_WORK = 20  # frontier todos listed as actions; the frontier itself is comple
 
 
 def decide(snapshot: dict[str, Any], environment: dict[str, Any], now: datetime, actor: str,
-           *, roles: Optional[dict[str, list[str]]] = None) -> list[Action]:
-    """Every legal next action for ``actor``, most important first."""
-    ctx = _Ctx(snapshot, environment, now, actor, roles or {})
+           *, roles: Optional[dict[str, list[str]]] = None,
+           labels: Sequence[str] = ()) -> list[Action]:
+    """Every legal next action for ``actor``, most important first. New work is the frontier
+    less the todos assigned to someone else, those assigned to ``actor`` first; with
+    ``labels``, only the todos that carry every one of them."""
+    ctx = _Ctx(snapshot, environment, now, actor, roles or {}, labels)
     actions: list[Action] = []
     for rule in _RULES:
         actions.extend(rule(ctx))
     actions.sort(key=lambda a: (a["priority"], a.pop("order", 0)))
     return actions
+
+
+def passed_over(snapshot: dict[str, Any], actor: str, labels: Sequence[str] = ()) -> list[str]:
+    """Why ready todos were not offered to ``actor`` as work: each one assigned to someone
+    else, or (with ``labels``) without one of them, as ``t-1 is assigned to agent:b``."""
+    ctx = _Ctx(snapshot, {}, datetime.min, actor, {}, labels)
+    found = []
+    for todo_id in snapshot.get("frontier", []):
+        why = ctx.not_offered(ctx.todos[todo_id])
+        if why:
+            found.append(f"{todo_id} {why}")
+    return found
 
 
 def next_wake(snapshot: dict[str, Any], now: datetime) -> Optional[str]:
@@ -105,8 +120,9 @@ class _Ctx:
     """The inputs, plus lookups the rules share."""
 
     def __init__(self, snapshot: dict[str, Any], env: dict[str, Any], now: datetime, actor: str,
-                 roles: dict[str, list[str]]) -> None:
+                 roles: dict[str, list[str]], labels: Sequence[str] = ()) -> None:
         self.snap, self.env, self.now, self.actor, self.roles = snapshot, env, now, actor, roles
+        self.labels = tuple(labels)
         self.goals = {g["id"]: g for g in snapshot.get("goals", [])}
         self.todos = {t["id"]: t for t in snapshot.get("todos", [])}
         self.gates = {g["id"]: g for g in snapshot.get("gates", [])}
@@ -127,6 +143,19 @@ class _Ctx:
 
     def mine(self) -> list[dict[str, Any]]:
         return [t for t in self.todos.values() if t.get("claimed_by") == self.actor]
+
+    def not_offered(self, todo: dict[str, Any]) -> Optional[str]:
+        """Why a ready todo is not new work for this actor, or None when it is."""
+        assignee = todo.get("assignee")
+        if assignee and self.actor and assignee != self.actor:
+            return f"is assigned to {assignee}"
+        missing = [label for label in self.labels if label not in (todo.get("labels") or ())]
+        return f"has no label {', '.join(missing)}" if missing else None
+
+    def offered(self) -> list[str]:
+        """The frontier as new work for this actor: the todos assigned to it first."""
+        ids = [t for t in self.snap.get("frontier", []) if not self.not_offered(self.todos[t])]
+        return sorted(ids, key=lambda t: not self.actor or self.todos[t].get("assignee") != self.actor)
 
 
 # --- rules: each returns the actions of one concern -------------------------------------------------
@@ -165,6 +194,7 @@ def _problems(ctx: _Ctx) -> Iterable[Action]:
 
 
 _YOUR = {"todo.claimed": "your claim", "todo.renewed": "your renewal",
+         "todo.handed_off": "your handoff",
          "todo.done": "your `todo done`", "gate.answered": "your answer"}
 
 
@@ -449,12 +479,13 @@ def _work(ctx: _Ctx) -> Iterable[Action]:
                           f"{todo['lease_expires']}; carry on", f"git loopx todo show {todo['id']}",
                           todo=todo["id"], goal=todo["goal"])
     listed = 0
-    for todo_id in ctx.snap.get("frontier", []):
+    for todo_id in ctx.offered():
         todo = ctx.todos[todo_id]
         if ctx.quota_spent(todo["goal"]) or listed >= MAX_WORK:
             continue
         listed += 1
-        yield _action("work", f"{todo_id} is ready: {todo['title']}",
+        yours = " (assigned to you)" if ctx.actor and todo.get("assignee") == ctx.actor else ""
+        yield _action("work", f"{todo_id} is ready: {todo['title']}{yours}",
                       f"git loopx todo claim {todo_id}", order=listed, todo=todo_id, goal=todo["goal"])
 
 

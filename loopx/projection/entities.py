@@ -62,6 +62,8 @@ class Todo:
     # judged by when this clone first saw that event (views.lease_end), not by `until` alone.
     lease_event: Optional[str] = None
     lease_at: Optional[str] = None
+    assignee: Optional[str] = None  # who is meant to do it (todo.assigned, todo.handed_off)
+    labels: list[str] = field(default_factory=list)  # in the order they were first given
 
 
 @dataclass

@@ -105,6 +105,7 @@ def _todo_added(d: Any) -> str:
     extra += [f"for {', '.join(d.criteria)}"] if d.criteria else []
     extra += [f"priority {d.priority}"] if d.priority is not None else []
     extra += [f"found while doing {d.discovered_from}"] if d.discovered_from else []
+    extra += [f"labels {', '.join(d.labels)}"] if d.labels else []
     tail = f" ({'; '.join(extra)})" if extra else ""
     return f"added todo {d.id} to {d.goal}: {_quote(d.title)}{tail}"
 
@@ -115,6 +116,8 @@ def _todo_updated(d: Any) -> str:
     parts += [f"now needs gates {', '.join(d.add_gates)}"] if d.add_gates else []
     parts += [f"priority {d.priority}"] if d.priority is not None else []
     parts += ["description"] if d.description is not None else []
+    parts += [f"labelled {', '.join(d.add_labels)}"] if d.add_labels else []
+    parts += [f"no longer labelled {', '.join(d.remove_labels)}"] if d.remove_labels else []
     return f"updated todo {d.id}: " + ", ".join(parts)
 
 
@@ -190,6 +193,10 @@ _DESCRIBE: dict[str, Callable[[Any], str]] = {
     "todo.updated": _todo_updated,
     "todo.claimed": lambda d: f"claimed {d.id} until {_hhmm(d.until)}",
     "todo.renewed": lambda d: f"renewed the lease on {d.id} until {_hhmm(d.until)}",
+    "todo.assigned": lambda d: (f"assigned {d.id} to {d.to}" if d.to
+                                else f"cleared the assignee of {d.id}"),
+    "todo.handed_off": lambda d: _with(
+        f"handed {d.id} on to {d.to}, leased until {_hhmm(d.until)}", d.note),
     "todo.released": lambda d: _with(f"released {d.id}", d.reason),
     "todo.done": _todo_done,
     "todo.acked": lambda d: f"acknowledged decision {', '.join(d.gates)} on todo {d.id}",

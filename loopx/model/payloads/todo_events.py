@@ -7,9 +7,11 @@ from typing import Annotated, Optional
 from pydantic import Field
 
 from loopx.model.ids import ULID_RE
-from loopx.model.limits import PRIORITY_MAX, PRIORITY_MIN, TEXT_MAX, TITLE_MAX
+from loopx.model.limits import (
+    LABEL_PATTERN, LABELS_MAX, PRIORITY_MAX, PRIORITY_MIN, TEXT_MAX, TITLE_MAX,
+)
 from loopx.model.payloads.base import (
-    ID_PATTERN, ONE_LINE, REF_PATTERN, TS_PATTERN, EntityId, Model, Text,
+    ACTOR_PATTERN, ID_PATTERN, ONE_LINE, REF_PATTERN, TS_PATTERN, EntityId, Model, Text,
 )
 
 # A claim or a done over someone else's lease names the event that set that lease: the writer
@@ -18,6 +20,7 @@ from loopx.model.payloads.base import (
 Takes = Field(default=None, pattern=ULID_RE.pattern,
               description="the event (claim or renewal) of someone else's lease that the writer "
               "judged ended; a v3 event over a lease it does not name is not applied")
+Label = Annotated[str, Field(pattern=LABEL_PATTERN)]
 
 
 class TodoAdded(Model):
@@ -32,6 +35,8 @@ class TodoAdded(Model):
         default=None, ge=PRIORITY_MIN, le=PRIORITY_MAX, description="0 most urgent .. 4 least; none given is 2")
     discovered_from: Optional[str] = Field(
         default=None, pattern=ID_PATTERN, description="the todo whose work turned this one up")
+    labels: Optional[list[Label]] = Field(default=None, max_length=LABELS_MAX,
+                                          description="labels to filter by (area:cli, docs)")
 
 
 class TodoUpdated(Model):
@@ -42,6 +47,9 @@ class TodoUpdated(Model):
     add_depends_on: list[str] = Field(default_factory=list, max_length=200)
     add_gates: list[str] = Field(default_factory=list, max_length=200)
     priority: Optional[int] = Field(default=None, ge=PRIORITY_MIN, le=PRIORITY_MAX, description="a new priority")
+    add_labels: Optional[list[Label]] = Field(default=None, max_length=LABELS_MAX)
+    remove_labels: Optional[list[Label]] = Field(default=None, max_length=LABELS_MAX,
+                                                 description="applied after add_labels")
 
 
 class TodoClaimed(Model):
@@ -52,6 +60,25 @@ class TodoClaimed(Model):
         description="the branch checked out where the claim was made: commits without a "
         "Loopx-Todo trailer count for the lease only on it")
     takes: Optional[str] = Takes
+
+
+class TodoAssigned(Model):
+    """Who is meant to do a todo (no lease: `next` offers it to them first, to nobody else)."""
+
+    id: str = EntityId
+    to: Optional[str] = Field(default=None, pattern=ACTOR_PATTERN,
+                              description="an identity, not a role; none: the assignee is cleared")
+
+
+class TodoHandedOff(Model):
+    """The lease holder (or a human) hands the lease on: ``to`` holds it from now, until
+    ``until``, and is its assignee."""
+
+    id: str = EntityId
+    to: str = Field(pattern=ACTOR_PATTERN, description="an identity, not a role")
+    until: str = Field(pattern=TS_PATTERN, description="the new holder's lease expiry (UTC)")
+    note: Optional[str] = Field(default=None, max_length=TEXT_MAX,
+                                description="what the new holder should know")
 
 
 class TodoRenewed(Model):
