@@ -112,7 +112,7 @@ def single(bench: Bench, runs: int, annex_ok: bool) -> list[Figure]:
         names = ("git annex metadata --set", "git annex metadata --get")
         head: list[Figure] = []
     else:
-        print("git-annex is not installed (apt-get install git-annex): the yardsticks are the "
+        print("git-annex is not installed (apt-get install git-annex) or --no-annex: the yardsticks are the "
               "plumbing-only shell append and `git cat-file -p` of the state tip")
         script = bench.where / "append.sh"
         script.write_text(APPEND_SH)
