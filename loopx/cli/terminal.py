@@ -14,8 +14,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import click
-
 from loopx.model import inert
 from loopx.model.inert import SEQUENCE  # CSI, OSC, DCS and other escapes
 
@@ -39,4 +37,9 @@ def json_text(data: Any, **options: Any) -> str:
 
 def echo(text: str = "", *, err: bool = False, nl: bool = True) -> None:
     """Print ``text`` made :func:`safe`."""
+    # Imported here, a measured start-up decision: the post-commit hook's fast path
+    # (loopx.cli.launch) prints through safe() without loading click; every command has
+    # loaded it already by the time it echoes.
+    import click
+
     click.echo(safe(text), err=err, nl=nl)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Optional
 from loopx.errors import CodecError, SchemaError
 from loopx.model import codec
 from loopx.model.paths import (CHECKPOINT_CHUNK_BYTES, CHECKPOINT_FILE_RE, PATH_RE,
-                               SESSION_FILE_RE, TRANSCRIPT_CHUNK_BYTES, file_paths)
+                               SESSION_FILE_RE, TRANSCRIPT_CHUNK_BYTES, is_file_path)
 from loopx.storage.gateway import Oversize
 from loopx.storage.trees import BLOB_MODE
 
@@ -113,10 +113,10 @@ def read_event(path: str, data: Optional[bytes | Oversize]) -> Event:
                          "limit")
     # Imported here: the path rules above serve warm commands too (adopting a clone, the
     # write path's attach), which must not load the event models (pydantic) for them.
-    from loopx.model.events import event_path, parse_event
+    from loopx.model.events import parse_event
 
     event = parse_event(codec.load(data, path), path)
-    if path != event_path(event) and path not in file_paths(event.id, event.type):
+    if not is_file_path(path, event.id, event.type):
         raise SchemaError(f"{path}: file name does not match its id, type or date")
     return event
 

@@ -53,6 +53,16 @@ def file_paths(event_id: str, event_type: str) -> tuple[str, str]:
     return tuple(f"{d}/{event_id}.{event_type}.yaml" for d in event_dirs(event_id))  # type: ignore[return-value]
 
 
+def is_file_path(path: str, event_id: str, event_type: str) -> bool:
+    """Whether ``path`` is one of :func:`file_paths` (one date computed, not four)."""
+    day = legacy_event_dir(event_id)
+    if not path.startswith(day) or path[len(day):len(day) + 1] != "/":
+        return False
+    name = path[len(day) + 1:]
+    tail = f"{event_id}.{event_type}.yaml"
+    return name == tail or name == f"{event_id[:6]}/{event_id[6]}/{event_id[7]}/{tail}"
+
+
 # Both layouts: the fan-out is optional here; that it matches the id is checked with the event
 # (layout.read_event: its path must be one of file_paths).
 PATH_RE = re.compile(

@@ -27,7 +27,6 @@ from typing import Any, Callable, NamedTuple, Optional
 
 from loopx.errors import CheckedOut, LockTimeout, LoopxError, RefRaceError
 from loopx.hooks import capture, shims, spool, unrecorded
-from loopx.remote import sync
 from loopx.ledger import cache
 from loopx.ledger.book import Ledger
 from loopx.model import plural, typed
@@ -382,6 +381,10 @@ def _pre_push(hook: Hook) -> list[str]:
         return []
     if _config_false(hook.cwd, "loopx.pushState") or _ledger_tip(hook) is None:
         return []
+    # Imported here, a measured start-up decision: sync (and what it pulls in) costs every
+    # post-commit tens of milliseconds, and only pre-push needs it (docs/benchmarks.md).
+    from loopx.remote import sync
+
     with ledgers.open_ledger(hook.cwd, ref=hook.state_ref, wait=spool.WAIT_S) as ledger:
         ledger.store.wait_limit = spool.WAIT_S
         try:

@@ -64,6 +64,13 @@ def test_version_and_short_help_start_without_click(repo: Path, args: list[str])
     assert "click" not in imported and "loopx.cli.root" not in imported
 
 
+def test_the_post_commit_hook_starts_without_click(warm: Path) -> None:
+    """The shim's `git loopx hook post-commit` takes launch's own path, not the click tree."""
+    imported = _imported(warm, "hook", "post-commit")
+    assert "loopx.ops.hooks" in imported
+    assert "click" not in imported and "loopx.cli.root" not in imported
+
+
 def test_a_read_after_hooks_queued_and_drained_work_stays_light(warm: Path) -> None:
     """Once post-commit has used the queue its folder stays; an empty queue must not load
     capture (and with it the event model) on every read."""

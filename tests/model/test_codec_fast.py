@@ -109,3 +109,47 @@ def test_documents_never_share_an_empty_container() -> None:
     first["c"][0].append(2)
     first["c"][1]["y"] = 2
     assert codec.load(text) == {"a": [], "b": {}, "c": [[], {}]}
+
+
+# Envelopes as loopx writes them (the head codec._HEAD reads in one match), with any body.
+ulids = st.from_regex(r"\A[0-7][0-9A-HJKMNP-TV-Z]{25}\Z")
+envelopes = st.fixed_dictionaries({
+    "id": ulids, "type": st.from_regex(r"\A[a-z][a-z0-9_]{0,8}\.[a-z][a-z0-9_]{0,8}\Z"),
+    "v": st.integers(0, 10_000), "at": st.sampled_from(["2025-10-09T08:58:20Z", "1", "0:0",
+                                                        "2025-10-09T08:58:20.123+00:00"]),
+    "clock": st.integers(-5, 2**63 - 1)})
+bodies = st.dictionaries(st.text(max_size=10), values, max_size=4)
+
+
+@settings(max_examples=200, deadline=None)
+@given(envelopes, bodies)
+def test_an_event_head_is_read_as_the_full_loader_reads_it(head: dict[str, object],
+                                                           body: dict[str, object]) -> None:
+    doc = {**head, **{k: v for k, v in body.items() if k not in head}}
+    data = codec.dump(doc)
+    fast = codec._load_canonical(data.decode())
+    assert fast is not codec._NO_KEY
+    assert fast == _full(data) == doc
+    assert list(fast) == list(doc)  # key order too
+
+
+@settings(max_examples=300, deadline=None)
+@given(envelopes, bodies, st.integers(min_value=0),
+       st.sampled_from(list(" -:#\"'{}[]&*!|>\n\t0aZ.")))
+def test_a_mutated_event_is_refused_or_read_as_dump_writes_it(
+        head: dict[str, object], body: dict[str, object], where: int, char: str) -> None:
+    text = codec.dump({**head, **{k: v for k, v in body.items() if k not in head}}).decode()
+    at = where % 120  # the head's lines
+    for mutated in (text[:at] + char + text[at:], text[:at] + text[at + 1:]):
+        fast = codec._load_canonical(mutated)
+        if fast is not codec._NO_KEY:
+            assert codec.dump(fast).decode() == mutated
+
+
+@pytest.mark.parametrize("text", [
+    'id: "01K742VAK0ZV3DHAA673N0J3SM"\ntype: a.b\nv: 1\nat: "1"\nclock: 2\nid: x\n',
+    'id: "01K742VAK0ZV3DHAA673N0J3SM"\ntype: a.b\nv: 1\nat: "1"\nclock: 2\n  x: 1\n',
+    'id: "01K742VAK0ZV3DHAA673N0J3SM"\ntype: a.b\nv: 1\nat: "1"\nclock: 2\n\n',
+    'id: "01K742VAK0ZV3DHAA673N0J3SM"\ntype: a.b\nv: 1\nat: "1"\nclock: 2\n- x\n'])
+def test_a_head_followed_by_a_wrong_body_takes_the_full_path(text: str) -> None:
+    assert codec._load_canonical(text) is codec._NO_KEY
