@@ -92,7 +92,7 @@ _CATALOGUE: dict[str, tuple[str, str, int]] = {
     "wake.fired": ("wake_events", "WakeFired", 1),
     "quota.set": ("quota_events", "QuotaSet", 1),
     "quota.spent": ("quota_events", "QuotaSpent", 2),
-    "effect.intended": ("effect_events", "EffectIntended", 1),
+    "effect.intended": ("effect_events", "EffectIntended", 2),
     "effect.confirmed": ("effect_events", "EffectConfirmed", 1),
     "effect.failed": ("effect_events", "EffectFailed", 1),
     "note.added": ("note_events", "NoteAdded", 1),
@@ -165,6 +165,7 @@ ADDED_IN: dict[str, dict[str, int]] = {
     "evidence.recorded": {"paths": 2, "check": 2, "cwd": 2},
     "quota.spent": {"force": 2, "reason": 2},
     "wake.set": {"every": 2},
+    "effect.intended": {"readback": 2, "owner": 2, "grace": 2, "hold": 2},
 }
 
 # Payload fields the writer derives from its clock (e.g. a lease's expiry from --ttl): a retry

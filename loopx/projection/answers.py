@@ -316,6 +316,12 @@ class Effect:
     receipt: Optional[str]
     error: Optional[str]
     retryable: bool
+    readback: Optional[str]  # http:URL | github:OWNER/REPO[#N] | cmd:COMMAND
+    owner: Optional[str]  # who reads it back first (the writer unless named)
+    grace: int  # seconds after the intent before the owner reads it back
+    hold: int  # seconds after the intent during which only the owner does
+    readback_at: str  # when the owner reads it back (for this clone)
+    held_until: str  # until when only the owner does; anyone after
 
 
 @dataclass(frozen=True)
@@ -467,6 +473,29 @@ class HookQueue:
 
 
 @dataclass(frozen=True)
+class LinkState:
+    """An issue or pull request goals and todos link to, as GitHub reports it now (cached)."""
+
+    state: Literal["open", "closed", "merged", "review requested", "unknown"]
+    kind: Optional[Literal["issue", "pull"]]
+    title: Optional[str]
+    url: Optional[str]
+    detail: Optional[str]
+    by: list[str]  # the goals and todos that link to it
+
+
+@dataclass(frozen=True)
+class ReadBack:
+    """What reading an effect back saw: confirmed (with its receipt, and the event that
+    recorded it) or still indeterminate (with the evidence)."""
+
+    state: Literal["confirmed", "indeterminate"]
+    receipt: Optional[str]
+    evidence: str
+    recorded: Optional[str]
+
+
+@dataclass(frozen=True)
 class Environment:
     """The world as readback inspected it for this status (docs/recovery.md)."""
 
@@ -486,6 +515,8 @@ class Environment:
     judged_tree: Optional[str]
     criteria: dict[str, Judged]  # GOAL:CRITERION -> how it stands
     hooks: HookQueue
+    links: dict[str, LinkState]  # github:OWNER/REPO#N -> its state now
+    effects: dict[str, ReadBack]  # EFFECT -> what reading it back saw this time
 
 
 # --- what to do (loopx.projection.decide) ------------------------------------------------------------

@@ -323,7 +323,9 @@ def _apply_quota_spent(fold: Fold, event: Event) -> None:
 def _apply_effect_intended(fold: Fold, event: Event) -> None:
     d = cast("EffectIntended", event.data)
     fold.effects[d.id] = Effect(d.id, event.env.goal, d.todo, d.target, d.action,
-                                d.idempotency_key, event.env.actor, event.env.at)
+                                d.idempotency_key, event.env.actor, event.env.at,
+                                readback=d.readback, owner=d.owner or event.env.actor,
+                                grace=d.grace or 0, hold=d.hold or 0, event=event.env.id)
     fold.effect_keys[d.idempotency_key] = d.id
 
 

@@ -136,6 +136,11 @@ class Effect:
     receipt: Optional[str] = None
     error: Optional[str] = None
     retryable: bool = False
+    readback: Optional[str] = None  # http:URL | github:OWNER/REPO[#N] | cmd:COMMAND
+    owner: Optional[str] = None  # who reads it back first: the writer unless named
+    grace: int = 0  # seconds after the intent before the owner reads it back
+    hold: int = 0  # seconds after the intent during which only the owner does
+    event: Optional[str] = None  # the intent's event (when its clock counts from: views)
 
 
 @dataclass

@@ -50,6 +50,8 @@ class Environment:
     judged_tree: Optional[str] = None  # what evidence was judged against (None: nothing was)
     criteria: dict[str, dict[str, Any]] = field(default_factory=dict)  # GOAL:CRITERION -> verdict
     hooks: dict[str, Any] = field(default_factory=dict)  # the hook queue: {queued, set_aside[]}
+    links: dict[str, dict[str, Any]] = field(default_factory=dict)  # LINK -> {state, ...}
+    effects: dict[str, dict[str, Any]] = field(default_factory=dict)  # EFFECT -> what readback saw
 
     def as_dict(self) -> dict[str, Any]:
         # Shallow by hand: dataclasses.asdict deep-copies every list, which is slow here.
