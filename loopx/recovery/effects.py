@@ -16,6 +16,7 @@ receipt, or ``indeterminate`` with the evidence (what was seen, in words).
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -92,16 +93,30 @@ def _command(command: str, effect: Mapping[str, Any], repo: gateway.Repo, limit:
     env = dict(os.environ, LOOPX_EFFECT_ID=str(effect["id"]), LOOPX_EFFECT_KEY=str(effect["key"]),
                LOOPX_EFFECT_TARGET=str(effect["target"]))
     try:
-        proc = subprocess.run(["sh", "-c", command, "loopx-readback"], cwd=repo.cwd, env=env,
-                              capture_output=True, timeout=limit)
-    except subprocess.TimeoutExpired:
-        return Found("indeterminate", None, f"readback command timed out after {limit:g}s")
+        # A session of its own: on a timeout the whole group goes, children holding the
+        # pipes included (else reading them would wait for the children to finish).
+        proc = subprocess.Popen(["sh", "-c", command, "loopx-readback"], cwd=repo.cwd, env=env,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, start_new_session=True)
     except OSError as exc:
         return Found("indeterminate", None, f"readback command failed to start: {exc}")
-    out = proc.stdout.decode("utf-8", "replace").strip().splitlines()
+    try:
+        stdout, stderr = proc.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        return Found("indeterminate", None, f"readback command timed out after {limit:g}s")
+    out = stdout.decode("utf-8", "replace").strip().splitlines()
     if proc.returncode == 0:
         receipt = out[0].strip()[:2_000] if out and out[0].strip() else f"cmd: {command}"
         return Found("confirmed", receipt, "readback command exited 0")
-    err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+    err = stderr.decode("utf-8", "replace").strip().splitlines()
     said = (err or out or ["no output"])[-1]
     return Found("indeterminate", None, f"readback command exited {proc.returncode}: {said}")
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass  # gone already
+    proc.communicate()
