@@ -69,10 +69,10 @@ __all__ = [
 _CATALOGUE: dict[str, tuple[str, str, int]] = {
     "ledger.initialised": ("ledger_events", "LedgerInitialised", 1),
     "config.set": ("ledger_events", "ConfigSet", 3),
-    "goal.created": ("goal_events", "GoalCreated", 2),
-    "goal.updated": ("goal_events", "GoalUpdated", 2),
+    "goal.created": ("goal_events", "GoalCreated", 3),
+    "goal.updated": ("goal_events", "GoalUpdated", 3),
     "goal.closed": ("goal_events", "GoalClosed", 2),
-    "todo.added": ("todo_events", "TodoAdded", 2),
+    "todo.added": ("todo_events", "TodoAdded", 3),
     "todo.updated": ("todo_events", "TodoUpdated", 2),
     "todo.claimed": ("todo_events", "TodoClaimed", 3),
     "todo.renewed": ("todo_events", "TodoRenewed", 1),
@@ -156,9 +156,10 @@ def __getattr__(name: str) -> Any:
 # event of an earlier version may not carry them.
 ADDED_IN: dict[str, dict[str, int]] = {
     "config.set": {"evidence_ignore": 2, "ci_criteria": 2, "evidence_scope": 3},
-    "goal.created": {"acceptance[].paths": 2},
-    "goal.updated": {"revise": 2, "retire": 2, "scope": 2, "add_acceptance[].paths": 2},
-    "todo.added": {"priority": 2, "discovered_from": 2},
+    "goal.created": {"acceptance[].paths": 2, "links": 3},
+    "goal.updated": {"revise": 2, "retire": 2, "scope": 2, "add_acceptance[].paths": 2,
+                     "add_links": 3},
+    "todo.added": {"priority": 2, "discovered_from": 2, "links": 3},
     "todo.updated": {"priority": 2},
     "todo.claimed": {"branch": 2, "takes": 3},
     "todo.done": {"reason": 2, "takes": 3},

@@ -6,7 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from loopx.errors import ArgumentError
-from loopx.model.limits import ACTOR_PATTERN, PRIORITY_MAX, PRIORITY_MIN, TITLE_MAX
+from loopx.model.limits import (
+    ACTOR_PATTERN, LINK_PATTERN, LINKS_MAX, PRIORITY_MAX, PRIORITY_MIN, TITLE_MAX,
+)
 from loopx.ops import gates, goals, notes, notices, todos
 from loopx.ops.declare import EVENT_ID, REFS_MAX, Call, Operation, Param, arg, opt, ref, text
 
@@ -41,7 +43,8 @@ def _goal_update(c: Call) -> Any:
         raise ArgumentError("revise each criterion once (--revise)")
     return c.write(lambda txn: goals.update(
         txn, v.goal, title=v.title, description=v.description, accept=v.accept, state=v.state,
-        revise=revised, retire=v.retire, scope=_scopes(v.scope), event_id=v.event_id))
+        revise=revised, retire=v.retire, scope=_scopes(v.scope), links=v.link,
+        event_id=v.event_id))
 
 
 def _goal_close(c: Call) -> Any:
@@ -50,6 +53,13 @@ def _goal_close(c: Call) -> Any:
         raise ArgumentError("say --achieved or --abandoned")
     return c.write(lambda txn: goals.close(txn, v.goal, outcome=v.outcome, reason=v.reason,
                                            override=v.override, event_id=v.event_id))
+
+
+# An issue or pull request, its state shown by status (environment.links), never recorded.
+LINK = opt("link", many=True, max_items=LINKS_MAX, metavar="github:OWNER/REPO#N",
+           pattern=LINK_PATTERN, max_length=220, help=(
+               "An issue or pull request it is about (repeatable); status shows its state "
+               "(open, closed, merged, review requested)."))
 
 
 GOAL_OPS = [
@@ -62,11 +72,11 @@ GOAL_OPS = [
         opt("scope", "pair", many=True, max_items=REFS_MAX, metavar="CRITERION GLOB", help=(
             "A path its evidence is judged on (repeatable), e.g. --scope a1 'src/**'.")),
         text("description", help="Longer text.", field="goal.created:description"),
-        EVENT_ID),
+        LINK, EVENT_ID),
         run=lambda c: c.write(lambda txn: goals.add(
             txn, c.values.title, id=c.values.id, accept=c.values.accept,
             scope=_scopes(c.values.scope), description=c.values.description,
-            event_id=c.values.event_id))),
+            links=c.values.link, event_id=c.values.event_id))),
     Operation("goal update", "Change a goal's title, description or state; add, revise, retire "
               "or scope criteria.", writes=True, run=_goal_update, params=(
         GOAL,
@@ -84,7 +94,7 @@ GOAL_OPS = [
         opt("state", "switch", switches=(("--pause", "paused", "Pause the goal."),
                                          ("--resume", "active", "Resume a paused goal.")),
             help="paused or active"),
-        EVENT_ID)),
+        LINK, EVENT_ID)),
     Operation("goal close", "Close a goal as achieved or abandoned.", writes=True,
               run=_goal_close, params=(
         GOAL,
@@ -157,12 +167,13 @@ TODO_OPS = [
         priority("0 most urgent .. 4 least (default 2); orders the frontier and `next`.",
                  "todo.added:priority"),
         ref("discovered_from", metavar="TODO", help="The todo whose work turned this one up."),
-        EVENT_ID),
+        LINK, EVENT_ID),
         run=lambda c: c.write(lambda txn: todos.add(
             txn, c.values.goal, c.values.title, id=c.values.id, after=c.values.after,
             gates=c.values.gate, criteria=c.values.criterion,
             description=c.values.description, priority=c.values.priority,
-            discovered_from=c.values.discovered_from, event_id=c.values.event_id))),
+            discovered_from=c.values.discovered_from, links=c.values.link,
+            event_id=c.values.event_id))),
     Operation("todo update", "Change a todo's title, description or priority, or add "
               "dependencies and gates.", writes=True, run=_todo_update, params=(
         TODO,

@@ -121,6 +121,7 @@ class Goal:
     acceptance: list[Criterion]
     retired: list[Retired]
     override: bool
+    links: Optional[list[str]] = optional()  # github:OWNER/REPO#N (environment.links: states)
 
 
 @dataclass(frozen=True)
@@ -158,6 +159,7 @@ class Todo:
     no_evidence_reason: Optional[str]
     priority: int
     discovered_from: Optional[str]
+    links: Optional[list[str]] = optional()  # github:OWNER/REPO#N (environment.links: states)
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,8 @@ def _apply_goal_created(fold: Fold, event: Event) -> None:
     d = cast("GoalCreated", event.data)
     fold.goals[d.id] = Goal(d.id, d.title, d.description,
                             [_criterion(c) for c in d.acceptance],
-                            created_by=event.env.actor, clock=event.env.clock)
+                            created_by=event.env.actor, clock=event.env.clock,
+                            links=list(d.links))
 
 
 def _apply_goal_updated(fold: Fold, event: Event) -> None:
@@ -54,6 +55,7 @@ def _apply_goal_updated(fold: Fold, event: Event) -> None:
     goal.description = d.description if d.description is not None else goal.description
     goal.acceptance.extend(_criterion(c) for c in d.add_acceptance)
     goal.state = d.state or goal.state
+    goal.links.extend(link for link in d.add_links if link not in goal.links)
     by_id = {c["id"]: c for c in goal.acceptance}
     for new in d.revise or ():
         crit = by_id[new.id]
@@ -84,6 +86,7 @@ def _apply_todo_added(fold: Fold, event: Event) -> None:
     if d.priority is not None:
         fold.todos[d.id].priority = d.priority
     fold.todos[d.id].discovered_from = d.discovered_from
+    fold.todos[d.id].links = list(d.links)
     fold.goals[d.goal].todos.append(d.id)
     _link(fold, d.id, d.depends_on, d.gates)
 

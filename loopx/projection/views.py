@@ -391,6 +391,7 @@ def todo_view(fold: Fold, todo: Todo, now: datetime, seen: Optional[Seen] = None
         "evidence": list(todo.evidence),
         "no_evidence_reason": todo.no_evidence_reason,
         "priority": todo.priority, "discovered_from": todo.discovered_from,
+        **({"links": list(todo.links)} if todo.links else {}),
     }
 
 
@@ -490,6 +491,7 @@ def _goal_view(fold: Fold, goal: Goal) -> dict[str, Any]:
         "acceptance": [_criterion_view(fold, goal, c) for c in goal.acceptance],
         "retired": [{"id": c["id"], "text": c["text"]} for c in goal.retired],
         "override": goal.override,
+        **({"links": list(goal.links)} if goal.links else {}),
     }
 
 

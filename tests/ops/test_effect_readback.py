@@ -8,7 +8,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from conftest import git
-from githubkit import GitHubStandIn, github  # noqa: F401 (the fixture)
+from githubkit import GitHubStandIn
 from loopx.ledger.book import Ledger
 from loopx.model import clock
 from loopx.ops import effects, status

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from githubkit import GitHubStandIn, github  # noqa: F401 (the fixture)
+from githubkit import GitHubStandIn
 from loopx.recovery import github as gh
 
 SLUG = "acme/widget"

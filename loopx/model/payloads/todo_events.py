@@ -9,7 +9,7 @@ from pydantic import Field
 from loopx.model.ids import ULID_RE
 from loopx.model.limits import PRIORITY_MAX, PRIORITY_MIN, TEXT_MAX, TITLE_MAX
 from loopx.model.payloads.base import (
-    ID_PATTERN, ONE_LINE, REF_PATTERN, TS_PATTERN, EntityId, Model, Text,
+    ID_PATTERN, ONE_LINE, REF_PATTERN, TS_PATTERN, EntityId, Link, Links, Model, Text,
 )
 
 # A claim or a done over someone else's lease names the event that set that lease: the writer
@@ -32,6 +32,7 @@ class TodoAdded(Model):
         default=None, ge=PRIORITY_MIN, le=PRIORITY_MAX, description="0 most urgent .. 4 least; none given is 2")
     discovered_from: Optional[str] = Field(
         default=None, pattern=ID_PATTERN, description="the todo whose work turned this one up")
+    links: list[Link] = Links
 
 
 class TodoUpdated(Model):
