@@ -50,5 +50,5 @@ def effect_list(app: App, v: Values) -> None:
 def effect_readback(app: App, v: Values) -> None:
     found = app.call(catalog.find("effect readback"), v)
     app.emit(found, lambda: (
-        f"confirmed: {line(found['receipt'])} ({line(found['evidence'])})"
-        if found["state"] == "confirmed" else f"still indeterminate: {line(found['evidence'])}"))
+        f"confirmed: {line(found.receipt or '')} ({line(found.evidence)})"
+        if found.state == "confirmed" else f"still indeterminate: {line(found.evidence)}"))

@@ -17,7 +17,6 @@ from loopx.projection import answers, views
 from loopx.recovery import readback
 
 if TYPE_CHECKING:
-    from loopx.recovery import github
     from loopx.ledger.txn import Txn
     from loopx.model.events import (
         Event, EffectConfirmed, EffectFailed, EffectIntended,
@@ -69,8 +68,8 @@ def listing(ledger: Ledger, *, now: Optional[datetime] = None) -> list[answers.E
             for e in views.snapshot(ledger.fold(), now or clock.now())["effects"]]
 
 
-def read_back(ledger: Ledger, effect: str, *, actor: str, now: Optional[datetime] = None,
-              client: Optional[github.GitHub] = None) -> dict[str, Any]:
+def read_back(ledger: Ledger, effect: str, *, actor: str,
+              now: Optional[datetime] = None) -> answers.ReadBack:
     """Read ``effect`` back now (bounded in time) and record ``effect.confirmed`` with its
     receipt when found; otherwise it stays indeterminate. What was seen:
     ``{state, receipt, evidence, recorded}`` (``recorded``: the confirmation's event id)."""
@@ -82,17 +81,17 @@ def read_back(ledger: Ledger, effect: str, *, actor: str, now: Optional[datetime
     if not view.get("readback"):
         raise UsageError(f"effect {found_id} has no readback: confirm or fail it by hand "
                          "after looking at its target")
-    return _read_back_one(ledger, view, actor=actor, now=now, client=client)
+    return typed.build(answers.ReadBack, _read_back_one(ledger, view, actor=actor, now=now))
 
 
 def _read_back_one(ledger: Ledger, view: dict[str, Any], *, actor: str,
-                   now: Optional[datetime], client: Optional[github.GitHub]) -> dict[str, Any]:
+                   now: Optional[datetime]) -> dict[str, Any]:
     # Imported on the first readback: every command loads this module (the catalog), and
     # the network modules are its start-up time.
     from loopx.recovery import effects as readbacks
 
-    found = readbacks.read_back(view, repo=ledger.repo, config=readback.read_config(ledger.repo),
-                                client=client).as_dict()
+    found = readbacks.read_back(view, repo=ledger.repo,
+                                config=readback.read_config(ledger.repo)).as_dict()
     found["recorded"] = None
     if found["state"] == "confirmed":
         event = ledger.run(confirm, view["id"], receipt=found["receipt"], actor=actor, now=now)
@@ -101,24 +100,26 @@ def _read_back_one(ledger: Ledger, view: dict[str, Any], *, actor: str,
 
 
 def read_back_due(ledger: Ledger, effects: list[dict[str, Any]], *, actor: Optional[str],
-                  now: datetime) -> dict[str, dict[str, Any]]:
+                  now: datetime) -> dict[str, answers.ReadBack]:
     """Read back every effect of a status snapshot due for ``actor`` (:func:`due`): effect id
     -> what was seen. Status and watch call it; a confirmation found is recorded."""
-    seen: dict[str, dict[str, Any]] = {}
+    seen: dict[str, answers.ReadBack] = {}
     for view in effects:
         if actor and views.effect_due(view, actor, now):
-            seen[view["id"]] = _read_back_one(ledger, view, actor=actor, now=now, client=None)
+            seen[view["id"]] = typed.build(answers.ReadBack,
+                                           _read_back_one(ledger, view, actor=actor, now=now))
     return seen
 
 
 def perform(ledger: Ledger, target: str, *, action: str, key: str, actor: str,
-            write: Callable[[], github.Receipt], readback: Optional[str] = None,
+            write: Callable[[], str], readback: Optional[str] = None,
             todo: Optional[str] = None, goal: Optional[str] = None,
             now: Optional[datetime] = None) -> answers.Effect:
     """Make an external write as an effect: intent, the call, then its outcome. A retry with
     the same ``key`` makes no second call once the first is confirmed; while it is
-    indeterminate, it is read back first (``write`` itself must find what an earlier call made,
-    as :class:`loopx.recovery.github.GitHub`'s writes do by the key's marker)."""
+    indeterminate, the call is made again: ``write`` must find what an earlier call made (as
+    :class:`loopx.recovery.github.GitHub`'s writes do, by the key's marker) and answers with
+    the receipt (the URL made or found)."""
     earlier = ledger.fold().effect_keys.get(key)
     fold = ledger.fold()
     if earlier is not None and fold.effects[earlier].state == "confirmed":
@@ -134,7 +135,7 @@ def perform(ledger: Ledger, target: str, *, action: str, key: str, actor: str,
         ledger.run(fail, xid, error=str(exc), final=getattr(exc, "code", None) in (401, 403, 404, 422),
                    actor=actor, now=now)
         raise
-    ledger.run(confirm, xid, receipt=receipt.url, actor=actor, now=now)
+    ledger.run(confirm, xid, receipt=receipt, actor=actor, now=now)
     return _listed(ledger, xid)
 
 

@@ -61,7 +61,7 @@ def _document(ledger: Ledger, *, actor: Optional[str], goal: Optional[str], ci: 
         seen = effects.read_back_due(ledger, due, actor=actor, now=now)
         doc = _document(ledger, actor=actor, goal=goal, ci=ci, offline=offline,
                         include_closed=include_closed, now=now, read_back=False)
-        doc["environment"]["effects"] = seen
+        doc["environment"]["effects"] = {e: typed.plain(found) for e, found in seen.items()}
         doc["actions"] = decide.decide(doc, doc["environment"], now, actor or "",
                                        roles=ledger.fold().config.get("roles") or {})
         return doc

@@ -66,7 +66,7 @@ def test_a_readback_is_bounded_in_time(ledger: Ledger, repo: Path) -> None:
     git(repo, "config", "loopx.effect.timeout", "0.3")
     _intend(ledger, "cmd:sleep 5")
     found = effects.read_back(ledger, "x1", actor=OWNER)
-    assert found["state"] == "indeterminate" and "timed out after 0.3s" in found["evidence"]
+    assert found.state == "indeterminate" and "timed out after 0.3s" in found.evidence
 
 
 def test_an_http_readback_confirms_on_a_2xx(ledger: Ledger, github: GitHubStandIn) -> None:
@@ -75,19 +75,19 @@ def test_an_http_readback_confirms_on_a_2xx(ledger: Ledger, github: GitHubStandI
                readback=f"http:{github.url}/repos/acme/widget/issues/99", actor=OWNER)
     _intend(ledger, f"http:{github.url}/repos/acme/widget/issues/7")
     missing = effects.read_back(ledger, "x2", actor=OWNER)
-    assert missing["state"] == "indeterminate" and "HTTP 404" in missing["evidence"]
+    assert missing.state == "indeterminate" and "HTTP 404" in missing.evidence
     found = effects.read_back(ledger, "x1", actor=OWNER)
-    assert found["state"] == "confirmed" and found["receipt"].endswith("/issues/7")
+    assert found.state == "confirmed" and str(found.receipt).endswith("/issues/7")
 
 
 def test_a_github_readback_finds_the_comment_by_its_key(ledger: Ledger,
                                                         github: GitHubStandIn) -> None:
     github.add_issue("acme/widget", 7)
     _intend(ledger, "github:acme/widget#7")
-    assert effects.read_back(ledger, "x1", actor=OWNER)["state"] == "indeterminate"
+    assert effects.read_back(ledger, "x1", actor=OWNER).state == "indeterminate"
     receipt = gh.GitHub.configured({}).comment("acme/widget", 7, "hi", key="k-1")
     found = effects.read_back(ledger, "x1", actor=OWNER)
-    assert (found["state"], found["receipt"]) == ("confirmed", receipt.url)
+    assert (found.state, found.receipt) == ("confirmed", receipt.url)
     assert _state(ledger) == "confirmed"
 
 
