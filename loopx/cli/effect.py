@@ -52,3 +52,11 @@ def effect_readback(app: App, v: Values) -> None:
     app.emit(found, lambda: (
         f"confirmed: {line(found.receipt or '')} ({line(found.evidence)})"
         if found.state == "confirmed" else f"still indeterminate: {line(found.evidence)}"))
+
+
+@effect.command("comment")
+@declared(catalog.find("effect comment"))
+def effect_comment(app: App, v: Values) -> None:
+    posted = app.call(catalog.find("effect comment"), v)
+    recorded = f"  [effect {posted.effect}]" if posted.effect else ""
+    app.emit(posted, f"{line(posted.url)}{recorded}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from loopx.errors import ArgumentError
+from loopx.errors import ArgumentError, LoopxError
 from loopx.model.limits import (
     ACTOR_PATTERN, LINK_PATTERN, LINKS_MAX, PRIORITY_MAX, PRIORITY_MIN, TITLE_MAX,
 )
@@ -252,6 +252,24 @@ TODO_OPS = [
 # --- gates -------------------------------------------------------------------------------------
 
 
+def _gate_open(c: Call) -> Any:
+    v = c.values
+    target = None
+    if v.notify:  # where to comment is told first: bad input writes nothing
+        c.standalone("gate open --notify")
+        target = gates.notify_target(c.ledger.fold(), v.goal, v.blocks, v.notify)
+    event = c.write(lambda txn: gates.open_(
+        txn, v.goal, v.question, authority=v.authority, blocks=v.blocks, id=v.id,
+        event_id=v.event_id))
+    if target is not None:
+        try:
+            gates.notify_github(c.ledger, event.data.id, target=target, actor=c.who(), now=c.now)
+        except LoopxError as exc:
+            raise LoopxError(f"gate {event.data.id} is open, but asking on {target} failed: "
+                             f"{exc} (retry: git loopx effect comment, or answer it here)") from None
+    return event
+
+
 def _gate_answer(c: Call) -> Any:
     v = c.values
     chosen = [name for name, given in (("approve", v.approve), ("reject", v.reject),
@@ -273,10 +291,12 @@ GATE_OPS = [
             max_items=50, help=(
                 "Who may answer: an identity (human:alice@example.com) or role:NAME.")),
         ref("blocks", many=True, metavar="TODO", help="A todo that waits for approval."),
-        EVENT_ID),
-        run=lambda c: c.write(lambda txn: gates.open_(
-            txn, c.values.goal, c.values.question, authority=c.values.authority,
-            blocks=c.values.blocks, id=c.values.id, event_id=c.values.event_id))),
+        opt("notify", metavar="github[:OWNER/REPO#N]", max_length=220,
+            pattern=r"^github(:[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+#[1-9][0-9]*)?$", help=(
+                "Also ask it as a comment on GitHub, mentioning the authority: on the issue or "
+                "pull request named, or (github) the first one the blocked todos or the goal "
+                "link to. An effect: a retry never posts twice. Token: $GITHUB_TOKEN.")),
+        EVENT_ID), run=_gate_open),
     Operation("gate answer", "Answer a gate (only its authority may): --approve, --reject or "
               "--answer TEXT.\n\nTwo answers that did not see each other leave the gate "
               "conflicted (its todos wait); the authority resolves it by answering again with "

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any, Optional
 
 from loopx.errors import ArgumentError, NotFound, UsageError
 from loopx.model.limits import (
-    ACTOR_PATTERN, GRACE_MAX_S, MAX_EXIT, MIN_EXIT, READBACK_PATTERN, TEXT_MAX,
+    ACTOR_PATTERN, GRACE_MAX_S, LINK_PATTERN, MAX_EXIT, MIN_EXIT, READBACK_PATTERN, TEXT_MAX,
 )
 from loopx.model.paths import TRANSCRIPT_MAX_BYTES
 from loopx.ops import config, effects, evidence, quotas, sessions, wakes
@@ -36,6 +37,19 @@ def _output(c: Call) -> Iterator[tuple[Optional[IO[bytes]], Optional[IO[bytes]]]
         return
     with open(os.devnull, "wb") as sink:
         yield sink, sink
+
+
+def _comment(c: Call) -> Any:
+    v = c.values
+    body = v.body.decode("utf-8", "replace") if isinstance(v.body, bytes) else str(v.body)
+    if v.code:
+        fence = "`" * max(3, 1 + max((len(r) for r in re.findall(r"`+", body)), default=0))
+        body = f"{fence}text\n{body.rstrip()}\n{fence}"
+    if v.record:
+        c.ledger.require()
+    return effects.github_comment(c.ledger, v.target, body, key=v.key, actor=c.who(),
+                                  update=v.replace, record=v.record, goal=v.goal, todo=v.todo,
+                                  now=c.now)
 
 
 # --- evidence ----------------------------------------------------------------------------------
@@ -274,6 +288,26 @@ RECORD_OPS = [
         ref("effect", positional=True, dest="effect_id", help="The effect."),),
         agent_note="Answers {state: confirmed|indeterminate, receipt, evidence, recorded}.",
         run=lambda c: effects.read_back(c.ledger, c.values.effect, actor=c.who(), now=c.now)),
+    Operation("effect comment", "Post BODY as a comment on github:OWNER/REPO#N, once per key.\n\n"
+              "A retry finds the comment by the key's hidden marker instead of posting again; "
+              "with --update the comment with that key is kept up to date (a pull request's "
+              "verdict). Recorded as an effect (intent, receipt URL, readback) unless "
+              "--no-record. Token: $GITHUB_TOKEN; API: $LOOPX_GITHUB_API or loopx.github.api.",
+              writes=True, batch=False, params=(
+        arg("target", pattern=LINK_PATTERN, max_length=220,
+            metavar="github:OWNER/REPO#N", help="The issue or pull request."),
+        opt("body", "file", dest="body_file", required=True, max_length=60_000, help=(
+            "The comment (Markdown), from a file ('-': stdin).")),
+        opt("key", required=True, max_length=150, pattern=r"^[A-Za-z0-9._:/@+=-]+$", help=(
+            "Idempotency key: one comment per key on the issue.")),
+        opt("replace", "bool", flag="--update", help=(
+            "Replace the body of the comment with this key (post it when there is none).")),
+        opt("code", "bool", help=(
+            "Show BODY as a code block (text from elsewhere, e.g. validate's report).")),
+        opt("record", "bool", default=True, off="--no-record", help=(
+            "Record it as an effect in the ledger (default).")),
+        ON_TODO, ON_GOAL),
+        agent_note="Answers {url, effect}.", run=_comment),
     Operation("effect list", "List effects; indeterminate ones must be read back before any "
               "retry.", wrap="effects", run=lambda c: effects.listing(c.ledger, now=c.now)),
 ]

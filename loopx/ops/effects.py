@@ -3,6 +3,7 @@ intent with no outcome is indeterminate: read the target back before retrying.""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Optional
@@ -141,3 +142,33 @@ def perform(ledger: Ledger, target: str, *, action: str, key: str, actor: str,
 
 def _listed(ledger: Ledger, xid: str) -> answers.Effect:
     return typed.build(answers.Effect, views.effect_view(ledger.fold().effects[xid]))
+
+
+def github_comment(ledger: Ledger, target: str, body: str, *, key: str, actor: str,
+                   update: bool = False, record: bool = True, goal: Optional[str] = None,
+                   todo: Optional[str] = None, now: Optional[datetime] = None) -> answers.Posted:
+    """Post ``body`` as a comment on ``target`` (github:OWNER/REPO#N), once per ``key``: a
+    retry finds the comment by the key's hidden marker instead of posting again; ``update``
+    replaces the body of the comment with that key (one comment kept up to date, e.g. a
+    pull request's verdict). ``record``: as an effect in the ledger, read back on GitHub.
+
+    The token comes from ``$GITHUB_TOKEN`` and goes nowhere but the request's header."""
+    # Imported on use: every command loads this module, and the network is its start-up time.
+    from loopx.recovery import github
+
+    slug, number = github.parse(target)
+    if number is None:
+        raise UsageError(f"{target} names no issue or pull request: github:OWNER/REPO#N")
+    client = github.GitHub.configured(readback.read_config(ledger.repo))
+    effect_key = f"{key}:{hashlib.sha256(body.encode()).hexdigest()[:16]}" if update else key
+    text = f"{body}\n{github.marker(effect_key)}" if update else body
+
+    def write() -> str:
+        return client.comment(slug, number, text, key=key, update=update).url
+
+    if not record:
+        return answers.Posted(write(), None)
+    effect = perform(ledger, f"github:{slug}#{number}", action="comment", key=effect_key,
+                     actor=actor, write=write, readback=f"github:{slug}#{number}", goal=goal,
+                     todo=todo, now=now)
+    return answers.Posted(str(effect.receipt), effect.id)

@@ -487,6 +487,15 @@ class LinkState:
 
 
 @dataclass(frozen=True)
+class Posted:
+    """A write made on GitHub (or found made by an earlier try of its key): what a person
+    opens, and the effect that records it (None: not recorded)."""
+
+    url: str
+    effect: Optional[str]
+
+
+@dataclass(frozen=True)
 class ReadBack:
     """What reading an effect back saw: confirmed (with its receipt, and the event that
     recorded it) or still indeterminate (with the evidence)."""
