@@ -102,8 +102,8 @@ def _read_back_one(ledger: Ledger, view: dict[str, Any], *, actor: str,
 
 def read_back_due(ledger: Ledger, effects: list[dict[str, Any]], *, actor: Optional[str],
                   now: datetime) -> dict[str, answers.ReadBack]:
-    """Read back every effect of a status snapshot due for ``actor`` (:func:`due`): effect id
-    -> what was seen. Status and watch call it; a confirmation found is recorded."""
+    """Read back every effect of a status snapshot due for ``actor``
+    (:func:`loopx.projection.views.effect_due`): effect id -> what was seen. Status and watch call it; a confirmation found is recorded."""
     seen: dict[str, answers.ReadBack] = {}
     for view in effects:
         if actor and views.effect_due(view, actor, now):
@@ -121,8 +121,8 @@ def perform(ledger: Ledger, target: str, *, action: str, key: str, actor: str,
     indeterminate, the call is made again: ``write`` must find what an earlier call made (as
     :class:`loopx.recovery.github.GitHub`'s writes do, by the key's marker) and answers with
     the receipt (the URL made or found)."""
-    earlier = ledger.fold().effect_keys.get(key)
     fold = ledger.fold()
+    earlier = fold.effect_keys.get(key)
     if earlier is not None and fold.effects[earlier].state == "confirmed":
         return _listed(ledger, earlier)
     if earlier is None or fold.effects[earlier].state == "failed":
@@ -133,8 +133,8 @@ def perform(ledger: Ledger, target: str, *, action: str, key: str, actor: str,
     try:
         receipt = write()
     except LoopxError as exc:  # a GitHubError (loopx.recovery.github), or any refusal
-        ledger.run(fail, xid, error=str(exc), final=getattr(exc, "code", None) in (401, 403, 404, 422),
-                   actor=actor, now=now)
+        final = getattr(exc, "code", None) in (401, 403, 404, 422)  # asking again cannot help
+        ledger.run(fail, xid, error=str(exc), final=final, actor=actor, now=now)
         raise
     ledger.run(confirm, xid, receipt=receipt, actor=actor, now=now)
     return _listed(ledger, xid)
