@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+pytest_plugins = ["githubkit"]  # the `github` fixture: a stand-in for GitHub's REST API
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -71,6 +71,10 @@ COVERED_ELSEWHERE = {
     "recovery/ci/command.py": "tests/recovery/test_ci.py (the command provider)",
     "recovery/ci/github.py": "tests/recovery/test_ci.py (against a real HTTP server on "
                              "127.0.0.1)",
+    "recovery/effects.py": "tests/ops/test_effect_readback.py (http:, github:, cmd: readbacks, "
+                           "bounded in time)",
+    "recovery/rest.py": "tests/recovery/test_github.py, tests/recovery/test_ci.py (against real "
+                        "HTTP servers on 127.0.0.1)",
     "recovery/ci/recorded.py": "tests/recovery/test_ci.py (ci evidence read back)",
     "recovery/primer.py": "tests/cli/test_prime.py (`git loopx prime`)",
     "upkeep/salvage.py": "tests/ledger/test_gc_prune.py (doctor names each lost event, "

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-
-
 import click
 
 from loopx.cli.app import App, declared
+from loopx.model.inert import line
 from loopx.ops import catalog
 from loopx.ops.declare import Values
 
@@ -44,3 +43,20 @@ def effect_list(app: App, v: Values) -> None:
     app.emit(found, lambda: "\n".join(
         f"{e.id:<12} {e.state:<13} {e.action} {e.target}" for e in found)
         or "no effects")
+
+
+@effect.command("readback")
+@declared(catalog.find("effect readback"))
+def effect_readback(app: App, v: Values) -> None:
+    found = app.call(catalog.find("effect readback"), v)
+    app.emit(found, lambda: (
+        f"confirmed: {line(found.receipt or '')} ({line(found.evidence)})"
+        if found.state == "confirmed" else f"still indeterminate: {line(found.evidence)}"))
+
+
+@effect.command("comment")
+@declared(catalog.find("effect comment"))
+def effect_comment(app: App, v: Values) -> None:
+    posted = app.call(catalog.find("effect comment"), v)
+    recorded = f"  [effect {posted.effect}]" if posted.effect else ""
+    app.emit(posted, f"{line(posted.url)}{recorded}")

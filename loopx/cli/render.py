@@ -36,6 +36,8 @@ def status_text(snap: answers.StatusDoc, *, color: bool = False) -> str:
             out += _goal(goal, paint)
     out += _todos(snap, paint)
     out += _sessions(snap.sessions, paint)
+    out += _links(snap.environment.links, paint)
+    out += _read_back(snap.environment.effects)
     out += _history(snap)
     if snap.unknown_events:
         out.append(f"\n{plural.counted(len(snap.unknown_events), 'event')} of types this loopx does not know "
@@ -104,6 +106,19 @@ def _tags(todo: answers.Todo) -> str:
     """A ready todo's labels and assignee, when it has them."""
     labels = f"  [{' '.join(line(label) for label in todo.labels)}]" if todo.labels else ""
     return labels + (f"  -> {line(todo.assignee)}" if todo.assignee else "")
+def _links(links: dict[str, answers.LinkState], paint: Any) -> list[str]:
+    if not links:
+        return []
+    out = ["\n" + paint("Links:", bold=True)]
+    for link, found in links.items():
+        about = line(found.title) if found.title else line(found.detail or "")
+        out.append(f"  {line(link)}  {found.state}  {about}  ({', '.join(found.by)})")
+    return out
+
+
+def _read_back(effects: dict[str, answers.ReadBack]) -> list[str]:
+    return [f"\nEffect {line(e)} read back: {found.state}, {line(found.receipt or found.evidence)}"
+            for e, found in effects.items()]
 
 
 def _conflict(gate: answers.Gate) -> list[str]:

@@ -70,8 +70,8 @@ __all__ = [
 _CATALOGUE: dict[str, tuple[str, str, int]] = {
     "ledger.initialised": ("ledger_events", "LedgerInitialised", 1),
     "config.set": ("ledger_events", "ConfigSet", 3),
-    "goal.created": ("goal_events", "GoalCreated", 2),
-    "goal.updated": ("goal_events", "GoalUpdated", 2),
+    "goal.created": ("goal_events", "GoalCreated", 3),
+    "goal.updated": ("goal_events", "GoalUpdated", 3),
     "goal.closed": ("goal_events", "GoalClosed", 2),
     "todo.added": ("todo_events", "TodoAdded", 3),
     "todo.updated": ("todo_events", "TodoUpdated", 3),
@@ -95,7 +95,7 @@ _CATALOGUE: dict[str, tuple[str, str, int]] = {
     "wake.fired": ("wake_events", "WakeFired", 1),
     "quota.set": ("quota_events", "QuotaSet", 1),
     "quota.spent": ("quota_events", "QuotaSpent", 2),
-    "effect.intended": ("effect_events", "EffectIntended", 1),
+    "effect.intended": ("effect_events", "EffectIntended", 2),
     "effect.confirmed": ("effect_events", "EffectConfirmed", 1),
     "effect.failed": ("effect_events", "EffectFailed", 1),
     "note.added": ("note_events", "NoteAdded", 1),
@@ -159,15 +159,17 @@ def __getattr__(name: str) -> Any:
 # event of an earlier version may not carry them.
 ADDED_IN: dict[str, dict[str, int]] = {
     "config.set": {"evidence_ignore": 2, "ci_criteria": 2, "evidence_scope": 3},
-    "goal.created": {"acceptance[].paths": 2},
-    "goal.updated": {"revise": 2, "retire": 2, "scope": 2, "add_acceptance[].paths": 2},
-    "todo.added": {"priority": 2, "discovered_from": 2, "labels": 3},
+    "goal.created": {"acceptance[].paths": 2, "links": 3},
+    "goal.updated": {"revise": 2, "retire": 2, "scope": 2, "add_acceptance[].paths": 2,
+                     "add_links": 3},
+    "todo.added": {"priority": 2, "discovered_from": 2, "labels": 3, "links": 3},
     "todo.updated": {"priority": 2, "add_labels": 3, "remove_labels": 3},
     "todo.claimed": {"branch": 2, "takes": 3},
     "todo.done": {"reason": 2, "takes": 3},
     "evidence.recorded": {"paths": 2, "check": 2, "cwd": 2},
     "quota.spent": {"force": 2, "reason": 2},
     "wake.set": {"every": 2},
+    "effect.intended": {"readback": 2, "owner": 2, "grace": 2, "hold": 2},
 }
 
 # Payload fields the writer derives from its clock (e.g. a lease's expiry from --ttl): a retry

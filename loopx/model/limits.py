@@ -24,3 +24,9 @@ MAX_COUNT = 10**15  # turns and tokens
 MAX_COST = 1e12
 MAX_SECONDS = 10 * 366 * 86400  # ten years
 MIN_EXIT, MAX_EXIT = -(2**31), 2**32 - 1  # signed POSIX statuses, unsigned Windows ones
+
+# An effect's readback (effect.intended v2): how to check that it happened.
+READBACK_PATTERN = r"^(http:https?://\S+|github:[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+(#[1-9][0-9]*)?|cmd:.+)$"
+LINK_PATTERN = r"^github:[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}#[1-9][0-9]{0,9}$"
+LINKS_MAX = 20  # links one goal or todo carries
+GRACE_MAX_S = 7 * 24 * 3600  # an effect's grace period and its owner's hold, at most

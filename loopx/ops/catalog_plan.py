@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from loopx.errors import ArgumentError
-from loopx.model.limits import ACTOR_PATTERN, PRIORITY_MAX, PRIORITY_MIN, TITLE_MAX
+from loopx.errors import ArgumentError, LoopxError
+from loopx.model.limits import (
+    ACTOR_PATTERN, LINK_PATTERN, LINKS_MAX, PRIORITY_MAX, PRIORITY_MIN, TITLE_MAX,
+)
 from loopx.ops import gates, goals, notes, notices, todos
 from loopx.ops.declare import (
     EVENT_ID, LABEL_FILTER, REFS_MAX, Call, Operation, Param, arg, labels, opt, ref, text,
@@ -43,7 +45,8 @@ def _goal_update(c: Call) -> Any:
         raise ArgumentError("revise each criterion once (--revise)")
     return c.write(lambda txn: goals.update(
         txn, v.goal, title=v.title, description=v.description, accept=v.accept, state=v.state,
-        revise=revised, retire=v.retire, scope=_scopes(v.scope), event_id=v.event_id))
+        revise=revised, retire=v.retire, scope=_scopes(v.scope), links=v.link,
+        event_id=v.event_id))
 
 
 def _goal_close(c: Call) -> Any:
@@ -52,6 +55,13 @@ def _goal_close(c: Call) -> Any:
         raise ArgumentError("say --achieved or --abandoned")
     return c.write(lambda txn: goals.close(txn, v.goal, outcome=v.outcome, reason=v.reason,
                                            override=v.override, event_id=v.event_id))
+
+
+# An issue or pull request, its state shown by status (environment.links), never recorded.
+LINK = opt("link", many=True, max_items=LINKS_MAX, metavar="github:OWNER/REPO#N",
+           pattern=LINK_PATTERN, max_length=220, help=(
+               "An issue or pull request it is about (repeatable); status shows its state "
+               "(open, closed, merged, review requested)."))
 
 
 GOAL_OPS = [
@@ -64,11 +74,11 @@ GOAL_OPS = [
         opt("scope", "pair", many=True, max_items=REFS_MAX, metavar="CRITERION GLOB", help=(
             "A path its evidence is judged on (repeatable), e.g. --scope a1 'src/**'.")),
         text("description", help="Longer text.", field="goal.created:description"),
-        EVENT_ID),
+        LINK, EVENT_ID),
         run=lambda c: c.write(lambda txn: goals.add(
             txn, c.values.title, id=c.values.id, accept=c.values.accept,
             scope=_scopes(c.values.scope), description=c.values.description,
-            event_id=c.values.event_id))),
+            links=c.values.link, event_id=c.values.event_id))),
     Operation("goal update", "Change a goal's title, description or state; add, revise, retire "
               "or scope criteria.", writes=True, run=_goal_update, params=(
         GOAL,
@@ -86,7 +96,7 @@ GOAL_OPS = [
         opt("state", "switch", switches=(("--pause", "paused", "Pause the goal."),
                                          ("--resume", "active", "Resume a paused goal.")),
             help="paused or active"),
-        EVENT_ID)),
+        LINK, EVENT_ID)),
     Operation("goal close", "Close a goal as achieved or abandoned.", writes=True,
               run=_goal_close, params=(
         GOAL,
@@ -179,12 +189,13 @@ TODO_OPS = [
                  "todo.added:priority"),
         ref("discovered_from", metavar="TODO", help="The todo whose work turned this one up."),
         labels("label", "A label to filter by (repeatable), e.g. area:cli."),
-        EVENT_ID),
+        LINK, EVENT_ID),
         run=lambda c: c.write(lambda txn: todos.add(
             txn, c.values.goal, c.values.title, id=c.values.id, after=c.values.after,
             gates=c.values.gate, criteria=c.values.criterion,
             description=c.values.description, priority=c.values.priority,
             discovered_from=c.values.discovered_from, labels=c.values.label,
+            links=c.values.link,
             event_id=c.values.event_id))),
     Operation("todo update", "Change a todo's title, description or priority, or add "
               "dependencies and gates.", writes=True, run=_todo_update, params=(
@@ -287,6 +298,24 @@ TODO_OPS = [
 # --- gates -------------------------------------------------------------------------------------
 
 
+def _gate_open(c: Call) -> Any:
+    v = c.values
+    target = None
+    if v.notify:  # where to comment is told first: bad input writes nothing
+        c.standalone("gate open --notify")
+        target = gates.notify_target(c.ledger.fold(), v.goal, v.blocks, v.notify)
+    event = c.write(lambda txn: gates.open_(
+        txn, v.goal, v.question, authority=v.authority, blocks=v.blocks, id=v.id,
+        event_id=v.event_id))
+    if target is not None:
+        try:
+            gates.notify_github(c.ledger, event.data.id, target=target, actor=c.who(), now=c.now)
+        except LoopxError as exc:
+            raise LoopxError(f"gate {event.data.id} is open, but asking on {target} failed: "
+                             f"{exc} (retry: git loopx effect comment, or answer it here)") from None
+    return event
+
+
 def _gate_answer(c: Call) -> Any:
     v = c.values
     chosen = [name for name, given in (("approve", v.approve), ("reject", v.reject),
@@ -308,10 +337,12 @@ GATE_OPS = [
             max_items=50, help=(
                 "Who may answer: an identity (human:alice@example.com) or role:NAME.")),
         ref("blocks", many=True, metavar="TODO", help="A todo that waits for approval."),
-        EVENT_ID),
-        run=lambda c: c.write(lambda txn: gates.open_(
-            txn, c.values.goal, c.values.question, authority=c.values.authority,
-            blocks=c.values.blocks, id=c.values.id, event_id=c.values.event_id))),
+        opt("notify", metavar="github[:OWNER/REPO#N]", max_length=220,
+            pattern=r"^github(:[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+#[1-9][0-9]*)?$", help=(
+                "Also ask it as a comment on GitHub, mentioning the authority: on the issue or "
+                "pull request named, or (github) the first one the blocked todos or the goal "
+                "link to. An effect: a retry never posts twice. Token: $GITHUB_TOKEN.")),
+        EVENT_ID), run=_gate_open),
     Operation("gate answer", "Answer a gate (only its authority may): --approve, --reject or "
               "--answer TEXT.\n\nTwo answers that did not see each other leave the gate "
               "conflicted (its todos wait); the authority resolves it by answering again with "

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any, Optional
 
 from loopx.errors import ArgumentError, NotFound, UsageError
-from loopx.model.limits import ACTOR_PATTERN, MAX_EXIT, MIN_EXIT, TEXT_MAX
+from loopx.model.limits import (
+    ACTOR_PATTERN, GRACE_MAX_S, LINK_PATTERN, MAX_EXIT, MIN_EXIT, READBACK_PATTERN, TEXT_MAX,
+)
 from loopx.model.paths import TRANSCRIPT_MAX_BYTES
 from loopx.ops import config, effects, evidence, quotas, sessions, wakes
 from loopx.ops.catalog_plan import ON_GOAL, ON_TODO
@@ -34,6 +37,19 @@ def _output(c: Call) -> Iterator[tuple[Optional[IO[bytes]], Optional[IO[bytes]]]
         return
     with open(os.devnull, "wb") as sink:
         yield sink, sink
+
+
+def _comment(c: Call) -> Any:
+    v = c.values
+    body = v.body.decode("utf-8", "replace") if isinstance(v.body, bytes) else str(v.body)
+    if v.code:
+        fence = "`" * max(3, 1 + max((len(r) for r in re.findall(r"`+", body)), default=0))
+        body = f"{fence}text\n{body.rstrip()}\n{fence}"
+    if v.record:
+        c.ledger.require()
+    return effects.github_comment(c.ledger, v.target, body, key=v.key, actor=c.who(),
+                                  update=v.replace, record=v.record, goal=v.goal, todo=v.todo,
+                                  now=c.now)
 
 
 # --- evidence ----------------------------------------------------------------------------------
@@ -229,11 +245,25 @@ RECORD_OPS = [
         opt("key", max_length=500, help="Idempotency key (default: the effect id)."),
         ON_TODO, ON_GOAL,
         ref("id", dest="effect_id", help="Id to use (default: a generated x-xxxxxx)."),
+        opt("readback", metavar="SPEC", max_length=2_000, pattern=READBACK_PATTERN,
+            field="effect.intended:readback", help=(
+                "How to check it happened: http:URL (a 2xx answer), github:OWNER/REPO#N (a "
+                "comment there carrying the key), github:OWNER/REPO (an issue or pull request "
+                "carrying it) or cmd:COMMAND (exit 0; its first line is the receipt).")),
+        opt("owner", metavar="WHO", pattern=ACTOR_PATTERN, max_length=233, help=(
+            "Who reads it back first (default: you).")),
+        opt("grace", "duration", metavar="DURATION", lo=0, hi=GRACE_MAX_S, help=(
+            "How long after the intent the owner's status reads it back when no outcome is "
+            "recorded (default 1m).")),
+        opt("hold", "duration", metavar="DURATION", lo=0, hi=GRACE_MAX_S, help=(
+            "How long after the intent only the owner reads it back; anyone's status after "
+            "(default 30m).")),
         EVENT_ID),
         run=lambda c: c.write(lambda txn: effects.intend(
             txn, c.values.target, action=c.values.action, key=c.values.key,
             todo=c.values.todo, goal=c.values.goal, id=c.values.id,
-            event_id=c.values.event_id))),
+            readback=c.values.readback, owner=c.values.owner, grace=c.values.grace,
+            hold=c.values.hold, event_id=c.values.event_id))),
     Operation("effect confirm", "Record that an intended effect happened.", writes=True, params=(
         ref("effect", positional=True, dest="effect_id", help="The effect."),
         text("receipt", required=True, help="Proof it happened, e.g. the URL created."),
@@ -250,6 +280,34 @@ RECORD_OPS = [
                                                        error=c.values.error,
                                                        final=c.values.final,
                                                        event_id=c.values.event_id))),
+    Operation("effect readback", "Read an indeterminate effect back now, as its readback says "
+              "(bounded by loopx.effect.timeout, 5s); record its confirmation when found.\n\n"
+              "Status and watch do this by themselves once the effect is due: for its owner "
+              "after the grace period, for anyone after the owner's hold.", writes=True,
+              batch=False, params=(
+        ref("effect", positional=True, dest="effect_id", help="The effect."),),
+        agent_note="Answers {state: confirmed|indeterminate, receipt, evidence, recorded}.",
+        run=lambda c: effects.read_back(c.ledger, c.values.effect, actor=c.who(), now=c.now)),
+    Operation("effect comment", "Post BODY as a comment on github:OWNER/REPO#N, once per key.\n\n"
+              "A retry finds the comment by the key's hidden marker instead of posting again; "
+              "with --update the comment with that key is kept up to date (a pull request's "
+              "verdict). Recorded as an effect (intent, receipt URL, readback) unless "
+              "--no-record. Token: $GITHUB_TOKEN; API: $LOOPX_GITHUB_API or loopx.github.api.",
+              writes=True, batch=False, params=(
+        arg("target", pattern=LINK_PATTERN, max_length=220,
+            metavar="github:OWNER/REPO#N", help="The issue or pull request."),
+        opt("body", "file", dest="body_file", required=True, max_length=60_000, help=(
+            "The comment (Markdown), from a file ('-': stdin).")),
+        opt("key", required=True, max_length=150, pattern=r"^[A-Za-z0-9._:/@+=-]+$", help=(
+            "Idempotency key: one comment per key on the issue.")),
+        opt("replace", "bool", flag="--update", help=(
+            "Replace the body of the comment with this key (post it when there is none).")),
+        opt("code", "bool", help=(
+            "Show BODY as a code block (text from elsewhere, e.g. validate's report).")),
+        opt("record", "bool", default=True, off="--no-record", help=(
+            "Record it as an effect in the ledger (default).")),
+        ON_TODO, ON_GOAL),
+        agent_note="Answers {url, effect}.", run=_comment),
     Operation("effect list", "List effects; indeterminate ones must be read back before any "
               "retry.", wrap="effects", run=lambda c: effects.listing(c.ledger, now=c.now)),
 ]

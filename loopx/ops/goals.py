@@ -26,7 +26,7 @@ GoalShown = answers.GoalShown  # what show answers: with its todos and gates
 
 def add(txn: Txn, title: str, *, id: Optional[str] = None, accept: Sequence[str] = (),
         scope: Optional[Mapping[str, Sequence[str]]] = None, description: Optional[str] = None,
-        event_id: Optional[str] = None) -> Event[GoalCreated]:
+        links: Sequence[str] = (), event_id: Optional[str] = None) -> Event[GoalCreated]:
     """Create a goal; its acceptance criteria get the ids a1, a2, ... in order. ``scope``
     gives a criterion the paths its evidence is judged on (``{"a1": ["src/**"]}``)."""
     gid = id or new_short_id("g", event_id)
@@ -34,6 +34,8 @@ def add(txn: Txn, title: str, *, id: Optional[str] = None, accept: Sequence[str]
     data: dict[str, Any] = {"id": gid, "title": title, "description": description,
                             "acceptance": _numbered(accept, 1, scope)}
     _unused(scope, {c["id"] for c in data["acceptance"]})
+    if links:
+        data["links"] = list(dict.fromkeys(links))
     return txn.add(Draft("goal.created", data, gid, event_id))
 
 
@@ -54,10 +56,11 @@ def update(txn: Txn, goal: str, *, title: Optional[str] = None,
            description: Optional[str] = None, accept: Sequence[str] = (),
            state: Optional[str] = None, revise: Optional[Mapping[str, str]] = None,
            retire: Sequence[str] = (), scope: Optional[Mapping[str, Sequence[str]]] = None,
-           event_id: Optional[str] = None) -> Event[GoalUpdated]:
+           links: Sequence[str] = (), event_id: Optional[str] = None) -> Event[GoalUpdated]:
     """Change a goal's title, description or state (active, paused); add criteria, revise
     their text (evidence recorded before no longer counts for them), retire them (they need no
-    evidence any more) or set the paths their evidence is judged on (``scope``)."""
+    evidence any more) or set the paths their evidence is judged on (``scope``); link it to
+    more issues and pull requests (``links``: github:OWNER/REPO#N)."""
     gid = lookup.goal(txn.fold, goal)
     found, revise, scope = txn.fold.goals[gid], revise or {}, scope or {}
     added = _numbered(accept, len(found.acceptance) + len(found.retired) + 1, scope)
@@ -69,6 +72,8 @@ def update(txn: Txn, goal: str, *, title: Optional[str] = None,
             "retire": list(retire) or None,
             "scope": [{"id": c, "paths": list(p)} for c, p in scope.items() if c not in new]
             or None}
+    if links:
+        data["add_links"] = [link for link in dict.fromkeys(links) if link not in found.links]
     return txn.add(Draft("goal.updated", data, gid, event_id))
 
 

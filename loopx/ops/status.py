@@ -19,7 +19,7 @@ from loopx.errors import ClaimLost, TransitionError
 from loopx.recovery import readback
 from loopx.ledger.book import Ledger
 from loopx.model import clock, typed
-from loopx.ops import lookup
+from loopx.ops import effects, lookup
 from loopx.projection import answers, decide, views
 
 if TYPE_CHECKING:
@@ -46,14 +46,26 @@ def status(ledger: Ledger, *, actor: Optional[str], goal: Optional[str] = None,
 
 def _document(ledger: Ledger, *, actor: Optional[str], goal: Optional[str], ci: bool,
               offline: bool, include_closed: bool = False, now: Optional[datetime],
-              labels: Sequence[str] = ()) -> dict[str, Any]:
+              labels: Sequence[str] = (), read_back: bool = True) -> dict[str, Any]:
     """The status document as the plain values the rules compute (briefing, the primer and
-    next read these; :func:`status` types them)."""
+    next read these; :func:`status` types them).
+
+    Effects due for ``actor`` are read back first (not ``offline``): a confirmation found is
+    recorded, and the document is made from the ledger that holds it."""
     fold = ledger.fold() if (include_closed or goal) else ledger.live_fold()
     if not fold.events:
         ledger.require()
     now = now or ledger.time()
     snap = views.snapshot(fold, now, ledger.first_seen(views.timed_events(fold), now))
+    due = [e for e in snap["effects"] if views.effect_due(e, actor, now)] if read_back else []
+    if due and not offline:
+        seen = effects.read_back_due(ledger, due, actor=actor, now=now)
+        doc = _document(ledger, actor=actor, goal=goal, ci=ci, offline=offline,
+                        include_closed=include_closed, now=now, read_back=False)
+        doc["environment"]["effects"] = {e: typed.plain(found) for e, found in seen.items()}
+        doc["actions"] = decide.decide(doc, doc["environment"], now, actor or "",
+                                       roles=ledger.fold().config.get("roles") or {})
+        return doc
     snap["ref"] = ledger.ref
     source = fold.extra.get("source")
     snap["ledger"]["unverified_checkpoint"] = source.removeprefix("checkpoint ") if source else None

@@ -32,12 +32,14 @@ def add(txn: Txn, goal: str, title: str, *, id: Optional[str] = None,
         after: Sequence[str] = (), gates: Sequence[str] = (), criteria: Sequence[str] = (),
         description: Optional[str] = None, priority: Optional[int] = None,
         discovered_from: Optional[str] = None, labels: Sequence[str] = (),
+        links: Sequence[str] = (),
         event_id: Optional[str] = None) -> Event[TodoAdded]:
     """Add a todo to ``goal``; it waits for the todos ``after`` and the approval of ``gates``.
 
     ``priority`` runs from 0 (most urgent) to 4 (default 2) and orders the frontier;
     ``discovered_from`` names the todo whose work turned this one up; ``labels`` are what
-    `todo list`, `next` and MCP filter by.
+    `todo list`, `next` and MCP filter by; ``links`` the issues and pull requests it is about
+    (github:OWNER/REPO#N: status shows their state).
     """
     fold = txn.fold
     gid = lookup.goal(fold, goal)
@@ -48,6 +50,8 @@ def add(txn: Txn, goal: str, title: str, *, id: Optional[str] = None,
             "priority": _priority(priority),
             "discovered_from": lookup.optional(fold.todos, discovered_from, "todo"),
             "labels": _labels(labels) or None}
+    if links:
+        data["links"] = list(dict.fromkeys(links))
     return txn.add(Draft("todo.added", data, gid, event_id))
 
 

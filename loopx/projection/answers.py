@@ -121,6 +121,7 @@ class Goal:
     acceptance: list[Criterion]
     retired: list[Retired]
     override: bool
+    links: Optional[list[str]] = optional()  # github:OWNER/REPO#N (environment.links: states)
 
 
 @dataclass(frozen=True)
@@ -160,6 +161,7 @@ class Todo:
     discovered_from: Optional[str]
     assignee: Optional[str] = optional()  # who is meant to do it
     labels: Optional[list[str]] = optional()  # only when it has some
+    links: Optional[list[str]] = optional()  # github:OWNER/REPO#N (environment.links: states)
 
 
 @dataclass(frozen=True)
@@ -318,6 +320,12 @@ class Effect:
     receipt: Optional[str]
     error: Optional[str]
     retryable: bool
+    readback: Optional[str]  # http:URL | github:OWNER/REPO[#N] | cmd:COMMAND
+    owner: Optional[str]  # who reads it back first (the writer unless named)
+    grace: int  # seconds after the intent before the owner reads it back
+    hold: int  # seconds after the intent during which only the owner does
+    readback_at: str  # when the owner reads it back (for this clone)
+    held_until: str  # until when only the owner does; anyone after
 
 
 @dataclass(frozen=True)
@@ -469,6 +477,38 @@ class HookQueue:
 
 
 @dataclass(frozen=True)
+class LinkState:
+    """An issue or pull request goals and todos link to, as GitHub reports it now (cached)."""
+
+    state: Literal["open", "closed", "merged", "review requested", "unknown"]
+    kind: Optional[Literal["issue", "pull"]]
+    title: Optional[str]
+    url: Optional[str]
+    detail: Optional[str]
+    by: list[str]  # the goals and todos that link to it
+
+
+@dataclass(frozen=True)
+class Posted:
+    """A write made on GitHub (or found made by an earlier try of its key): what a person
+    opens, and the effect that records it (None: not recorded)."""
+
+    url: str
+    effect: Optional[str]
+
+
+@dataclass(frozen=True)
+class ReadBack:
+    """What reading an effect back saw: confirmed (with its receipt, and the event that
+    recorded it) or still indeterminate (with the evidence)."""
+
+    state: Literal["confirmed", "indeterminate"]
+    receipt: Optional[str]
+    evidence: str
+    recorded: Optional[str]
+
+
+@dataclass(frozen=True)
 class Environment:
     """The world as readback inspected it for this status (docs/recovery.md)."""
 
@@ -488,6 +528,8 @@ class Environment:
     judged_tree: Optional[str]
     criteria: dict[str, Judged]  # GOAL:CRITERION -> how it stands
     hooks: HookQueue
+    links: dict[str, LinkState]  # github:OWNER/REPO#N -> its state now
+    effects: dict[str, ReadBack]  # EFFECT -> what reading it back saw this time
 
 
 # --- what to do (loopx.projection.decide) ------------------------------------------------------------

@@ -45,7 +45,8 @@ def _apply_goal_created(fold: Fold, event: Event) -> None:
     d = cast("GoalCreated", event.data)
     fold.goals[d.id] = Goal(d.id, d.title, d.description,
                             [_criterion(c) for c in d.acceptance],
-                            created_by=event.env.actor, clock=event.env.clock)
+                            created_by=event.env.actor, clock=event.env.clock,
+                            links=list(d.links))
 
 
 def _apply_goal_updated(fold: Fold, event: Event) -> None:
@@ -55,6 +56,7 @@ def _apply_goal_updated(fold: Fold, event: Event) -> None:
     goal.description = d.description if d.description is not None else goal.description
     goal.acceptance.extend(_criterion(c) for c in d.add_acceptance)
     goal.state = d.state or goal.state
+    goal.links.extend(link for link in d.add_links if link not in goal.links)
     by_id = {c["id"]: c for c in goal.acceptance}
     for new in d.revise or ():
         crit = by_id[new.id]
@@ -86,6 +88,7 @@ def _apply_todo_added(fold: Fold, event: Event) -> None:
         fold.todos[d.id].priority = d.priority
     fold.todos[d.id].discovered_from = d.discovered_from
     fold.todos[d.id].labels = _labelled([], d.labels or [], [])
+    fold.todos[d.id].links = list(d.links)
     fold.goals[d.goal].todos.append(d.id)
     _link(fold, d.id, d.depends_on, d.gates)
 
@@ -349,7 +352,9 @@ def _apply_quota_spent(fold: Fold, event: Event) -> None:
 def _apply_effect_intended(fold: Fold, event: Event) -> None:
     d = cast("EffectIntended", event.data)
     fold.effects[d.id] = Effect(d.id, event.env.goal, d.todo, d.target, d.action,
-                                d.idempotency_key, event.env.actor, event.env.at)
+                                d.idempotency_key, event.env.actor, event.env.at,
+                                readback=d.readback, owner=d.owner or event.env.actor,
+                                grace=d.grace or 0, hold=d.hold or 0, event=event.env.id)
     fold.effect_keys[d.idempotency_key] = d.id
 
 

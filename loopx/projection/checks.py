@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union, cast
 
 from loopx.model import clock, plural
+from loopx.model.limits import LINKS_MAX
 from loopx.model.paths import transcript_chunk_path
 from loopx.projection import authority, views
 from loopx.projection.entities import Fold, Session, Todo
@@ -73,6 +74,8 @@ def _check_goal_updated(fold: Fold, event: Event) -> Optional[str]:
     added = [c.id for c in data.add_acceptance]
     if known & set(added) or len(added) != len(set(added)):
         return f"goal {data.id} already has a criterion with that id"
+    if len(set(goal.links) | set(data.add_links)) > LINKS_MAX:
+        return f"goal {data.id} would link to more than {LINKS_MAX} issues and pull requests"
     changed = [c.id for c in data.revise or ()] + list(data.retire or ()) + [
         s.id for s in data.scope or ()]
     missing = [c for c in changed if c not in in_force]

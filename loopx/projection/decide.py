@@ -66,6 +66,8 @@ def next_wake(snapshot: dict[str, Any], now: datetime) -> Optional[str]:
     """The earliest future moment at which the state changes by itself (a wake, a lease end)."""
     times = [w["at"] for w in snapshot.get("wakes", []) if w.get("at")]
     times += [t["lease_expires"] for t in snapshot.get("todos", []) if t.get("lease_expires")]
+    times += [e[when] for e in snapshot.get("effects", []) if e.get("state") == "indeterminate"
+              and e.get("readback_at") for when in ("readback_at", "held_until")]
     future = sorted(t for t in times if clock.parse_ts(t) > now)
     return clock.format_ts(clock.parse_ts(future[0])) if future else None
 
@@ -220,14 +222,29 @@ def _spent(quota: dict[str, Any]) -> str:
 
 
 def _effects(ctx: _Ctx) -> Iterable[Action]:
+    """An effect with no outcome is read back before any retry: by its owner once its grace
+    is over, by anyone else once the owner's hold is over too (at once, for an intent that
+    named no readback, grace or owner)."""
+    seen = ctx.env.get("effects") or {}
     for effect in ctx.snap.get("effects", []):
-        if effect.get("state") == "indeterminate":
-            yield _action(
-                "read_back_effect",
-                f"effect {effect['id']} ({effect['action']} on {effect['target']}) has no recorded "
-                "outcome; read the target back before retrying it",
-                f"git loopx effect confirm {effect['id']} --receipt URL  # or: effect fail",
-                effect=effect["id"], todo=effect.get("todo"), goal=effect.get("goal"))
+        if effect.get("state") != "indeterminate" or not _effect_yours(ctx, effect):
+            continue
+        found = seen.get(effect["id"])
+        why = f"; read back: {found['evidence']}" if found else ""
+        command = (f"git loopx effect readback {effect['id']}" if effect.get("readback") and not found
+                   else f"git loopx effect confirm {effect['id']} --receipt URL  # or: effect fail")
+        yield _action(
+            "read_back_effect",
+            f"effect {effect['id']} ({effect['action']} on {effect['target']}) has no recorded "
+            f"outcome{why}; read the target back before retrying it", command,
+            effect=effect["id"], todo=effect.get("todo"), goal=effect.get("goal"))
+
+
+def _effect_yours(ctx: _Ctx, effect: dict[str, Any]) -> bool:
+    if not (effect.get("readback") or effect.get("grace") or effect.get("hold")):
+        return True  # an intent of loopx before readbacks (v1), or one that asked for none
+    start = effect["readback_at"] if ctx.actor == effect.get("owner") else effect["held_until"]
+    return clock.parse_ts(start) <= ctx.now
 
 
 def _replan(ctx: _Ctx) -> Iterable[Action]:

@@ -29,6 +29,7 @@ class Goal:
     created_by: str = ""
     clock: int = 0
     retired: list[dict[str, Any]] = field(default_factory=list)  # criteria no longer in force
+    links: list[str] = field(default_factory=list)  # github:OWNER/REPO#N
     # criterion id -> {"latest": evidence id or None, "evidence": [ids]}: the verdicts (passed or
     # failed, not notes or commits) recorded for it since its last revision, in ledger order.
     verdicts: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -58,6 +59,7 @@ class Todo:
     dependants: list[str] = field(default_factory=list)  # todos that wait for this one
     priority: int = DEFAULT_PRIORITY
     discovered_from: Optional[str] = None
+    links: list[str] = field(default_factory=list)  # github:OWNER/REPO#N
     # The event (claim or renewal) that set the lease, and its writer's clock: the lease is
     # judged by when this clone first saw that event (views.lease_end), not by `until` alone.
     lease_event: Optional[str] = None
@@ -138,6 +140,11 @@ class Effect:
     receipt: Optional[str] = None
     error: Optional[str] = None
     retryable: bool = False
+    readback: Optional[str] = None  # http:URL | github:OWNER/REPO[#N] | cmd:COMMAND
+    owner: Optional[str] = None  # who reads it back first: the writer unless named
+    grace: int = 0  # seconds after the intent before the owner reads it back
+    hold: int = 0  # seconds after the intent during which only the owner does
+    event: Optional[str] = None  # the intent's event (when its clock counts from: views)
 
 
 @dataclass

@@ -12,7 +12,8 @@ from loopx.errors import Ambiguous, NotFound
 from loopx.model import clock
 from loopx.projection import entities
 from loopx.projection.entities import (
-    DEFAULT_SESSION_SLOTS, Evidence, Fold, Gate, Goal, MAX_LEASE_TTL_S, Quota, Session, Todo, Wake,
+    DEFAULT_SESSION_SLOTS, Effect, Evidence, Fold, Gate, Goal, MAX_LEASE_TTL_S, Quota, Session, Todo,
+    Wake,
 )
 
 # Clocks disagree (docs/design.md, "Clocks"). A writer's `at` is taken as when its event
@@ -96,6 +97,9 @@ def timed_events(fold: Fold) -> Iterator[str]:
     for session in fold.sessions.values():
         if session.state != "closed" and session.active_event is not None:
             yield session.active_event
+    for effect in fold.effects.values():
+        if effect.state == "indeterminate" and effect.event is not None and effect.hold:
+            yield effect.event
 
 
 def clocks_ahead(fold: Fold, now: datetime) -> list[dict[str, Any]]:
@@ -388,6 +392,7 @@ def todo_view(fold: Fold, todo: Todo, now: datetime, seen: Optional[Seen] = None
         "no_evidence_reason": todo.no_evidence_reason,
         "priority": todo.priority, "discovered_from": todo.discovered_from,
         "assignee": todo.assignee, "labels": list(todo.labels) or None,
+        **({"links": list(todo.links)} if todo.links else {}),
     }
 
 
@@ -419,7 +424,7 @@ def snapshot(fold: Fold, now: datetime, seen: Optional[Seen] = None) -> dict[str
         "evidence": [evidence_view(e) for e in fold.evidence.values()],
         "wakes": [wake_view(w, seen) for w in fold.wakes.values()],
         "quota": {scope or "*": _quota_view(q) for scope, q in sorted(fold.quotas.items())},
-        "effects": [dataclasses.asdict(e) for e in fold.effects.values()],
+        "effects": [effect_view(e, seen) for e in fold.effects.values()],
         "problems": [dict(dataclasses.asdict(p), dismissed=p.event in fold.dismissed)
                      for p in fold.problems],
         "unknown_events": list(fold.unknown),
@@ -427,6 +432,26 @@ def snapshot(fold: Fold, now: datetime, seen: Optional[Seen] = None) -> dict[str
         "sessions": [session_view(s, now, seen, also=shared.get(s.id, [])) for s in
                      sorted(fold.sessions.values(), key=lambda s: (s.clock, s.id))],
     }
+
+
+def effect_view(effect: Effect, seen: Optional[Seen] = None) -> dict[str, Any]:
+    """One effect as status shows it: when its owner reads it back (``readback_at``: its grace
+    after the intent) and until when only the owner does (``held_until``), for this clone."""
+    view = dataclasses.asdict(effect)
+    event = view.pop("event")
+    start = counted_from(effect.at, (seen or {}).get(event) if event else None)
+    view["readback_at"] = clock.format_ts(start + timedelta(seconds=effect.grace))
+    view["held_until"] = clock.format_ts(start + timedelta(seconds=max(effect.hold, effect.grace)))
+    return view
+
+
+def effect_due(effect: Mapping[str, Any], actor: Optional[str], now: datetime) -> bool:
+    """Whether ``actor`` reads ``effect`` (an :func:`effect_view`) back at ``now``: it has a
+    readback and no outcome, and its owner's grace (anyone else: the owner's hold) is over."""
+    if effect["state"] != "indeterminate" or not effect.get("readback") or not actor:
+        return False
+    start = effect["readback_at"] if actor == effect.get("owner") else effect["held_until"]
+    return clock.parse_ts(start) <= now
 
 
 def wake_view(wake: Wake, seen: Optional[Seen] = None) -> dict[str, Any]:
@@ -467,6 +492,7 @@ def _goal_view(fold: Fold, goal: Goal) -> dict[str, Any]:
         "acceptance": [_criterion_view(fold, goal, c) for c in goal.acceptance],
         "retired": [{"id": c["id"], "text": c["text"]} for c in goal.retired],
         "override": goal.override,
+        **({"links": list(goal.links)} if goal.links else {}),
     }
 
 

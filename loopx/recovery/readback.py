@@ -50,6 +50,8 @@ class Environment:
     judged_tree: Optional[str] = None  # what evidence was judged against (None: nothing was)
     criteria: dict[str, dict[str, Any]] = field(default_factory=dict)  # GOAL:CRITERION -> verdict
     hooks: dict[str, Any] = field(default_factory=dict)  # the hook queue: {queued, set_aside[]}
+    links: dict[str, dict[str, Any]] = field(default_factory=dict)  # LINK -> {state, ...}
+    effects: dict[str, dict[str, Any]] = field(default_factory=dict)  # EFFECT -> what readback saw
 
     def as_dict(self) -> dict[str, Any]:
         # Shallow by hand: dataclasses.asdict deep-copies every list, which is slow here.
@@ -81,7 +83,18 @@ def inspect(
     env.ci = _ci(repo, env, snapshot, config, enabled=ci, offline=offline)
     env.criteria = criteria(snapshot, env, judge, ci_criteria=ci_criteria)
     env.hooks = hook_queue(repo)
+    env.links = _links(repo, snapshot, config, offline=offline)
     return env
+
+
+def _links(repo: gateway.Repo, snapshot: dict[str, Any], config: dict[str, str], *,
+           offline: bool) -> dict[str, dict[str, Any]]:
+    """The state of every issue and pull request the snapshot links to (loopx.recovery.links)."""
+    if not any(e.get("links") for kind in ("goals", "todos") for e in snapshot.get(kind, [])):
+        return {}
+    from loopx.recovery import links  # the network's modules load only when something links
+
+    return links.states(snapshot, repo=repo, config=config, offline=offline)
 
 
 def hook_queue(repo: gateway.Repo) -> dict[str, Any]:

@@ -92,6 +92,9 @@ def test_priority_discovered_from_and_every_are_fields_of_v2() -> None:
     with pytest.raises(SchemaError, match="todo.added v2 cannot carry data.labels"):
         parse_event(dict(doc, v=2, data=dict(doc["data"], labels=["x"])))
     assert not parse_event(dict(doc, v=4)).known  # from a newer loopx: kept as unknown
+    linked = dict(doc, v=2, data={**doc["data"], "links": ["github:acme/widget#1"]})
+    with pytest.raises(SchemaError, match="todo.added v2 cannot carry data.links"):
+        parse_event(linked)
 
 
 def test_writing_an_event_builds_only_its_familys_models() -> None:

@@ -26,6 +26,10 @@ CRITERION_REF_PATTERN = f"^{_ID}:{_ID}$"  # GOAL:CRITERION
 # An actor (human:alice@example.com, agent:codex@devbox) or a role (role:maintainer).
 Identity = Annotated[str, Field(pattern=ACTOR_PATTERN)]
 EntityId = Field(pattern=ID_PATTERN)
+# An issue or pull request a goal or todo links to (recovery shows its state; v3 of each).
+Link = Annotated[str, Field(pattern=limits.LINK_PATTERN, max_length=220)]
+Links: Any = Field(default_factory=list, max_length=limits.LINKS_MAX,
+              description="v3: issues and pull requests it links to, github:OWNER/REPO#N")
 Text = Field(min_length=1, max_length=limits.TEXT_MAX)
 # A field shown on one line (a title, a question): `git loopx` writes no line break or control
 # or format character in it (loopx.model.events.one_line_rule). A rule of writing only: an

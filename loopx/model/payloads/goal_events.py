@@ -8,7 +8,9 @@ from pydantic import Field
 
 from loopx.model.globs import MAX_GLOBS
 from loopx.model.limits import TEXT_MAX, TITLE_MAX
-from loopx.model.payloads.base import ID_PATTERN, ONE_LINE, EntityId, Glob, Globs, Model
+from loopx.model.payloads.base import (
+    ID_PATTERN, ONE_LINE, EntityId, Glob, Globs, Link, Links, Model,
+)
 
 
 class Criterion(Model):
@@ -31,6 +33,7 @@ class GoalCreated(Model):
     title: str = Field(min_length=1, max_length=TITLE_MAX, json_schema_extra=ONE_LINE)
     description: Optional[str] = Field(default=None, max_length=TEXT_MAX)
     acceptance: list[Criterion] = Field(default_factory=list, max_length=200)
+    links: list[Link] = Links
 
 
 class GoalUpdated(Model):
@@ -47,6 +50,7 @@ class GoalUpdated(Model):
         default=None, max_length=200, description="criteria that no longer need evidence")
     scope: Optional[list[CriterionScope]] = Field(
         default=None, max_length=200, description="the paths existing criteria are judged on")
+    add_links: list[Link] = Links
 
 
 class GoalClosed(Model):

@@ -11,7 +11,8 @@ from loopx.model.limits import (
     LABEL_PATTERN, LABELS_MAX, PRIORITY_MAX, PRIORITY_MIN, TEXT_MAX, TITLE_MAX,
 )
 from loopx.model.payloads.base import (
-    ACTOR_PATTERN, ID_PATTERN, ONE_LINE, REF_PATTERN, TS_PATTERN, EntityId, Model, Text,
+    ACTOR_PATTERN, ID_PATTERN, ONE_LINE, REF_PATTERN, TS_PATTERN, EntityId, Link, Links, Model,
+    Text,
 )
 
 # A claim or a done over someone else's lease names the event that set that lease: the writer
@@ -37,6 +38,7 @@ class TodoAdded(Model):
         default=None, pattern=ID_PATTERN, description="the todo whose work turned this one up")
     labels: Optional[list[Label]] = Field(default=None, max_length=LABELS_MAX,
                                           description="labels to filter by (area:cli, docs)")
+    links: list[Link] = Links
 
 
 class TodoUpdated(Model):
