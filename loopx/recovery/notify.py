@@ -1,20 +1,16 @@
 """The channels `git loopx notify` sends a nudge through: a Slack-compatible webhook (a JSON
-``{"text": ...}`` POSTed with urllib) and the desktop's notifier (``notify-send``, where one
+``{"text": ...}`` POSTed through :mod:`loopx.recovery.rest`) and the desktop's notifier (``notify-send``, where one
 is installed). Each send returns a one-line receipt or raises :class:`SendFailed`; recording
 the send as an effect (intended before, confirmed or failed after) is :mod:`loopx.ops.notify`'s.
 """
 
 from __future__ import annotations
 
-import json
 import shutil
-import socket
 import subprocess
-import urllib.error
-import urllib.parse
-import urllib.request
 
 from loopx.errors import LoopxError
+from loopx.recovery import rest
 
 TIMEOUT_S = 10.0
 NOTIFIER = "notify-send"
@@ -27,29 +23,24 @@ class SendFailed(LoopxError):
 def webhook_target(url: str) -> str:
     """What the ledger records of a webhook: its host only (a Slack webhook's path is its
     secret)."""
-    return "webhook:" + (urllib.parse.urlsplit(url).hostname or "?")
+    return "webhook:" + (rest.split(url).hostname or "?")
 
 
 def send_webhook(url: str, text: str, *, timeout: float = TIMEOUT_S) -> str:
     """POST ``{"text": text}`` to ``url``; the receipt names the answer's status."""
-    if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
+    if rest.split(url).scheme not in ("http", "https"):
         raise SendFailed(f"a webhook is an http(s) URL, not {url.split(':', 1)[0]!r}")
-    body = json.dumps({"text": text}).encode()
-    request = urllib.request.Request(url, data=body, method="POST",
-                                     headers={"Content-Type": "application/json"})
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            # One line for the receipt, whatever the server said.
-            said = " ".join(response.read(200).decode("utf-8", "replace").split())
-            return f"HTTP {response.status} from {webhook_target(url)[8:]}" + (
-                f": {said}" if said else "")
-    except urllib.error.HTTPError as exc:
-        raise SendFailed(f"the webhook answered HTTP {exc.code}") from None
-    except (socket.timeout, TimeoutError):
-        raise SendFailed(f"the webhook did not answer within {timeout:g}s") from None
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise SendFailed(f"the webhook could not be reached: {reason}") from None
+        answer = rest.request("POST", url, headers={}, timeout=timeout, body={"text": text})
+    except rest.Trouble as exc:
+        if exc.code is not None:
+            raise SendFailed(f"the webhook answered HTTP {exc.code}") from None
+        if str(exc).startswith("timed out"):
+            raise SendFailed(f"the webhook did not answer within {timeout:g}s") from None
+        raise SendFailed("the webhook could not be reached") from None
+    # One line for the receipt, whatever the server said.
+    said = " ".join(answer.body[:200].decode("utf-8", "replace").split())
+    return f"HTTP {answer.status} from {webhook_target(url)[8:]}" + (f": {said}" if said else "")
 
 
 def desktop_available() -> bool:

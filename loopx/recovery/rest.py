@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import socket
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -36,6 +37,11 @@ class Response:
             return json.loads(self.body) if self.body else None
         except ValueError:
             raise Trouble("the answer is not JSON") from None
+
+
+def split(url: str) -> urllib.parse.SplitResult:
+    """``url``'s parts (scheme, host, path ...), for callers that must not import urllib."""
+    return urllib.parse.urlsplit(url)
 
 
 def request(method: str, url: str, *, headers: dict[str, str], timeout: float,
