@@ -55,7 +55,7 @@ def status(snap: dict[str, Any], *, actor: Optional[str], top: int = TOP) -> dic
     todos = _todos(snap["todos"], actor, actions)
     shown = {t["id"] for t in todos}
     gates = [g for g in snap["gates"] if g["state"] in ("open", "conflicted")][:CAP]
-    evidence = _evidence(snap, todos)
+    evidence = _evidence(snap, todos, actor)
     out = dict(snap, todos=todos, frontier=frontier, actions=actions, gates=gates,
                goals=snap["goals"][:GOALS], evidence=evidence,
                sessions=_sessions(snap["sessions"], actor),
@@ -97,13 +97,17 @@ def _todos(todos: list[dict[str, Any]], actor: Optional[str],
     return [by_id[tid] for tid in order]
 
 
-def _evidence(snap: dict[str, Any], todos: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The evidence the shown todos and the criteria's latest verdicts point to that no longer
-    holds for the code (fresh evidence is already in its criterion's ``freshness``)."""
+def _evidence(snap: dict[str, Any], todos: list[dict[str, Any]],
+              actor: Optional[str]) -> list[dict[str, Any]]:
+    """The evidence of the actor's own todos (what `todo done --evidence` names), and the
+    evidence the shown todos and the criteria's latest verdicts point to that failed or no
+    longer holds for the code (a fresh pass is in its criterion's ``freshness`` already)."""
+    own = {e for t in todos if actor and t["claimed_by"] == actor for e in t["evidence"]}
     wanted = {e for t in todos for e in t["evidence"]}
     wanted |= {c["latest"] for g in snap["goals"][:GOALS] for c in g["acceptance"] if c["latest"]}
-    return [e for e in snap["evidence"]
-            if e["id"] in wanted and e.get("freshness") != "fresh"][-CAP:]
+    return [e for e in snap["evidence"] if e["id"] in own or (
+        e["id"] in wanted and (e.get("freshness") != "fresh" or e["exit_code"] not in (0, None)))
+    ][-CAP:]
 
 
 def _sessions(sessions: list[dict[str, Any]], actor: Optional[str]) -> list[dict[str, Any]]:
