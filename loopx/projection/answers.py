@@ -520,6 +520,7 @@ class Omitted:
     waiting: int  # open todos not listed that wait (for todos, gates)
     actions: int
     gates: int  # answered and withdrawn gates, and open ones past the first ten
+    blocks: int  # todo ids left out of the gates' ``blocks`` (each lists at most five)
     goals: int
     evidence: int
     more: str  # the commands that show the rest

@@ -18,7 +18,8 @@ TOP = 10  # frontier todos a compact status shows
 CAP = 10  # items of any other list it shows (gates, evidence, sessions, problems ...)
 GOALS = 5  # goals it shows (each with its criteria judged)
 ACTIONS = 20  # actions it shows, most important first
-WAITS = 3  # of them, things to wait for (another's lease, a gate, CI)
+WAITS = 3  # of them, things to wait for (another's lease, a gate, CI), when nothing else
+BLOCKS = 5  # todos a gate's ``blocks`` lists
 PAGE = 15  # items of a listing (`todo list`) a page holds unless asked for more
 # Lists cut to CAP, keeping their order (the snapshot's own, most relevant first or ledger order).
 _CAPPED = ("problems", "unknown_events", "wakes")
@@ -54,8 +55,8 @@ def status(snap: dict[str, Any], *, actor: Optional[str], top: int = TOP) -> dic
     actions = _actions(snap["actions"], set(frontier))
     todos = _todos(snap["todos"], actor, actions)
     shown = {t["id"] for t in todos}
-    gates = [g for g in snap["gates"] if g["state"] in ("open", "conflicted")][:CAP]
-    evidence = _evidence(snap, todos, actor)
+    gates = _gates(snap["gates"])
+    evidence = _evidence(snap, todos)
     out = dict(snap, todos=todos, frontier=frontier, actions=actions, gates=gates,
                goals=snap["goals"][:GOALS], evidence=evidence,
                sessions=_sessions(snap["sessions"], actor),
@@ -63,12 +64,15 @@ def status(snap: dict[str, Any], *, actor: Optional[str], top: int = TOP) -> dic
                environment=_environment(snap["environment"], {e["id"] for e in evidence}),
                **{key: snap[key][:CAP] for key in _CAPPED})
     left = [t for t in snap["todos"] if t["id"] not in shown]
+    whole = {g["id"]: g for g in snap["gates"]}
     out["omitted"] = {
         "todos": len(left), "frontier": len(snap["frontier"]) - len(frontier),
         "by_state": dict(sorted(Counter(t["state"] for t in left).items())),
         "waiting": sum(1 for t in left if t["state"] == "open" and not t["ready"]),
         "actions": len(snap["actions"]) - len(actions),
-        "gates": len(snap["gates"]) - len(gates), "goals": len(snap["goals"]) - len(out["goals"]),
+        "gates": len(snap["gates"]) - len(gates),
+        "blocks": sum(len(whole[g["id"]]["blocks"]) - len(g["blocks"]) for g in gates),
+        "goals": len(snap["goals"]) - len(out["goals"]),
         "evidence": len(snap["evidence"]) - len(evidence),
         "more": "git loopx status --detail; git loopx todo list --offset N; "
                 "git loopx todo show ID",
@@ -77,11 +81,12 @@ def status(snap: dict[str, Any], *, actor: Optional[str], top: int = TOP) -> dic
 
 
 def _actions(actions: list[dict[str, Any]], frontier: set[str]) -> list[dict[str, Any]]:
-    """The actions, most important first, without work on todos past the frontier shown and
-    with the first few things to wait for only (the rest are counted)."""
-    waits = [id(a) for a in actions if a["kind"].startswith("wait_")][:WAITS]
-    return [a for a in actions if (a["kind"] != "work" or a.get("todo") in frontier)
-            and (not a["kind"].startswith("wait_") or id(a) in waits)][:ACTIONS]
+    """The actions, most important first, without work on todos past the frontier shown;
+    things to wait for only when there is nothing else to do (the first few; else counted)."""
+    doing = [a for a in actions if not a["kind"].startswith("wait_")
+             and (a["kind"] != "work" or a.get("todo") in frontier)]
+    waits = [a for a in actions if a["kind"].startswith("wait_")]
+    return doing[:ACTIONS] if doing else waits[:WAITS]
 
 
 def _todos(todos: list[dict[str, Any]], actor: Optional[str],
@@ -97,17 +102,20 @@ def _todos(todos: list[dict[str, Any]], actor: Optional[str],
     return [by_id[tid] for tid in order]
 
 
-def _evidence(snap: dict[str, Any], todos: list[dict[str, Any]],
-              actor: Optional[str]) -> list[dict[str, Any]]:
-    """The evidence of the actor's own todos (what `todo done --evidence` names), and the
-    evidence the shown todos and the criteria's latest verdicts point to that failed or no
-    longer holds for the code (a fresh pass is in its criterion's ``freshness`` already)."""
-    own = {e for t in todos if actor and t["claimed_by"] == actor for e in t["evidence"]}
+def _evidence(snap: dict[str, Any], todos: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The evidence the shown todos and the criteria's latest verdicts point to that failed or
+    no longer holds for the code (a fresh pass is in its criterion's ``freshness``, and a
+    todo lists its evidence's ids)."""
     wanted = {e for t in todos for e in t["evidence"]}
     wanted |= {c["latest"] for g in snap["goals"][:GOALS] for c in g["acceptance"] if c["latest"]}
-    return [e for e in snap["evidence"] if e["id"] in own or (
-        e["id"] in wanted and (e.get("freshness") != "fresh" or e["exit_code"] not in (0, None)))
-    ][-CAP:]
+    return [e for e in snap["evidence"] if e["id"] in wanted and (
+        e.get("freshness") != "fresh" or e["exit_code"] not in (0, None))][-CAP:]
+
+
+def _gates(gates: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The gates still waiting for a decision, each with the first few todos it blocks."""
+    return [dict(g, blocks=g["blocks"][:BLOCKS]) for g in gates
+            if g["state"] in ("open", "conflicted")][:CAP]
 
 
 def _sessions(sessions: list[dict[str, Any]], actor: Optional[str]) -> list[dict[str, Any]]:
