@@ -122,3 +122,13 @@ def test_a_smaller_frontier_top_is_asked_with_limit(busy: Path) -> None:
     doc, _ = _json(busy, "status", "--no-ci", "--limit", "3")
     assert isinstance(doc, dict) and len(doc["frontier"]) == 3
     assert "t-000" in {t["id"] for t in doc["todos"]}
+
+
+def test_a_page_knows_where_the_next_one_starts() -> None:
+    from loopx.projection import compact
+
+    items = list(range(10))
+    first = compact.page(items, limit=4)
+    assert (list(first), first.next_offset, first.total) == ([0, 1, 2, 3], 4, 10)
+    last = compact.page(items, limit=4, offset=8)
+    assert (list(last), last.next_offset) == ([8, 9], None)
