@@ -175,7 +175,7 @@ STORY: list[Step] = [
     _run("close", "laptop", MAINTAINER, "goal", "close", "json", "--achieved", "--reason",
          "shipped in 1.1"),
     _run("sync-end", "laptop", MAINTAINER, "sync"),
-    _run("status-end", "laptop", MAINTAINER, "status", "--all"),
+    _run("status-end", "laptop", MAINTAINER, "status", "--all", "--detail"),
 ]
 
 

@@ -99,7 +99,16 @@ def _todos(snap: answers.StatusDoc, paint: Any) -> list[str]:
         (paint("\nGates with decisions that did not see each other:", fg="red", bold=True),
          [line for g in snap.gates if g.state == "conflicted" for line in _conflict(g)]),
     ]
-    return [line for title, rows in sections if rows for line in (title, *rows)]
+    return [line for title, rows in sections if rows for line in (title, *_capped(rows))]
+
+
+ROWS = 15  # rows of one section of the status text; the rest is counted
+
+
+def _capped(rows: list[str]) -> list[str]:
+    if len(rows) <= ROWS:
+        return rows
+    return [*rows[:ROWS], f"  ... and {len(rows) - ROWS} more (git loopx todo list --offset N)"]
 
 
 def _tags(todo: answers.Todo) -> str:

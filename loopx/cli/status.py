@@ -36,6 +36,8 @@ def _emit(app: App, data: Any, text: Any) -> None:
 @click.command("status")
 @declared(catalog.find("status"))
 def status_(app: App, v: Values) -> None:
+    if not app.json:  # text for people is the whole document, each section kept short
+        v = Values(v, detail=True)
     snap = app.call(catalog.find("status"), v)
     if app.json:
         _emit(app, snap, None)

@@ -11,6 +11,7 @@ from loopx.cli.app import App, declared
 from loopx.model.inert import line
 from loopx.ops import catalog, declare
 from loopx.ops.declare import Values
+from loopx.projection import compact
 
 if TYPE_CHECKING:  # annotations only: the command runs its operation through the catalog
     from loopx.ops import todos
@@ -139,13 +140,17 @@ def todo_list(app: App, v: Values) -> None:
 def _list_text(found: list[todos.Todo]) -> str:
     if not found:
         return "no todos"
+    more = ""
+    if isinstance(found, compact.Page) and found.next_offset is not None:
+        more = (f"\n({found.offset + 1}-{found.next_offset} of {found.total}; "
+                f"--offset {found.next_offset} for more)")
     return "\n".join(
         f"{t.id:<12} {t.state:<9} P{t.priority} {line(t.title)}"
         + (f"  [{' '.join(line(label) for label in t.labels)}]" if t.labels else "")
         + (f"  -> {line(t.assignee)}" if t.assignee and t.assignee != t.claimed_by else "")
         + (f"  ({line(t.why_not_ready)})" if t.why_not_ready and t.state != "done" else "")
         for t in found
-    )
+    ) + more
 
 
 @todo.command("show")

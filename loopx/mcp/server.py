@@ -119,7 +119,8 @@ def call(config: Config, name: str, arguments: Optional[dict[str, Any]]) -> Call
         if not isinstance(exc, LoopxError):
             log.exception("tool %s failed", name)
         return _error(*describe(exc))
-    return CallToolResult(content=[TextContent(text=inert.json_text(data))],
+    text = inert.json_text(data, separators=(",", ":"))  # compact: it goes into a context
+    return CallToolResult(content=[TextContent(text=text)],
                           structured_content=data)
 
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from loopx.errors import ArgumentError, LoopxError
@@ -11,8 +12,10 @@ from loopx.model.limits import (
 )
 from loopx.ops import gates, goals, notes, notices, todos
 from loopx.ops.declare import (
-    EVENT_ID, LABEL_FILTER, REFS_MAX, Call, Operation, Param, arg, labels, opt, ref, text,
+    EVENT_ID, LABEL_FILTER, LIMIT, OFFSET, REFS_MAX, Call, Operation, Param, arg, labels, opt,
+    ref, text,
 )
+from loopx.projection import compact
 
 TODO = ref("todo", positional=True, dest="todo_id", help="The todo (an id or a unique prefix).")
 GOAL = ref("goal", positional=True, dest="goal_id", help="The goal (an id or a unique prefix).")
@@ -145,10 +148,11 @@ def _todo_claim(c: Call) -> Any:
 
 def _todo_list(c: Call) -> Any:
     v = c.values
-    return todos.listing(c.ledger, goal=v.goal, ready=v.ready, include_closed=v.all,
-                         priority=v.priority, state=v.state,
-                         claimant=c.who() if v.mine else v.claimed_by, labels=v.label,
-                         assignee=v.assigned_to, now=c.now)
+    found = todos.listing(c.ledger, goal=v.goal, ready=v.ready, include_closed=v.all,
+                          priority=v.priority, state=v.state,
+                          claimant=c.who() if v.mine else v.claimed_by, labels=v.label,
+                          assignee=v.assigned_to, now=c.now)
+    return compact.page(found, limit=v.limit or compact.PAGE, offset=v.offset)
 
 
 def _todo_assign(c: Call) -> Any:
@@ -276,7 +280,10 @@ TODO_OPS = [
                                                             ttl=c.values.ttl,
                                                             event_id=c.values.event_id))),
     Operation("todo list", "List todos with their state and why they are not ready (ledger "
-              "order).", wrap="todos", run=_todo_list, params=(
+              "order), a page at a time.", agent_note=(
+                  "Answers {todos: [...]}: at most `limit` (default 15), from `offset`; a page "
+                  "as long as the limit may have more after it (ask again at offset + limit)."),
+              wrap="todos", run=_todo_list, params=(
         ref("goal", dest="goal_id", help="Only this goal's todos."),
         opt("ready", "bool", help="Only the frontier (ready to work on), in its order."),
         opt("all", "bool", dest="show_all", help="Include done and cancelled todos."),
@@ -289,7 +296,11 @@ TODO_OPS = [
         opt("mine", "bool", help="Only todos you hold (same as --claimed-by YOU)."),
         LABEL_FILTER,
         opt("assigned_to", metavar="ACTOR", pattern=ACTOR_PATTERN,
-            help="Only todos assigned to this actor."))),
+            help="Only todos assigned to this actor."),
+        dataclasses.replace(LIMIT, help=(
+            f"At most N todos (a page; default {compact.PAGE}, what fits an agent's "
+            "context).")),
+        OFFSET)),
     Operation("todo show", "Show one todo.", params=(TODO,),
               run=lambda c: todos.show(c.ledger, c.values.todo, now=c.now)),
 ]

@@ -8,7 +8,8 @@ from typing import Any
 
 from loopx.errors import ArgumentError
 from loopx.ops import notify, review, status, sync
-from loopx.ops.declare import LABEL_FILTER, Call, Operation, arg, opt, ref
+from loopx.ops.declare import DETAIL, LABEL_FILTER, LIMIT, Call, Operation, arg, opt, ref
+from loopx.projection import compact
 
 NO_CI = opt("ci", "bool", flag=None, off="--no-ci", default=True, help="Do not ask CI about HEAD.")
 OFFLINE = opt("offline", "bool", help="Use no network (CI from its cache only).")
@@ -22,7 +23,8 @@ UNRELATED = opt("allow_unrelated", "bool", help=(
 def _status(c: Call) -> Any:
     v = c.values
     return status.status(c.ledger, actor=c.who_or_none(), goal=v.goal, ci=v.ci,
-                         offline=v.offline, include_closed=v.all, now=c.now)
+                         offline=v.offline, include_closed=v.all, now=c.now,
+                         detail=v.detail, top=v.limit or compact.TOP)
 
 
 def _next(c: Call) -> Any:
@@ -81,10 +83,15 @@ OPERATIONS = [
               agent_note=(
                   "The status document (exactly `git loopx status --format json`): goals, "
                   "todos, the frontier, gates, evidence and its freshness, the environment, "
-                  "and every legal next action for you, most important first."), params=(
+                  "and the legal next actions for you, most important first. Compact by "
+                  "default (your own work, the top `limit` of the frontier, counts for the "
+                  "rest under `omitted`); detail=true for everything."), params=(
         ref("goal", dest="goal_id", help="Only this goal."),
         opt("all", "bool", dest="show_all", help=(
             "Include achieved and abandoned goals with their todos, gates and evidence.")),
+        DETAIL, dataclasses.replace(LIMIT, help=(
+            f"Show the first N todos of the frontier (default {compact.TOP}; not with "
+            "--detail).")),
         NO_PAGER, NO_CI, OFFLINE)),
     Operation("next", "The single best action for you (exit 0 do it, 10 wait, 20 nothing "
               "left).", run=_next, writes=True, batch=False, agent_note=(

@@ -132,6 +132,15 @@ def text(name: str, *, most: int = TEXT_MAX, positional: bool = False, **kw: Any
     return opt(name, **kw)
 
 
+# The answers that fit an agent's context (loopx.projection.compact): what asks for more.
+DETAIL = opt("detail", "bool", help=(
+    "The whole answer: every todo, gate, evidence and action (default: your own work, the top "
+    "of the frontier and counts for the rest)."))
+LIMIT = opt("limit", "int", lo=1, hi=100_000, metavar="N", help=(
+    "At most N items (a page; default: as many as fit an agent's context)."))
+OFFSET = opt("offset", "int", lo=0, hi=10_000_000, default=0, metavar="N", help=(
+    "Skip the first N items (the next page starts at offset + limit)."))
+
 EVENT_ID = opt("event_id", "event_id", metavar="ULID", help=(
     "Event id to use; retrying with the same id records nothing new."))
 

@@ -20,7 +20,7 @@ from loopx.recovery import readback
 from loopx.ledger.book import Ledger
 from loopx.model import clock, typed
 from loopx.ops import effects, lookup
-from loopx.projection import answers, decide, views
+from loopx.projection import answers, compact, decide, views
 
 if TYPE_CHECKING:
     from loopx.model.events import Event, TodoClaimed
@@ -31,17 +31,22 @@ Action = answers.Action  # one of StatusDoc.actions
 
 def status(ledger: Ledger, *, actor: Optional[str], goal: Optional[str] = None,
            ci: bool = True, offline: bool = False, include_closed: bool = False,
-           now: Optional[datetime] = None) -> StatusDoc:
+           now: Optional[datetime] = None, detail: bool = True,
+           top: int = compact.TOP) -> StatusDoc:
     """The status document: the ledger's snapshot, the environment as inspected now, the
     legal next actions for ``actor`` (None: actions for nobody in particular) and when to
     look again.
 
     Without ``include_closed`` only goals in play (and what they reference) are listed,
-    which keeps a warm status as fast on a long ledger as on a new one.
+    which keeps a warm status as fast on a long ledger as on a new one. Without ``detail``, the
+    answer that fits an agent's context (:func:`loopx.projection.compact.status`): own work,
+    the first ``top`` of the frontier, counts for the rest, under ``omitted``.
     """
-    return typed.build(StatusDoc, _document(ledger, actor=actor, goal=goal, ci=ci,
-                                            offline=offline, include_closed=include_closed,
-                                            now=now))
+    snap = _document(ledger, actor=actor, goal=goal, ci=ci, offline=offline,
+                     include_closed=include_closed, now=now)
+    if not detail:
+        snap = compact.status(snap, actor=actor, top=top)
+    return typed.build(StatusDoc, snap)
 
 
 def _document(ledger: Ledger, *, actor: Optional[str], goal: Optional[str], ci: bool,

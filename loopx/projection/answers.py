@@ -555,6 +555,22 @@ class Action:
 
 
 @dataclass(frozen=True)
+class Omitted:
+    """What a compact status leaves out (loopx.projection.compact): counts, and how to see it."""
+
+    todos: int  # todos not listed
+    frontier: int  # ready todos past the ones listed
+    by_state: dict[str, int]  # the todos not listed, by state
+    waiting: int  # open todos not listed that wait (for todos, gates)
+    actions: int
+    gates: int  # answered and withdrawn gates, and open ones past the first ten
+    blocks: int  # todo ids left out of the gates' ``blocks`` (each lists at most five)
+    goals: int
+    evidence: int
+    more: str  # the commands that show the rest
+
+
+@dataclass(frozen=True)
 class StatusDoc:
     """The status document: the ledger's snapshot, the environment as inspected now, the legal
     next actions, most important first, and when looking again could change things."""
@@ -576,3 +592,5 @@ class StatusDoc:
     environment: Environment
     actions: list[Action]
     next_wake: Optional[str]
+    # Only in a compact answer (the default of `status` for agents; not with --detail).
+    omitted: Optional[Omitted] = optional()

@@ -13,6 +13,7 @@ from loopx.model import inert
 from loopx.model.inert import md
 
 FRONTIER_SHOWN = 5
+SHOWN = 10  # items of any other section (the primer goes into a context: it stays short)
 
 ABOUT = [
     "loopx keeps this repository's plan and proof on the git branch `loopx/state`: goals with",
@@ -39,7 +40,7 @@ def facts(snap: dict[str, Any], *, actor: Optional[str], now: str) -> dict[str, 
 
     def of(kind: str) -> list[dict[str, Any]]:
         return [{"reason": a["reason"], "command": a["command"]}
-                for a in actions if a["kind"] == kind]
+                for a in actions if a["kind"] == kind][:SHOWN]
 
     return {
         "actor": actor, "now": now, "ledger": snap["ledger"].get("name"),
@@ -58,7 +59,7 @@ def facts(snap: dict[str, Any], *, actor: Optional[str], now: str) -> dict[str, 
                      if actor and s["owner"] == actor and s["state"] != "closed"],
         "stale": of("rerun_evidence"),
         "attention": [{"kind": a["kind"], "reason": a["reason"], "command": a["command"]}
-                      for a in actions if a["kind"] in _ATTENTION],
+                      for a in actions if a["kind"] in _ATTENTION][:SHOWN],
     }
 
 

@@ -61,7 +61,7 @@ def test_the_benchmark_ledgers_are_legal_and_tell_their_story(tmp_path: Path) ->
     check = subprocess.run(["git", "loopx", "validate"], cwd=target, capture_output=True,
                            text=True)
     assert check.returncode == 0 and "OK (1 commit, 800 new events)" in check.stdout
-    status = subprocess.run(["git", "loopx", "status", "--json", "--all"], cwd=target,
+    status = subprocess.run(["git", "loopx", "status", "--json", "--all", "--detail"], cwd=target,
                             capture_output=True, text=True, check=True)
     data = json.loads(status.stdout)
     assert data["problems"] == []

@@ -31,11 +31,17 @@ def project(repo: Path) -> Path:
 def test_status_json_is_the_documented_contract(project: Path) -> None:
     import jsonschema
 
-    result = run_loopx(project, "status", "--format", "json")
+    schema = json.loads((Path(__file__).parents[2] / ".loopx-schema/status.schema.json").read_text())
+    compact = run_loopx(project, "status", "--format", "json")
+    assert compact.code == 0, compact.err
+    jsonschema.validate(compact.json(), schema)
+    result = run_loopx(project, "status", "--format", "json", "--detail")
     assert result.code == 0, result.err
     status = result.json()
-    schema = json.loads((Path(__file__).parents[2] / ".loopx-schema/status.schema.json").read_text())
     jsonschema.validate(status, schema)
+    assert "omitted" not in status
+    brief = compact.json()
+    assert brief["omitted"]["todos"] == len(status["todos"]) - len(brief["todos"])  # type: ignore[index]
     assert status["frontier"] == ["output"]
     tests = next(t for t in status["todos"] if t["id"] == "tests")
     assert tests["ready"] is False and tests["blockers"] == [

@@ -39,8 +39,12 @@ def test_status_json_has_environment_and_actions_and_validates(repo: Path) -> No
     env = doc["environment"]
     assert env["branch"] == "main" and env["dirty"] == ["README"]
     assert env["head"] == git(repo, "rev-parse", "HEAD")
-    assert [a["kind"] for a in doc["actions"]] == ["work", "wait_gate"]
+    # compact: what to wait for is counted while there is something to do
+    assert [a["kind"] for a in doc["actions"]] == ["work"] and doc["omitted"]["actions"] == 1
     assert doc["frontier"] == ["t-1"]  # every earlier key is still there
+    whole = run_loopx(repo, "status", "--format", "json", "--detail", actor=AGENT).json()
+    _validate(whole)
+    assert [a["kind"] for a in whole["actions"]] == ["work", "wait_gate"]  # type: ignore[index]
 
 
 def test_status_marks_criteria_met_only_by_stale_evidence(repo: Path) -> None:

@@ -294,7 +294,7 @@ async def test_a_commit_recorded_in_the_background_is_seen_by_the_next_call(
         os.close(fd)
     assert "in the background" in proc.stderr and list(spool.glob("*.json"))
     head = git(project, "rev-parse", "HEAD")
-    found = await _call(session, "status", ci=False)
+    found = await _call(session, "status", ci=False, detail=True)
     assert [e["todo"] for e in found["evidence"] if e["commit"] == head] == ["output"]
 
 

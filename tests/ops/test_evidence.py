@@ -48,7 +48,7 @@ def ok(repo: Path, *args: str, actor: str = AGENT) -> Any:
 
 
 def status(repo: Path) -> dict[str, Any]:
-    doc = run_loopx(repo, "status", "--format", "json", "--no-ci", actor=AGENT).json()
+    doc = run_loopx(repo, "status", "--format", "json", "--no-ci", "--detail", actor=AGENT).json()
     assert isinstance(doc, dict)
     return doc
 

@@ -266,7 +266,7 @@ def test_a_green_mapped_check_meets_its_criterion_and_is_recorded_for_every_clon
         "ci", "tests (3.12)", "https://ci.example/run/success", ["a2"],
         git(repo, "rev-parse", "HEAD"))
     assert "nothing new to record" in invoke(repo, "ci", "record").out
-    after = invoke(repo, "status", "--json").json()
+    after = invoke(repo, "status", "--json", "--detail").json()
     assert (_a2(after)["met"], _a2(after)["ci"]) == (True, None)  # type: ignore[arg-type]
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", str(repo), str(clone))
@@ -330,7 +330,7 @@ def test_the_ledger_provider_results_are_tied_to_criteria_by_ci_record(repo: Pat
     doc = invoke(repo, "status", "--json").json()
     assert _a2(doc)["ci"]["verdict"] == "pass"  # type: ignore[arg-type]
     assert invoke(repo, "ci", "record").code == 0
-    after = invoke(repo, "status", "--json").json()
+    after = invoke(repo, "status", "--json", "--detail").json()
     assert (_a2(after)["met"], _a2(after)["ci"]) == (True, None)  # type: ignore[arg-type]
     tied = [e for e in after["evidence"] if e["criteria"]]  # type: ignore[index]
     assert [(e["check"], e["url"]) for e in tied] == [("tests (3.12)", "https://ci.example/job/7")]
