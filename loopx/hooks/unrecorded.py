@@ -11,6 +11,14 @@ those) and each commit they name (``commit:``, ``commit (merge):``, ``commit (in
 recorded and queues the missing ones in the spool, as the hook would have, at the commit's
 own time (:func:`loopx.ops.ledgers.apply_spool`).
 
+A post-commit still running is not killed: git appends the reflog line *before* it starts
+the hook, so a foreground command beside a slow hook would see the commit unrecorded and
+record it twice (once itself, once the hook). The sweep stops (and reads that line again
+next time) at the first commit not yet finished for while a post-commit hook of this clone
+is alive (each writes ``hooks.running/<pid>`` while it runs; a killed one leaves a file
+whose pid is gone, removed here), or while the line is younger than :data:`GRACE_S` (the
+moment between git's reflog write and the hook's first act).
+
 Derived data: a damaged or foreign watch file is dropped (it is rebuilt by the next claim);
 a reflog that shrank (``git reflog expire``) is read again from its start. Amends are
 post-rewrite's (not watched); a repository without files reflogs (reftable) watches nothing.
@@ -21,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +43,9 @@ _DONE_KEEP = 2000
 VERSION = 1
 _COMMITS = ("commit:", "commit (merge):", "commit (initial):", "cherry-pick:")
 _LOCK_WAIT_S = 2.0
+RUNNING = "hooks.running"  # one empty file per post-commit process alive, named by its pid
+GRACE_S = 5  # a reflog line this young may still have its hook starting
+GRACE_ENV = "LOOPX_SWEEP_GRACE_S"  # tests that kill hooks set 0 (a live hook still counts)
 
 
 @dataclass(frozen=True)
@@ -89,6 +101,58 @@ def done(loopx_dir: Path) -> set[str]:
     return set(lines)
 
 
+@contextlib.contextmanager
+def running(loopx_dir: Path) -> Iterator[None]:
+    """Mark this process as a post-commit at work until the block ends (or it is killed)."""
+    mark = loopx_dir / RUNNING / str(os.getpid())
+    try:
+        mark.parent.mkdir(parents=True, exist_ok=True)
+        mark.touch()
+    except OSError:
+        pass  # (no mark: the sweep's grace period is what protects this hook)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            mark.unlink()
+
+
+def _hooks_alive(loopx_dir: Path) -> bool:
+    """Whether a post-commit hook of this clone is running (stale marks are removed)."""
+    alive = False
+    try:
+        marks = list((loopx_dir / RUNNING).iterdir())
+    except OSError:
+        return False
+    for mark in marks:
+        if mark.name.isdigit() and int(mark.name) != os.getpid() and _pid_alive(int(mark.name)):
+            alive = True
+        else:
+            with contextlib.suppress(OSError):
+                mark.unlink()
+    return alive
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # someone else's process: alive
+    try:  # a zombie (killed, its parent git not yet reaped it) is not at work
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _grace() -> float:
+    try:
+        return max(0.0, float(os.environ.get(GRACE_ENV, GRACE_S)))
+    except ValueError:
+        return GRACE_S
+
+
 def grown(loopx_dir: Path) -> bool:
     """Whether a watched reflog changed since it was read: one small file and one stat per
     watched branch (what every command pays)."""
@@ -96,12 +160,29 @@ def grown(loopx_dir: Path) -> bool:
     return any(_size(loopx_dir, b) != w["offset"] for b, w in doc["branches"].items())
 
 
-def sweep(loopx_dir: Path) -> tuple[list[Missed], dict[str, int]]:
+def sweep(loopx_dir: Path, *, now: float | None = None) -> tuple[list[Missed], dict[str, int]]:
     """The commits the watched reflogs gained since they were last read, and how far each
     reflog was read. Nothing is marked read here: the caller queues the commits first, then
-    calls :func:`mark_read`, so a process killed in between leaves them to the next one."""
+    calls :func:`mark_read`, so a process killed in between leaves them to the next one.
+    A commit whose hook may still be at work ends the read of its reflog (module doc)."""
     found: list[Missed] = []
     offsets: dict[str, int] = {}
+    now = time.time() if now is None else now
+    finished: set[str] | None = None
+    alive: bool | None = None
+
+    def settled(sha: str, at: int) -> bool:
+        nonlocal finished, alive
+        if finished is None:
+            finished = done(loopx_dir)
+        if sha in finished:
+            return True
+        if now - at < _grace():
+            return False
+        if alive is None:
+            alive = _hooks_alive(loopx_dir)
+        return not alive
+
     with _locked(loopx_dir) as doc:
         for branch, item in doc["branches"].items():
             size = _size(loopx_dir, branch)
@@ -110,7 +191,11 @@ def sweep(loopx_dir: Path) -> tuple[list[Missed], dict[str, int]]:
             start = item["offset"] if item["offset"] <= size else 0  # expired: from the start
             text, offsets[branch] = _read_from(loopx_dir.parent / "logs" / branch, start)
             holders = tuple((a, r) for a, r in item["holders"])
-            found += [Missed(sha, branch, holders, at) for sha, at in _commits(text)]
+            for sha, at, end in _commits(text):
+                if not settled(sha, at):
+                    offsets[branch] = start + end  # read again from this line next time
+                    break
+                found.append(Missed(sha, branch, holders, at))
     return found, offsets
 
 
@@ -122,13 +207,16 @@ def mark_read(loopx_dir: Path, offsets: dict[str, int]) -> None:
                 doc["branches"][branch]["offset"] = offset
 
 
-def _commits(text: str) -> Iterator[tuple[str, int]]:
-    """(new sha, time) of the reflog lines that record a commit made here."""
-    for line in text.splitlines():
-        head, _, message = line.partition("\t")
+def _commits(text: str) -> Iterator[tuple[str, int, int]]:
+    """(new sha, time, the line's offset in ``text`` as UTF-8 bytes) of the reflog lines that
+    record a commit made here."""
+    offset = 0
+    for line in text.splitlines(keepends=True):
+        head, _, message = line.rstrip("\n").partition("\t")
         parts = head.split()
         if len(parts) >= 4 and message.startswith(_COMMITS) and parts[-2].isdigit():
-            yield parts[1], int(parts[-2])
+            yield parts[1], int(parts[-2]), offset
+        offset += len(line.encode("utf-8", "surrogateescape"))
 
 
 def _read_from(path: Path, start: int) -> tuple[str, int]:
@@ -140,7 +228,7 @@ def _read_from(path: Path, start: int) -> tuple[str, int]:
     except OSError:
         return "", start
     end = data.rfind(b"\n") + 1  # a line being written is read next time
-    return data[:end].decode("utf-8", "replace"), start + end
+    return data[:end].decode("utf-8", "surrogateescape"), start + end
 
 
 def _size(loopx_dir: Path, branch: str) -> int:

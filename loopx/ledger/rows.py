@@ -1,5 +1,5 @@
 """The projection cache's database: the whole fold of a state tip in SQLite, one row per
-entity (JSON of its fields), read on demand by :class:`Table` and written back by the rows a
+entity (JSON of its fields), read on demand through :class:`loopx.projection.tables.Table` and written back by the rows a
 write touched (see :mod:`loopx.ledger.cache` for the cache as a whole).
 
 Imported only when the rows are needed (a write, a read the live file cannot answer, a
@@ -15,13 +15,13 @@ import json
 import os
 import sqlite3
 import sys
-from collections.abc import Iterator, MutableMapping, MutableSequence
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Callable, Optional, overload
+from typing import Any, Callable, Optional
 
 from loopx.ledger import cache
 from loopx.ledger.cache import BY_GOAL, FIELDS, INDEXES, LIVE_STATES, SCALARS, TABLES
-from loopx.projection import entities
+from loopx.projection import entities, tables
 from loopx.version import SCHEMA_VERSION, __version__
 
 ROWS_KEY = f"{SCHEMA_VERSION}:{__version__}:rows-2"  # what a row means; checkpoints carry it too
@@ -96,123 +96,43 @@ def seal_function(key: bytes) -> Callable[[str, str, Optional[str], str], bytes]
     return seal
 
 
-class Table(MutableMapping[str, Any]):
-    """One entity table of a fold backed by the database: rows are read when first asked for
-    and every row read or written is written back by :meth:`Projection.commit` (appliers
-    change entities in place, so a row read may have changed)."""
+class _Rows:
+    """The stored rows of one kind, as values (a :class:`loopx.projection.tables.Source`):
+    each row checked against its seal as it is read."""
 
     def __init__(self, conn: sqlite3.Connection, kind: str, decode: Callable[[str], Any]) -> None:
         self._conn, self.kind = conn, kind
         self._decode = _checked(decode)
-        self.touched: dict[str, Any] = {}
-        self.added: list[str] = []  # keys not in the database before, in insertion order
-        self.gone: set[str] = set()
 
-    def _row(self, key: str) -> Optional[str]:
+    def get(self, key: str) -> Optional[Any]:
         found = self._conn.execute(f"SELECT {_SEALED} FROM sealed_rows WHERE kind=? AND id=?",
                                    (self.kind, key)).fetchone()
-        return None if found is None else found
+        return None if found is None else self._decode(found)
 
-    def __getitem__(self, key: str) -> Any:
-        if key in self.touched:
-            return self.touched[key]
-        if key in self.gone or not isinstance(key, str):
-            raise KeyError(key)
-        row = self._row(key)
-        if row is None:
-            raise KeyError(key)
-        value = self.touched[key] = self._decode(row)
-        return value
-
-    def __contains__(self, key: object) -> bool:
-        if key in self.touched:
-            return True
-        return isinstance(key, str) and key not in self.gone and self._row(key) is not None
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        if key not in self:
-            self.added.append(key)
-        self.gone.discard(key)
-        self.touched[key] = value
-
-    def __delitem__(self, key: str) -> None:
-        if key not in self:
-            raise KeyError(key)
-        self.touched.pop(key, None)
-        if key in self.added:
-            self.added.remove(key)
-        else:
-            self.gone.add(key)
-
-    def __iter__(self) -> Iterator[str]:
-        stored = [str(row[0]) for row in self._conn.execute(
+    def ids(self) -> list[str]:
+        return [str(row[0]) for row in self._conn.execute(
             "SELECT id FROM sealed_rows WHERE kind=? ORDER BY seq", (self.kind,))]
-        yield from (key for key in stored if key not in self.gone)
-        yield from list(self.added)
 
-    def __len__(self) -> int:
-        stored = self._conn.execute("SELECT COUNT(*) FROM sealed_rows WHERE kind=?",
-                                    (self.kind,)).fetchone()[0]
-        return int(stored) - len(self.gone) + len(self.added)
+    def count(self) -> int:
+        return int(self._conn.execute("SELECT COUNT(*) FROM sealed_rows WHERE kind=?",
+                                      (self.kind,)).fetchone()[0])
 
     def with_prefix(self, prefix: str, *, limit: int) -> list[str]:
-        """Up to ``limit`` ids that start with ``prefix`` (an index range, not a scan)."""
-        found = [str(row[0]) for row in self._conn.execute(
+        return [str(row[0]) for row in self._conn.execute(
             "SELECT id FROM sealed_rows WHERE kind=? AND id >= ? AND id < ? ORDER BY id LIMIT ?",
-            (self.kind, prefix, prefix + "\U0010ffff", limit + len(self.gone)))]
-        found += [key for key in self.added if key.startswith(prefix)]
-        return [key for key in found if key not in self.gone][:limit]
+            (self.kind, prefix, prefix + "\U0010ffff", limit))]
 
-    def values(self) -> Any:  # one query for a scan, not one per row
+    def items(self) -> list[tuple[str, Any]]:
         rows = self._conn.execute(f"SELECT id, {_SEALED} FROM sealed_rows WHERE kind=? ORDER BY seq",
                                   (self.kind,)).fetchall()
-        for key, *row in rows:
-            if key not in self.touched and key not in self.gone:
-                self.touched[key] = self._decode(row)
-        return [self.touched[key] for key in self]
+        return [(str(key), self._decode(row)) for key, *row in rows]
 
-    def items(self) -> Any:
-        return list(zip(list(self), self.values()))
+    def all(self) -> list[Any]:
+        return [value for _, value in self.items()]
 
 
-class Appended(MutableSequence[Any]):
-    """An append-only list of the fold (problems, unknown events): a write appends without
-    reading what is there; iterating reads it all."""
-
-    def __init__(self, conn: sqlite3.Connection, kind: str,
-                 decode: Callable[[str], Any]) -> None:
-        self._conn, self.kind = conn, kind
-        self._decode = _checked(decode)
-        self.new: list[Any] = []
-        self._stored: Optional[list[Any]] = None
-
-    def _all(self) -> list[Any]:
-        if self._stored is None:
-            rows = self._conn.execute(f"SELECT {_SEALED} FROM sealed_rows WHERE kind=? ORDER BY seq",
-                                      (self.kind,))
-            self._stored = [self._decode(row) for row in rows]
-        return self._stored + self.new
-
-    @overload
-    def __getitem__(self, index: int) -> Any: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[Any]: ...
-    def __getitem__(self, index: Any) -> Any:
-        return self._all()[index]
-
-    def __len__(self) -> int:
-        return len(self._all())
-
-    def insert(self, index: int, value: Any) -> None:
-        if index < len(self):
-            raise TypeError(f"{self.kind} in the cache are append-only")
-        self.new.append(value)
-
-    def __setitem__(self, index: Any, value: Any) -> None:
-        raise TypeError(f"{self.kind} in the cache are append-only")
-
-    def __delitem__(self, index: Any) -> None:
-        raise TypeError(f"{self.kind} in the cache are append-only")
+def _table(conn: sqlite3.Connection, kind: str, decode: Callable[[str], Any]) -> tables.Table:
+    return tables.Table(_Rows(conn, kind, decode))
 
 
 def _problem(text: str) -> entities.Problem:
@@ -367,15 +287,15 @@ class Projection:
         scalars = {k: json.loads(v) for k, v in conn.execute(
             f"SELECT k, v FROM meta WHERE k IN ({','.join('?' * len(SCALARS))})", SCALARS)}
         fold = entities.Fold(
-            remaps=Table(conn, "remaps", json.loads),
-            problems=Appended(conn, "problems", _problem),
-            unknown=Appended(conn, "unknown", json.loads),
-            extra={"signed": Table(conn, "signed", json.loads)},
+            remaps=_table(conn, "remaps", json.loads),
+            problems=tables.Appended(_Rows(conn, "problems", _problem), "problems"),
+            unknown=tables.Appended(_Rows(conn, "unknown", json.loads), "unknown"),
+            extra={"signed": _table(conn, "signed", json.loads)},
         )
         for kind, cls in TABLES.items():
-            setattr(fold, kind, Table(conn, kind, _decoder(cls)))
+            setattr(fold, kind, _table(conn, kind, _decoder(cls)))
         for index in INDEXES:
-            setattr(fold, index, Table(conn, index, json.loads))
+            setattr(fold, index, _table(conn, index, json.loads))
         for name in SCALARS:
             if name in scalars:
                 setattr(fold, name, scalars[name])
@@ -388,7 +308,7 @@ class Projection:
         for kind in (*TABLES, "remaps", *INDEXES):
             self._write_table(getattr(fold, kind), kind)
         signed = fold.extra.get("signed")
-        if isinstance(signed, Table):
+        if isinstance(signed, tables.Table):
             self._write_table(signed, "signed")
         for name in ("problems", "unknown"):
             seq = self._next_seq(name)
@@ -428,7 +348,7 @@ class Projection:
         """The goals in play after this write: those before, updated by the goals it touched
         (a cached fold's), or all of an in-memory fold's: never a scan of every goal row."""
         goals = fold.goals
-        if not isinstance(goals, Table):
+        if not isinstance(goals, tables.Table):
             return sorted(g for g, goal in goals.items() if goal.state in LIVE_STATES)
         live = set(json.loads(self._meta("live_goals") or "[]")) - goals.gone
         for key, goal in goals.touched.items():

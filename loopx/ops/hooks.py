@@ -93,9 +93,17 @@ def run(hook: Hook) -> HookResult:
 
 
 def _post_commit(hook: Hook) -> list[str]:
-    spool.pause_point("start", hook.environ)
     found = _ledger_tip(hook)
-    if found is None or _rebasing(found.git_dir):
+    if found is None:
+        spool.pause_point("start", hook.environ)
+        return []
+    with unrecorded.running(found.loopx_dir):  # a sweep beside it waits (killed: it does not)
+        spool.pause_point("start", hook.environ)
+        return _post_commit_in(hook, found)
+
+
+def _post_commit_in(hook: Hook, found: "_Found") -> list[str]:
+    if _rebasing(found.git_dir):
         return []
     branch = _head_ref(hook.cwd, found.git_dir)
     if branch == hook.ref:

@@ -208,8 +208,9 @@ class Fold:
 
     name: Optional[str] = None
     config: dict[str, Any] = field(default_factory=dict)
-    # The tables are dicts in a fold built in memory, and read on demand from the cache's
-    # database in the fold a write is checked against (loopx.ledger.cache.Table).
+    # The tables are dicts in a fold built in memory, and loopx.projection.tables.Table in
+    # the fold a write is checked against (values read on demand from a source the ledger
+    # hands in; every change kept in the table for the ledger to store).
     goals: MutableMapping[str, Goal] = field(default_factory=dict)
     todos: MutableMapping[str, Todo] = field(default_factory=dict)
     gates: MutableMapping[str, Gate] = field(default_factory=dict)

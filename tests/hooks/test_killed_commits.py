@@ -32,6 +32,13 @@ def leased(repo: Path) -> Path:
     return repo
 
 
+@pytest.fixture(autouse=True)
+def no_grace(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The next command runs at once after a kill here: no grace for young reflog lines (a
+    hook still alive is waited for all the same: see the slow-hook tests)."""
+    monkeypatch.setenv(unrecorded.GRACE_ENV, "0")
+
+
 def _recorded(repo: Path) -> list[str]:
     result = invoke(repo, "evidence", "list", "--json")
     assert result.code == 0, result.err
@@ -296,3 +303,52 @@ def test_25_of_30_commits_killed_at_every_point_are_all_recorded(leased: Path,
     commits = _recorded(leased)
     assert sorted(commits) == sorted(made) and len(commits) == 30
     assert kills >= 20  # of 25 attempts (a drain at work may apply a "draining" entry first)
+
+
+def test_a_slow_post_commit_still_running_is_not_taken_for_killed(
+        leased: Path, tmp_path: Path) -> None:
+    """A real post-commit stopped (alive) at its start while a foreground command runs: the
+    command neither records the commit nor names it killed; the hook, continued, records it
+    once."""
+    name = f"f-{uuid.uuid4().hex[:8]}"
+    (leased / name).write_text("slow\n")
+    git(leased, "add", name)
+    pid_file = tmp_path / "slow.pid"
+    env = dict(os.environ, **{spool.PAUSE_ENV: f"start:{pid_file}"})
+    proc = subprocess.Popen(["git", "commit", "-q", "-m", "slow"], cwd=leased, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    pid = _wait_for_pid(pid_file, proc)
+    assert pid is not None
+    sha = git(leased, "rev-parse", "HEAD")
+    try:
+        status = run_loopx(leased, "status")  # beside the hook, past any grace period
+        assert status.code == 0, status.err
+        assert "did not finish" not in status.err
+        assert sha not in _recorded_raw(leased)
+        assert not spool.has_pending(leased / ".git" / "loopx")
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    proc.communicate(timeout=60)
+    assert proc.returncode == 0
+    assert _poll(lambda: sha in _recorded_raw(leased))
+    after = run_loopx(leased, "status")
+    assert after.code == 0 and "did not finish" not in after.err, after.err
+    assert _recorded(leased) == [sha]
+
+
+def test_a_young_reflog_line_waits_out_the_grace_period(
+        leased: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A commit whose hook has not even started yet (a reflog line seconds old, no hook
+    marked running) is left for a later sweep; once older than the grace it is found."""
+    monkeypatch.delenv(unrecorded.GRACE_ENV)
+    loopx_dir = leased / ".git" / "loopx"
+    subprocess.run(["git", "-c", "core.hooksPath=/dev/null", "commit", "-q", "--allow-empty",
+                    "-m", "no hook ran"], cwd=leased, check=True)
+    sha = git(leased, "rev-parse", "HEAD")
+    made = int(git(leased, "log", "-1", "--format=%ct"))
+    found, offsets = unrecorded.sweep(loopx_dir, now=made + 1)
+    assert found == []
+    unrecorded.mark_read(loopx_dir, offsets)
+    assert unrecorded.grown(loopx_dir)  # the line is still to be read
+    found, _ = unrecorded.sweep(loopx_dir, now=made + unrecorded.GRACE_S + 1)
+    assert [m.sha for m in found] == [sha]
