@@ -157,12 +157,16 @@ TODO_OPS = [
         priority("0 most urgent .. 4 least (default 2); orders the frontier and `next`.",
                  "todo.added:priority"),
         ref("discovered_from", metavar="TODO", help="The todo whose work turned this one up."),
+        text("needs", many=True, most=200, max_items=20, metavar="TOOL[>=VERSION],...", help=(
+            "Tools the host that works on it must have on PATH (python>=3.11,docker; "
+            "repeatable); `next` offers it only on a host that has them.")),
         EVENT_ID),
         run=lambda c: c.write(lambda txn: todos.add(
             txn, c.values.goal, c.values.title, id=c.values.id, after=c.values.after,
             gates=c.values.gate, criteria=c.values.criterion,
             description=c.values.description, priority=c.values.priority,
-            discovered_from=c.values.discovered_from, event_id=c.values.event_id))),
+            discovered_from=c.values.discovered_from, needs=c.values.needs,
+            event_id=c.values.event_id))),
     Operation("todo update", "Change a todo's title, description or priority, or add "
               "dependencies and gates.", writes=True, run=_todo_update, params=(
         TODO,

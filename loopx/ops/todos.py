@@ -13,6 +13,7 @@ from loopx.hooks import unrecorded
 from loopx.ledger.book import Ledger
 from loopx.ledger.draft import Draft
 from loopx.model import clock, limits, typed
+from loopx.model import needs as needs_
 from loopx.model.ids import new_short_id
 from loopx.ops import evidence, lookup
 from loopx.projection import answers, entities, views
@@ -29,12 +30,13 @@ Todo = answers.Todo  # what listing and show answer: a todo as status shows it
 def add(txn: Txn, goal: str, title: str, *, id: Optional[str] = None,
         after: Sequence[str] = (), gates: Sequence[str] = (), criteria: Sequence[str] = (),
         description: Optional[str] = None, priority: Optional[int] = None,
-        discovered_from: Optional[str] = None,
+        discovered_from: Optional[str] = None, needs: Sequence[str] = (),
         event_id: Optional[str] = None) -> Event[TodoAdded]:
     """Add a todo to ``goal``; it waits for the todos ``after`` and the approval of ``gates``.
 
     ``priority`` runs from 0 (most urgent) to 4 (default 2) and orders the frontier;
-    ``discovered_from`` names the todo whose work turned this one up.
+    ``discovered_from`` names the todo whose work turned this one up; ``needs`` the tools
+    (``python>=3.11``, ``docker``) a host must have for `next` to offer it there.
     """
     fold = txn.fold
     gid = lookup.goal(fold, goal)
@@ -43,8 +45,16 @@ def add(txn: Txn, goal: str, title: str, *, id: Optional[str] = None,
             "depends_on": [lookup.todo(fold, t) for t in after],
             "gates": [lookup.gate(fold, g) for g in gates],
             "priority": _priority(priority),
-            "discovered_from": lookup.optional(fold.todos, discovered_from, "todo")}
+            "discovered_from": lookup.optional(fold.todos, discovered_from, "todo"),
+            "needs": _needs(needs)}
     return txn.add(Draft("todo.added", data, gid, event_id))
+
+
+def _needs(values: Sequence[str]) -> Optional[list[str]]:
+    try:
+        return needs_.split(list(values)) or None
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def update(txn: Txn, todo: str, *, title: Optional[str] = None,

@@ -28,7 +28,7 @@ ActionKind = Literal[
     "repair", "finish_operation", "stop_quota", "read_back_effect", "replan", "release_lease",
     "renew_lease", "read_inbox", "session_waiting", "answer_gate", "sync", "fix_ci", "record_ci",
     "rerun_evidence", "close_goal", "wake_due", "continue", "work", "wait_ci", "wait_gate",
-    "wait_lease", "notice",
+    "wait_lease", "wait_host", "notice",
 ]
 
 
@@ -158,6 +158,7 @@ class Todo:
     no_evidence_reason: Optional[str]
     priority: int
     discovered_from: Optional[str]
+    needs: Optional[list[str]] = optional()  # tools the host that works on it must have (TOOL>=VERSION)
 
 
 @dataclass(frozen=True)
@@ -413,6 +414,37 @@ class StateBranch:
 
 
 @dataclass(frozen=True)
+class Tool:
+    """A tool a todo needs, as found on this host's PATH."""
+
+    found: bool
+    version: Optional[str]
+    path: Optional[str]
+
+
+@dataclass(frozen=True)
+class Reach:
+    """Whether the state remote answered (None: not asked, or no such remote)."""
+
+    name: str
+    reachable: Optional[bool]
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What this host can do for the next turn: the tools the ledger's todos need, the
+    remote, free disk, the agent runtime when known; probed at ``probed_at`` (``cached``: not
+    probed again for this status)."""
+
+    tools: dict[str, Tool]
+    remote: Reach
+    disk_free_mb: Optional[int]
+    runtime: Optional[str]
+    probed_at: str
+    cached: bool
+
+
+@dataclass(frozen=True)
 class CiStatus:
     """CI for HEAD through the configured provider."""
 
@@ -486,6 +518,7 @@ class Environment:
     judged_tree: Optional[str]
     criteria: dict[str, Judged]  # GOAL:CRITERION -> how it stands
     hooks: HookQueue
+    capabilities: Optional[Capabilities] = optional()  # what this host can do (recovery.host)
 
 
 # --- what to do (loopx.projection.decide) ------------------------------------------------------------

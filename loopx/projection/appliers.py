@@ -84,6 +84,7 @@ def _apply_todo_added(fold: Fold, event: Event) -> None:
     if d.priority is not None:
         fold.todos[d.id].priority = d.priority
     fold.todos[d.id].discovered_from = d.discovered_from
+    fold.todos[d.id].needs = list(d.needs or [])
     fold.goals[d.goal].todos.append(d.id)
     _link(fold, d.id, d.depends_on, d.gates)
 

@@ -387,6 +387,7 @@ def todo_view(fold: Fold, todo: Todo, now: datetime, seen: Optional[Seen] = None
         "evidence": list(todo.evidence),
         "no_evidence_reason": todo.no_evidence_reason,
         "priority": todo.priority, "discovered_from": todo.discovered_from,
+        "needs": list(todo.needs) or None,
     }
 
 

@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 from pydantic import Field
 
 from loopx.model.ids import ULID_RE
+from loopx.model.needs import NEED_PATTERN
 from loopx.model.limits import PRIORITY_MAX, PRIORITY_MIN, TEXT_MAX, TITLE_MAX
 from loopx.model.payloads.base import (
     ID_PATTERN, ONE_LINE, REF_PATTERN, TS_PATTERN, EntityId, Model, Text,
@@ -32,6 +33,9 @@ class TodoAdded(Model):
         default=None, ge=PRIORITY_MIN, le=PRIORITY_MAX, description="0 most urgent .. 4 least; none given is 2")
     discovered_from: Optional[str] = Field(
         default=None, pattern=ID_PATTERN, description="the todo whose work turned this one up")
+    needs: Optional[list[Annotated[str, Field(pattern=NEED_PATTERN)]]] = Field(
+        default=None, min_length=1, max_length=20,
+        description="tools the host that works on it must have on PATH (TOOL or TOOL>=VERSION)")
 
 
 class TodoUpdated(Model):
