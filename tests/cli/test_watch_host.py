@@ -109,6 +109,7 @@ def test_host_command_runs_the_given_command_with_the_prompt_on_stdin(
 
 
 @pytest.mark.parametrize("args, message", [
+    (["watch"], "give the command to run"),
     (["watch", "--host", "command"], "--host command needs the command to run"),
     (["watch", "--host", "vim"], "Invalid value for '--host'"),
 ])

@@ -81,7 +81,7 @@ def test_priority_discovered_from_and_every_are_fields_of_v2() -> None:
                         data={"id": "t-1", "goal": "g", "title": "T", "priority": 0,
                               "discovered_from": "t-0"},
                         at="2030-01-01T00:00:00Z", clock=1, actor="agent:a@b")
-    assert urgent.env.v == 2
+    assert urgent.env.v == 3  # todo.added is v3 since needs
     doc = urgent.to_dict()
     with pytest.raises(SchemaError, match="todo.added v1 cannot carry data.priority"):
         parse_event(dict(doc, v=1))
@@ -89,7 +89,7 @@ def test_priority_discovered_from_and_every_are_fields_of_v2() -> None:
                                                   "every": 600})
     with pytest.raises(SchemaError, match="wake.set v1 cannot carry data.every"):
         parse_event(wake)
-    assert not parse_event(dict(doc, v=3)).known  # from a newer loopx: kept as unknown
+    assert not parse_event(dict(doc, v=4)).known  # from a newer loopx: kept as unknown
 
 
 def test_writing_an_event_builds_only_its_familys_models() -> None:

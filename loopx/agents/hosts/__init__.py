@@ -34,6 +34,6 @@ def get(name: str) -> Optional[Adapter]:
 
 
 def _registry() -> dict[str, Adapter]:
-    from loopx.agents.hosts import claude, codex, command, gemini  # one small module each
+    from loopx.agents.hosts import claude, codex, custom, gemini  # circular: they import Adapter
 
-    return {a.name: a for a in (claude.ADAPTER, codex.ADAPTER, gemini.ADAPTER, command.ADAPTER)}
+    return {a.name: a for a in (claude.ADAPTER, codex.ADAPTER, gemini.ADAPTER, custom.ADAPTER)}
