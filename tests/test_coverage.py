@@ -16,6 +16,10 @@ COVERED_ELSEWHERE = {
     # as users type them, in the tests of what the commands do.
     "cli/effect.py": "tests/cli/test_messages.py, tests/ops/test_effects.py "
                      "(`effect intend|confirm|fail|list`)",
+    "agents/hosts/claude.py": "tests/cli/test_watch_host.py (a stand-in `claude -p`)",
+    "agents/hosts/codex.py": "tests/cli/test_watch_host.py (a stand-in `codex exec -`)",
+    "agents/hosts/gemini.py": "tests/cli/test_watch_host.py (a stand-in `gemini -p`)",
+    "agents/hosts/custom.py": "tests/cli/test_watch_host.py (`--host command -- CMD`)",
     "cli/quota.py": "tests/ops/test_enforced.py (`quota set|spend|show`)",
     "cli/wake.py": "tests/cli/test_waiting.py, tests/ops/test_wakes.py "
                    "(`wake set|clear|ack|list`)",

@@ -15,6 +15,7 @@ from typing import Callable, Optional
 
 import click
 
+from loopx.agents import hosts
 from loopx.cli import terminal
 from loopx.cli.app import App, pass_app
 from loopx.model import clock
@@ -94,19 +95,25 @@ def wait(app: App, timeout: Optional[str], fetch: bool, remote: Optional[str],
 @click.option("--backoff", metavar="SECONDS", default="10", show_default=True,
               help="Wait this long after a failed run before trying again; doubles with each "
               "failure in a row, up to 15m.")
+@click.option("--host", "host", type=click.Choice(hosts.names()), help="Start this agent CLI "
+              "headless for each turn (claude -p, codex exec, gemini -p; command: CMD), the "
+              "primer and the wake's cause as its prompt; one turn of quota spent per turn. "
+              "ARGs after -- are added to its command.")
 @_common
-@click.argument("argv", nargs=-1, required=True, type=click.UNPROCESSED, metavar="-- CMD [ARG]...")
+@click.argument("argv", nargs=-1, type=click.UNPROCESSED, metavar="-- CMD [ARG]...")
 @pass_app
-def watch(app: App, max_runs: Optional[int], timeout: Optional[str], backoff: str, fetch: bool,
-          remote: Optional[str], poll: Optional[str], fetch_every: Optional[str],
-          argv: tuple[str, ...]) -> None:
-    """Run CMD each time a wake is due; one watch per repository. When CMD exits 0 the wakes
-    are acknowledged (a one-shot wake cleared, a recurring one re-armed); when it fails they
-    stay due and the next try backs off. Exits with the last run's exit code."""
+def watch(app: App, max_runs: Optional[int], timeout: Optional[str], backoff: str,
+          host: Optional[str], fetch: bool, remote: Optional[str], poll: Optional[str],
+          fetch_every: Optional[str], argv: tuple[str, ...]) -> None:
+    """Run CMD (or, with --host, a turn of an agent CLI) each time a wake is due; one watch
+    per repository. When it exits 0 the wakes are acknowledged (a one-shot wake cleared, a
+    recurring one re-armed); when it fails they stay due and the next try backs off. Exits
+    with the last run's exit code."""
     # With --json, stdout is for the report: the command's own output goes to stderr.
-    run = wakes.runner(argv, cwd=str(app.ledger.repo.work_tree or app.cwd),
+    run = wakes.driver(app.ledger, argv, host=host, actor=app.actor,
+                       cwd=str(app.ledger.repo.work_tree or app.cwd),
                        stdout=sys.stderr if app.json else None)
-    command = shlex.join(argv)
+    command = f"a turn of {host}" if host else shlex.join(argv)
 
     def logged(wakeup: wakes.Wakeup) -> int:
         terminal.echo(f"loopx watch: {wakeup.reason}; running {command}", err=True)

@@ -193,13 +193,18 @@ TODO_OPS = [
                  "todo.added:priority"),
         ref("discovered_from", metavar="TODO", help="The todo whose work turned this one up."),
         labels("label", "A label to filter by (repeatable), e.g. area:cli."),
-        LINK, EVENT_ID),
+        LINK,
+        text("needs", many=True, most=200, max_items=20, metavar="TOOL[>=VERSION],...", help=(
+            "Tools the host that works on it must have on PATH (python>=3.11,docker; "
+            "repeatable); `next` offers it only on a host that has them.")),
+        EVENT_ID),
         run=lambda c: c.write(lambda txn: todos.add(
             txn, c.values.goal, c.values.title, id=c.values.id, after=c.values.after,
             gates=c.values.gate, criteria=c.values.criterion,
             description=c.values.description, priority=c.values.priority,
             discovered_from=c.values.discovered_from, labels=c.values.label,
             links=c.values.link,
+            needs=c.values.needs,
             event_id=c.values.event_id))),
     Operation("todo update", "Change a todo's title, description or priority, or add "
               "dependencies and gates.", writes=True, run=_todo_update, params=(

@@ -3,6 +3,7 @@ the work."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Optional
 
@@ -34,14 +35,17 @@ def set_(txn: Txn, *, goal: Optional[str] = None, turns: Optional[int] = None,
 
 def spend(txn: Txn, *, goal: Optional[str] = None, todo: Optional[str] = None, turns: int = 0,
           tokens: int = 0, cost: float = 0.0, force: bool = False, reason: Optional[str] = None,
+          host: Optional[str] = None, exit: Optional[int] = None, wakes: Sequence[str] = (),
           event_id: Optional[str] = None) -> Event[QuotaSpent]:
     """Record what was spent, after the work. Spending past a budget that covers it is refused
-    unless ``force``d with a ``reason`` (the spending happened: say why it went over)."""
+    unless ``force``d with a ``reason`` (the spending happened: say why it went over).
+    ``host``, ``exit`` and ``wakes`` say which turn it was (``watch --host``)."""
     if force and not reason:
         raise UsageError("recording spending past the budget needs a reason (--reason TEXT)")
     tid = lookup.optional(txn.fold.todos, todo, "todo")
     data = {"turns": turns, "tokens": tokens, "cost": cost, "todo": tid,
-            "force": True if force else None, "reason": reason}
+            "force": True if force else None, "reason": reason, "host": host, "exit": exit,
+            "wakes": list(wakes) or None}
     return txn.add(Draft("quota.spent", data, lookup.goal_of(txn.fold, goal, tid), event_id))
 
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
 from loopx.errors import ClaimLost, TransitionError
-from loopx.recovery import readback
+from loopx.recovery import host, readback
 from loopx.ledger.book import Ledger
 from loopx.model import clock, typed
 from loopx.ops import effects, lookup
@@ -78,11 +78,15 @@ def _document(ledger: Ledger, *, actor: Optional[str], goal: Optional[str], ci: 
         ev["current_commit"] = readback.follow(fold.remaps, ev["commit"]) if ev["commit"] else None
     if goal:
         snap = _only_goal(snap, lookup.goal(fold, goal))
+    config = readback.read_config(ledger.repo)
     env = readback.inspect(ledger.repo, state_ref=ledger.ref, snapshot=snap, remaps=fold.remaps,
-                           ci=ci, offline=offline, reader=ledger.store.reader,
+                           config=config, ci=ci, offline=offline, reader=ledger.store.reader,
                            ignore=fold.config.get("evidence_ignore"),
                            default_scope=fold.config.get("evidence_scope"),
                            ci_criteria=fold.config.get("ci_criteria")).as_dict()
+    env["capabilities"] = host.capabilities(
+        ledger.repo, tools=host.declared(snap["todos"], config),
+        remote=env["state"].get("remote") or "origin", offline=offline)
     decide.annotate(snap, env)
     snap["environment"] = env
     snap["actions"] = decide.decide(snap, env, now, actor or "",

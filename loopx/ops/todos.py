@@ -14,6 +14,7 @@ from loopx.hooks import unrecorded
 from loopx.ledger.book import Ledger
 from loopx.ledger.draft import Draft
 from loopx.model import clock, limits, typed
+from loopx.model import needs as needs_
 from loopx.model.ids import new_short_id
 from loopx.ops import evidence, lookup
 from loopx.projection import answers, entities, views
@@ -33,6 +34,7 @@ def add(txn: Txn, goal: str, title: str, *, id: Optional[str] = None,
         description: Optional[str] = None, priority: Optional[int] = None,
         discovered_from: Optional[str] = None, labels: Sequence[str] = (),
         links: Sequence[str] = (),
+        needs: Sequence[str] = (),
         event_id: Optional[str] = None) -> Event[TodoAdded]:
     """Add a todo to ``goal``; it waits for the todos ``after`` and the approval of ``gates``.
 
@@ -40,6 +42,8 @@ def add(txn: Txn, goal: str, title: str, *, id: Optional[str] = None,
     ``discovered_from`` names the todo whose work turned this one up; ``labels`` are what
     `todo list`, `next` and MCP filter by; ``links`` the issues and pull requests it is about
     (github:OWNER/REPO#N: status shows their state).
+    ``needs`` the tools (``python>=3.11``, ``docker``) a host must have for `next` to offer
+    it there.
     """
     fold = txn.fold
     gid = lookup.goal(fold, goal)
@@ -49,7 +53,8 @@ def add(txn: Txn, goal: str, title: str, *, id: Optional[str] = None,
             "gates": [lookup.gate(fold, g) for g in gates],
             "priority": _priority(priority),
             "discovered_from": lookup.optional(fold.todos, discovered_from, "todo"),
-            "labels": _labels(labels) or None}
+            "labels": _labels(labels) or None,
+            "needs": _needs(needs)}
     if links:
         data["links"] = list(dict.fromkeys(links))
     return txn.add(Draft("todo.added", data, gid, event_id))
@@ -95,6 +100,13 @@ def handoff(txn: Txn, todo: str, to: str, *, note: Optional[str] = None,
     until = clock.format_ts(txn.now + timedelta(seconds=lease_seconds(txn.fold, ttl)))
     return txn.add(Draft("todo.handed_off", _given(id=tid, to=to, until=until, note=note),
                          txn.fold.todos[tid].goal, event_id))
+
+
+def _needs(values: Sequence[str]) -> Optional[list[str]]:
+    try:
+        return needs_.split(list(values)) or None
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def update(txn: Txn, todo: str, *, title: Optional[str] = None,

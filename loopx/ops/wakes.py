@@ -6,18 +6,19 @@ import json
 import os
 import re
 import subprocess
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import IO, TYPE_CHECKING, Optional
 
 from loopx.errors import LoopxError, NotFound, TransitionError, UsageError
 from loopx.recovery import ci, readback
-from loopx.agents import waker
+from loopx.agents import hosts, waker
 from loopx.ledger.book import Ledger
 from loopx.ledger.draft import Draft
-from loopx.model import clock, typed
+from loopx.model import clock, inert, typed
 from loopx.model.ids import new_short_id
-from loopx.ops import lookup, status, sync
+from loopx.ops import lookup, quotas, status, sync
 from loopx.projection import answers, views
 
 if TYPE_CHECKING:
@@ -186,18 +187,95 @@ def watch(ledger: Ledger, argv: Sequence[str], *, actor: str, max_runs: Optional
           timeout: Optional[float] = None, fetch: bool = False, remote: Optional[str] = None,
           backoff: float = 10.0, pace: waker.Pace = waker.Pace(),
           clock_fn: waker.Clock = clock.now, sleep: waker.Sleep = lambda s: None,
-          run: Optional[Callable[[Wakeup], int]] = None) -> WatchReport:
+          run: Optional[Callable[[Wakeup], int]] = None,
+          host: Optional[str] = None) -> WatchReport:
     """Run ``argv`` each time a wake is due, one watch per repository (a lock); when it exits
     0 the wakes it ran for are acknowledged (one-shot cleared, recurring re-armed), when it
-    fails they stay due and the next run waits ``backoff`` seconds, doubling."""
+    fails they stay due and the next run waits ``backoff`` seconds, doubling. With ``host``
+    each run is a turn of that agent CLI (:func:`turn_runner`; ``argv`` is added to its
+    command, or is the command for ``command``)."""
     ledger.require()
-    if not argv:
-        raise UsageError("give the command to run: git loopx watch -- CMD [ARG...]")
     cwd = str(ledger.repo.work_tree or ledger.repo.cwd)
+    run = run or driver(ledger, argv, host=host, actor=actor, cwd=cwd)
     with waker.runner_lock(ledger.repo.loopx_dir / "watch.lock"):
         return waker.watch(
-            _Probe(ledger, actor, remote), run=run or runner(argv, cwd=cwd),
+            _Probe(ledger, actor, remote), run=run,
             ack=lambda ids: ack_due(ledger, ids, actor=actor, now=clock_fn()),
             max_runs=max_runs, timeout=timeout, fetch=fetch, backoff=backoff, pace=pace,
             clock=clock_fn, sleep=sleep)
 
+
+
+# --- the turn driver: watch --host (docs/agents.md) --------------------------------------------
+
+QUOTA_SPENT_EXIT = 75  # EX_TEMPFAIL: no turn was started, the budget is spent; the wake stays due
+
+
+def turn_prompt(ledger: Ledger, wakeup: Wakeup, *, actor: str) -> str:
+    """What an agent's turn starts from: the primer (`git loopx prime`) and why it woke."""
+    primer = status.prime(ledger, actor=actor, ci=False).markdown
+    return (f"{primer.rstrip()}\n\n## Why this turn\n\n`git loopx watch` started it: "
+            f"{inert.md(wakeup.reason)}\n")
+
+
+def turn_runner(ledger: Ledger, adapter: hosts.Adapter, extra: Sequence[str], *, actor: str,
+                cwd: str, stdout: Optional[IO[str]] = None) -> Callable[[Wakeup], int]:
+    """Runs one turn of ``adapter``'s agent CLI per wakeup: the prompt from
+    :func:`turn_prompt` (in argv or on stdin, and in ``$LOOPX_PROMPT``), the wakeup in the
+    environment as for :func:`runner`, ``$LOOPX_AGENT_HOST`` naming the host. Each turn
+    spends one turn of the quota covering its wakes' goal, recording the host and its exit;
+    when that budget is spent no turn starts (exit :data:`QUOTA_SPENT_EXIT`)."""
+    def run(wakeup: Wakeup) -> int:
+        goal = _wakes_goal(ledger, wakeup.wakes)
+        over = views.quota_overrun(ledger.fold(), goal, {"turns": 1})
+        if over:
+            print(f"loopx watch: no turn for {adapter.name}: {over}", file=sys.stderr)
+            return QUOTA_SPENT_EXIT
+        prompt = turn_prompt(ledger, wakeup, actor=actor)
+        code = _start(adapter, adapter.argv(prompt, extra), prompt, wakeup, cwd, stdout)
+        try:
+            ledger.run(quotas.spend, goal=goal, turns=1, host=adapter.name, exit=code,
+                       wakes=wakeup.wakes, actor=actor)
+        except LoopxError as exc:  # raced past the budget: the turn happened, say so
+            print(f"loopx watch: the turn was not recorded: {exc}", file=sys.stderr)
+        return 0 if adapter.finished(code) else (code or 1)
+    return run
+
+
+def driver(ledger: Ledger, argv: Sequence[str], *, host: Optional[str], actor: str, cwd: str,
+           stdout: Optional[IO[str]] = None) -> Callable[[Wakeup], int]:
+    """What a watch runs per wakeup: ``argv`` as it is, or a turn of the agent CLI ``host``."""
+    if host is None:
+        if not argv:
+            raise UsageError("give the command to run: git loopx watch -- CMD [ARG...] (or "
+                             "--host claude|codex|gemini|command)")
+        return runner(argv, cwd=cwd, stdout=stdout)
+    adapter = hosts.get(host)
+    if adapter is None:
+        raise UsageError(f"no adapter for host {host!r}: use one of {', '.join(hosts.names())}")
+    if adapter.name == "command" and not argv:
+        raise UsageError("--host command needs the command to run: "
+                         "git loopx watch --host command -- CMD [ARG...]")
+    return turn_runner(ledger, adapter, argv, actor=actor, cwd=cwd, stdout=stdout)
+
+
+def _start(adapter: hosts.Adapter, argv: list[str], prompt: str, wakeup: Wakeup, cwd: str,
+           stdout: Optional[IO[str]]) -> int:
+    env = dict(os.environ, **adapter.env)
+    env.update(LOOPX_AGENT_HOST=adapter.name, LOOPX_PROMPT=prompt,
+               LOOPX_WAKE_CAUSE=wakeup.cause, LOOPX_WAKE_IDS=",".join(wakeup.wakes),
+               LOOPX_WAKE_REASON=wakeup.reason, LOOPX_WAKE_JSON=json.dumps(wakeup.to_dict()))
+    try:
+        return subprocess.run(argv, cwd=cwd, env=env, stdout=stdout, text=True,
+                              input=prompt if adapter.stdin else None,
+                              stdin=None if adapter.stdin else subprocess.DEVNULL).returncode
+    except OSError as exc:
+        raise LoopxError(f"cannot start {adapter.name} ({argv[0]!r}): {exc.strerror}; is it "
+                         "installed and on PATH?") from None
+
+
+def _wakes_goal(ledger: Ledger, ids: Sequence[str]) -> Optional[str]:
+    """The goal the wakes share (None: none, or several: the ledger-wide budget)."""
+    wakes = ledger.fold().wakes
+    goals = {wakes[w].goal for w in ids if w in wakes}
+    return goals.pop() if len(goals) == 1 else None

@@ -28,7 +28,7 @@ ActionKind = Literal[
     "repair", "finish_operation", "stop_quota", "read_back_effect", "replan", "release_lease",
     "renew_lease", "read_inbox", "session_waiting", "answer_gate", "sync", "fix_ci", "record_ci",
     "rerun_evidence", "close_goal", "wake_due", "continue", "work", "wait_ci", "wait_gate",
-    "wait_lease", "notice",
+    "wait_lease", "wait_host", "notice",
 ]
 
 
@@ -162,6 +162,7 @@ class Todo:
     assignee: Optional[str] = optional()  # who is meant to do it
     labels: Optional[list[str]] = optional()  # only when it has some
     links: Optional[list[str]] = optional()  # github:OWNER/REPO#N (environment.links: states)
+    needs: Optional[list[str]] = optional()  # tools the host that works on it must have (TOOL>=VERSION)
 
 
 @dataclass(frozen=True)
@@ -423,6 +424,37 @@ class StateBranch:
 
 
 @dataclass(frozen=True)
+class Tool:
+    """A tool a todo needs, as found on this host's PATH."""
+
+    found: bool
+    version: Optional[str]
+    path: Optional[str]
+
+
+@dataclass(frozen=True)
+class Reach:
+    """Whether the state remote answered (None: not asked, or no such remote)."""
+
+    name: str
+    reachable: Optional[bool]
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What this host can do for the next turn: the tools the ledger's todos need, the
+    remote, free disk, the agent runtime when known; probed at ``probed_at`` (``cached``: not
+    probed again for this status)."""
+
+    tools: dict[str, Tool]
+    remote: Reach
+    disk_free_mb: Optional[int]
+    runtime: Optional[str]
+    probed_at: str
+    cached: bool
+
+
+@dataclass(frozen=True)
 class CiStatus:
     """CI for HEAD through the configured provider."""
 
@@ -530,6 +562,7 @@ class Environment:
     hooks: HookQueue
     links: dict[str, LinkState]  # github:OWNER/REPO#N -> its state now
     effects: dict[str, ReadBack]  # EFFECT -> what reading it back saw this time
+    capabilities: Optional[Capabilities] = optional()  # what this host can do (recovery.host)
 
 
 # --- what to do (loopx.projection.decide) ------------------------------------------------------------

@@ -89,6 +89,7 @@ def _apply_todo_added(fold: Fold, event: Event) -> None:
     fold.todos[d.id].discovered_from = d.discovered_from
     fold.todos[d.id].labels = _labelled([], d.labels or [], [])
     fold.todos[d.id].links = list(d.links)
+    fold.todos[d.id].needs = list(d.needs or [])
     fold.goals[d.goal].todos.append(d.id)
     _link(fold, d.id, d.depends_on, d.gates)
 

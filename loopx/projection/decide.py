@@ -15,7 +15,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any, Callable, Iterable, Optional, Sequence
 
-from loopx.model import clock, plural
+from loopx.model import clock, needs, plural
 from loopx.projection import views
 
 Action = dict[str, Any]
@@ -27,11 +27,11 @@ PRIORITY = {
     "answer_gate": 40, "sync": 45, "fix_ci": 48, "record_ci": 49, "rerun_evidence": 50,
     "close_goal": 55,
     "wake_due": 60, "continue": 65, "work": 70, "wait_ci": 80, "wait_gate": 85,
-    "wait_lease": 88, "notice": 95,
+    "wait_lease": 88, "wait_host": 90, "notice": 95,
 }
 # Things to wait for rather than do (`git loopx next` exits 10). A spent budget is one: more
 # work would only be refused until someone raises it.
-WAIT_KINDS = frozenset({"stop_quota", "wait_ci", "wait_gate", "wait_lease"})
+WAIT_KINDS = frozenset({"stop_quota", "wait_ci", "wait_gate", "wait_lease", "wait_host"})
 RENEW_WINDOW = timedelta(minutes=10)  # renew a lease this long before it runs out
 MAX_WORK = 20  # frontier todos listed as actions; the frontier itself is complete in status
 
@@ -500,10 +500,23 @@ def _work(ctx: _Ctx) -> Iterable[Action]:
         todo = ctx.todos[todo_id]
         if ctx.quota_spent(todo["goal"]) or listed >= MAX_WORK:
             continue
+        lacks = _lacks(ctx, todo)
+        if lacks:
+            yield _action("wait_host", f"{todo_id} needs what this host lacks: {'; '.join(lacks)}",
+                          f"git loopx todo show {todo_id}", todo=todo_id, goal=todo["goal"])
+            continue
         listed += 1
         yours = " (assigned to you)" if ctx.actor and todo.get("assignee") == ctx.actor else ""
         yield _action("work", f"{todo_id} is ready: {todo['title']}{yours}",
                       f"git loopx todo claim {todo_id}", order=listed, todo=todo_id, goal=todo["goal"])
+
+
+def _lacks(ctx: _Ctx, todo: dict[str, Any]) -> list[str]:
+    """Why this host cannot work on ``todo`` (its needs unmet), when the host was probed."""
+    caps = ctx.env.get("capabilities")
+    if not todo.get("needs") or not caps:
+        return []
+    return needs.lacking(todo["needs"], caps.get("tools") or {})
 
 
 def _others_leases(ctx: _Ctx) -> Iterable[Action]:

@@ -60,6 +60,7 @@ class Todo:
     priority: int = DEFAULT_PRIORITY
     discovered_from: Optional[str] = None
     links: list[str] = field(default_factory=list)  # github:OWNER/REPO#N
+    needs: list[str] = field(default_factory=list)  # tools the host must have (model.needs)
     # The event (claim or renewal) that set the lease, and its writer's clock: the lease is
     # judged by when this clone first saw that event (views.lease_end), not by `until` alone.
     lease_event: Optional[str] = None

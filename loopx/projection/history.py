@@ -176,7 +176,9 @@ def _quota(verb: str) -> Callable[[Any], str]:
     def text(d: Any) -> str:
         parts = [f"{n} {getattr(d, n)}" for n in ("turns", "tokens", "cost") if getattr(d, n)]
         forced = f", past the budget: {_quote(d.reason)}" if getattr(d, "force", None) else ""
-        return f"{verb} quota: " + (", ".join(parts) or "nothing") + forced
+        turn = (f" (a turn of {d.host}, exit {d.exit})"
+                if getattr(d, "host", None) else "")
+        return f"{verb} quota: " + (", ".join(parts) or "nothing") + forced + turn
 
     return text
 

@@ -393,6 +393,7 @@ def todo_view(fold: Fold, todo: Todo, now: datetime, seen: Optional[Seen] = None
         "priority": todo.priority, "discovered_from": todo.discovered_from,
         "assignee": todo.assignee, "labels": list(todo.labels) or None,
         **({"links": list(todo.links)} if todo.links else {}),
+        "needs": list(todo.needs) or None,
     }
 
 

@@ -135,7 +135,6 @@ def test_watch_passes_on_a_failing_command_exit_code_and_keeps_the_wake(repo: Pa
 
 
 @pytest.mark.parametrize("args, message", [
-    (["watch"], "Missing argument"),
     (["wait", "--timeout", "soon"], "not a duration: 'soon'"),
     (["wait", "--timeout", "-5"], "'-5' is not a time span of 0 or more seconds"),
     (["wait", "--poll", "0"], "'0' is not a time span of more than 0 seconds"),

@@ -10,6 +10,7 @@ from loopx.model.ids import ULID_RE
 from loopx.model.limits import (
     LABEL_PATTERN, LABELS_MAX, PRIORITY_MAX, PRIORITY_MIN, TEXT_MAX, TITLE_MAX,
 )
+from loopx.model.needs import NEED_PATTERN
 from loopx.model.payloads.base import (
     ACTOR_PATTERN, ID_PATTERN, ONE_LINE, REF_PATTERN, TS_PATTERN, EntityId, Link, Links, Model,
     Text,
@@ -39,6 +40,9 @@ class TodoAdded(Model):
     labels: Optional[list[Label]] = Field(default=None, max_length=LABELS_MAX,
                                           description="labels to filter by (area:cli, docs)")
     links: list[Link] = Links
+    needs: Optional[list[Annotated[str, Field(pattern=NEED_PATTERN)]]] = Field(
+        default=None, min_length=1, max_length=20,
+        description="tools the host that works on it must have on PATH (TOOL or TOOL>=VERSION)")
 
 
 class TodoUpdated(Model):
