@@ -77,7 +77,7 @@ COVERED_ELSEWHERE = {
                              "127.0.0.1)",
     "recovery/effects.py": "tests/ops/test_effect_readback.py (http:, github:, cmd: readbacks, "
                            "bounded in time)",
-    "recovery/rest.py": "tests/recovery/test_github.py, tests/recovery/test_ci.py (against real "
+    "recovery/rest.py": "tests/recovery/test_githubapi.py, tests/recovery/test_ci.py (against real "
                         "HTTP servers on 127.0.0.1)",
     "recovery/ci/recorded.py": "tests/recovery/test_ci.py (ci evidence read back)",
     "recovery/primer.py": "tests/cli/test_prime.py (`git loopx prime`)",
@@ -143,6 +143,11 @@ COVERED_ELSEWHERE = {
                           "tests/ledger/test_gate_decisions.py (who may decide a gate; signed "
                           "acts)",
     "projection/checks.py": "tests/projection/test_rules.py (every refusal of the rules)",
+    "projection/environment.py": "tests/projection/test_answers.py, tests/cli/test_status.py (the "
+    "environment part of the status answer)",
+    "projection/rule_base.py": "tests/projection/test_rules.py (unknown goals and todos)",
+    "projection/session_rules.py": "tests/projection/test_rules.py, tests/ops/test_sessions.py "
+    "(every refusal of the session rules)",
     "projection/entities.py": "tests/projection/test_folding.py, tests/projection/test_rules.py",
     "projection/views.py": "tests/projection/test_folding.py, tests/projection/test_history.py",
     "storage/refdamage.py": "tests/ledger/test_damaged_refs.py (each kind of damaged state ref, "

@@ -11,7 +11,7 @@ import click
 from loopx.recovery.readback import local_host
 from loopx.model import clock, plural, typed
 from loopx.model.inert import line
-from loopx.projection import answers
+from loopx.projection import answers, environment
 
 
 def _style(color: bool):  # type: ignore[no-untyped-def]
@@ -115,7 +115,7 @@ def _tags(todo: answers.Todo) -> str:
     """A ready todo's labels and assignee, when it has them."""
     labels = f"  [{' '.join(line(label) for label in todo.labels)}]" if todo.labels else ""
     return labels + (f"  -> {line(todo.assignee)}" if todo.assignee else "")
-def _links(links: dict[str, answers.LinkState], paint: Any) -> list[str]:
+def _links(links: dict[str, environment.LinkState], paint: Any) -> list[str]:
     if not links:
         return []
     out = ["\n" + paint("Links:", bold=True)]
@@ -125,7 +125,7 @@ def _links(links: dict[str, answers.LinkState], paint: Any) -> list[str]:
     return out
 
 
-def _read_back(effects: dict[str, answers.ReadBack]) -> list[str]:
+def _read_back(effects: dict[str, environment.ReadBack]) -> list[str]:
     return [f"\nEffect {line(e)} read back: {found.state}, {line(found.receipt or found.evidence)}"
             for e, found in effects.items()]
 

@@ -17,7 +17,7 @@ from loopx.cli.app import App, declared
 from loopx.model import inert, plural, typed
 from loopx.ops import catalog, status
 from loopx.ops.declare import Values
-from loopx.projection import answers
+from loopx.projection import answers, environment
 
 EXIT_WAIT = 10
 EXIT_NOTHING = 20
@@ -121,7 +121,7 @@ def status_text(snap: answers.StatusDoc, ledger_text: str, *, color: bool = Fals
     return "\n".join(out) + ("\n" + rest if rest else "")
 
 
-def environment_lines(env: answers.Environment, paint: Any) -> list[str]:
+def environment_lines(env: environment.Environment, paint: Any) -> list[str]:
     head = (env.head or "")[:12] or "no commits yet"
     where = f"on branch {env.branch}" if env.branch else "HEAD detached"
     lines = [f"Work tree: {where} at {head}"]

@@ -14,7 +14,7 @@ from loopx.ledger.draft import Draft
 from loopx.model import clock, typed
 from loopx.model.ids import new_short_id
 from loopx.ops import lookup
-from loopx.projection import answers, views
+from loopx.projection import answers, environment, views
 from loopx.recovery import readback
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ def listing(ledger: Ledger, *, now: Optional[datetime] = None) -> list[answers.E
 
 
 def read_back(ledger: Ledger, effect: str, *, actor: str,
-              now: Optional[datetime] = None) -> answers.ReadBack:
+              now: Optional[datetime] = None) -> environment.ReadBack:
     """Read ``effect`` back now (bounded in time) and record ``effect.confirmed`` with its
     receipt when found; otherwise it stays indeterminate. What was seen:
     ``{state, receipt, evidence, recorded}`` (``recorded``: the confirmation's event id)."""
@@ -82,7 +82,7 @@ def read_back(ledger: Ledger, effect: str, *, actor: str,
     if not view.get("readback"):
         raise UsageError(f"effect {found_id} has no readback: confirm or fail it by hand "
                          "after looking at its target")
-    return typed.build(answers.ReadBack, _read_back_one(ledger, view, actor=actor, now=now))
+    return typed.build(environment.ReadBack, _read_back_one(ledger, view, actor=actor, now=now))
 
 
 def _read_back_one(ledger: Ledger, view: dict[str, Any], *, actor: str,
@@ -101,13 +101,13 @@ def _read_back_one(ledger: Ledger, view: dict[str, Any], *, actor: str,
 
 
 def read_back_due(ledger: Ledger, effects: list[dict[str, Any]], *, actor: Optional[str],
-                  now: datetime) -> dict[str, answers.ReadBack]:
+                  now: datetime) -> dict[str, environment.ReadBack]:
     """Read back every effect of a status snapshot due for ``actor``
     (:func:`loopx.projection.views.effect_due`): effect id -> what was seen. Status and watch call it; a confirmation found is recorded."""
-    seen: dict[str, answers.ReadBack] = {}
+    seen: dict[str, environment.ReadBack] = {}
     for view in effects:
         if actor and views.effect_due(view, actor, now):
-            seen[view["id"]] = typed.build(answers.ReadBack,
+            seen[view["id"]] = typed.build(environment.ReadBack,
                                            _read_back_one(ledger, view, actor=actor, now=now))
     return seen
 
@@ -119,7 +119,7 @@ def perform(ledger: Ledger, target: str, *, action: str, key: str, actor: str,
     """Make an external write as an effect: intent, the call, then its outcome. A retry with
     the same ``key`` makes no second call once the first is confirmed; while it is
     indeterminate, the call is made again: ``write`` must find what an earlier call made (as
-    :class:`loopx.recovery.github.GitHub`'s writes do, by the key's marker) and answers with
+    :class:`loopx.recovery.githubapi.GitHub`'s writes do, by the key's marker) and answers with
     the receipt (the URL made or found)."""
     fold = ledger.fold()
     earlier = fold.effect_keys.get(key)
@@ -132,7 +132,7 @@ def perform(ledger: Ledger, target: str, *, action: str, key: str, actor: str,
         xid = earlier
     try:
         receipt = write()
-    except LoopxError as exc:  # a GitHubError (loopx.recovery.github), or any refusal
+    except LoopxError as exc:  # a GitHubError (loopx.recovery.githubapi), or any refusal
         final = getattr(exc, "code", None) in (401, 403, 404, 422)  # asking again cannot help
         ledger.run(fail, xid, error=str(exc), final=final, actor=actor, now=now)
         raise
@@ -146,7 +146,7 @@ def _listed(ledger: Ledger, xid: str) -> answers.Effect:
 
 def github_comment(ledger: Ledger, target: str, body: str, *, key: str, actor: str,
                    update: bool = False, record: bool = True, goal: Optional[str] = None,
-                   todo: Optional[str] = None, now: Optional[datetime] = None) -> answers.Posted:
+                   todo: Optional[str] = None, now: Optional[datetime] = None) -> environment.Posted:
     """Post ``body`` as a comment on ``target`` (github:OWNER/REPO#N), once per ``key``: a
     retry finds the comment by the key's hidden marker instead of posting again; ``update``
     replaces the body of the comment with that key (one comment kept up to date, e.g. a
@@ -154,21 +154,21 @@ def github_comment(ledger: Ledger, target: str, body: str, *, key: str, actor: s
 
     The token comes from ``$GITHUB_TOKEN`` and goes nowhere but the request's header."""
     # Imported on use: every command loads this module, and the network is its start-up time.
-    from loopx.recovery import github
+    from loopx.recovery import githubapi
 
-    slug, number = github.parse(target)
+    slug, number = githubapi.parse(target)
     if number is None:
         raise UsageError(f"{target} names no issue or pull request: github:OWNER/REPO#N")
-    client = github.GitHub.configured(readback.read_config(ledger.repo))
+    client = githubapi.GitHub.configured(readback.read_config(ledger.repo))
     effect_key = f"{key}:{hashlib.sha256(body.encode()).hexdigest()[:16]}" if update else key
-    text = f"{body}\n{github.marker(effect_key)}" if update else body
+    text = f"{body}\n{githubapi.marker(effect_key)}" if update else body
 
     def write() -> str:
         return client.comment(slug, number, text, key=key, update=update).url
 
     if not record:
-        return answers.Posted(write(), None)
+        return environment.Posted(write(), None)
     effect = perform(ledger, f"github:{slug}#{number}", action="comment", key=effect_key,
                      actor=actor, write=write, readback=f"github:{slug}#{number}", goal=goal,
                      todo=todo, now=now)
-    return answers.Posted(str(effect.receipt), effect.id)
+    return environment.Posted(str(effect.receipt), effect.id)

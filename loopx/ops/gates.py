@@ -13,7 +13,7 @@ from loopx.ledger.draft import Draft
 from loopx.model import clock, inert, typed
 from loopx.model.ids import new_short_id
 from loopx.ops import effects, lookup
-from loopx.projection import answers, authority, entities, views
+from loopx.projection import answers, authority, entities, environment, views
 from loopx.recovery import readback
 
 if TYPE_CHECKING:
@@ -125,7 +125,7 @@ def mentions(fold: entities.Fold, asked: Sequence[str], logins: dict[str, str]) 
 
 
 def notify_github(ledger: Ledger, gate: str, *, target: str, actor: str,
-                  now: Optional[datetime] = None) -> answers.Posted:
+                  now: Optional[datetime] = None) -> environment.Posted:
     """Ask the gate's question as a comment on ``target``, mentioning its authority; an effect
     keyed by the gate, so a retry never posts twice."""
     fold = ledger.fold()

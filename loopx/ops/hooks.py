@@ -31,7 +31,7 @@ from loopx.ledger import cache
 from loopx.ledger.book import Ledger
 from loopx.model import plural, typed
 from loopx.ops import ledgers
-from loopx.projection import answers
+from loopx.projection import environment
 from loopx.storage import gateway, owner
 
 HOOKS = shims.HOOK_NAMES
@@ -308,7 +308,7 @@ class Queue:
     """The hook queue: how many entries wait and which, and those set aside with the reason."""
 
     queued: int
-    set_aside: list[answers.SetAside]
+    set_aside: list[environment.SetAside]
     waiting: list[Waiting]
 
 

@@ -14,14 +14,12 @@ from typing import Literal, Optional
 
 from loopx.model import typed
 from loopx.model.typed import optional
+from loopx.projection.environment import Check, CriterionState, Environment, EvidenceState, Verdict
 
 GoalState = Literal["active", "paused", "achieved", "abandoned"]
 TodoState = Literal["open", "claimed", "done", "blocked", "cancelled"]
 GateState = Literal["open", "answered", "withdrawn", "conflicted"]
 EvidenceKind = Literal["test", "ci", "commit", "review", "receipt", "note"]
-EvidenceState = Literal["fresh", "stale", "unknown", "unbound"]
-CriterionState = Literal["fresh", "stale", "unknown", "unmet"]
-Verdict = Literal["pass", "fail"]
 # The kinds of loopx.projection.decide.PRIORITY, most urgent first (tests/projection/test_answers.py
 # checks the two agree).
 ActionKind = Literal[
@@ -54,16 +52,6 @@ class LedgerInfo:
     clock: int
     clocks_ahead: list[ClockAhead]
     unverified_checkpoint: Optional[str] = None  # the checkpoint this clone's cache started from
-
-
-@dataclass(frozen=True)
-class Check:
-    """One CI check: its name, state and where to see it."""
-
-    name: str
-    state: str
-    url: Optional[str] = optional()
-    evidence: Optional[str] = optional()  # the ci evidence it comes from (the ledger provider)
 
 
 @dataclass(frozen=True)
@@ -399,170 +387,6 @@ class Session:
     checkpoints: int
     ends: Optional[str] = None  # how an open session ends (null once closed)
     same_goal: Optional[list[str]] = optional()  # the other open sessions on its goal
-
-
-# --- the environment (loopx.recovery.readback) -------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Upstream:
-    name: str
-    ahead: int
-    behind: int
-
-
-@dataclass(frozen=True)
-class StateBranch:
-    """The state branch against its remote-tracking branch."""
-
-    ref: str
-    remote: str
-    tracking: Optional[str]
-    unpushed: int
-    unmerged: int
-    quarantined: Optional[str]
-
-
-@dataclass(frozen=True)
-class Tool:
-    """A tool a todo needs, as found on this host's PATH."""
-
-    found: bool
-    version: Optional[str]
-    path: Optional[str]
-
-
-@dataclass(frozen=True)
-class Reach:
-    """Whether the state remote answered (None: not asked, or no such remote)."""
-
-    name: str
-    reachable: Optional[bool]
-
-
-@dataclass(frozen=True)
-class Capabilities:
-    """What this host can do for the next turn: the tools the ledger's todos need, the
-    remote, free disk, the agent runtime when known; probed at ``probed_at`` (``cached``: not
-    probed again for this status)."""
-
-    tools: dict[str, Tool]
-    remote: Reach
-    disk_free_mb: Optional[int]
-    runtime: Optional[str]
-    probed_at: str
-    cached: bool
-
-
-@dataclass(frozen=True)
-class CiStatus:
-    """CI for HEAD through the configured provider."""
-
-    provider: Optional[str]
-    state: Literal["success", "failure", "pending", "unknown"]
-    checks: list[Check]
-    detail: Optional[str]
-
-
-@dataclass(frozen=True)
-class Freshness:
-    """How one piece of evidence compares with the code being judged, on its own scope."""
-
-    state: EvidenceState
-    commit: Optional[str]  # the commit it vouches for, after following remaps
-    changed: list[str]
-    reason: Optional[str]
-    tree: Optional[str]
-    paths: list[str]
-    ignored: list[str]
-    outside_scope: int
-
-
-@dataclass(frozen=True, kw_only=True)
-class Judged:
-    """How one criterion in force stands now: its latest verdict judged on its scope."""
-
-    state: CriterionState
-    evidence: Optional[str]
-    verdict: Optional[Verdict]
-    source: Literal["ledger", "ci"]
-    changed: list[str]
-    reason: Optional[str]
-    evidence_state: Optional[EvidenceState] = optional()
-    scope: Optional[list[str]] = optional()  # the globs it was judged on
-    checks: Optional[list[Check]] = optional()
-    url: Optional[str] = optional()
-
-
-@dataclass(frozen=True)
-class SetAside:
-    entry: str
-    reason: str
-
-
-@dataclass(frozen=True)
-class HookQueue:
-    """The git hooks' queue: entries waiting, and those set aside with the reason."""
-
-    queued: int
-    set_aside: list[SetAside]
-
-
-@dataclass(frozen=True)
-class LinkState:
-    """An issue or pull request goals and todos link to, as GitHub reports it now (cached)."""
-
-    state: Literal["open", "closed", "merged", "review requested", "unknown"]
-    kind: Optional[Literal["issue", "pull"]]
-    title: Optional[str]
-    url: Optional[str]
-    detail: Optional[str]
-    by: list[str]  # the goals and todos that link to it
-
-
-@dataclass(frozen=True)
-class Posted:
-    """A write made on GitHub (or found made by an earlier try of its key): what a person
-    opens, and the effect that records it (None: not recorded)."""
-
-    url: str
-    effect: Optional[str]
-
-
-@dataclass(frozen=True)
-class ReadBack:
-    """What reading an effect back saw: confirmed (with its receipt, and the event that
-    recorded it) or still indeterminate (with the evidence)."""
-
-    state: Literal["confirmed", "indeterminate"]
-    receipt: Optional[str]
-    evidence: str
-    recorded: Optional[str]
-
-
-@dataclass(frozen=True)
-class Environment:
-    """The world as readback inspected it for this status (docs/recovery.md)."""
-
-    head: Optional[str]
-    tree: Optional[str]
-    branch: Optional[str]
-    detached: bool
-    dirty: list[str]
-    untracked: list[str]
-    in_progress: Optional[Literal["merge", "rebase", "cherry-pick", "revert", "bisect"]]
-    upstream: Optional[Upstream]
-    state: StateBranch
-    ci: CiStatus
-    host: str
-    worktree: Optional[str]
-    evidence: dict[str, Freshness]
-    judged_tree: Optional[str]
-    criteria: dict[str, Judged]  # GOAL:CRITERION -> how it stands
-    hooks: HookQueue
-    links: dict[str, LinkState]  # github:OWNER/REPO#N -> its state now
-    effects: dict[str, ReadBack]  # EFFECT -> what reading it back saw this time
-    capabilities: Optional[Capabilities] = optional()  # what this host can do (recovery.host)
 
 
 # --- what to do (loopx.projection.decide) ------------------------------------------------------------

@@ -4,13 +4,12 @@ write the CLI refuses is exactly an event the projection would list under ``prob
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Callable, Optional, Union, cast
+from typing import TYPE_CHECKING, Any, Callable, Optional, cast
 
-from loopx.model import clock, plural
+from loopx.model import clock
 from loopx.model.limits import LINKS_MAX
-from loopx.model.paths import transcript_chunk_path
-from loopx.projection import authority, views
-from loopx.projection.entities import Fold, Session, Todo
+from loopx.projection import authority, rule_base, session_rules, views
+from loopx.projection.entities import Fold, Todo
 
 if TYPE_CHECKING:  # annotations only: the state layer runs without pydantic on warm reads
     # Each rule narrows ``event.data`` to its payload with ``cast("Model", ...)``: a string,
@@ -18,17 +17,11 @@ if TYPE_CHECKING:  # annotations only: the state layer runs without pydantic on 
     from loopx.model.events import (
         EffectConfirmed, EffectFailed, EffectIntended, Event, EvidenceRecorded,
         GateAnswered, GateOpened, GateWithdrawn, GoalClosed, GoalCreated,
-        GoalUpdated, QuotaSpent, SessionAcked, SessionCheckpointed,
-        SessionClosed, SessionInterjected, SessionOpened, SessionProgress, SessionResponded,
-        TodoAcked, TodoAdded, TodoAssigned, TodoBlocked, TodoCancelled, TodoClaimed, TodoDone,
+        GoalUpdated, QuotaSpent, TodoAcked, TodoAdded, TodoAssigned, TodoBlocked, TodoCancelled, TodoClaimed, TodoDone,
         TodoHandedOff, TodoReleased, TodoRenewed, TodoReopened, TodoUpdated, WakeCleared,
         WakeFired, WakeSet,
     )
     from loopx.model.events import NoticeDismissed
-
-    # The payloads of the events that act on an existing session.
-    SessionChange = Union[SessionProgress, SessionResponded, SessionInterjected,
-                          SessionCheckpointed, SessionAcked, SessionClosed]
 
 # --- rules: one check per event type; the same code judges replay and new writes -------------
 
@@ -41,20 +34,6 @@ def check(fold: Fold, event: Event) -> Optional[str]:
     return rule(fold, event) if rule else None
 
 
-def _need_goal(fold: Fold, goal_id: str, *, open_: bool = True) -> Optional[str]:
-    goal = fold.goals.get(goal_id)
-    if goal is None:
-        return f"unknown goal {goal_id}"
-    if open_ and goal.state in ("achieved", "abandoned"):
-        return f"goal {goal_id} is {goal.state}"
-    return None
-
-
-def _need_todo(fold: Fold, todo_id: str) -> tuple[Optional[Todo], Optional[str]]:
-    todo = fold.todos.get(todo_id)
-    return (todo, None) if todo else (None, f"unknown todo {todo_id}")
-
-
 def _check_goal_created(fold: Fold, event: Event) -> Optional[str]:
     data = cast("GoalCreated", event.data)
     if data.id in fold.goals:
@@ -65,7 +44,7 @@ def _check_goal_created(fold: Fold, event: Event) -> Optional[str]:
 
 def _check_goal_updated(fold: Fold, event: Event) -> Optional[str]:
     data = cast("GoalUpdated", event.data)
-    why = _need_goal(fold, data.id)
+    why = rule_base.need_goal(fold, data.id)
     if why:
         return why
     goal = fold.goals[data.id]
@@ -92,7 +71,7 @@ def _check_goal_updated(fold: Fold, event: Event) -> Optional[str]:
 
 def _check_goal_closed(fold: Fold, event: Event) -> Optional[str]:
     data = cast("GoalClosed", event.data)
-    why = _need_goal(fold, data.id)
+    why = rule_base.need_goal(fold, data.id)
     if why or data.outcome != "achieved":
         return why
     rules_v2 = event.env.v >= 2  # version 1 ledgers keep the rules they were written under
@@ -126,7 +105,7 @@ def _check_todo_added(fold: Fold, event: Event) -> Optional[str]:
     data = cast("TodoAdded", event.data)
     if data.id in fold.todos:
         return f"todo {data.id} already exists"
-    return (_need_goal(fold, data.goal)
+    return (rule_base.need_goal(fold, data.goal)
         or _unknown(fold.todos, data.depends_on, "todo")
         or _unknown(fold.gates, data.gates, "gate")
         or _unknown_criteria(fold, data.goal, data.criteria)
@@ -150,7 +129,7 @@ def _unknown_criteria(fold: Fold, goal_id: str, criteria: list[str]) -> Optional
 
 def _check_todo_updated(fold: Fold, event: Event) -> Optional[str]:
     data = cast("TodoUpdated", event.data)
-    todo, why = _need_todo(fold, data.id)
+    todo, why = rule_base.need_todo(fold, data.id)
     if why:
         return why
     why = _unknown(fold.todos, data.add_depends_on, "todo") or _unknown(
@@ -165,7 +144,7 @@ def _check_todo_updated(fold: Fold, event: Event) -> Optional[str]:
 
 def _check_todo_claimed(fold: Fold, event: Event) -> Optional[str]:
     data = cast("TodoClaimed", event.data)
-    todo, why = _need_todo(fold, data.id)
+    todo, why = rule_base.need_todo(fold, data.id)
     if why or todo is None:
         return why
     if todo.state != "open":
@@ -210,7 +189,7 @@ def _positive_lease(todo_id: str, at: str, until: str) -> Optional[str]:
 
 def _check_lease_holder(fold: Fold, event: Event) -> Optional[str]:
     data = cast("TodoRenewed | TodoReleased", event.data)
-    todo, why = _need_todo(fold, data.id)
+    todo, why = rule_base.need_todo(fold, data.id)
     if why or todo is None:
         return why
     if todo.holder is None:
@@ -230,7 +209,7 @@ def _identity(who: str, verb: str) -> Optional[str]:
 
 def _check_todo_assigned(fold: Fold, event: Event) -> Optional[str]:
     data = cast("TodoAssigned", event.data)
-    todo, why = _need_todo(fold, data.id)
+    todo, why = rule_base.need_todo(fold, data.id)
     if why or todo is None:
         return why
     if todo.state in ("done", "cancelled"):
@@ -243,7 +222,7 @@ def _check_todo_handed_off(fold: Fold, event: Event) -> Optional[str]:
     it). Replay order settles a race: a claim or another handoff applied first leaves this
     writer no longer the holder, and this one is not applied."""
     data = cast("TodoHandedOff", event.data)
-    todo, why = _need_todo(fold, data.id)
+    todo, why = rule_base.need_todo(fold, data.id)
     if why or todo is None:
         return why
     if todo.state != "open":
@@ -260,7 +239,7 @@ def _check_todo_handed_off(fold: Fold, event: Event) -> Optional[str]:
 
 def _check_todo_done(fold: Fold, event: Event) -> Optional[str]:
     data = cast("TodoDone", event.data)
-    todo, why = _need_todo(fold, data.id)
+    todo, why = rule_base.need_todo(fold, data.id)
     if why or todo is None:
         return why
     if todo.state in ("done", "cancelled"):
@@ -302,7 +281,7 @@ def _past_gates(fold: Fold, event: Event, todo: Todo, verb: str) -> Optional[str
 
 def _check_todo_acked(fold: Fold, event: Event) -> Optional[str]:
     data = cast("TodoAcked", event.data)
-    todo, why = _need_todo(fold, data.id)
+    todo, why = rule_base.need_todo(fold, data.id)
     if why or todo is None:
         return why
     if todo.holder != event.env.actor and not event.env.actor.startswith("human:"):
@@ -317,7 +296,7 @@ def _check_todo_acked(fold: Fold, event: Event) -> Optional[str]:
 
 def _check_todo_blocked(fold: Fold, event: Event) -> Optional[str]:
     data = cast("TodoBlocked", event.data)
-    todo, why = _need_todo(fold, data.id)
+    todo, why = rule_base.need_todo(fold, data.id)
     if why or todo is None:
         return why
     return None if todo.state == "open" else f"todo {todo.id} is {todo.state}"
@@ -325,7 +304,7 @@ def _check_todo_blocked(fold: Fold, event: Event) -> Optional[str]:
 
 def _check_todo_reopened(fold: Fold, event: Event) -> Optional[str]:
     data = cast("TodoReopened", event.data)
-    todo, why = _need_todo(fold, data.id)
+    todo, why = rule_base.need_todo(fold, data.id)
     if why or todo is None:
         return why
     return None if todo.state != "open" else f"todo {todo.id} is already open"
@@ -333,7 +312,7 @@ def _check_todo_reopened(fold: Fold, event: Event) -> Optional[str]:
 
 def _check_todo_cancelled(fold: Fold, event: Event) -> Optional[str]:
     data = cast("TodoCancelled", event.data)
-    todo, why = _need_todo(fold, data.id)
+    todo, why = rule_base.need_todo(fold, data.id)
     if why or todo is None:
         return why
     if todo.state not in ("open", "blocked"):
@@ -350,7 +329,7 @@ def _check_gate_opened(fold: Fold, event: Event) -> Optional[str]:
     if missing:  # nobody could ever answer it
         return (f"no one holds {', '.join(missing)}; define it first: "
                 f"git loopx config set --role {missing[0][5:]}=human:EMAIL")
-    return _need_goal(fold, data.goal) or _unknown(fold.todos, data.blocks, "todo")
+    return rule_base.need_goal(fold, data.goal) or _unknown(fold.todos, data.blocks, "todo")
 
 
 def _check_gate_answered(fold: Fold, event: Event) -> Optional[str]:
@@ -405,7 +384,7 @@ def _check_evidence(fold: Fold, event: Event) -> Optional[str]:
     if data.criteria:
         if goal is None:
             return "evidence for criteria must name its goal or todo"
-        return _need_goal(fold, goal, open_=False) or _unknown_criteria(fold, goal, data.criteria)
+        return rule_base.need_goal(fold, goal, open_=False) or _unknown_criteria(fold, goal, data.criteria)
     return None
 
 
@@ -440,7 +419,7 @@ def _check_wake_fired(fold: Fold, event: Event) -> Optional[str]:
 def _check_quota(fold: Fold, event: Event) -> Optional[str]:
     goal = event.env.goal
     if goal is not None:
-        return _need_goal(fold, goal, open_=event.type == "quota.set")
+        return rule_base.need_goal(fold, goal, open_=event.type == "quota.set")
     return None
 
 
@@ -477,110 +456,6 @@ def _check_effect_outcome(fold: Fold, event: Event) -> Optional[str]:
     if effect is None:
         return f"unknown effect {data.id}"
     return None if effect.state == "indeterminate" else f"effect {effect.id} is already {effect.state}"
-
-
-# --- sessions: see docs/sessions.md ---------------------------------------------------------
-
-
-def _need_session(fold: Fold, event: Event, *, owner: bool = False,
-                  open_: bool = True) -> tuple[Optional[Session], Optional[str]]:
-    data = cast("SessionChange", event.data)
-    session = fold.sessions.get(data.id)
-    if session is None:
-        return None, f"unknown session {data.id}"
-    if open_ and session.state == "closed":
-        return session, f"session {session.id} is closed ({session.closed_reason})"
-    if owner and event.env.actor != session.owner:
-        return session, (f"only its owner {session.owner} can do that to session {session.id}; "
-                         f"you are {event.env.actor} (send it a message instead)")
-    return session, None
-
-
-def _check_session_opened(fold: Fold, event: Event) -> Optional[str]:
-    data, goal = cast("SessionOpened", event.data), event.env.goal
-    if data.id in fold.sessions:
-        return f"session {data.id} already exists"
-    if data.todo is not None and data.todo not in fold.todos:
-        return f"unknown todo {data.todo}"
-    if data.todo is not None and goal is not None and fold.todos[data.todo].goal != goal:
-        return f"todo {data.todo} belongs to goal {fold.todos[data.todo].goal}, not {goal}"
-    return (_need_goal(fold, goal) if goal else None) or _free_slot(fold, event.env.actor, event.env.at)
-
-
-def _free_slot(fold: Fold, owner: str, at: str) -> Optional[str]:
-    limit = views.session_slots(fold)
-    mine = [fold.sessions[s] for s in fold.open_sessions.get(owner, [])]
-    if len(mine) < limit:
-        return None
-    idle = sorted((s for s in mine if s.state == "awaiting_input"), key=lambda s: (s.active_at, s.id))
-    now = clock.parse_ts(at)
-    named = ", ".join(
-        f"{s.id} (awaiting input for {clock.format_duration(now - clock.parse_ts(s.active_at))})"
-        for s in idle[:10])
-    if not idle:  # the reaper closes idle sessions only: it cannot help here
-        return (f"{owner} already holds {plural.counted(len(mine), 'open session')} (limit "
-                f"{limit}); none is idle (all running); free a slot with "
-                "`git loopx session close ID`")
-    return (f"{owner} already holds {plural.counted(len(mine), 'open session')} (limit {limit}); "
-            f"idle sessions that could be closed: {named}; free a slot with "
-            "`git loopx session close ID` or `git loopx session reap`")
-
-
-def _check_session_running(fold: Fold, event: Event) -> Optional[str]:
-    session, why = _need_session(fold, event, owner=True)
-    if why is None and session is not None and session.state != "running":
-        return f"session {session.id} is awaiting input; it runs again when a message is sent"
-    return why
-
-
-def _check_session_owner(fold: Fold, event: Event) -> Optional[str]:
-    return _need_session(fold, event, owner=True)[1]
-
-
-def _check_session_open(fold: Fold, event: Event) -> Optional[str]:
-    return _need_session(fold, event)[1]
-
-
-def _check_session_checkpointed(fold: Fold, event: Event) -> Optional[str]:
-    session, why = _need_session(fold, event, owner=True)
-    if why or session is None:
-        return why
-    data = cast("SessionCheckpointed", event.data)
-    if data.number != len(session.checkpoints) + 1:
-        return (f"session {session.id} has {len(session.checkpoints)} checkpoints; "
-                f"the next one is number {len(session.checkpoints) + 1}, not {data.number}")
-    chunks = data.transcript.chunks
-    if [c.path for c in chunks] != [transcript_chunk_path(session.id, data.number, i)
-                                    for i in range(len(chunks))]:
-        return f"transcript chunks of session {session.id} are not at their expected paths"
-    if sum(c.bytes for c in chunks) != data.transcript.bytes:
-        return "transcript size does not match the sum of its chunks"
-    return None
-
-
-def _check_session_acked(fold: Fold, event: Event) -> Optional[str]:
-    data = cast("SessionAcked", event.data)
-    session, why = _need_session(fold, event, owner=True, open_=False)
-    if why or session is None:
-        return why
-    known = {m["event"] for m in session.messages}
-    unknown = [i for i in data.interjections if i not in known]
-    if unknown:
-        return f"session {session.id} has no interjection {', '.join(unknown[:5])}"
-    if set(data.interjections) <= set(session.acked):
-        return f"those messages to session {session.id} were already acknowledged"
-    return None
-
-
-def _check_session_closed(fold: Fold, event: Event) -> Optional[str]:
-    data = cast("SessionClosed", event.data)
-    session, why = _need_session(fold, event)
-    if why is None and session is not None and data.reason == "expired" and (
-        session.state != "awaiting_input"
-    ):
-        # A follow-up that sorts before the reaper's close wins: the session runs on.
-        return f"session {session.id} is {session.state}, only a session awaiting input expires"
-    return why
 
 
 def _check_notice_dismissed(fold: Fold, event: Event) -> Optional[str]:
@@ -629,13 +504,13 @@ _CHECK: dict[str, Check] = {
     "effect.intended": _check_effect_intended,
     "effect.confirmed": _check_effect_outcome,
     "effect.failed": _check_effect_outcome,
-    "session.opened": _check_session_opened,
-    "session.progress": _check_session_running,
-    "session.responded": _check_session_owner,
-    "session.interjected": _check_session_open,
-    "session.checkpointed": _check_session_checkpointed,
-    "session.acked": _check_session_acked,
-    "session.closed": _check_session_closed,
+    "session.opened": session_rules.opened,
+    "session.progress": session_rules.running,
+    "session.responded": session_rules.owner,
+    "session.interjected": session_rules.open,
+    "session.checkpointed": session_rules.checkpointed,
+    "session.acked": session_rules.acked,
+    "session.closed": session_rules.closed,
 }
 
 

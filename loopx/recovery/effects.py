@@ -4,7 +4,7 @@ An effect's ``readback`` (effect.intended v2) says how to look:
 
 - ``http:URL`` — GET the URL: a 2xx answer confirms it, with the URL as receipt;
 - ``github:OWNER/REPO#N`` — a comment on issue or pull request N carrying the effect's
-  idempotency key (its hidden marker, :mod:`loopx.recovery.github`), its URL the receipt;
+  idempotency key (its hidden marker, :mod:`loopx.recovery.githubapi`), its URL the receipt;
   ``github:OWNER/REPO`` — an issue or pull request carrying the key;
 - ``cmd:COMMAND`` — ``sh -c COMMAND`` with ``LOOPX_EFFECT_ID``, ``LOOPX_EFFECT_KEY`` and
   ``LOOPX_EFFECT_TARGET`` set: exit 0 confirms it, the first line it prints the receipt.
@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from loopx.recovery import github, rest
+from loopx.recovery import githubapi, rest
 from loopx.storage import gateway
 
 DEFAULT_TIMEOUT_S = 5.0
@@ -50,7 +50,7 @@ def timeout(config: Mapping[str, str]) -> float:
 
 
 def read_back(effect: Mapping[str, Any], *, repo: gateway.Repo, config: Mapping[str, str],
-              client: Optional[github.GitHub] = None) -> Found:
+              client: Optional[githubapi.GitHub] = None) -> Found:
     """Look for ``effect`` (a status effect: id, key, target, readback) where its readback
     says; never raises."""
     spec = str(effect.get("readback") or "")
@@ -59,7 +59,7 @@ def read_back(effect: Mapping[str, Any], *, repo: gateway.Repo, config: Mapping[
     if kind == "http":
         return _http(rest_of, limit)
     if kind == "github":
-        return _github(spec, str(effect["key"]), client or github.GitHub.configured(
+        return _github(spec, str(effect["key"]), client or githubapi.GitHub.configured(
             config, timeout=limit))
     if kind == "cmd":
         return _command(rest_of, effect, repo, limit)
@@ -76,12 +76,12 @@ def _http(url: str, limit: float) -> Found:
     return Found("indeterminate", None, f"GET {url}: HTTP {answer.status}")
 
 
-def _github(spec: str, key: str, client: github.GitHub) -> Found:
+def _github(spec: str, key: str, client: githubapi.GitHub) -> Found:
     try:
-        slug, number = github.parse(spec)
+        slug, number = githubapi.parse(spec)
         found = (client.find_comment(slug, number, key) if number is not None
                  else client.find_item(slug, key))
-    except github.GitHubError as exc:
+    except githubapi.GitHubError as exc:
         return Found("indeterminate", None, f"{spec}: {exc}")
     what = f"a comment on {spec}" if number is not None else f"an issue or pull request in {spec}"
     if found is None or not isinstance(found.get("html_url"), str):

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Optional
 
-from loopx.recovery import github
+from loopx.recovery import githubapi
 from loopx.storage import gateway
 
 OPEN_TTL_S = 60
@@ -36,7 +36,7 @@ def linked(snapshot: Mapping[str, Any]) -> dict[str, list[str]]:
 
 
 def states(snapshot: Mapping[str, Any], *, repo: gateway.Repo, config: Mapping[str, str],
-           offline: bool = False, client: Optional[github.GitHub] = None
+           offline: bool = False, client: Optional[githubapi.GitHub] = None
            ) -> dict[str, dict[str, Any]]:
     """``{link: {state, kind, title, url, detail, by}}`` for every link in ``snapshot``."""
     wanted = linked(snapshot)
@@ -52,7 +52,7 @@ def states(snapshot: Mapping[str, Any], *, repo: gateway.Repo, config: Mapping[s
                 why = "offline" if offline else silent or f"more than {MAX_LINKS} links"
                 found = _unknown(f"not read ({why})")
             else:
-                client = client or github.GitHub.configured(config, timeout=_timeout(config))
+                client = client or githubapi.GitHub.configured(config, timeout=_timeout(config))
                 found = _read(client, link)
                 if found["state"] == "unknown" and "HTTP" not in str(found["detail"]):
                     silent = f"GitHub did not answer for {link}"
@@ -62,13 +62,13 @@ def states(snapshot: Mapping[str, Any], *, repo: gateway.Repo, config: Mapping[s
     return result
 
 
-def _read(client: github.GitHub, link: str) -> dict[str, Any]:
+def _read(client: githubapi.GitHub, link: str) -> dict[str, Any]:
     try:
-        slug, number = github.parse(link)
+        slug, number = githubapi.parse(link)
         if number is None:
-            raise github.GitHubError(f"{link} names no issue or pull request")
+            raise githubapi.GitHubError(f"{link} names no issue or pull request")
         return {**client.link_state(slug, number), "detail": None}
-    except github.GitHubError as exc:
+    except githubapi.GitHubError as exc:
         return _unknown(str(exc))
 
 
@@ -99,7 +99,7 @@ def _load(path: Path, *, offline: bool) -> Optional[dict[str, Any]]:
     except (OSError, ValueError, TypeError, KeyError):
         return None
     if (not isinstance(found, dict) or set(found) != _KEYS
-            or found["state"] not in github.LINK_STATES
+            or found["state"] not in githubapi.LINK_STATES
             or not all(v is None or isinstance(v, str) for v in found.values())):
         return None
     ttl = FINAL_TTL_S if found["state"] in ("closed", "merged") else OPEN_TTL_S

@@ -94,21 +94,22 @@ def _headers(nonce: str) -> dict[str, str]:
         "Cache-Control": "no-store"}
 
 
-def status_doc(config: Config) -> Any:
-    """The status document, exactly as `status --format json` answers it (its defaults)."""
+def status_doc(config: Config, *, detail: bool = False) -> Any:
+    """The status document, exactly as `status --format json` answers it (its defaults: the
+    compact answer an agent reads); ``detail``: the whole of it, as the page draws it."""
     ledgers.apply_spool(config.ledger, wait=ledgers.READ_WAIT_S)  # as every command does
     op = catalog.find("status")
-    values = declare.validate(op, {})
+    values = declare.validate(op, {"detail": detail})
     return op.run(declare.Call(values, config.ledger, lambda: config.actor, cwd=config.cwd))
 
 
-def status_json(config: Config) -> str:
-    return json.dumps(status_doc(config), ensure_ascii=False, separators=(",", ":"),
+def status_json(config: Config, detail: bool = False) -> str:
+    return json.dumps(status_doc(config, detail=detail), ensure_ascii=False, separators=(",", ":"),
                       default=typed.json_default)
 
 
 def _page(config: Config, flash: Optional[tuple[str, str]], nonce: str) -> str:
-    snap = json.loads(status_json(config))
+    snap = json.loads(status_json(config, True))
     tip = config.ledger.tip()
     return page.document(snap, actor=config.actor, token=config.token, tip=tip, nonce=nonce,
                          flash=flash)
@@ -161,7 +162,7 @@ def build(config: Config) -> Starlette:
     async def svg(request: Request) -> Response:
         if not _allowed(config, _given(request)):
             return PlainTextResponse(FORBIDDEN, status_code=403)
-        snap = json.loads(await serial(status_json, config))
+        snap = json.loads(await serial(status_json, config, True))
         goal = request.query_params.get("goal")
         return Response(graph.svg(graph.plan(snap, goal=goal)), media_type="image/svg+xml",
                         headers=_headers(secrets.token_urlsafe(12)))

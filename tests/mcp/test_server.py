@@ -427,3 +427,27 @@ async def test_a_session_owner_is_told_to_read_its_inbox_and_cannot_respond_past
     (s1,) = doc["sessions"]
     assert s1["ends"].startswith("never on its own") and s1["state"] == "awaiting_input"
     assert not [a for a in doc["actions"] if a.get("session") == "s-1"]  # not to message itself
+
+
+async def test_assign_handoff_and_labels_through_tools(session: ClientSession,
+                                                       project: Path) -> None:
+    """The same parameters as `todo add --label`, `todo list --label`, `todo assign`,
+    `todo handoff --to` and `next --label`, over the SDK's client."""
+    codex = "agent:codex@devbox"
+    await _call(session, "todo_add", goal="json", title="CLI flags", id="flags",
+                label=["area:cli"])
+    listed = await _call(session, "todo_list", label=["area:cli"])
+    assert [t["id"] for t in listed["todos"]] == ["flags"]
+    assert listed["todos"][0]["labels"] == ["area:cli"]
+    assigned = await _call(session, "todo_assign", todo="output", who=codex)
+    assert assigned["type"] == "todo.assigned" and assigned["data"]["to"] == codex
+    offered = await _call(session, "next", label=["area:cli"])
+    assert offered["action"]["todo"] == "flags"  # output is codex's; the label narrows too
+    await _call(session, "todo_claim", todo="flags")
+    handed = await _call(session, "todo_handoff", todo="flags", to=codex, note="yours now")
+    assert handed["type"] == "todo.handed_off" and handed["actor"] == AGENT
+    shown = json.loads(invoke(project, "todo", "show", "flags", "--format", "json",
+                              actor=ALICE).out)
+    assert shown["claimed_by"] == codex and shown["assignee"] == codex
+    again = await session.call_tool("todo_handoff", {"todo": "flags", "to": ALICE})
+    assert again.is_error  # the lease is codex's now: this agent cannot hand it on

@@ -126,3 +126,27 @@ def test_a_handoff_and_a_claim_that_crossed_in_a_sync_settle_the_same_everywhere
         with open_ledger(path) as led:
             holders.append(todos.show(led, "t1").claimed_by)
     assert holders == [C, C]  # the claim came last in replay order on both clones
+
+
+def test_the_commands_refuse_bad_input_in_one_line_and_write_nothing(repo: Path) -> None:
+    from conftest import git, invoke
+
+    for args in (["init"], ["goal", "add", "G", "--id", "g"],
+                 ["todo", "add", "g", "first", "--id", "t1", "--label", "area:cli"]):
+        assert invoke(repo, *args, actor=ALICE).code == 0
+    before = git(repo, "rev-parse", "loopx/state")
+    for args, says in ((["todo", "add", "g", "x", "--label", "no spaces"], "is not a label"),
+                       (["todo", "assign", "t1", "maintainer"], "is not an identity"),
+                       (["todo", "assign", "t1", "role:maintainer"], "role"),
+                       (["todo", "assign", "t1", A, "--clear"], "not both"),
+                       (["todo", "handoff", "t1", "--to", B], "t1"),
+                       (["todo", "label", "t1"], "nothing to change")):
+        done = invoke(repo, *args, actor=A)
+        assert done.code != 0 and says in done.err, (args, done.err)
+        # one line: the error (a usage error ends click's usage text with it, exit 2)
+        assert done.code == 2 or len(done.err.strip().splitlines()) == 1, done.err
+        assert says in done.err.strip().splitlines()[-1]
+    assert git(repo, "rev-parse", "loopx/state") == before
+    assert invoke(repo, "todo", "assign", "t1", B, actor=ALICE).code == 0
+    shown = invoke(repo, "todo", "list", "--label", "area:cli", "--assigned-to", B, actor=A)
+    assert "t1" in shown.out

@@ -12,7 +12,7 @@ from githubkit import GitHubStandIn
 from loopx.ledger.book import Ledger
 from loopx.model import clock
 from loopx.ops import effects, status
-from loopx.recovery import github as gh
+from loopx.recovery import githubapi as gh
 
 OWNER = "agent:codex@devbox"
 OTHER = "agent:claude@laptop"

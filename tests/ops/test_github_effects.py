@@ -11,7 +11,7 @@ from typing import Any
 
 from conftest import git, invoke
 from githubkit import GitHubStandIn
-from loopx.recovery import github as gh
+from loopx.recovery import githubapi as gh
 
 SLUG = "acme/widget"
 TOKEN = "ghp_sEcReT-token-0123456789"  # what the `github` fixture puts in GITHUB_TOKEN

@@ -115,7 +115,7 @@ def test_next_offers_no_todo_this_host_lacks_what_for_and_says_why(repo: Path,
                                                                    bindir: Path) -> None:
     _ledger(repo)
     _tool(bindir, "frob", "frob 2.1")
-    doc = json.loads(run_loopx(repo, "status", "--json", actor=AGENT).out)
+    doc = json.loads(run_loopx(repo, "status", "--json", "--detail", actor=AGENT).out)
     assert doc["environment"]["capabilities"]["tools"]["frob"]["version"] == "2.1"
     assert [t["needs"] for t in doc["todos"]] == [["frob>=2.5", "nosuchtool"], ["frob"]]
     kinds = [(a["kind"], a.get("todo")) for a in doc["actions"]]

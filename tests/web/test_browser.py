@@ -84,7 +84,7 @@ def test_answering_a_gate_in_the_browser_changes_the_status(repo: Path, browser:
         assert "answered gate q-1: approve" in flash[0].text
         assert _node(browser, "t-1") == "node ready"
         assert "No gate waits on you." in browser.find_element(By.ID, "waiting").text
-    status = run_loopx(repo, "status", "--format", "json").json()
+    status = run_loopx(repo, "status", "--format", "json", "--detail").json()
     assert isinstance(status, dict)
     assert "t-1" in status["frontier"]
     assert [g["decision"] for g in status["gates"] if g["id"] == "q-1"] == ["approve"]

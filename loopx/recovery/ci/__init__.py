@@ -120,7 +120,7 @@ _CHECK_KEYS = {"name", "state", "url", "evidence"}
 
 def _well_formed(status: CiStatus) -> bool:
     """Whether a cached status has the shape status documents (its checks ``{name, state,
-    url?}``, strings), so that it types as one (loopx.projection.answers.CiStatus)."""
+    url?}``, strings), so that it types as one (loopx.projection.environment.CiStatus)."""
     return (status.state in STATES and isinstance(status.checks, list)
             and (status.detail is None or isinstance(status.detail, str))
             and all(isinstance(c, dict) and _CHECK_KEYS.issuperset(c)

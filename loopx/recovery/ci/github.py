@@ -2,7 +2,7 @@
 
 REST endpoints (https://docs.github.com/en/rest/checks/runs and .../commits/statuses):
 ``GET /repos/{owner}/{repo}/commits/{sha}/check-runs`` and ``.../commits/{sha}/status``.
-Token and API base as :mod:`loopx.recovery.github` finds them (``GITHUB_TOKEN``, ``loopx.ci.githubApi``);
+Token and API base as :mod:`loopx.recovery.githubapi` finds them (``GITHUB_TOKEN``, ``loopx.ci.githubApi``);
 owner/repo from ``loopx.ci.githubRepo`` or the remote's URL.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
-from loopx.recovery import github
+from loopx.recovery import githubapi
 from loopx.recovery.ci import CiStatus, Context, overall
 from loopx.storage import gateway
 
@@ -32,8 +32,8 @@ def check(sha: str, *, ctx: Context) -> CiStatus:
     if slug is None:
         return CiStatus("github", "unknown", detail="cannot tell the GitHub repository: "
                         "set git config loopx.ci.githubRepo OWNER/REPO")
-    url = f"{github.api_base(ctx.config)}/repos/{slug}/commits/{sha}"
-    token = github.token()
+    url = f"{githubapi.api_base(ctx.config)}/repos/{slug}/commits/{sha}"
+    token = githubapi.token()
     try:
         runs = _get(f"{url}/check-runs?per_page=100", token, ctx.timeout)
         combined = _get(f"{url}/status", token, ctx.timeout)
@@ -57,10 +57,10 @@ def repository(ctx: Context) -> Optional[str]:
 
 
 def _get(url: str, token: Optional[str], timeout: float) -> Any:
-    client = github.GitHub(api=url, token=token, timeout=timeout)
+    client = githubapi.GitHub(api=url, token=token, timeout=timeout)
     try:
         return client.call("GET", "")
-    except github.GitHubError as exc:
+    except githubapi.GitHubError as exc:
         raise _Trouble(_unknown(str(exc), exc.code is not None)) from None
 
 

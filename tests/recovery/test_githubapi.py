@@ -1,4 +1,4 @@
-"""The GitHub provider's reads and writes (loopx/recovery/github.py) against a stand-in for
+"""The GitHub provider's reads and writes (loopx/recovery/githubapi.py) against a stand-in for
 its REST API on 127.0.0.1: each write finds what an earlier try with its key made, so a retry
 never posts twice."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from githubkit import GitHubStandIn
-from loopx.recovery import github as gh
+from loopx.recovery import githubapi as gh
 
 SLUG = "acme/widget"
 
