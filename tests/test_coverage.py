@@ -118,6 +118,8 @@ COVERED_ELSEWHERE = {
                               "tests/ops/test_sessions.py",
     "ops/catalog_recovery.py": "tests/ops/test_declare.py, tests/cli/test_status.py "
                                "(status, next, brief, prime, log, diff, validate, sync)",
+    "ops/worker.py": "tests/mcp/test_server.py, tests/web/test_server_http.py (every call of "
+    "both servers runs in it)",
     "ops/catalog_plan.py": "tests/ops/test_declare.py (each declaration against its command, "
                            "its schema and its event's bounds), tests/cli/test_cli.py",
     "ops/sync.py": "tests/remote/test_sync.py, tests/ledger/test_checkpoints.py (`sync`)",

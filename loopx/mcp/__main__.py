@@ -45,10 +45,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     import anyio
 
     from loopx.mcp import server
+    from loopx.ops.worker import Worker
 
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
                         format="loopx mcp: %(levelname)s %(message)s")
-    worker = server.Worker()
+    worker = Worker("loopx-mcp")
     try:
         os.chdir(args.cwd)  # `evidence_run` runs commands where the repository is, as git -C
         ledger = worker.call(lambda: ledgers.open_ledger(".", ref=args.state_ref))

@@ -11,12 +11,9 @@ protocol error. stdout is the protocol: nothing else may reach it.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import sys
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Optional, TypeVar
 
@@ -38,6 +35,7 @@ from loopx.ledger.book import Ledger
 from loopx.model import inert
 from loopx.mcp import tools
 from loopx.ops import goals, ledgers, status
+from loopx.ops.worker import Worker
 from loopx.version import __version__
 
 log = logging.getLogger("loopx.mcp")
@@ -51,22 +49,6 @@ INSTRUCTIONS = (
 BRIEF = "loopx://brief"
 PRIME = "loopx://prime"
 GOAL = UriTemplate.parse("loopx://goal/{id}")
-
-
-class Worker:
-    """The one thread every ledger call runs in, one call at a time: the ledger's SQLite cache
-    may only be used by the thread that opened it, and the event loop stays free to answer
-    pings during a long `evidence_run`."""
-
-    def __init__(self) -> None:
-        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="loopx-mcp")
-
-    def call(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run ``fn`` in the worker and wait for it (outside the event loop)."""
-        return self.pool.submit(fn, *args).result()
-
-    async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        return await asyncio.wrap_future(self.pool.submit(fn, *args))
 
 
 @dataclass

@@ -35,9 +35,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     # Imported once they are known to be there.
     import uvicorn
 
+    from loopx.ops.worker import Worker
     from loopx.web import server
 
-    worker = server.Worker()
+    worker = Worker("loopx-web")
     try:
         os.chdir(args.cwd)
         ledger = worker.call(lambda: ledgers.open_ledger(".", ref=args.state_ref))

@@ -18,8 +18,7 @@ import asyncio
 import hmac
 import json
 import secrets
-from collections.abc import AsyncIterator, Callable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Optional, TypeVar
 
@@ -34,26 +33,13 @@ from loopx.errors import LoopxError, describe
 from loopx.ledger.book import Ledger
 from loopx.model import inert, typed
 from loopx.ops import catalog, declare, ledgers
+from loopx.ops.worker import Worker
 from loopx.projection import graph
 from loopx.web import page
 
 T = TypeVar("T")
 POLL_S = 1.0  # how often /events looks at the state ref
 DECISIONS = ("approve", "reject", "answer")
-
-
-class Worker:
-    """The one thread every ledger call runs in (as the MCP server's)."""
-
-    def __init__(self) -> None:
-        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="loopx-web")
-
-    def call(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run ``fn`` in the worker and wait for it (outside the event loop)."""
-        return self.pool.submit(fn, *args).result()
-
-    async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        return await asyncio.wrap_future(self.pool.submit(fn, *args))
 
 
 @dataclass

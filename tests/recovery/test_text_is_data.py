@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 
 from conftest import git, invoke, run_loopx
+from loopx.ops.worker import Worker
 from loopx.model import codec
 from loopx.model.events import Event, event_path
 from loopx.model import inert
@@ -98,7 +99,7 @@ def _texts(repo: Path) -> dict[str, str]:
     with open_ledger(repo) as led:
         out["brief"], _ = status.brief(led, actor=ALICE, ci=False, offline=True)
         out["prime"] = status.prime(led, actor=ALICE, ci=False, offline=True).markdown
-        config = server.Config(led, ALICE, server.Worker())
+        config = server.Config(led, ALICE, Worker("test"))
         for uri in (server.BRIEF, server.PRIME):
             out[uri] = server.read(config, uri).contents[0].text  # type: ignore[union-attr]
         out["mcp prime tool"] = server.call(config, "prime", {"ci": False}).structured_content[
@@ -178,7 +179,7 @@ def test_json_carries_every_text_exactly(tmp_path: Path) -> None:
     from loopx.mcp import server
 
     with open_ledger(repo) as led:
-        config = server.Config(led, ALICE, server.Worker())
+        config = server.Config(led, ALICE, Worker("test"))
         for name, args in (("status", {"ci": False, "offline": True}),
                            ("todo_show", {"todo": "t-1"}), ("gate_show", {"gate": "q-1"})):
             result = server.call(config, name, args)
