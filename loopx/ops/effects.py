@@ -115,17 +115,18 @@ def read_back_due(ledger: Ledger, effects: list[dict[str, Any]], *, actor: Optio
 def perform(ledger: Ledger, target: str, *, action: str, key: str, actor: str,
             write: Callable[[], str], readback: Optional[str] = None,
             todo: Optional[str] = None, goal: Optional[str] = None,
-            now: Optional[datetime] = None) -> answers.Effect:
+            again: bool = True, now: Optional[datetime] = None) -> answers.Effect:
     """Make an external write as an effect: intent, the call, then its outcome. A retry with
     the same ``key`` makes no second call once the first is confirmed; while it is
     indeterminate, the call is made again: ``write`` must find what an earlier call made (as
     :class:`loopx.recovery.githubapi.GitHub`'s writes do, by the key's marker) and answers with
-    the receipt (the URL made or found)."""
+    the receipt (the URL made or found). ``again`` False, for a write that cannot find an
+    earlier one (a webhook): a key used before and not failed is refused (TransitionError)."""
     fold = ledger.fold()
     earlier = fold.effect_keys.get(key)
-    if earlier is not None and fold.effects[earlier].state == "confirmed":
+    if again and earlier is not None and fold.effects[earlier].state == "confirmed":
         return _listed(ledger, earlier)
-    if earlier is None or fold.effects[earlier].state == "failed":
+    if not again or earlier is None or fold.effects[earlier].state == "failed":
         xid = ledger.run(intend, target, action=action, key=key, todo=todo, goal=goal,
                          readback=readback, actor=actor, now=now).data.id
     else:

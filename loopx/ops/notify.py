@@ -115,19 +115,19 @@ def _send(ledger: Ledger, channel: str, actor: str, nudge: Nudge, webhook: Optio
           now: Optional[datetime]) -> Sent:
     target = channels.webhook_target(webhook) if channel == "webhook" and webhook else channel
     idem = key(channel, actor, nudge)
+    text = f"loopx: {inert.line(nudge.text)}"
+
+    def deliver() -> str:
+        if channel == "webhook" and webhook:
+            return channels.send_webhook(webhook, text)
+        return channels.send_desktop("loopx: waiting on you", inert.line(nudge.text))
+
     try:
-        intent = ledger.run(effects.intend, target, action="notify", key=idem, goal=nudge.goal,
-                            todo=nudge.todo, actor=actor, now=now)
+        done = effects.perform(ledger, target, action="notify", key=idem, actor=actor,
+                               write=deliver, todo=nudge.todo, goal=nudge.goal, again=False,
+                               now=now)
     except TransitionError as exc:  # this nudge went out already (or may have: indeterminate)
         return Sent(channel, nudge.about, "skipped", detail=inert.line(str(exc)))
-    text = f"loopx: {inert.line(nudge.text)}"
-    try:
-        if channel == "webhook" and webhook:
-            receipt = channels.send_webhook(webhook, text)
-        else:
-            receipt = channels.send_desktop("loopx: waiting on you", inert.line(nudge.text))
     except channels.SendFailed as exc:
-        ledger.run(effects.fail, intent.data.id, error=str(exc), actor=actor, now=now)
-        return Sent(channel, nudge.about, "failed", intent.data.id, str(exc))
-    ledger.run(effects.confirm, intent.data.id, receipt=receipt, actor=actor, now=now)
-    return Sent(channel, nudge.about, "sent", intent.data.id, receipt)
+        return Sent(channel, nudge.about, "failed", ledger.fold().effect_keys[idem], str(exc))
+    return Sent(channel, nudge.about, "sent", done.id, done.receipt or "")
