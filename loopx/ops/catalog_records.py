@@ -15,7 +15,7 @@ from loopx.model.limits import (
     ACTOR_PATTERN, GRACE_MAX_S, LINK_PATTERN, MAX_EXIT, MIN_EXIT, READBACK_PATTERN, TEXT_MAX,
 )
 from loopx.model.paths import TRANSCRIPT_MAX_BYTES
-from loopx.ops import config, effects, evidence, quotas, sessions, wakes
+from loopx.ops import config, effects, evidence, quotas, review, sessions, wakes
 from loopx.ops.catalog_plan import ON_GOAL, ON_TODO
 from loopx.ops.declare import EVENT_ID, REFS_MAX, Call, Operation, Param, arg, opt, ref, text
 
@@ -41,7 +41,12 @@ def _output(c: Call) -> Iterator[tuple[Optional[IO[bytes]], Optional[IO[bytes]]]
 
 def _comment(c: Call) -> Any:
     v = c.values
-    body = v.body.decode("utf-8", "replace") if isinstance(v.body, bytes) else str(v.body)
+    if (v.body is None) == (v.state_diff is None):
+        raise ArgumentError("give --body FILE or --state-diff BASE..HEAD (one of them)")
+    if v.state_diff is not None:
+        body = review.markdown(c.ledger, v.state_diff, now=c.now)
+    else:
+        body = v.body.decode("utf-8", "replace") if isinstance(v.body, bytes) else str(v.body)
     if v.code:
         fence = "`" * max(3, 1 + max((len(r) for r in re.findall(r"`+", body)), default=0))
         body = f"{fence}text\n{body.rstrip()}\n{fence}"
@@ -288,7 +293,8 @@ RECORD_OPS = [
         ref("effect", positional=True, dest="effect_id", help="The effect."),),
         agent_note="Answers {state: confirmed|indeterminate, receipt, evidence, recorded}.",
         run=lambda c: effects.read_back(c.ledger, c.values.effect, actor=c.who(), now=c.now)),
-    Operation("effect comment", "Post BODY as a comment on github:OWNER/REPO#N, once per key.\n\n"
+    Operation("effect comment", "Post BODY (or a range's state diff) as a comment on "
+              "github:OWNER/REPO#N, once per key.\n\n"
               "A retry finds the comment by the key's hidden marker instead of posting again; "
               "with --update the comment with that key is kept up to date (a pull request's "
               "verdict). Recorded as an effect (intent, receipt URL, readback) unless "
@@ -296,8 +302,12 @@ RECORD_OPS = [
               writes=True, batch=False, params=(
         arg("target", pattern=LINK_PATTERN, max_length=220,
             metavar="github:OWNER/REPO#N", help="The issue or pull request."),
-        opt("body", "file", dest="body_file", required=True, max_length=60_000, help=(
+        opt("body", "file", dest="body_file", max_length=60_000, help=(
             "The comment (Markdown), from a file ('-': stdin).")),
+        opt("state_diff", metavar="BASE..HEAD", max_length=500, help=(
+            "Instead of --body: the state change of this range of the state branch, as a pull "
+            "request shows it (validate's verdict, the state diff, who wrote the events, a "
+            "Mermaid graph of the todos it touches), e.g. origin/loopx/state..HEAD.")),
         opt("key", required=True, max_length=150, pattern=r"^[A-Za-z0-9._:/@+=-]+$", help=(
             "Idempotency key: one comment per key on the issue.")),
         opt("replace", "bool", flag="--update", help=(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Optional
 
-from loopx.review import changes, validate
+from loopx.review import changes, summary, validate
 from loopx.ledger.book import Ledger
 from loopx.model import clock
 
@@ -30,9 +30,21 @@ def diff(ledger: Ledger, spec: Optional[str] = None, *,
 def check_range(ledger: Ledger, span: Optional[str] = None) -> validate.Report:
     """Check ``BASE..HEAD`` (or one revision: its whole history) before it is merged; the
     default is a proposal against loopx/state, else loopx/state against origin's."""
-    if span is None:
-        base, head = validate.default_range(ledger)
-    else:
-        start, sep, end = span.partition("..")
-        base, head = (start or None, end or ledger.ref) if sep else (None, span)
+    base, head = _range(ledger, span)
     return validate.validate(ledger, base=base, head=head)
+
+
+def markdown(ledger: Ledger, span: Optional[str] = None, *,
+            now: Optional[datetime] = None) -> str:
+    """``BASE..HEAD`` (the same default as :func:`check_range`) as the Markdown a pull request
+    shows: validate's verdict, the state diff, who wrote the events, and a Mermaid picture of
+    the todos it touches; bounded, with every text from an event inert."""
+    base, head = _range(ledger, span)
+    return summary.markdown(ledger, base=base, head=head, now=now or clock.now())
+
+
+def _range(ledger: Ledger, span: Optional[str]) -> tuple[Optional[str], str]:
+    if span is None:
+        return validate.default_range(ledger)
+    start, sep, end = span.partition("..")
+    return (start or None, end or ledger.ref) if sep else (None, span)

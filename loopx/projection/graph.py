@@ -14,6 +14,7 @@ Pure: plain values in, text out.
 from __future__ import annotations
 
 import html
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,6 +78,19 @@ def plan(snap: dict[str, Any], *, goal: str | None = None) -> Graph:
         label = g["decision"] or g["state"] if g["state"] != "open" else "open"
         graph.edges += [Edge(g["id"], b, str(label)) for b in blocked]
     return graph
+
+
+def around(graph: Graph, ids: Iterable[str], *, most: int | None = None) -> Graph:
+    """The part of ``graph`` that ``ids`` touch: those nodes and their direct neighbours (one
+    edge away, either way), and the edges between the nodes kept; the nodes named first, in
+    the graph's order, then their neighbours, at most ``most`` in all."""
+    named = set(ids)
+    near = {e.target for e in graph.edges if e.source in named}
+    near |= {e.source for e in graph.edges if e.target in named}
+    kept = ([n for n in graph.nodes if n.id in named]
+            + [n for n in graph.nodes if n.id in near and n.id not in named])[:most]
+    keys = {n.id for n in kept}
+    return Graph(kept, [e for e in graph.edges if e.source in keys and e.target in keys])
 
 
 def _done(snap: dict[str, Any], todo: str) -> bool:

@@ -64,6 +64,14 @@ def marker(key: str) -> str:
     return f"<!-- loopx-effect: {key.replace('--', '-_-')} -->"
 
 
+def carries(body: Any, key: str) -> bool:
+    """Whether ``body`` holds ``key``'s marker on a line of its own, as loopx writes it: text
+    quoted from elsewhere (a todo's title in a state diff, always inside a code span or a
+    list item) cannot pass for it."""
+    mark = marker(key)
+    return isinstance(body, str) and any(ln.strip() == mark for ln in body.splitlines())
+
+
 def token(environ: Optional[Mapping[str, str]] = None) -> Optional[str]:
     """The token: ``$GITHUB_TOKEN``, else what ``gh auth token`` prints, else None."""
     environ = os.environ if environ is None else environ
@@ -151,16 +159,14 @@ class GitHub:
 
     def find_comment(self, slug: str, number: int, key: str) -> Optional[dict[str, Any]]:
         """The comment on issue or pull request ``number`` that carries ``key``'s marker."""
-        mark = marker(key)
         return next((c for c in self._pages(f"/repos/{slug}/issues/{number}/comments")
-                     if mark in str(c.get("body") or "")), None)
+                     if carries(c.get("body"), key)), None)
 
     def find_item(self, slug: str, key: str) -> Optional[dict[str, Any]]:
         """The issue or pull request (newest first) whose body carries ``key``'s marker."""
-        mark = marker(key)
         return next((i for i in self._pages(
             f"/repos/{slug}/issues?state=all&sort=created&direction=desc")
-            if mark in str(i.get("body") or "")), None)
+            if carries(i.get("body"), key)), None)
 
     # --- writes (each idempotent by its key) ---------------------------------------------------
 

@@ -14,7 +14,7 @@ from typing import Any, Optional
 from loopx.storage import commits
 from loopx.storage.gateway import Oversize
 from loopx.projection import history
-from loopx.projection import views
+from loopx.projection import entities, views
 from loopx.errors import NotFound, SchemaError, UsageError
 from loopx.model import inert, plain, typed
 from loopx.model.codec import MAX_BYTES
@@ -215,11 +215,19 @@ def diff(ledger: Ledger, spec: str, *, now: datetime) -> Diff:
     a, b = ledger.store.resolve(start), ledger.store.resolve(end or ledger.tip() or ledger.ref)
     if a is None or b is None:
         raise NotFound(f"no such revision in {spec!r}")
-    before, after = ledger.fold_at(a), ledger.fold_at(b)
-    result = history.diff(views.snapshot(before, now), views.snapshot(after, now))
+    return compare(ledger, a, b, now=now)[0]
+
+
+def compare(ledger: Ledger, a: Optional[str], b: str, *,
+            now: datetime) -> tuple[Diff, dict[str, Any]]:
+    """What changed from commit ``a`` (None: an empty ledger) to commit ``b``, and the
+    snapshot of ``b`` it was read from."""
+    before, after = (ledger.fold_at(a) if a else entities.Fold()), ledger.fold_at(b)
+    shown = views.snapshot(after, now)
+    result = history.diff(views.snapshot(before, now), shown)
     result["changes"][:0] = history.config_changes(before.config, after.config)
-    result.update({"from": a, "to": b})
-    return typed.build(Diff, result)
+    result.update({"from": a or "", "to": b})
+    return typed.build(Diff, result), shown
 
 
 def diff_text(result: Diff) -> str:

@@ -66,6 +66,18 @@ def test_one_goal_only_draws_its_own_todos() -> None:
     assert graph.plan(snap, goal="g-1").edges == []
 
 
+def test_around_keeps_the_named_nodes_and_their_direct_neighbours() -> None:
+    snap = _snap([_todo("t-1"), _todo("t-2", after=("t-1",)), _todo("t-3", after=("t-2",)),
+                  _todo("t-4", after=("t-3",)), _todo("t-5")], [_gate("q-1", ["t-2"])])
+    near = graph.around(graph.plan(snap), ["t-2"])
+    assert [n.id for n in near.nodes] == ["t-2", "t-1", "t-3", "q-1"]  # named first
+    assert [(e.source, e.target) for e in near.edges] == [
+        ("t-1", "t-2"), ("t-2", "t-3"), ("q-1", "t-2")]  # not t-3 -> t-4: t-4 is two away
+    assert [n.id for n in graph.around(graph.plan(snap), ["t-2"], most=2).nodes] == [
+        "t-2", "t-1"]
+    assert graph.around(graph.plan(snap), []).nodes == []
+
+
 def test_mermaid_draws_the_graph_with_ids_of_its_own() -> None:
     snap = _snap([_todo("t-1", ready=True), _todo("t-2", after=("t-1",))],
                  [_gate("q-1", ["t-2"])])
