@@ -12,7 +12,7 @@ from typing import Any
 
 import cmarkgfm
 
-from conftest import git, invoke
+from conftest import ROOT, git, invoke
 from loopx.ledger.book import Ledger
 from loopx.ops import review
 from markdownkit import ATTACKS, structure
@@ -105,6 +105,10 @@ def test_the_summary_says_the_verdict_what_changes_who_wrote_it_and_draws_it(
         assert f'["{label}"]' in drawn
     assert '{{"q-1: Release on Friday?"}}' in drawn
     assert "far away" not in drawn  # t-9: neither touched nor a neighbour of what is
+    shown = (doc.replace("`loopx/state..proposal/x`", "`origin/loopx/state..HEAD`")
+             .replace("human:test@example.com", "human:alice@example.com"))
+    assert f"````markdown\n{shown}\n<!-- loopx-effect: loopx-state-diff -->\n````" in (
+        ROOT / "docs" / "review.md").read_text()  # the example there is this document
 
 
 def test_a_failing_range_shows_its_problems_first(repo: Path) -> None:
