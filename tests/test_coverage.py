@@ -50,8 +50,6 @@ COVERED_ELSEWHERE = {
                      "renderings of status, next and the lists)",
     "cli/review.py": "tests/review/test_changes.py, tests/review/test_validate.py "
                      "(`log`, `diff`, `validate`)",
-    "cli/root.py": "tests/cli/test_startup.py, tests/cli/test_cli.py (the root group, "
-                   "--actor, --debug)",
     "cli/serve.py": "tests/mcp/test_server.py, tests/cli/test_smoke.py (`git loopx mcp`)",
     "cli/notify.py": "tests/ops/test_notify.py (`git loopx notify` in-process)",
     "recovery/notify.py": "tests/ops/test_notify.py (a webhook on 127.0.0.1, notify-send)",
