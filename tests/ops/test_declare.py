@@ -16,6 +16,7 @@ from loopx.cli.root import cli
 from loopx.errors import UsageError
 from loopx.ledger.book import Ledger
 from loopx.mcp import tools
+from loopx.model import typed
 from loopx.model.events import EVENT_TYPES
 from loopx.ops import batch, catalog, declare, goals
 
@@ -170,10 +171,11 @@ def test_cli_json_mcp_and_batch_give_the_same_document_for_the_same_answer(
     mcp = tools.call(ledger, ACTOR, "todo_add", {
         "goal": "g", "title": "Write it", "id": "t", "priority": 1, "label": ["docs"],
         "event_id": EVENT_ID})
-    lines = batch.apply(ledger, batch.parse([line]), actor=lambda: ACTOR)
+    # The library's batch answers what a batch line gives: typed.plain makes it the document.
+    lines = typed.plain(batch.apply(ledger, batch.parse([line]), actor=lambda: ACTOR))
     batched = tools.call(ledger, ACTOR, "batch", {"lines": [line]})
-    piped = invoke(repo, "batch", "--json", input=json.dumps(line) + "\n", actor=ACTOR)
-    assert cli.json() == mcp == lines[0] == batched["results"][0] == piped.json()[0]
+    piped: Any = invoke(repo, "batch", "--json", input=json.dumps(line) + "\n", actor=ACTOR).json()
+    assert cli.json() == mcp == lines[0] == batched["results"][0] == piped[0]
     assert mcp["id"] == EVENT_ID and mcp["data"]["labels"] == ["docs"]
     shown = invoke(repo, "todo", "show", "t", "--json", actor=ACTOR).json()
     assert shown == tools.call(ledger, ACTOR, "todo_show", {"todo": "t"})
