@@ -6,19 +6,27 @@ from __future__ import annotations
 from loopx.model import ids
 
 
+def _ahead() -> int:
+    """A millisecond after every id this process has made (ids never go back in one)."""
+    return ids.ulid_ms(ids.new_event_id()) + 1000
+
+
 def test_event_ids_made_in_one_millisecond_still_sort_in_the_order_made() -> None:
-    made = [ids.new_event_id(ms=1_700_000_000_000) for _ in range(50)]
+    ms = _ahead()
+    made = [ids.new_event_id(ms=ms) for _ in range(50)]
     assert made == sorted(made) and len(set(made)) == 50
-    assert all(ids.is_event_id(e) and ids.ulid_ms(e) == 1_700_000_000_000 for e in made)
+    assert all(ids.is_event_id(e) and ids.ulid_ms(e) == ms for e in made)
 
 
 def test_a_later_millisecond_sorts_after_and_its_time_reads_back() -> None:
-    first, later = ids.new_event_id(ms=2_000_000_000_000), ids.new_event_id(ms=2_000_000_000_001)
-    assert first < later and ids.ulid_ms(later) == 2_000_000_000_001
+    ms = _ahead()
+    first, later = ids.new_event_id(ms=ms), ids.new_event_id(ms=ms + 1)
+    assert first < later and ids.ulid_ms(later) == ms + 1
+    assert ids.ulid_ms(ids.new_event_id(ms=ms - 5)) == ms + 1  # an earlier clock: not back
 
 
 def test_what_is_not_an_event_id() -> None:
-    good = ids.new_event_id(ms=1)
+    good = ids.new_event_id()
     assert ids.is_event_id(good)
     assert not ids.is_event_id(good.lower())  # Crockford base32 in capitals only
     assert not ids.is_event_id(good[:-1] + "U")  # no I, L, O or U
