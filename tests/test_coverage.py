@@ -50,8 +50,6 @@ COVERED_ELSEWHERE = {
                      "renderings of status, next and the lists)",
     "cli/review.py": "tests/review/test_changes.py, tests/review/test_validate.py "
                      "(`log`, `diff`, `validate`)",
-    "cli/root.py": "tests/cli/test_startup.py, tests/cli/test_cli.py (the root group, "
-                   "--actor, --debug)",
     "cli/serve.py": "tests/mcp/test_server.py, tests/cli/test_smoke.py (`git loopx mcp`)",
     "cli/notify.py": "tests/ops/test_notify.py (`git loopx notify` in-process)",
     "recovery/notify.py": "tests/ops/test_notify.py (a webhook on 127.0.0.1, notify-send)",
@@ -96,17 +94,12 @@ COVERED_ELSEWHERE = {
                      "or nothing)",
     "mcp/tools.py": "tests/mcp/test_server.py (every tool through the SDK's client)",
     "web/page.py": "tests/web/test_server_http.py, tests/web/test_browser.py (the page served)",
-    "model/clock.py": "tests/cli/test_bad_input.py, tests/model/test_bounds.py (durations, "
-                      "timestamps)",
-    "model/ids.py": "tests/model/test_events.py, tests/remote/test_incoming_paths.py (ULIDs "
-                    "and short ids)",
     "model/paths.py": "tests/ledger/test_layout.py, tests/remote/test_incoming_paths.py "
                       "(event paths)",
     "model/plain.py": "tests/review/test_changes.py (`log` on a warm cache), "
                       "tests/cli/test_startup.py (without pydantic)",
     "model/limits.py": "tests/ops/test_declare.py (the bounds declarations and event models "
                        "share)",
-    "model/plural.py": "tests/cli/test_messages.py (counted nouns in messages)",
     # The payload models: one module per family, all validated through the event model.
     **{f"model/payloads/{name}.py": "tests/model/test_events.py, tests/model/test_bounds.py "
        "(every event type's payload, its bounds)"

@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 from conftest import ROOT
@@ -110,3 +111,42 @@ def test_no_module_is_over_600_lines() -> None:
     long = {str(p.relative_to(ROOT)): n for p in (ROOT / "loopx").rglob("*.py")
             if (n := len(p.read_text("utf-8").splitlines())) > 600}
     assert long == {}
+
+
+def _map() -> dict[str, str]:
+    """docs/design.md's map of the layers: each folder, in order, and what the map says of it."""
+    text = (ROOT / "docs" / "design.md").read_text()
+    section = text[text.index("## Layers"):]
+    block = section.split("```\n", 2)[1]
+    parts = re.split(r"(loopx/[a-z_]+/)", block)
+    return {parts[i].strip("/"): parts[i + 1] for i in range(1, len(parts), 2)}
+
+
+def _layers() -> dict[str, int]:
+    """The folders of the layers contract in pyproject.toml, and their layer (0 the top)."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    contract = next(c for c in config["tool"]["importlinter"]["contracts"]
+                    if c["type"] == "layers")
+    return {p.replace(".", "/"): n for n, layer in enumerate(contract["layers"])
+            for p in re.split(r"\s*[|:]\s*", layer)}
+
+
+def test_the_map_in_docs_design_names_every_folder_in_its_layer_and_every_module() -> None:
+    mapped, layers = _map(), _layers()
+    assert sorted(mapped) == sorted(layers), "the map's folders are the layers contract's"
+    order = [layers[folder] for folder in mapped]
+    assert order == sorted(order), "the map lists the layers top first, as the contract does"
+    folders = sorted(f"loopx/{p.name}" for p in (ROOT / "loopx").iterdir()
+                     if (p / "__init__.py").is_file())
+    assert sorted(mapped) == folders
+    unnamed = []
+    for folder, said in mapped.items():
+        words = set(re.findall(r"[a-z_]+", said))
+        prefixes = tuple(w[:-1] for w in re.findall(r"([a-z_]+_)\*", said))  # catalog_*
+        for path in sorted((ROOT / folder).iterdir()):
+            name = path.stem if path.suffix == ".py" else path.name
+            if path.name.startswith("__") or not (path.suffix == ".py" or (path / "__init__.py").is_file()):
+                continue
+            if name not in words and not name.startswith(prefixes):
+                unnamed.append(f"{folder}/{path.name}")
+    assert unnamed == [], "name each module in its folder's part of the map"

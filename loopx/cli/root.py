@@ -55,6 +55,39 @@ _GROUPS = [
     ("loopx.cli.core", "help_"), ("loopx.cli.core", "completion"),
 ]
 
+# The commands that are not a declared operation (loopx.ops.catalog: their options, MCP tool and
+# batch line are derived), each with why: the command line's own. tests/cli/test_root.py walks
+# the click tree and fails on a command that is neither, or on this list naming one that is
+# declared or gone.
+CLI_ONLY = {
+    "init": "starts the ledger and sets up this clone's git (its help viewer): what every "
+            "other interface needs to exist first",
+    "hooks install": "installs files in the hooks folder git uses (.git/hooks)",
+    "hooks uninstall": "removes loopx's files from the hooks folder git uses",
+    "hooks status": "reads the hooks folder git uses, not the ledger",
+    "hooks queue": "reads this clone's hook queue (.git/loopx/), which git hooks fill",
+    "hooks drain": "applies this clone's hook queue: what post-commit starts in the background",
+    "hook": "what the installed git hook shims run, with git's own hook arguments",
+    "ci record": "a CI job's step: records the provider's finished checks for HEAD with the "
+                 "job's credentials (agents read CI through status)",
+    "doctor": "examines and repairs the state branch's objects, reflog and locks beneath the "
+              "ledger, which a declared operation needs whole to open",
+    "checkpoint": "upkeep of a derived form: writes commit checkpoints on their own",
+    "schema export": "writes the generated .loopx-schema/ files into the work tree (a build "
+                     "step)",
+    "schema check": "compares the work tree's .loopx-schema/ files with the model (a CI step)",
+    "setup": "writes an agent tool's own config files (.mcp.json, .codex/, ...) in the work tree",
+    "wait": "runs in the foreground until a wake is due, a gate is answered or the state "
+            "changes (its exit code says which)",
+    "watch": "runs in the foreground for as long as it is let, starting a command or an agent "
+             "CLI at each wake",
+    "mcp": "starts the MCP server on stdio (its tools are the declared operations)",
+    "web": "starts a web server on 127.0.0.1 and runs until stopped",
+    "demo": "builds a throwaway repository and plays a story of real commands in it",
+    "help": "prints the command line's own help (the man page, or -h's text)",
+    "completion": "prints a shell's completion script for the command line",
+}
+
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 

@@ -129,7 +129,7 @@ def read(config: Config, uri: str) -> ReadResourceResult:
         except LoopxError as exc:
             raise MCPError(code=INVALID_PARAMS, message=inert.line(str(exc)),
                            data={"uri": uri}) from None
-        return _text(uri, inert.json_text(tools.plain(goal)), "application/json")
+        return _text(uri, inert.json_text(goal), "application/json")
     raise MCPError(code=INVALID_PARAMS, message=f"unknown resource {uri} (loopx serves "
                    f"{BRIEF}, {PRIME} and loopx://goal/ID)", data={"uri": uri})
 

@@ -11,7 +11,6 @@ Nothing here imports the MCP SDK: :mod:`loopx.mcp.server` wires these to the pro
 from __future__ import annotations
 
 import functools
-import json
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -61,7 +60,8 @@ TOOLS: dict[str, Tool] = _tools()
 
 def call(ledger: Ledger, principal: str, name: str, arguments: Optional[dict[str, Any]]) -> Any:
     """Run tool ``name`` as ``principal`` (or the sub-identity under it a call names: the one
-    rule every tool keeps, checked before anything else); its answer as JSON values."""
+    rule every tool keeps, checked before anything else); its answer as JSON values
+    (:func:`loopx.model.typed.plain`, as `--format json` prints it)."""
     tool = TOOLS[name]
     raw = dict(arguments or {})
     who = ledgers.within(principal, raw.pop("actor", None))
@@ -70,10 +70,5 @@ def call(ledger: Ledger, principal: str, name: str, arguments: Optional[dict[str
     # quiet: a command run's output goes nowhere (stdout is the protocol), its tail is kept.
     found = tool.op.run(declare.Call(values, ledger, lambda: who, cwd=where, quiet=True))
     doc = tool.op.document(found)
-    return plain({tool.op.wrap or "items": doc} if isinstance(doc, list) else doc)
-
-
-def plain(data: Any) -> Any:
-    """JSON values only (what the CLI's ``json.dumps(default=str)`` would print)."""
-    return json.loads(json.dumps(declare.plain(data), default=str))
+    return {tool.op.wrap or "items": doc} if isinstance(doc, list) else doc
 

@@ -1,5 +1,5 @@
 """Typed answers: frozen dataclasses built from the plain values the rules compute, and the one
-function that turns them into JSON.
+function that turns any answer into JSON (:func:`plain`).
 
 The read operations (status, every list and show) answer with stdlib dataclasses, not dicts,
 so a caller reads ``doc.todos[0].why_not_ready`` and mypy checks it. They are stdlib, not
@@ -15,6 +15,7 @@ only carries when it applies, like an action's ``todo``).
 from __future__ import annotations
 
 import dataclasses
+import enum
 import typing
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, Union
@@ -105,20 +106,43 @@ def fields_of(obj: Any) -> dict[str, Any]:
 
 
 def json_default(obj: Any) -> Any:
-    """For ``json.dumps(default=...)``: a typed answer as its JSON object, anything else as
-    its string (a path, a datetime)."""
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+    """For ``json.dumps(default=...)``: a typed answer as its JSON object (one level: ``json``
+    calls this again for what it holds), anything else as :func:`plain` makes it."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type) and not hasattr(obj, "to_dict"):
         return fields_of(obj)
-    return str(obj)
+    return plain(obj)
 
 
 def plain(obj: Any) -> Any:
-    """``obj`` with every typed answer in it turned into JSON values (dicts, lists, strings,
-    numbers, booleans, None), as ``--format json`` prints it."""
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {k: plain(v) for k, v in fields_of(obj).items()}
+    """``obj`` as JSON values (dicts with text keys, lists, strings, numbers, booleans, None),
+    whatever form an operation answers in: what ``--format json`` prints, an MCP tool answers
+    and a batch line gives. The one serialiser of the package:
+
+    - an event or a report: its ``to_dict`` (its JSON document already);
+    - a pydantic model: its ``model_dump(mode="json")``;
+    - a typed answer (a dataclass): its fields under their JSON keys (:func:`fields_of`);
+    - an enum: its value; a tuple: a list; a subclass of str, int, float: the plain value;
+    - anything else (a path, a datetime): its string.
+
+    No pydantic import: a model is told by its ``model_dump``."""
+    kind = type(obj)
+    if kind is str or kind is int or kind is float or kind is bool or obj is None:
+        return obj
+    if isinstance(obj, dict):
+        return {k if type(k) is str else str(plain(k)): plain(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [plain(v) for v in obj]
-    if isinstance(obj, dict):
-        return {k: plain(v) for k, v in obj.items()}
-    return obj
+    if isinstance(obj, enum.Enum):
+        return plain(obj.value)
+    for base in (bool, int, float, str):  # json writes a subclass as its base would
+        if isinstance(obj, base):
+            return base(obj) if base is not str else str.__str__(obj)
+    to_dict = getattr(obj, "to_dict", None)
+    if callable(to_dict):
+        return plain(to_dict())
+    dump = getattr(obj, "model_dump", None)
+    if callable(dump):
+        return plain(dump(mode="json"))
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {k: plain(v) for k, v in fields_of(obj).items()}
+    return str(obj)

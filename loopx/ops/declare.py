@@ -14,7 +14,6 @@ batch validate with) the first time one is asked for.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -238,7 +237,7 @@ class Operation:
 
     def document(self, result: Any) -> Any:
         """The result as JSON values (what MCP answers and a batch line gives)."""
-        return plain(self.shape(result) if self.shape else result)
+        return typed.plain(self.shape(result) if self.shape else result)
 
     def description(self) -> str:
         """What the MCP tool says of itself: the help's first paragraph, the command, and what
@@ -266,27 +265,6 @@ def seconds(value: Any) -> Optional[int]:
     if text.isdigit() and text.strip("0") and len(text) <= 16:  # 0 is 0 in any unit
         raise ValueError(f"{text!r} has no unit: say {text}s, {text}m, {text}h or {text}d")
     return int(clock.parse_duration(text).total_seconds())
-
-
-def plain(data: Any) -> Any:
-    """A result as JSON values, whatever form an operation returns it in: an event, a
-    dataclass, a pydantic model, dicts and lists of them (what ``--format json`` prints and an
-    MCP tool answers)."""
-    if isinstance(data, dict):
-        return {str(k): plain(v) for k, v in data.items()}
-    if isinstance(data, (list, tuple)):
-        return [plain(v) for v in data]
-    if data is None or isinstance(data, (str, int, float, bool)):
-        return data
-    to_dict = getattr(data, "to_dict", None)
-    if callable(to_dict):  # an event, a report: its to_dict is its JSON document already
-        return to_dict()
-    dump = getattr(data, "model_dump", None)
-    if callable(dump):
-        return plain(dump(mode="json"))
-    if dataclasses.is_dataclass(data) and not isinstance(data, type):  # a typed answer
-        return {k: plain(v) for k, v in typed.fields_of(data).items()}
-    return str(data)
 
 
 # --- batch lines --------------------------------------------------------------------------------

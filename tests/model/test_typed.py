@@ -3,13 +3,17 @@ unknown or missing key is an error), and serialised back to exactly those values
 
 from __future__ import annotations
 
+import enum
 import json
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
 from typing import Optional
 
+import pydantic
 import pytest
 
-from loopx.model import typed
+from loopx.model import inert, typed
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,55 @@ def test_a_required_key_missing_is_an_error() -> None:
 
 
 def test_json_default_leaves_other_values_as_strings() -> None:
-    from pathlib import Path
-
     assert json.dumps({"p": Path("/a")}, default=typed.json_default) == '{"p": "/a"}'
+
+
+class Kind(str, enum.Enum):
+    TODO = "todo"
+
+
+class Level(enum.IntEnum):
+    HIGH = 1
+
+
+class Shown(pydantic.BaseModel):
+    at: datetime
+    where: Path
+
+
+class Report:
+    def to_dict(self) -> dict[str, object]:
+        return {"ok": True, "at": datetime(2026, 1, 2, tzinfo=timezone.utc)}
+
+
+@dataclass(frozen=True)
+class Answer:
+    kinds: tuple[Kind, ...]
+    level: Level
+    shown: Shown
+    report: Report
+    by: dict[Kind, int]
+    path: Path
+    name: str
+
+
+AT = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+ANSWER = Answer((Kind.TODO,), Level.HIGH, Shown(at=AT, where=Path("/a")), Report(),
+                {Kind.TODO: 2}, Path("/b"), "x")
+DOCUMENT = {"kinds": ["todo"], "level": 1, "shown": {"at": "2026-01-02T03:04:05Z", "where": "/a"},
+            "report": {"ok": True, "at": "2026-01-02 00:00:00+00:00"}, "by": {"todo": 2},
+            "path": "/b", "name": "x"}
+
+
+def test_plain_makes_json_values_of_every_form_an_answer_takes() -> None:
+    found = typed.plain(ANSWER)
+    assert found == DOCUMENT
+    assert type(found["kinds"][0]) is str and type(found["level"]) is int
+    assert json.loads(json.dumps(found)) == found  # nothing json would write differently
+
+
+def test_the_cli_s_json_is_the_document_plain_gives() -> None:
+    # `--format json` hands the answer to json.dumps (typed.json_default for what it cannot
+    # write); MCP and batch answer typed.plain's document: the same values.
+    assert json.loads(inert.json_text(ANSWER)) == DOCUMENT
+    assert json.loads(inert.json_text([ANSWER, {"n": None}])) == typed.plain([ANSWER, {"n": None}])

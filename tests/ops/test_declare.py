@@ -3,16 +3,24 @@ from it, so they take the same parameters, with the bounds the event models enfo
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import annotated_types
 import click
 import pytest
 
+from conftest import invoke
 from loopx.cli.root import cli
 from loopx.errors import UsageError
+from loopx.ledger.book import Ledger
+from loopx.mcp import tools
+from loopx.model import typed
 from loopx.model.events import EVENT_TYPES
-from loopx.ops import catalog, declare
+from loopx.ops import batch, catalog, declare, goals
+
+ACTOR = "human:test@example.com"
 
 CLI_ONLY = {"fmt", "as_json", "state_ref_"}  # --format, --json, --state-ref: how it prints
 
@@ -51,6 +59,47 @@ def test_mcp_and_batch_validate_with_the_declared_parameters(op: declare.Operati
     assert set(schema.get("properties", {})) == {p.name for p in op.params if p.mcp}
     required = {p.name for p in op.params if p.mcp and p.required}
     assert set(schema.get("required", [])) == required
+
+
+def _unwrapped(prop: dict[str, Any]) -> dict[str, Any]:
+    """A property's own schema: not its ``anyOf`` with null (optional), nor its array."""
+    found = next((p for p in prop.get("anyOf", []) if p.get("type") != "null"), prop)
+    return found.get("items", found) if found.get("type") == "array" else found
+
+
+@pytest.mark.parametrize("op", catalog.operations(), ids=lambda op: op.name)
+def test_the_command_line_and_mcp_take_each_parameter_with_the_same_type_bounds_and_default(
+        op: declare.Operation) -> None:
+    props = declare.model(op).model_json_schema().get("properties", {})
+    command = _command(op.name)
+    ctx = click.Context(command)
+    for p in op.params:
+        if not p.mcp or p.kind in declare.NO_FLAGS:
+            continue
+        prop, own = props[p.name], _unwrapped(props[p.name])
+        clicked = [q for q in command.params if q.name == p.key]  # a switch: one per value
+        assert clicked, (op.name, p.name)
+        given, default = clicked[0], clicked[0].get_default(ctx)
+        many = given.multiple or given.nargs == -1
+        assert many == (prop.get("type") == "array" or "items" in prop), (op.name, p.name)
+        if p.kind in ("int", "float"):
+            kind = given.type
+            assert (getattr(kind, "min", None), getattr(kind, "max", None)) == (
+                own.get("minimum"), own.get("maximum")), (op.name, p.name)
+            assert own["type"] == ("integer" if p.kind == "int" else "number")
+        if p.kind == "choice":
+            assert list(given.type.choices) == own["enum"], (op.name, p.name)  # type: ignore[attr-defined]
+        if p.kind == "switch":
+            values = [q.flag_value for q in clicked]  # type: ignore[attr-defined]
+            assert values == own["enum"], (op.name, p.name)
+        if p.kind == "bool":
+            assert own["type"] == "boolean" and given.is_flag, (op.name, p.name)  # type: ignore[attr-defined]
+            assert default == prop["default"], (op.name, p.name)
+        elif p.default is not None and not many:
+            assert default == prop["default"], (op.name, p.name)
+        if p.positional:
+            assert given.required == (p.name in declare.model(op).model_json_schema().get(
+                "required", [])), (op.name, p.name)
 
 
 def _bounds(field: Any) -> dict[str, Any]:
@@ -109,13 +158,25 @@ def test_durations_need_a_unit_in_text_and_are_seconds_as_numbers() -> None:
     assert values.ttl == 3600
 
 
-def test_results_are_plain_json_whatever_their_form() -> None:
-    from dataclasses import dataclass
+EVENT_ID = "01J0000000000000000000000A"  # the same write, asked for three times
 
-    @dataclass
-    class Shown:
-        id: str
-        tags: tuple[str, ...]
 
-    assert declare.plain({"a": [Shown("x", ("t",))], "n": None}) == {
-        "a": [{"id": "x", "tags": ["t"]}], "n": None}
+def test_cli_json_mcp_and_batch_give_the_same_document_for_the_same_answer(
+        repo: Path, ledger: Ledger) -> None:
+    ledger.run(goals.add, "G", id="g", actor=ACTOR)
+    line = ["todo", "add", "g", "Write it", "--id", "t", "--priority", "1", "--label", "docs",
+            "--event-id", EVENT_ID]
+    cli = invoke(repo, *line, "--json", actor=ACTOR)
+    assert cli.code == 0, cli.err
+    mcp = tools.call(ledger, ACTOR, "todo_add", {
+        "goal": "g", "title": "Write it", "id": "t", "priority": 1, "label": ["docs"],
+        "event_id": EVENT_ID})
+    # The library's batch answers what a batch line gives: typed.plain makes it the document.
+    lines = typed.plain(batch.apply(ledger, batch.parse([line]), actor=lambda: ACTOR))
+    batched = tools.call(ledger, ACTOR, "batch", {"lines": [line]})
+    piped: Any = invoke(repo, "batch", "--json", input=json.dumps(line) + "\n", actor=ACTOR).json()
+    assert cli.json() == mcp == lines[0] == batched["results"][0] == piped[0]
+    assert mcp["id"] == EVENT_ID and mcp["data"]["labels"] == ["docs"]
+    shown = invoke(repo, "todo", "show", "t", "--json", actor=ACTOR).json()
+    assert shown == tools.call(ledger, ACTOR, "todo_show", {"todo": "t"})
+    assert shown["id"] == "t" and shown["priority"] == 1  # type: ignore[index]
