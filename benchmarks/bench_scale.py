@@ -7,6 +7,8 @@ ledger grows (issue 13), against git plumbing (and git-annex, when installed) in
     python benchmarks/bench_scale.py --smoke    # tiny: only proves the script runs
     python benchmarks/bench_scale.py --shared   # fresh clones of ledgers shared by a plain
                                                 # push, 2k and 20k (--shared-100k: and 100k)
+    python benchmarks/bench_scale.py --signed   # fresh clones of 10k with a signed vs an
+                                                # unsigned checkpoint (--signed N: N events)
 
 Ledgers come from benchmarks/ledgers.py (the realistic mix). Every `git loopx` runs as a fresh
 process, the way agents call it; CPU is user + system time of that process and the git
@@ -31,7 +33,7 @@ from typing import Callable, Optional
 
 from ledgers import AGENTS, ROOT, make_repo  # noqa: E402  (benchmarks/ledgers.py)
 from loopx.storage import gateway  # noqa: E402  (on sys.path through benchmarks/ledgers.py)
-from loopx.storage.store import Store  # noqa: E402
+from loopx.storage.store import STATE_REF, Store  # noqa: E402
 
 ACTOR = AGENTS[0]
 # Runs one command and prints {"wall", "cpu", "rss_kb"} of it (and its git children).
@@ -195,16 +197,49 @@ def annex_one(bench: Bench, runs: int) -> Optional[float]:
                                          repo).wall for i in range(runs))
 
 
-def fresh_clone(bench: Bench, size: int, checkpoint: bool) -> tuple[Took, float]:
+def fresh_clone(bench: Bench, size: int, checkpoint: bool, *, signed: bool = True
+                ) -> tuple[Took, float]:
     """The first `status` in a fresh `git clone` of a ``size``-event ledger; and the clone's
-    own seconds (git's part, for scale)."""
-    name = f"origin-{size}-{'cp' if checkpoint else 'plain'}"
+    own seconds (git's part, for scale). With ``checkpoint`` but not ``signed``, the same
+    checkpoint commit made again without its signature: a clone does not adopt it."""
+    name = f"origin-{size}-{('cp' if signed else 'unsigned') if checkpoint else 'plain'}"
     origin = make_repo(bench.where, size, name=name, checkpoint=checkpoint).path
+    if checkpoint and not signed:
+        unsign_tip(bench, origin)
     target = bench.where / f"clone-of-{name}"
     started = time.perf_counter()
     bench.git(bench.where, "clone", "-q", "--no-local", str(origin), str(target))
     cloned = time.perf_counter() - started
     return bench.loopx(target, "status", "--json", "--no-ci"), cloned
+
+
+def unsign_tip(bench: Bench, repo: Path) -> None:
+    """The state tip (the checkpoint's commit) without its ``gpgsig`` header: same tree."""
+    tip = bench.git(repo, "rev-parse", STATE_REF)
+    raw = bench.git(repo, "cat-file", "commit", tip).split("\n")
+    start = next(n for n, line in enumerate(raw) if line.startswith("gpgsig "))
+    end = next(n for n in range(start + 1, len(raw)) if not raw[n].startswith(" "))
+    unsigned = subprocess.run(["git", "hash-object", "-t", "commit", "-w", "--stdin"], cwd=repo,
+                              env=bench.env, input="\n".join(raw[:start] + raw[end:]) + "\n",
+                              capture_output=True, text=True, check=True).stdout.strip()
+    bench.git(repo, "update-ref", STATE_REF, unsigned, tip)
+
+
+def signed_vs_unsigned(bench: Bench, size: int) -> list[Figure]:
+    """The first `status` of a fresh clone of ``size`` events whose checkpoint is signed by
+    a listed key (adopted) or the same without its signature (replayed), beside one with no
+    checkpoint at all (the yardstick: a full replay)."""
+    took = {mode: fresh_clone(bench, size, mode != "none", signed=mode == "signed")[0]
+            for mode in ("none", "unsigned", "signed")}
+    return [Figure(f"first status in a fresh clone of {size}, checkpoint {label}",
+                   f"{took[mode].wall:.2f} s, {took[mode].cpu:.2f} s cpu, "
+                   f"{took[mode].rss_mb:.0f} MB", "", None)
+            for mode, label in (("none", "none (yardstick: a full replay)"),
+                                ("unsigned", "unsigned (not adopted: replayed)"),
+                                ("signed", "signed by a listed key (adopted)"))] + [
+        Figure("the same, signed vs unsigned (CPU)",
+               f"{took['signed'].cpu / took['unsigned'].cpu:.2f}x", "< 1x",
+               took["signed"].cpu < took["unsigned"].cpu)]
 
 
 def objects_size(bench: Bench, repo: Path) -> tuple[int, int]:
@@ -315,14 +350,24 @@ def report(sizes: dict[int, dict[str, Took]], loop: tuple[float, float],
 
 # Writes ``count`` notes with loopx's own write path, a thousand per commit (what `git loopx
 # batch` or a library writer does), in a clone of ``remote``; then a plain `git push` of the
-# branch: no sync ever runs, so whatever checkpoint the remote gets, the writes made.
+# branch: no sync ever runs, so whatever checkpoint the remote gets, the writes made (signed
+# with a key the ledger lists, or no fresh clone would adopt them).
 _SHARE = r"""
 import subprocess, sys
 from loopx import Ledger
 from loopx.ledger.draft import Draft
-repo, count = sys.argv[1], int(sys.argv[2])
+from loopx.ops import config
+repo, count, key = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key], check=True)
+subprocess.run(["git", "config", "gpg.format", "ssh"], cwd=repo, check=True)
+subprocess.run(["git", "config", "user.signingkey", key], cwd=repo, check=True)
 with Ledger.open(repo) as led:
     led.init(actor="agent:bench")
+    # The writes' checkpoints are signed with this key, which the ledger lists: a fresh
+    # clone adopts only those (one more event: count - 2 notes).
+    led.run(config.add_signer, "human:bench@example.com", open(key + ".pub").read(),
+            actor="human:bench@example.com")
+    count -= 1
     for start in range(0, count - 1, 1000):
         def build(txn, start=start):
             for n in range(start, min(count - 1, start + 1000)):
@@ -341,7 +386,8 @@ def shared_clone(bench: Bench, size: int) -> Took:
     writer = bench.where / f"shared-{size}-writer"
     bench.git(bench.where, "clone", "-q", str(remote), str(writer))
     bench.git(writer, "commit", "-q", "--allow-empty", "-m", "init")
-    subprocess.run([sys.executable, "-c", _SHARE, str(writer), str(size)], env=bench.env,
+    subprocess.run([sys.executable, "-c", _SHARE, str(writer), str(size),
+                    str(bench.where / f"shared-{size}-key")], env=bench.env,
                    check=True, capture_output=True)
     target = bench.where / f"shared-{size}-clone"
     bench.git(bench.where, "clone", "-q", "--no-local", str(remote), str(target))
@@ -369,9 +415,14 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--shared", action="store_true",
                         help="only fresh clones of ledgers shared by a plain push, 2k and 20k")
     parser.add_argument("--shared-100k", action="store_true", help="--shared, and 100k too")
+    parser.add_argument("--signed", type=int, metavar="EVENTS", nargs="?", const=10_000,
+                        help="only fresh clones with a signed vs an unsigned checkpoint "
+                        "(default 10,000 events)")
     args = parser.parse_args(argv)
     if args.shared or args.shared_100k:
         return _shared_only(args.keep, [2_000, 20_000] + ([100_000] if args.shared_100k else []))
+    if args.signed:
+        return _only(args.keep, lambda bench: signed_vs_unsigned(bench, args.signed))
     if args.smoke:
         sizes, runs, loop, appends, clone_sizes = [300, 600], 1, 5, 20, [300, 600]
     elif args.quick:
@@ -402,11 +453,15 @@ def main(argv: Optional[list[str]] = None) -> int:
 
 
 def _shared_only(keep: bool, sizes: list[int]) -> int:
+    return _only(keep, lambda bench: shared(bench, sizes))
+
+
+def _only(keep: bool, measure: Callable[[Bench], list[Figure]]) -> int:
     where = Path(tempfile.mkdtemp(prefix="loopx-scale-"))
     try:
         bench = Bench(where)
         print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-        figures = shared(bench, sizes)
+        figures = measure(bench)
     finally:
         if not keep:
             shutil.rmtree(where, ignore_errors=True)

@@ -155,7 +155,8 @@ class Built:
 def make_repo(where: Path, events: int, *, name: Optional[str] = None,
               checkpoint: bool = False) -> Built:
     """A new repository ``where/name`` with a work-tree commit and ``events`` events; with
-    ``checkpoint``, ``git loopx checkpoint`` commits a checkpoint of the result."""
+    ``checkpoint``, ``git loopx checkpoint`` commits a checkpoint of the result, signed by
+    HUMAN's key, which the ledger lists (:func:`sign_as_listed`: one more event)."""
     repo = where / (name or f"ledger-{events}")
     repo.mkdir(parents=True)
     gateway.run(repo, "init", "-q", "-b", "main")
@@ -167,9 +168,23 @@ def make_repo(where: Path, events: int, *, name: Optional[str] = None,
     stream = gen.stream()
     write_events(repo, stream, events)
     if checkpoint:
+        sign_as_listed(repo)
         subprocess.run([sys.executable, "-m", "loopx", "-C", str(repo), "--actor", HUMAN,
                         "checkpoint"], check=True, capture_output=True)
     return Built(repo, gen, stream)
+
+
+def sign_as_listed(repo: Path) -> None:
+    """A fresh ssh key for HUMAN, listed in the ledger's allowed_signers (`signer add`, one
+    event) and used by ``repo`` to sign: fresh clones adopt only checkpoints a listed key
+    signed."""
+    key = repo.parent / f"{repo.name}-key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", HUMAN, "-f", str(key)],
+                   check=True, capture_output=True)
+    gateway.run(repo, "config", "gpg.format", "ssh")
+    gateway.run(repo, "config", "user.signingkey", str(key))
+    subprocess.run([sys.executable, "-m", "loopx", "-C", str(repo), "--actor", HUMAN, "signer",
+                    "add", HUMAN, "--key", f"{key}.pub"], check=True, capture_output=True)
 
 
 def main() -> int:

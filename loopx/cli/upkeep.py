@@ -90,8 +90,14 @@ def _doctor_text(result: dict[str, Any]) -> str:
 @click.command("checkpoint")
 @pass_app
 def checkpoint(app: App) -> None:
-    """Commit a checkpoint of the projection, so fresh clones start from it (writes make one
-    on their own at 2,000 events, then every fifth more, at most every 10,000)."""
+    """Commit a checkpoint of the projection, signed with your key, so fresh clones start from
+    it (writes and sync make one on their own at 2,000 events, then every fifth more, at most
+    every 10,000, when they can sign it).
+
+    A clone adopts only a checkpoint signed by a key in the ledger's allowed_signers (`git
+    loopx signer add`); with no signing key configured (git's user.signingkey, gpg.format
+    ssh), or one the ledger does not list, nothing is committed and the command fails (exit
+    1) saying what to set: fresh clones then replay the events, slower and as correct."""
     made = upkeep.checkpoint(app.ledger, actor=app.actor)
     app.emit({"checkpoint": made}, f"checkpoint of {made[:12]} committed" if made
              else "the tip has a checkpoint already")

@@ -68,6 +68,9 @@ class Ledger:
         # hook was killed, recorded now: loopx.ops.ledgers.open_ledger); the CLI shows them.
         self.notices: list[str] = []
         self._seen = False  # whether tip() has found a commit (a ledger is never deleted)
+        # How many times this ledger folded every event of a tip (a cache rebuilt from the
+        # events, not from a checkpoint or the rows of an earlier tip).
+        self.replays = 0
         # This clone's clock (the CLI sets it to --now): when it first saw each timed event.
         self.time: Callable[[], datetime] = clock.now
         self._first_seen_path = seen.path_for(self._live_path)
@@ -179,7 +182,7 @@ class Ledger:
         self.projection.begin(write=False)  # a snapshot: later writers do not change it
         fold = self.projection.fold()
         source = self.projection.source()
-        if source:  # the rows came from a checkpoint not yet verified here
+        if source:  # the rows came from a signed checkpoint, not from the events here
             fold.extra["source"] = source
         self._fold = (tip, fold)
         return fold
@@ -227,8 +230,13 @@ class Ledger:
             return
         if self._advance_to(tip):
             return
-        projection.replace(tip, self.reader.rebuild(tip))
+        projection.replace(tip, self.replay(tip))
         self._save_live(tip)
+
+    def replay(self, tip: str) -> entities.Fold:
+        """The fold of ``tip`` from every one of its events (counted in :attr:`replays`)."""
+        self.replays += 1
+        return self.reader.rebuild(tip)
 
     def _advance_to(self, tip: str) -> bool:
         """Apply the event files added since the cache's tip, if that is all that changed."""
@@ -251,46 +259,33 @@ class Ledger:
         return True
 
     def _from_checkpoint(self, tip: str) -> bool:
-        """Fill an empty cache from the newest checkpoint in ``tip``'s tree that the events
-        added since it extend (see :mod:`loopx.ledger.checkpoints`)."""
-        from loopx.ledger import checkpoints  # only an empty cache looks for them
+        """Fill an empty cache from the newest checkpoint in ``tip``'s tree that a listed
+        signer signed and that the events added since it extend (see
+        :mod:`loopx.ledger.checkpoints`); one notice names those not used, and why."""
+        from loopx.ledger import checkpoints, signatures  # only an empty cache looks for them
 
-        for manifest in checkpoints.listed(self.store, tip):
+        listed = checkpoints.listed(self.store, tip)
+        policy = signatures.policy_at(self.store, tip) if listed else {}
+        allowed = signatures.checkpoint_signers(policy) if policy is not None else None
+        skipped: list[tuple[str, str]] = []
+        for manifest in listed:
             why = checkpoints.binding(self.store, manifest)
-            if why is None and not checkpoints.load(self.projection, self.store, tip, manifest):
+            principal = None
+            if why is None and policy is None:
+                why = "the signing policy has config events only a replay can judge"
+            elif why is None:
+                principal, why = checkpoints.signer(self.store, tip, manifest, allowed)
+            if principal and not checkpoints.load(self.projection, self.store, tip, manifest,
+                                                  signer=principal):
                 why = "a chunk is missing or fails its digest"
-            if why is None and self._advance_to(tip):
+            if not why and self._advance_to(tip):
+                _skipped_notice(skipped, f"checkpoint {manifest.commit[:12]}")
                 return True
-            if why is not None:
-                print(f"loopx: checkpoint {manifest.commit[:12]} not used: {why}; folding "
-                      "from an older one or the events", file=sys.stderr, flush=True)
+            if why:
+                skipped.append((manifest.commit, why))
             self.projection.clear()
+        _skipped_notice(skipped, "the events")
         return False
-
-    def settle(self) -> Optional[str]:
-        """When the cache came from a checkpoint not verified here, replay the events and
-        keep that instead (a write is never judged on rows the events do not back); the
-        notice when the two differed, else None."""
-        try:
-            source = self.projection.source() if self._cache_owner else None
-        except Exception as exc:
-            if not cache.is_cache_error(exc):
-                raise
-            self.cache_trouble(exc)  # rebuilt or folded in memory: from the events either way
-            return None
-        tip = self.tip()
-        if not source or tip is None:
-            return None
-        self.projection.end()
-        replayed = self.reader.rebuild(tip)
-        differs = cache.content(self.fold()) != cache.content(replayed)
-        self.recache(replayed)
-        if not differs:
-            return None
-        notice = (f"loopx: the {source} this clone's cache started from is not the fold of "
-                  "its events; the cache was rebuilt from the events")
-        print(notice, file=sys.stderr, flush=True)
-        return notice
 
     def recache(self, fold: entities.Fold) -> None:
         """Replace the cache with ``fold``, the fold of the tip replayed from its events."""
@@ -301,15 +296,18 @@ class Ledger:
             self._save_live(tip)
 
     def checkpoint(self, *, actor: str) -> Optional[str]:
-        """Commit a checkpoint of the tip's fold on the state branch (None when the tip has
-        one already); returns the commit it is a checkpoint of."""
-        from loopx.ledger import checkpoints  # only this command makes them
+        """Commit a checkpoint of the tip's fold on the state branch, in a commit signed with
+        this clone's key (None when the tip has one already); returns the commit it is a
+        checkpoint of. Fresh clones adopt only checkpoints signed by a key the ledger's
+        allowed_signers lists, so without one nothing is committed: UsageError says what to
+        set."""
+        from loopx.ledger import checkpoints, signatures  # only this command makes them
 
         tip = self.tip()
         if tip is None or any(m.commit == tip for m in checkpoints.listed(self.store, tip)):
             return None
-        self.fold()  # the cache at the tip, in a read transaction
-        scalars = self.projection.scalars()
+        signatures.refuse_unsignable_checkpoint(self.store, self.fold().config)
+        scalars = self.projection.scalars()  # the cache at the tip, in fold()'s transaction
 
         def build(txn: Txn) -> None:  # the rows stream into blobs, a chunk at a time
             if txn.base != tip:  # the rows read below are the base's: they must be the tip's
@@ -318,7 +316,7 @@ class Ledger:
             for path, data in checkpoints.files(tip, scalars, self.projection.dump_rows()):
                 txn.attach({path: data})
 
-        self.write(build, actor=actor,
+        self.write(build, actor=actor, sign=True,
                    message=f"loopx: checkpoint of {tip[:12]} ({scalars.get('events', 0)} events)")
         return tip
 
@@ -388,7 +386,6 @@ class Ledger:
         # Imported here: only writes need the event models (pydantic); see `reader`.
         from loopx.ledger.txn import Txn
 
-        self.settle()
         for attempt in range(MAX_RACE_RETRIES):
             with self.store.lock():
                 expected = self.store.tip(self.ref)
@@ -527,6 +524,7 @@ class Ledger:
             from loopx.ledger import signatures  # only a write that signs needs it (tempfile)
 
             signatures.verify_own(self.store, commit, txn)
+            signatures.verify_checkpoint(self.store, commit, txn)
         self.store.update_ref_if(self.ref, commit, expected=txn.expected,
                                  reason=f"loopx: {subject}")
         global published
@@ -552,6 +550,15 @@ class Ledger:
 
         event, _ = self.write(build, actor=actor)
         return event
+
+
+def _skipped_notice(skipped: list[tuple[str, str]], instead: str) -> None:
+    """One line on stderr for the checkpoints a fresh cache did not start from (if any)."""
+    if skipped:
+        (commit, why), *older = skipped
+        more = f" (nor {len(older)} older one{'s' if len(older) > 1 else ''})" if older else ""
+        print(f"loopx: checkpoint {commit[:12]} not used{more}: {why}; folding from {instead}",
+              file=sys.stderr, flush=True)
 
 
 def refuse_checked_out(store: Store, ref: str) -> None:

@@ -33,7 +33,7 @@ from loopx.projection import entities
 from loopx.version import SCHEMA_VERSION, __version__
 
 _LIVE_MAGIC = b"LOOPXL2\n"
-_LIVE_KEY = f"{SCHEMA_VERSION}:{__version__}:live-2:{sys.version_info[:2]}".encode()
+_LIVE_KEY = f"{SCHEMA_VERSION}:{__version__}:live-3:{sys.version_info[:2]}".encode()
 
 # Entity tables of the fold: kind -> dataclass. Their rows carry the goal they belong to, so
 # the rows in play can be selected without reading the others.
@@ -251,6 +251,20 @@ def hooks_state_trouble(path: Path, tip: str) -> Optional[str]:
     if last != b"check " + _blob_id(body + b"\n").encode():
         return "damaged or truncated (its check line does not match)"
     return None
+
+
+def source(commit: str, signer: str) -> str:
+    """What the rows say they started from when a signed checkpoint filled them
+    (``Projection.source``, ``fold.extra["source"]``), instead of a replay here."""
+    return f"checkpoint {commit} signed by {signer}"
+
+
+def started_from(named: Optional[str]) -> Optional[tuple[str, str]]:
+    """(commit, signer) of the checkpoint a :func:`source` line names, or None."""
+    if not named or not named.startswith("checkpoint "):
+        return None
+    commit, _, signer = named.removeprefix("checkpoint ").partition(" signed by ")
+    return commit, signer
 
 
 def split(fold: entities.Fold) -> entities.Fold:

@@ -7,8 +7,16 @@ fold of exactly the events in C's tree, and the fold's other values. The same ev
 same bytes on every clone with the same loopx (the manifest names the cache's schema key, and
 a checkpoint of another version is not used).
 
-Derived data, trusted no further than the events (docs/design.md, "Checkpoints"):
+Derived data, trusted no further than the events and the ledger's signers (docs/design.md,
+"Checkpoints"):
 
+- *Who vouches for it* (:func:`signer`): a clone adopts a checkpoint without replaying the
+  events only when the commit that put its manifest's bytes on the branch is signed by a key
+  in the ledger's allowed_signers, while the policy signs (its list is then guarded:
+  :func:`loopx.ledger.signatures.checkpoint_signers`). Anyone who can push can commit a
+  well-formed checkpoint whose rows say what no event says; only a listed signer can make one
+  a clone believes. An unsigned one, or one signed by another key, is not used: the clone
+  replays the events and says so in one notice.
 - *Which events it folds* is cheap to prove: they are C's events. A clone uses it only when C
   is an ancestor of its tip and every event added since C sorts after the checkpoint's last
   key ``(clock, id)`` (else the fold of the tip is not "checkpoint + newer events", and the
@@ -19,9 +27,7 @@ Derived data, trusted no further than the events (docs/design.md, "Checkpoints")
   that fails is not used (a notice says why; an older checkpoint or a replay is used).
 - *That it is that fold* is what :func:`verify` recomputes: ``git loopx validate`` does it for
   every checkpoint a pull request adds, ``git loopx doctor --verify`` for the one a clone
-  started from, and the first write in a clone whose cache came from one (``Ledger.settle``)
-  replays before it builds; until then ``status`` says the cache came from an unverified
-  checkpoint.
+  started from.
 """
 
 from __future__ import annotations
@@ -34,7 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from loopx.ledger import rows
+from loopx.ledger import cache, rows
+from loopx.storage import commits
 from loopx.model.ids import is_event_id
 from loopx.model.paths import CHECKPOINT_CHUNK_BYTES, PATH_RE, checkpoint_path, event_dirs
 from loopx.storage.store import Store
@@ -178,6 +185,27 @@ def binding(store: Store, manifest: Manifest) -> Optional[str]:
     return None
 
 
+def signer(store: Store, tip: str, manifest: Manifest, allowed: Optional[str]
+           ) -> tuple[Optional[str], str]:
+    """(who signed the checkpoint, "") or (None, why it is not trusted): the principal whose
+    key in ``allowed`` (the signers in force, :func:`signatures.checkpoint_signers`) made a
+    good signature on the commit that gave ``tip`` the manifest's bytes (the manifest holds
+    every chunk's sha256, so that signature covers the rows)."""
+    if not allowed:
+        return None, ("the ledger's policy lists no signers (`git loopx signer add`), so no "
+                      "checkpoint is trusted without a replay")
+    name = checkpoint_path(manifest.commit, "manifest.json")
+    current = store.read_tree(f"{tip}:checkpoints/{manifest.commit}").get("manifest.json")
+    made = next((found.oid for found in commits.walk(store.cwd, [tip], paths=[name])
+                 for change in found.changes
+                 if current and change.path == name and change.oid == current[1]), None)
+    principal = commits.signers(store.cwd, [made], allowed).get(made) if made else None
+    if principal is None:
+        return None, (f"the commit that made it{f' ({made[:12]})' if made else ''} is not "
+                      "signed by a key in the ledger's allowed_signers")
+    return principal, ""
+
+
 def _first_parent(store: Store, commit: str) -> Optional[str]:
     """The first parent of ``commit``, read through the open object reader (no process)."""
     found = store.reader.read_capped([commit], 1 << 20)[0]
@@ -227,13 +255,14 @@ def lines_of(store: Store, tip: str, manifest: Manifest) -> Optional[list[str]]:
         return None
 
 
-def load(projection: rows.Projection, store: Store, tip: str, manifest: Manifest) -> bool:
-    """Fill the cache from a checkpoint (as the fold of its commit), streaming its chunks;
-    False (and the cache left empty) when one does not read back whole."""
+def load(projection: rows.Projection, store: Store, tip: str, manifest: Manifest, *,
+         signer: str) -> bool:
+    """Fill the cache from a checkpoint ``signer`` signed (as the fold of its commit),
+    streaming its chunks; False (and the cache left empty) when one does not read back whole."""
     try:
         projection.load_rows(manifest.commit,
                              (line for chunk in _chunks(store, tip, manifest) for line in chunk),
-                             manifest.scalars, source=f"checkpoint {manifest.commit}")
+                             manifest.scalars, source=cache.source(manifest.commit, signer))
     except _Unreadable:
         return False
     return True

@@ -24,7 +24,9 @@ from loopx.ledger.cache import BY_GOAL, FIELDS, INDEXES, LIVE_STATES, SCALARS, T
 from loopx.projection import entities, tables
 from loopx.version import SCHEMA_VERSION, __version__
 
-ROWS_KEY = f"{SCHEMA_VERSION}:{__version__}:rows-2"  # what a row means; checkpoints carry it too
+# What a row means; checkpoints carry it too. rows-3: a checkpoint counts only when signed
+# (caches that started from an unsigned one under rows-2 are rebuilt).
+ROWS_KEY = f"{SCHEMA_VERSION}:{__version__}:rows-3"
 
 
 def _db_key() -> str:
@@ -408,7 +410,7 @@ class Projection:
     def load_rows(self, tip: str, lines: Iterator[str], scalars: dict[str, Any],
                   source: str) -> None:
         """Replace everything with rows from :meth:`dump_rows` lines, as the fold of ``tip``;
-        ``source`` says where they came from (a checkpoint not yet verified here)."""
+        ``source`` says where they came from (a signed checkpoint: checkpoints.source)."""
         conn = self.conn
         self.end()
         conn.execute("BEGIN IMMEDIATE")
@@ -451,7 +453,7 @@ class Projection:
                              remaps=dict(fold.remaps.items()), problems=list(fold.problems),
                              unknown=list(fold.unknown), extra={"signed": {}})
         source = self.source()
-        if source:  # status says when the rows came from a checkpoint not verified here
+        if source:  # status says when the rows came from a signed checkpoint
             part.extra["source"] = source
         for kind in ("wakes", "effects", "sessions", "dismissed"):
             setattr(part, kind, dict(getattr(fold, kind).items()))

@@ -1,18 +1,23 @@
-"""Signed answers: which events of a state branch came in commits signed by their actor.
+"""Signed answers and signed checkpoints: which commits of a state branch were signed by a
+key the ledger's policy lists.
 
 Whether a commit is signed is not in the event file, so the fold gets the verdicts as data
 (``fold.extra["signed"]``, see :mod:`loopx.projection.authority`). This module asks git for them:
 one ``git log`` for the commits that added the files in question, one verification per
 ``allowed_signers`` text (keys rotate). Only ledgers that turn signed answers on pay for it.
+
+The same list decides which checkpoints a fresh clone adopts without a replay
+(:func:`checkpoint_signers`, :func:`policy_at`; see :mod:`loopx.ledger.checkpoints`).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, Optional, cast
 
-from loopx.errors import TransitionError
-from loopx.projection import authority
-from loopx.storage import commits
+from loopx.errors import CodecError, SchemaError, TransitionError, UsageError
+from loopx.ledger import layout
+from loopx.projection import authority, entities, folding
+from loopx.storage import commits, gateway
 from loopx.storage.store import Store
 
 if TYPE_CHECKING:
@@ -73,6 +78,71 @@ def verify_own(store: Store, commit: str, txn: Txn) -> None:
                 "gpg.format ssh) to that key")
         for event in events:
             claimed[event.id] = {digest: principal}
+
+
+def verify_checkpoint(store: Store, commit: str, txn: Txn) -> None:
+    """Refuse before the ref moves a commit that adds a checkpoint unless git verifies its
+    signature by a key the policy in force lists: a clone adopts no other (so one nobody could
+    use is not committed)."""
+    if not any(path.startswith("checkpoints/") for path in txn.files):
+        return
+    allowed = checkpoint_signers(txn.fold.config)
+    principal = commits.signers(store.cwd, [commit], allowed).get(commit) if allowed else None
+    if principal is None:
+        raise UsageError(
+            "the checkpoint commit is not signed by a key in the ledger's allowed_signers, so no "
+            "clone would use it; it was not committed (`git loopx signer add` lists a key)")
+
+
+def refuse_unsignable_checkpoint(store: Store, config: dict[str, Any]) -> None:
+    """Raise UsageError, before any rows are read, when a checkpoint made here could not be
+    signed by a key the policy in ``config`` lists (no clone would adopt it)."""
+    if checkpoint_signers(config) is None:
+        raise UsageError(
+            "no checkpoint made: fresh clones adopt only checkpoints signed by a key in the "
+            "ledger's allowed_signers, and this ledger lists none; `git loopx signer add "
+            "IDENTITY --key KEY.pub` lists one (a clone without a trusted checkpoint replays "
+            "the events: slower, as correct)")
+    if not any(gateway.out(store.cwd, "config", "--get", name, check=False)
+               for name in ("user.signingkey", "gpg.ssh.defaultKeyCommand")):
+        raise UsageError(
+            "no checkpoint made: fresh clones adopt only checkpoints signed by a key in the "
+            "ledger's allowed_signers, and no signing key is configured here; set `git config "
+            "gpg.format ssh` and `git config user.signingkey <listed key>`")
+
+
+def checkpoint_signers(config: dict[str, Any]) -> Optional[str]:
+    """The allowed_signers text a checkpoint must be signed by, from the config in force; None
+    when the policy signs nothing (then the list itself is not guarded: changing it needs no
+    signed commit, so a key on it vouches for nothing, and no checkpoint is trusted)."""
+    return config.get("allowed_signers") if authority.signing_on(config) else None
+
+
+def policy_at(store: Store, tip: str) -> Optional[dict[str, Any]]:
+    """The config in force at ``tip``, from its config events alone (few, and named by their
+    file names), folded as a replay folds them, signatures included: what a fresh clone knows
+    of the policy before it has folded anything else. None when only a replay can tell."""
+    entries = [e for e in store.list_files(tip) if e.path.startswith("events/")]
+    configs = [e for e in entries if e.path.endswith(".config.set.yaml")]
+    events = []
+    for entry, data in zip(configs, store.read_blobs([e.oid for e in configs])):
+        try:
+            events.append(layout.read_event(entry.path, data))
+        except (CodecError, SchemaError):
+            continue  # a replay lists it as a problem and applies nothing of it either
+    events.sort(key=lambda e: e.sort_key())
+    others = len(entries) - len(events)
+    # A replay refuses an event whose clock is far ahead of the events before it, which this
+    # fold does not count: the n-th config event has between n and n + others before it. Where
+    # the two bounds disagree, only the replay knows whether it was applied.
+    if any(folding.clock_ahead(n, e.env.clock) is not None
+           and folding.clock_ahead(n + others, e.env.clock) is None
+           for n, e in enumerate(events)):
+        return None
+    fold = entities.Fold()
+    fold.extra["signed"] = verify(store, tip, events)
+    folding.replay(events, fold)
+    return fold.config
 
 
 def signer_texts(events: list[Event]) -> list[str]:

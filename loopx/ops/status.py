@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from loopx.errors import ClaimLost, TransitionError
 from loopx.recovery import host, readback
+from loopx.ledger import cache
 from loopx.ledger.book import Ledger
 from loopx.model import clock, typed
 from loopx.ops import effects, lookup
@@ -72,8 +73,9 @@ def _document(ledger: Ledger, *, actor: Optional[str], goal: Optional[str], ci: 
                                        roles=ledger.fold().config.get("roles") or {})
         return doc
     snap["ref"] = ledger.ref
-    source = fold.extra.get("source")
-    snap["ledger"]["unverified_checkpoint"] = source.removeprefix("checkpoint ") if source else None
+    started = cache.started_from(fold.extra.get("source"))
+    snap["ledger"]["checkpoint"] = (
+        {"commit": started[0], "signer": started[1]} if started else None)
     for ev in snap["evidence"]:
         ev["current_commit"] = readback.follow(fold.remaps, ev["commit"]) if ev["commit"] else None
     if goal:

@@ -44,6 +44,15 @@ class ClockAhead:
 
 
 @dataclass(frozen=True)
+class CheckpointSource:
+    """The signed checkpoint this clone's cache started from instead of a replay, and the
+    listed signer whose key signed it (``git loopx doctor --verify`` replays and compares)."""
+
+    commit: str
+    signer: str
+
+
+@dataclass(frozen=True)
 class LedgerInfo:
     """The ledger read: its name, events replayed, highest Lamport clock."""
 
@@ -51,7 +60,7 @@ class LedgerInfo:
     events: int
     clock: int
     clocks_ahead: list[ClockAhead]
-    unverified_checkpoint: Optional[str] = None  # the checkpoint this clone's cache started from
+    checkpoint: Optional[CheckpointSource] = None
 
 
 @dataclass(frozen=True)

@@ -181,11 +181,6 @@ def _problems(ctx: _Ctx) -> Iterable[Action]:
             yield _action("notice", f"{what} was not applied: {problem['reason']}; once read, "
                           "dismiss this notice", f"git loopx notice dismiss {problem['event']}",
                           event=problem["event"])
-    checkpoint = (ctx.snap.get("ledger") or {}).get("unverified_checkpoint")
-    if checkpoint:
-        yield _action("notice", f"this clone's cache started from checkpoint {checkpoint[:12]}, "
-                      "not yet verified against a replay of the events here",
-                      "git loopx doctor --verify")
     for entry in (ctx.snap.get("ledger") or {}).get("clocks_ahead", []):
         yield _action("notice", views.clock_ahead_text(entry), "git loopx doctor")
     unknown = ctx.snap.get("unknown_events", [])

@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
-from loopx.errors import GitError, Quarantined, RefRaceError, SyncError, UnrelatedLedger
+from loopx.errors import GitError, Quarantined, RefRaceError, SyncError, UnrelatedLedger, UsageError
 from loopx.remote import inbox, incoming, pushing
 from loopx.remote.pushing import unreachable
 from loopx.ledger import book, checkpoints
@@ -260,15 +260,15 @@ def sync(*, ledger: Ledger, remote: Optional[str] = None,
 
 
 def _checkpoint_if_due(ledger: Ledger) -> None:
-    """Commit a checkpoint when the ledger has grown by :func:`checkpoints.interval` events
-    since the newest one (events that arrived by merges, which no write of ours counted),
-    so that a fresh clone of the remote starts from it."""
+    """Commit a signed checkpoint (none if we cannot sign) when the ledger grew by an interval
+    since the newest (merged events count too), so a fresh clone of the remote starts there."""
     tip = ledger.tip()
     if tip is None:
         return
     newest = next(iter(checkpoints.listed(ledger.store, tip)), None)
     if checkpoints.due(ledger.fold().events, newest.events if newest else 0):
-        ledger.checkpoint(actor=CHECKPOINT_ACTOR)
+        with contextlib.suppress(UsageError):
+            ledger.checkpoint(actor=CHECKPOINT_ACTOR)
 
 
 def _push_ahead(ledger: Ledger, report: Report) -> Optional[Oid]:

@@ -33,6 +33,9 @@ DEBUG = bool(os.environ.get("LOOPX_DEBUG"))
 #    reference-transaction (git >= 2.28), which update-ref would otherwise run.
 #  - core.fsync=committed: objects and refs are fsynced before the ref moves (git >= 2.36;
 #    older gits ignore the unknown key and fall back to core.fsyncObjectFiles below).
+#  - log.showSignature=false: a user's `true` prints a verification line before every
+#    commit of a `git log`, whatever its --format (loopx.storage.commits parses that output:
+#    it crashed on it); log.follow=false: a log of one path must not follow renames.
 _SAFE_CONFIG = (
     "-c", f"core.hooksPath={os.devnull}",
     "-c", "core.fsync=committed",
@@ -40,6 +43,8 @@ _SAFE_CONFIG = (
     "-c", "core.fsyncObjectFiles=true",
     "-c", "core.useReplaceRefs=false",
     "-c", "advice.graftFileDeprecated=false",
+    "-c", "log.showSignature=false",
+    "-c", "log.follow=false",
 )
 
 

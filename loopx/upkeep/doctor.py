@@ -90,7 +90,7 @@ def verify(*, ledger: Ledger) -> dict[str, Any]:
         return {"ok": True, "checked": [], "problems": []}
     replayed = ledger.reader.rebuild(tip)
     checked, problems = ["cache"], []
-    source = (ledger.projection.source() or "").removeprefix("checkpoint ")
+    source = (cache.started_from(ledger.projection.source()) or ("", ""))[0]
     if cache.content(ledger.fold()) != cache.content(replayed):
         problems.append("the cache differed from a replay of the events; it was rebuilt")
         source = ""
