@@ -59,6 +59,14 @@ _TICKED = re.compile(r"\[[xX]\]")
 _HIDDEN = frozenset({"Cc", "Cf", "Cs", "Co", "Zl", "Zp"})
 
 
+def _hidden(char: str) -> bool:
+    """Whether ``char`` is not shown as itself: a hidden category, an invisible filler, or a
+    noncharacter (U+FDD0..U+FDEF and U+xFFFE/U+xFFFF: not for interchange, and not XML)."""
+    point = ord(char)
+    return (unicodedata.category(char) in _HIDDEN or char in _INVISIBLE
+            or 0xFDD0 <= point <= 0xFDEF or point & 0xFFFE == 0xFFFE)
+
+
 def line(text: str) -> str:
     """``text`` as one line of visible characters (see the module docstring)."""
     text = _BREAK.sub(BREAK_MARK, _SEQUENCE.sub("", text)).replace("\t", " ")
@@ -71,7 +79,7 @@ def _visible(char: str) -> str:
     category = unicodedata.category(char)
     if category == "Zs":  # no-break, ideographic, en and em spaces: a space
         return " "
-    if category not in _HIDDEN and char not in _INVISIBLE:
+    if not _hidden(char):
         return char
     point = ord(char)
     return f"\\u{point:04x}" if point <= 0xFFFF else f"\\U{point:08x}"
@@ -101,7 +109,7 @@ def first_hidden(text: str) -> str | None:
     break, a tab, a control or format character), if any."""
     if text.isprintable() and not _INVISIBLE.intersection(text):
         return None
-    return next((c for c in text if unicodedata.category(c) in _HIDDEN or c in _INVISIBLE), None)
+    return next((c for c in text if _hidden(c)), None)
 
 
 def md(text: str) -> str:

@@ -69,3 +69,11 @@ def test_any_mix_of_markdown_characters_stays_text(text: str) -> None:
     document = f"- t-1: {inert.md(text)} (goal g)\n"
     assert tokens(document) == tokens("- t-1: word (goal g)\n"), document
     assert github_tags(document) == ["ul", "li"], document
+
+
+def test_noncharacters_are_shown_as_escapes() -> None:
+    # U+FFFE, U+FFFF of every plane and U+FDD0..U+FDEF are not for interchange (and not XML).
+    for char in ("\ufffe", "\uffff", "\ufdd0", "\ufdef", "\U0001fffe", "\U0010ffff"):
+        assert char not in inert.line(f"a{char}b")
+        assert inert.first_hidden(f"a{char}b") == char
+    assert inert.line("a\ufdcfb") == "a\ufdcfb"  # a neighbour that is a character
