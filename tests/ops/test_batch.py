@@ -3,6 +3,8 @@ commit, all or nothing; the CLI and the MCP tool call it."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from loopx.errors import TransitionError, UsageError
@@ -24,9 +26,12 @@ def test_lines_are_one_commit_and_later_lines_see_earlier_ones(ledger: Ledger) -
                          ["todo", "claim", "a", "--ttl", "30m"],
                          ["goal", "close", "g", "--abandoned", "--reason", "r"]])
     results = batch.apply(ledger, lines, actor=lambda: ALICE)
-    assert [r["type"] for r in results] == ["todo.added", "todo.added", "todo.claimed",
-                                            "goal.closed"]
-    assert results[0]["data"]["priority"] == 1 and results[1]["data"]["depends_on"] == ["a"]
+    assert [(r.number, r.command) for r in results] == [
+        (1, "todo add"), (2, "todo add"), (3, "todo claim"), (4, "goal close")]
+    docs: list[Any] = [r.answer for r in results]  # each line's document, as MCP answers it
+    assert [d["type"] for d in docs] == ["todo.added", "todo.added", "todo.claimed",
+                                         "goal.closed"]
+    assert docs[0]["data"]["priority"] == 1 and docs[1]["data"]["depends_on"] == ["a"]
     assert ledger.store.resolve(f"{ledger.ref}~1") == before  # one commit for all four
 
 
