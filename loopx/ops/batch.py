@@ -28,9 +28,10 @@ NEVER = ("batch", "demo", "init", "mcp", "wait", "watch")
 # answers).
 Json = Union[None, bool, int, float, str, list["Json"], dict[str, "Json"]]
 # One checked argument of an operation, by the kinds of loopx.ops.declare.Param: a value, a
-# duration in seconds, the words of a command, pairs, command lines, an environment.
-Argument = Union[None, bool, int, float, str, list[str], list[tuple[str, str]], list[list[str]],
-                 dict[str, str]]
+# duration in seconds, repeated values, the words of a command, pairs, command lines, an
+# environment (tests/ops/test_batch.py checks that every declared parameter fits).
+Argument = Union[None, bool, int, float, str, list[str], list[int], list[tuple[str, str]],
+                 list[list[str]], dict[str, str]]
 
 
 @dataclass(frozen=True)
