@@ -52,7 +52,7 @@ def init(app: App, name: Optional[str], offline: bool) -> None:
 @declared(loopx.ops.batch.BATCH)
 def batch(app: App, v: Values) -> None:
     v["lines"] = loopx.ops.batch.read(sys.stdin.read())
-    results = app.call(loopx.ops.batch.BATCH, v)
+    results = [line.answer for line in app.call(loopx.ops.batch.BATCH, v)]
     app.emit(results, lambda: "\n".join(
         [_batch_line(r) for r in results]
         + [f"applied {plural.counted(len(results), 'command')} in one commit"]))

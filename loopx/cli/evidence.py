@@ -116,13 +116,13 @@ def ci_record(app: App, dry_run: bool, offline: bool) -> None:
 def _ci_text(found: evidence.CiRecord, dry_run: bool) -> str:
     verb = "would record" if dry_run else "recorded"
     ids = [e.data.id for e in found.events] or ["-"] * len(found.planned)
-    lines = [f"{verb} ci evidence {ev_id} for goal {p['goal']} ({', '.join(p['criteria'])}): "
-             f"{p['check']} {p['state']}" + (f" {p['url']}" if p.get("url") else "")
+    lines = [f"{verb} ci evidence {ev_id} for goal {p.goal} ({', '.join(p.criteria)}): "
+             f"{p.check} {p.state}" + (f" {p.url}" if p.url else "")
              for ev_id, p in zip(ids, found.planned)]
     lines += [f"still running: {name}" for name in found.pending]
     if not found.planned:
-        state = found.ci.get("state")
-        detail = f" ({found.ci['detail']})" if found.ci.get("detail") else ""
+        state = found.ci.state
+        detail = f" ({found.ci.detail})" if found.ci.detail else ""
         lines.append(f"nothing new to record for {found.commit[:12]}: CI is {state}{detail}")
     return "\n".join(lines)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import click
 
@@ -31,59 +31,58 @@ def doctor(app: App, repair: bool, rollback: bool, verify: bool) -> None:
     result = upkeep.examine(app.cwd, ref=app.state_ref, rollback=rollback, repair=repair,
                             verify=verify, now=app.now)
     app.emit(result, lambda: _doctor_text(result))
-    final = result.get("after", result["health"])
-    if not final["ok"]:
+    final = result.final
+    if not final.ok:
         # The report above is the answer (a JSON reader has it whole); exit 1 says "unhealthy".
         hint = "" if rollback or repair else " (`git loopx doctor --repair` keeps every event it can)"
-        click.echo(f"error: {final['ref']} has {plural.counted(len(final['problems']), 'problem')}; "
+        click.echo(f"error: {final.ref} has {plural.counted(len(final.problems), 'problem')}; "
                    "see above" + hint, err=True)
         raise click.exceptions.Exit(1)
 
 
-def _repair_text(done: dict[str, Any]) -> list[str]:
-    if not done["repaired"]:
-        return [done["reason"]]
-    if done["how"] == "restored":
-        return [f"restored the missing objects from {', '.join(done['from'])}: nothing is lost"]
-    lines = [f"repaired {render.short_oid(done['from'])} -> {render.short_oid(done['to'])} on "
-             f"{render.short_oid(done['base'])}: {len(done['put_back'])} file(s) put back"]
-    lines += [f"  lost: event {e['id']} ({e['type']}), {e['path']}" for e in done["lost"]]
-    lines += [f"  lost: {what} (not listed anywhere at hand)" for what in done["unknown"]]
-    if not done["lost"] and not done["unknown"]:
+def _repair_text(done: upkeep.Repair) -> list[str]:
+    if isinstance(done, upkeep.NotRepaired):
+        return [done.reason]
+    if isinstance(done, upkeep.Refetched):
+        return [f"restored the missing objects from {', '.join(done.from_)}: nothing is lost"]
+    lines = [f"repaired {render.short_oid(done.from_)} -> {render.short_oid(done.to)} on "
+             f"{render.short_oid(done.base)}: {len(done.put_back)} file(s) put back"]
+    lines += [f"  lost: event {e.id} ({e.type}), {e.path}" for e in done.lost]
+    lines += [f"  lost: {what} (not listed anywhere at hand)" for what in done.unknown]
+    if not done.lost and not done.unknown:
         lines.append("  nothing is lost")
     return lines
 
 
-def _doctor_text(result: dict[str, Any]) -> str:
-    health = result["health"]
-    lines = [f"{health['ref']} at {render.short_oid(health['tip'])}: "
-             + ("healthy" if health["ok"] else plural.counted(len(health['problems']), 'problem'))]
-    lines += [f"  problem: {p}" for p in health["problems"][:30]]
-    lines += [f"  warning: {w}" for w in health["warnings"]]
-    lines.append(f"  reflog: {plural.counted(health['reflog_entries'], 'entry', 'entries')}")
-    if "verify" in result:
-        lines.append(f"  verified against a replay of the events: {', '.join(result['verify']['checked'])}")
-    for lock in health["locks"]:
-        lines.append(f"  lock: {lock['lock']}" + (f" (pid {lock['pid']})" if "pid" in lock else
-                                                   f" ({lock['age_seconds']}s old)"))
-    for q in health["quarantines"]:
-        lines.append(f"  quarantined: {q['ref']} -> {render.short_oid(q['tip'])} (report {q['report']})")
-    lines += [f"  leftover proposal: {ref}" for ref in health["proposals"]]
-    for done in (result.get("repair") or {}, result.get("rollback") or {}):
-        if done.get("ref_restored"):
-            restored = done["ref_restored"]
-            lines.append(f"restored {health['ref']} to {render.short_oid(restored['to'])} from its reflog "
-                         f"({restored['damage']}); kept: {', '.join(restored['kept']) or 'nothing'}")
-    if "repair" in result:
-        lines += _repair_text(result["repair"])
-    if "rollback" in result:
-        rb = result["rollback"]
-        if not rb["rolled_back"]:
-            lines.append(rb["reason"])
-        else:
-            lines.append(f"rolled back {render.short_oid(rb['from'])} -> {render.short_oid(rb['to'])}, dropping "
-                         f"{plural.counted(len(rb['dropped']), 'event file')}:")
-            lines += [f"  {path}" for path in rb["dropped"]]
+def _doctor_text(result: upkeep.Examined) -> str:
+    health = result.health
+    lines = [f"{health.ref} at {render.short_oid(health.tip)}: "
+             + ("healthy" if health.ok else plural.counted(len(health.problems), 'problem'))]
+    lines += [f"  problem: {p}" for p in health.problems[:30]]
+    lines += [f"  warning: {w}" for w in health.warnings]
+    lines.append(f"  reflog: {plural.counted(health.reflog_entries, 'entry', 'entries')}")
+    if result.verify is not None:
+        lines.append(f"  verified against a replay of the events: {', '.join(result.verify.checked)}")
+    for lock in health.locks:
+        lines.append(f"  lock: {lock.lock}" + (f" (pid {lock.pid})" if lock.pid is not None else
+                                               f" ({lock.age_seconds}s old)"))
+    for q in health.quarantines:
+        lines.append(f"  quarantined: {q.ref} -> {render.short_oid(q.tip)} (report {q.report})")
+    lines += [f"  leftover proposal: {ref}" for ref in health.proposals]
+    for done in (result.repair, result.rollback):
+        restored = getattr(done, "ref_restored", None)
+        if restored is not None:
+            lines.append(f"restored {health.ref} to {render.short_oid(restored.to)} from its reflog "
+                         f"({restored.damage}); kept: {', '.join(restored.kept) or 'nothing'}")
+    if result.repair is not None:
+        lines += _repair_text(result.repair)
+    rb = result.rollback
+    if isinstance(rb, upkeep.NotRolledBack):
+        lines.append(rb.reason)
+    elif rb is not None:
+        lines.append(f"rolled back {render.short_oid(rb.from_)} -> {render.short_oid(rb.to)}, dropping "
+                     f"{plural.counted(len(rb.dropped), 'event file')}:")
+        lines += [f"  {path}" for path in rb.dropped]
     return "\n".join(lines)
 
 

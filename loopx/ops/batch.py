@@ -10,25 +10,48 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional, Union
 
 from loopx.errors import ArgumentError, LoopxError, UsageError
 from loopx.ledger.book import Ledger
 from loopx.model import limits
 from loopx.ops import catalog, declare
 
+if TYPE_CHECKING:
+    from loopx.ledger.txn import Txn
+
 # Commands that run for as long as they like, or make a ledger: never one line of a commit.
 NEVER = ("batch", "demo", "init", "mcp", "wait", "watch")
 
 
+# A JSON value: what one line answers (its operation's document, the same an MCP call of it
+# answers).
+Json = Union[None, bool, int, float, str, list["Json"], dict[str, "Json"]]
+# One checked argument of an operation, by the kinds of loopx.ops.declare.Param: a value, a
+# duration in seconds, repeated values, the words of a command, pairs, command lines, an
+# environment (tests/ops/test_batch.py checks that every declared parameter fits).
+Argument = Union[None, bool, int, float, str, list[str], list[int], list[tuple[str, str]],
+                 list[list[str]], dict[str, str]]
+
+
 @dataclass(frozen=True)
 class Line:
-    """One parsed line: its number, the operation and its checked arguments."""
+    """One parsed line: its number, its words, the operation it names (``catalog.find``
+    looks it up) and its checked arguments."""
 
     number: int
     words: tuple[str, ...]
-    op: declare.Operation
-    values: declare.Values
+    command: str
+    arguments: dict[str, Argument]
+
+
+@dataclass(frozen=True)
+class LineResult:
+    """What one line of an applied batch answers: its operation's document."""
+
+    number: int
+    command: str
+    answer: Json
 
 
 def read(text: str) -> list[list[str]]:
@@ -79,10 +102,10 @@ def _line(n: int, words: list[str]) -> Line:
         values = declare.validate(op, declare.parse(op, words[taken:]), what=op.name)
     except LoopxError as exc:
         raise UsageError(f"line {n}: {exc}") from None
-    return Line(n, tuple(words), op, values)
+    return Line(n, tuple(words), op.name, dict(values))
 
 
-def _run(c: declare.Call) -> list[Any]:
+def _run(c: declare.Call) -> list[LineResult]:
     c.standalone("batch")
     return apply(c.ledger, parse(c.values.lines), actor=c.principal, message=c.values.message,
                  now=c.now, cwd=c.cwd)
@@ -92,7 +115,7 @@ BATCH = declare.Operation(
     "batch", "Apply JSON lines of commands from stdin in one commit (all or nothing).\n\nEach "
     "line is a JSON array of arguments, e.g. [\"todo\", \"add\", \"g-1\", \"Write tests\"]. "
     "Later lines see what earlier lines created.", run=_run, writes=True, batch=False,
-    wrap="results", agent_note=(
+    wrap="results", shape=lambda results: [r.answer for r in results], agent_note=(
         "lines: a list of command lines, each the words of a write command as on the command "
         "line, e.g. [[\"todo\", \"add\", \"g-1\", \"Tests\", \"--priority\", \"1\"], "
         "[\"note\", \"add\", \"planned\"]]; answers each line's result in order."),
@@ -106,18 +129,20 @@ OPERATIONS = [BATCH]
 
 def apply(ledger: Ledger, lines: Sequence[Line], *, actor: Callable[[], str],
           message: Optional[str] = None, now: Optional[datetime] = None,
-          cwd: Optional[str] = None) -> list[Any]:
-    """Run every line in one transaction, as ``actor``; the documents of their results in
-    order. Nothing is written unless every line succeeds."""
+          cwd: Optional[str] = None) -> list[LineResult]:
+    """Run every line in one transaction, as ``actor``; what each answers, in order. Nothing is
+    written unless every line succeeds."""
     ledger.require()
 
-    def build(txn: Any) -> list[Any]:
+    def build(txn: Txn) -> list[LineResult]:
         results = []
         for line in lines:
+            op = catalog.find(line.command)
             staged = len(txn.events) + len(txn.duplicates)
-            call = declare.Call(line.values, ledger, actor, now=now, txn=txn, cwd=cwd)
+            call = declare.Call(declare.Values(line.arguments), ledger, actor, now=now, txn=txn,
+                                cwd=cwd)
             try:
-                result = line.op.run(call)
+                result = op.run(call)
             except ArgumentError as exc:
                 raise UsageError(f"line {line.number}: {exc}") from None
             except LoopxError as exc:
@@ -125,7 +150,7 @@ def apply(ledger: Ledger, lines: Sequence[Line], *, actor: Callable[[], str],
             if len(txn.events) + len(txn.duplicates) == staged:
                 raise UsageError(f"line {line.number}: `{' '.join(line.words[:2])}` writes "
                                  "nothing; a batch takes write commands only")
-            results.append(line.op.document(result))
+            results.append(LineResult(line.number, op.name, op.document(result)))
         return results
 
     results, _ = ledger.write(build, actor=actor(), message=message, now=now)

@@ -24,7 +24,7 @@ from loopx.ledger.draft import Draft
 from loopx.model import clock, typed
 from loopx.model.ids import new_short_id
 from loopx.ops import lookup
-from loopx.projection import answers, entities, views
+from loopx.projection import answers, entities, environment, views
 from loopx.storage import gateway
 
 if TYPE_CHECKING:
@@ -440,13 +440,26 @@ def _cwd(repo: gateway.Repo, relative: Optional[str]) -> Optional[Path]:
 # --- git loopx ci record -----------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class CiPlanned:
+    """One piece of ci evidence to record: a finished check mapped to criteria of a goal in
+    play, not recorded yet."""
+
+    goal: str
+    criteria: list[str]
+    check: str
+    state: str  # success | failure
+    url: Optional[str]
+    exit_code: int
+
+
 @dataclass
 class CiRecord:
     """What `git loopx ci record` found for HEAD and what it recorded (or would record)."""
 
     commit: str
-    ci: dict[str, Any]
-    planned: list[dict[str, Any]]
+    ci: environment.CiStatus
+    planned: list[CiPlanned]
     events: list[Event[EvidenceRecorded]] = field(default_factory=list)
     pending: list[str] = field(default_factory=list)
 
@@ -475,7 +488,8 @@ def record_ci(ledger: Ledger, *, actor: str, offline: bool = False, dry_run: boo
         config.get("loopx.ci.provider") == "ledger") else []
     status = readback.ci_status(ledger.repo, head, config=config,
                                 snapshot={"evidence": recorded}, offline=offline)
-    found = CiRecord(head, status, _ci_plan(fold, head, status, mapping))
+    found = CiRecord(head, typed.build(environment.CiStatus, status),
+                     _ci_plan(fold, head, status, mapping))
     found.pending = [c["name"] for c in status.get("checks", [])
                      if c.get("name") in mapping and c.get("state") not in ("success", "failure")]
     if dry_run or not found.planned:
@@ -483,9 +497,9 @@ def record_ci(ledger: Ledger, *, actor: str, offline: bool = False, dry_run: boo
     bound = {"commit": head, "tree": _tree_of(ledger.repo, head), "dirty": False}
 
     def build(txn: Txn) -> list[Event[EvidenceRecorded]]:
-        return [add(txn, "ci", bound=bound, goal=item["goal"], criteria=item["criteria"],
-                    check=item["check"], url=item["url"], exit_code=item["exit_code"],
-                    summary=f"{item['check']}: {item['state']}")
+        return [add(txn, "ci", bound=bound, goal=item.goal, criteria=item.criteria,
+                    check=item.check, url=item.url, exit_code=item.exit_code,
+                    summary=f"{item.check}: {item.state}")
                 for item in _ci_plan(txn.fold, head, status, mapping)]
 
     found.events, _ = ledger.write(build, actor=actor, now=now)
@@ -493,7 +507,7 @@ def record_ci(ledger: Ledger, *, actor: str, offline: bool = False, dry_run: boo
 
 
 def _ci_plan(fold: entities.Fold, head: str, status: dict[str, Any],
-             mapping: dict[str, list[str]]) -> list[dict[str, Any]]:
+             mapping: dict[str, list[str]]) -> list[CiPlanned]:
     """One piece of evidence per finished mapped check and goal in play, unless recorded."""
     plan = []
     for check in status.get("checks", []):
@@ -508,8 +522,8 @@ def _ci_plan(fold: entities.Fold, head: str, status: dict[str, Any],
                     c["id"] for c in goal.acceptance} and not _ci_recorded(
                     fold, goal, cid, name, head, state == "success"):
                 per_goal.setdefault(gid, []).append(cid)
-        plan += [{"goal": gid, "criteria": crits, "check": name, "state": state,
-                  "url": check.get("url"), "exit_code": 0 if state == "success" else 1}
+        plan += [CiPlanned(gid, crits, name, state, check.get("url"),
+                           0 if state == "success" else 1)
                  for gid, crits in per_goal.items()]
     return plan
 

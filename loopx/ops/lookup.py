@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Literal, Optional, overload
 
 from loopx.ledger.draft import Draft
 from loopx.projection import entities
@@ -11,7 +11,10 @@ from loopx.projection.views import resolve_id
 
 if TYPE_CHECKING:
     from loopx.ledger.txn import Txn
-    from loopx.model.events import Event
+    from loopx.model.events import (
+        EffectConfirmed, EffectFailed, Event, Model, TodoBlocked, TodoCancelled, TodoDone,
+        TodoReleased, TodoReopened, WakeCleared,
+    )
 
 
 def goal(fold: entities.Fold, prefix: str) -> str:
@@ -47,10 +50,35 @@ def goal_of(fold: entities.Fold, goal_prefix: Optional[str],
     return goal(fold, goal_prefix) if goal_prefix else None
 
 
+# `about` answers the event of the type it is given: one signature per type it writes.
+@overload
+def about(txn: Txn, table: str, prefix: str, kind: str, event_type: Literal["todo.released"],
+          data: dict[str, Any], event_id: Optional[str] = None) -> Event[TodoReleased]: ...
+@overload
+def about(txn: Txn, table: str, prefix: str, kind: str, event_type: Literal["todo.done"],
+          data: dict[str, Any], event_id: Optional[str] = None) -> Event[TodoDone]: ...
+@overload
+def about(txn: Txn, table: str, prefix: str, kind: str, event_type: Literal["todo.blocked"],
+          data: dict[str, Any], event_id: Optional[str] = None) -> Event[TodoBlocked]: ...
+@overload
+def about(txn: Txn, table: str, prefix: str, kind: str, event_type: Literal["todo.reopened"],
+          data: dict[str, Any], event_id: Optional[str] = None) -> Event[TodoReopened]: ...
+@overload
+def about(txn: Txn, table: str, prefix: str, kind: str, event_type: Literal["todo.cancelled"],
+          data: dict[str, Any], event_id: Optional[str] = None) -> Event[TodoCancelled]: ...
+@overload
+def about(txn: Txn, table: str, prefix: str, kind: str, event_type: Literal["effect.confirmed"],
+          data: dict[str, Any], event_id: Optional[str] = None) -> Event[EffectConfirmed]: ...
+@overload
+def about(txn: Txn, table: str, prefix: str, kind: str, event_type: Literal["effect.failed"],
+          data: dict[str, Any], event_id: Optional[str] = None) -> Event[EffectFailed]: ...
+@overload
+def about(txn: Txn, table: str, prefix: str, kind: str, event_type: Literal["wake.cleared"],
+          data: dict[str, Any], event_id: Optional[str] = None) -> Event[WakeCleared]: ...
 def about(txn: Txn, table: str, prefix: str, kind: str, event_type: str,
-          data: dict[str, Any], event_id: Optional[str] = None) -> Event[Any]:
+          data: dict[str, Any], event_id: Optional[str] = None) -> Event[Model]:
     """Stage one ``event_type`` about an existing entity (its id resolved from ``prefix`` in
-    the fold's ``table``), under that entity's goal."""
+    the fold's ``table``), under that entity's goal; the event staged, of that type."""
     entities_ = getattr(txn.fold, table)
     found = resolve_id(entities_, prefix, kind)
     return txn.add(Draft(event_type, {"id": found, **data}, entities_[found].goal, event_id))

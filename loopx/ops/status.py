@@ -218,15 +218,84 @@ def brief(ledger: Ledger, *, actor: Optional[str], goal: Optional[str] = None,
     return briefing.markdown(snap, goal_id=goal_id), typed.build(StatusDoc, snap)
 
 
+@dataclass(frozen=True)
+class PrimerTodo:
+    """A todo as the primer lists it (a lease of the actor's, or the top of the frontier)."""
+
+    id: str
+    title: str
+    goal: str
+    priority: int
+    until: Optional[str]  # when its lease ends
+
+
+@dataclass(frozen=True)
+class PrimerStep:
+    """A gate waiting on the actor, or evidence to re-run: why, and the command."""
+
+    reason: str
+    command: Optional[str]
+
+
+@dataclass(frozen=True)
+class PrimerAttention:
+    """An action that must not be missed (a repair, a lease to renew, a wake due)."""
+
+    kind: answers.ActionKind
+    reason: str
+    command: Optional[str]
+
+
+@dataclass(frozen=True)
+class PrimerInbox:
+    """One of the actor's sessions with messages not read yet."""
+
+    session: str
+    task: str
+    unread: int
+
+
+@dataclass(frozen=True)
+class PrimerSession:
+    """One of the actor's open sessions, and the others open on its goal."""
+
+    session: str
+    task: str
+    state: str
+    keep_open: bool
+    ends: Optional[str]
+    same_goal: list[str]
+
+
+@dataclass(frozen=True)
+class PrimerFacts:
+    """What matters to one actor now (:func:`loopx.recovery.primer.facts`), as `prime` answers
+    it under ``primer``."""
+
+    actor: Optional[str]
+    now: str
+    ledger: Optional[str]
+    next: Optional[Action]
+    next_wake: Optional[str]
+    leases: list[PrimerTodo]
+    frontier: list[PrimerTodo]
+    frontier_size: int
+    gates: list[PrimerStep]
+    inboxes: list[PrimerInbox]
+    sessions: list[PrimerSession]
+    stale: list[PrimerStep]
+    attention: list[PrimerAttention]
+
+
 @dataclass
 class Primer:
     """`git loopx prime`: the facts that matter to one actor now, and their Markdown."""
 
-    facts: dict[str, Any]
+    facts: PrimerFacts
     markdown: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"markdown": self.markdown, "primer": self.facts}
+        return {"markdown": self.markdown, "primer": typed.plain(self.facts)}
 
 
 def prime(ledger: Ledger, *, actor: Optional[str], ci: bool = True, offline: bool = False,
@@ -239,4 +308,4 @@ def prime(ledger: Ledger, *, actor: Optional[str], ci: bool = True, offline: boo
     from loopx.recovery import primer  # prime only: the start-up time of status and next
 
     facts = primer.facts(snap, actor=actor, now=clock.format_ts(now))
-    return Primer(facts, primer.markdown(facts))
+    return Primer(typed.build(PrimerFacts, facts), primer.markdown(facts))

@@ -50,13 +50,14 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from loopx.storage import commits
 from loopx.projection import history
+from loopx.review import changes
 from loopx.remote import incoming
 from loopx.projection import authority, entities
 from loopx.ledger import layout
 from loopx.errors import NotFound
 from loopx.ledger import checkpoints
 from loopx.ledger.book import Ledger
-from loopx.model import inert
+from loopx.model import inert, typed
 from loopx.storage.store import STATE_REF
 
 if TYPE_CHECKING:
@@ -84,15 +85,28 @@ class Added:
     event: Optional[Event] = None
 
 
+@dataclass(frozen=True)
+class NewEvent:
+    """An event the range adds, in replay order, described for a reviewer."""
+
+    id: str
+    type: str
+    actor: str
+    clock: int
+    commit: str
+    path: str
+    text: str
+
+
 @dataclass
 class Report:
     base: str
     head: str
     merge_base: Optional[str]
     commits: int = 0
-    events: list[dict[str, Any]] = field(default_factory=list)
+    events: list[NewEvent] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
-    config: list[dict[str, Any]] = field(default_factory=list)
+    config: list[changes.Change] = field(default_factory=list)  # for reviewers, not failures
 
     @property
     def ok(self) -> bool:
@@ -105,9 +119,9 @@ class Report:
             "head": self.head,
             "merge_base": self.merge_base,
             "commits": self.commits,
-            "events": self.events,
+            "events": [typed.plain(e) for e in self.events],
             "findings": [asdict(f) for f in self.findings],
-            "config_changes": self.config,
+            "config_changes": [typed.plain(c) for c in self.config],
         }
 
 
@@ -269,7 +283,8 @@ def _check_replay(
         _event_row(ours[e.id], e)
         for e in sorted((i.event for i in ours.values() if i.event is not None), key=lambda event: event.sort_key())
     ]
-    report.config = history.config_changes(before.config, after.config)
+    report.config = [typed.build(changes.Change, c)
+                     for c in history.config_changes(before.config, after.config)]
 
 
 def _check_at_base(ledger: Ledger, head: str, after: entities.Fold, ours: dict[str, Added],
@@ -366,16 +381,9 @@ def _rule_for(problem: entities.Problem) -> str:
 ACTS = ("todo.done", "todo.cancelled", "goal.closed", "quota.spent")
 
 
-def _event_row(item: Added, event: Event) -> dict[str, Any]:
-    return {
-        "id": event.id,
-        "type": event.type,
-        "actor": event.env.actor,
-        "clock": event.env.clock,
-        "commit": item.commit,
-        "path": item.path,
-        "text": history.describe(event),
-    }
+def _event_row(item: Added, event: Event) -> NewEvent:
+    return NewEvent(event.id, event.type, event.env.actor, event.env.clock, item.commit,
+                    item.path, history.describe(event))
 
 
 def _fail(report: Report, rule: str, where: str, commit: str, message: str) -> None:
@@ -402,10 +410,10 @@ def render(report: Report) -> str:
         lines.append(f"  {f.rule:<20} {inert.line(f.message)}  [commit {f.commit[:12]}]")
     if report.config:
         lines.append("Config changes (who may answer gates, signing rules): review them")
-        lines += [f"  {inert.line(c['text'])}" for c in report.config]
+        lines += [f"  {inert.line(c.text)}" for c in report.config]
     if report.events:
         lines.append("New events, in replay order:")
-        lines += [f"  {inert.line(e['actor'])}: {inert.line(e['text'])}  [{e['id']}]"
+        lines += [f"  {inert.line(e.actor)}: {inert.line(e.text)}  [{e.id}]"
                   for e in report.events]
     return "\n".join(lines)
 

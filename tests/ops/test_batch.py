@@ -3,11 +3,14 @@ commit, all or nothing; the CLI and the MCP tool call it."""
 
 from __future__ import annotations
 
+import typing
+from typing import Any
+
 import pytest
 
 from loopx.errors import TransitionError, UsageError
 from loopx.ledger.book import Ledger
-from loopx.ops import batch, goals
+from loopx.ops import batch, catalog, declare, goals
 
 ALICE = "human:alice@example.com"
 
@@ -24,9 +27,12 @@ def test_lines_are_one_commit_and_later_lines_see_earlier_ones(ledger: Ledger) -
                          ["todo", "claim", "a", "--ttl", "30m"],
                          ["goal", "close", "g", "--abandoned", "--reason", "r"]])
     results = batch.apply(ledger, lines, actor=lambda: ALICE)
-    assert [r["type"] for r in results] == ["todo.added", "todo.added", "todo.claimed",
-                                            "goal.closed"]
-    assert results[0]["data"]["priority"] == 1 and results[1]["data"]["depends_on"] == ["a"]
+    assert [(r.number, r.command) for r in results] == [
+        (1, "todo add"), (2, "todo add"), (3, "todo claim"), (4, "goal close")]
+    docs: list[Any] = [r.answer for r in results]  # each line's document, as MCP answers it
+    assert [d["type"] for d in docs] == ["todo.added", "todo.added", "todo.claimed",
+                                         "goal.closed"]
+    assert docs[0]["data"]["priority"] == 1 and docs[1]["data"]["depends_on"] == ["a"]
     assert ledger.store.resolve(f"{ledger.ref}~1") == before  # one commit for all four
 
 
@@ -72,3 +78,19 @@ def test_json_lines_are_read_as_command_lines() -> None:
         ["note", "add", "hi"], ["note", "add", "x"]]
     with pytest.raises(UsageError, match="line 1: not JSON"):
         batch.read("nope\n")
+
+
+# What a checked argument of each kind of parameter is (loopx.ops.declare.validate).
+KIND_TYPES: dict[str, Any] = {
+    "text": str, "int": int, "float": float, "bool": bool, "duration": int, "choice": str,
+    "switch": str, "pair": tuple[str, str], "file": str, "argv": list[str], "event_id": str,
+    "lines": list[list[str]], "env": dict[str, str]}
+
+
+def test_every_declared_parameter_fits_a_lines_argument_type() -> None:
+    fits = set(typing.get_args(batch.Argument))
+    for op in catalog.operations():
+        for p in op.params:
+            kind = list[KIND_TYPES[p.kind]] if p.many else KIND_TYPES[p.kind]
+            assert kind in fits, f"{op.name} --{p.name}: {kind} is not a batch.Argument"
+    assert set(KIND_TYPES) == set(declare.KINDS)  # a new kind needs its type here
