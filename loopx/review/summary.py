@@ -79,7 +79,7 @@ def _changes(diff: changes.Diff) -> list[str]:
 def _writers(report: validate.Report) -> list[str]:
     by_actor: dict[str, Counter[str]] = {}
     for event in report.events:
-        by_actor.setdefault(str(event["actor"]), Counter())[str(event["type"])] += 1
+        by_actor.setdefault(event.actor, Counter())[event.type] += 1
     rows = []
     for actor, types in sorted(by_actor.items(), key=lambda a: (-sum(a[1].values()), a[0])):
         ranked = sorted(types.items(), key=lambda t: (-t[1], t[0]))

@@ -171,11 +171,11 @@ def test_cli_json_mcp_and_batch_give_the_same_document_for_the_same_answer(
     mcp = tools.call(ledger, ACTOR, "todo_add", {
         "goal": "g", "title": "Write it", "id": "t", "priority": 1, "label": ["docs"],
         "event_id": EVENT_ID})
-    # The library's batch answers what a batch line gives: typed.plain makes it the document.
+    # The library's batch answers each line typed: typed.plain of its answer is the document.
     lines = typed.plain(batch.apply(ledger, batch.parse([line]), actor=lambda: ACTOR))
     batched = tools.call(ledger, ACTOR, "batch", {"lines": [line]})
     piped: Any = invoke(repo, "batch", "--json", input=json.dumps(line) + "\n", actor=ACTOR).json()
-    assert cli.json() == mcp == lines[0] == batched["results"][0] == piped[0]
+    assert cli.json() == mcp == lines[0]["answer"] == batched["results"][0] == piped[0]
     assert mcp["id"] == EVENT_ID and mcp["data"]["labels"] == ["docs"]
     shown = invoke(repo, "todo", "show", "t", "--json", actor=ACTOR).json()
     assert shown == tools.call(ledger, ACTOR, "todo_show", {"todo": "t"})
