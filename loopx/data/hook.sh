@@ -66,7 +66,7 @@ start_drain() {
 queue_commit() {
     mark=
     if [ -f "$common/loopx/commits-watch.json" ]; then
-        [ -d "$common/loopx/hooks.running" ] || mkdir -p "$common/loopx/hooks.running"
+        [ -d "$common/loopx/hooks.running" ] || mkdir -p "$common/loopx/hooks.running" 2>/dev/null
         mark="$common/loopx/hooks.running/$$"
         : 2>/dev/null > "$mark" || mark=
     fi
