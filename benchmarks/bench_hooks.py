@@ -2,15 +2,19 @@
 
     python benchmarks/bench_hooks.py [--commits 15]
 
-Three sealed repositories, committed to in turn so that machine load hits all alike:
-  plain      no hooks (the peer)
+Sealed repositories, committed to in turn so that machine load hits all alike:
+  plain      no hooks (the yardstick)
   idle       hooks installed, a ledger, nothing to record (no trailer, no lease)
   recording  hooks installed, the committer holds a lease: every commit records evidence
-             (queued by the hook and written by a detached drain: the default)
+             (queued by the shim itself and written by a detached drain: the default)
   foreground as recording, with loopx.hooks.background=false (written inside the hook)
-Goal: recording - plain <= +150 ms (median). CPU is that of git and all it ran (the
-background writes excluded): under machine load, CPU time is the steadier figure. At the end
-`git loopx evidence list` checks that every commit of both was recorded.
+  trailer    hooks installed, every commit names its todo (Loopx-Todo): recorded in the
+             foreground, so that a wrong id is said on the commit (docs/hooks.md)
+Goal (issue 27): recording - plain <= +60 ms in the foreground (median wall). CPU is that of
+git and all it waited for (the detached drain excluded). Before each round the bench waits,
+untimed, for the drains of the round before to finish, so that one commit's background work
+does not slow the next one's foreground on a small machine. At the end `git loopx evidence
+list` checks that every commit of every recording repository was recorded.
 """
 
 from __future__ import annotations
@@ -26,7 +30,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-GOAL_MS = 150.0
+from loopx.hooks import spool
+
+GOAL_MS = 60.0
 
 
 def sh(cwd: Path, *argv: str, env: dict[str, str]) -> None:
@@ -59,15 +65,25 @@ def make_repo(root: Path, name: str, env: dict[str, str], setup: list[list[str]]
     return path
 
 
-def timed_commit(path: Path, n: int, env: dict[str, str]) -> tuple[float, float]:
-    """(wall ms, CPU ms of git and everything it ran) of one `git commit`."""
+def timed_commit(path: Path, n: int, env: dict[str, str],
+                 trailer: str = "") -> tuple[float, float]:
+    """(wall ms, CPU ms of git and everything it waited for) of one `git commit`."""
     (path / "f").write_text(f"change {n}\n")
     sh(path, "git", "add", "f", env=env)
     cpu_before = _children_cpu()
     started = time.perf_counter()
-    sh(path, "git", "commit", "-qm", f"change {n}", env=env)
+    sh(path, "git", "commit", "-qm", f"change {n}{trailer}", env=env)
     wall = (time.perf_counter() - started) * 1000
     return wall, (_children_cpu() - cpu_before) * 1000
+
+
+def settle(path: Path, guard_s: float = 120.0) -> None:
+    """Wait (untimed) until no entry waits in the hook queue of ``path`` and no drain runs."""
+    loopx_dir = path / ".git" / "loopx"
+    deadline = time.monotonic() + guard_s
+    while (spool.has_pending(loopx_dir) or spool.drain_running(loopx_dir)) and (
+            time.monotonic() < deadline):
+        time.sleep(0.01)
 
 
 def _children_cpu() -> float:
@@ -85,10 +101,10 @@ class Measured:
 
 
 def measure(root: Path, env: dict[str, str], commits: int, *,
-            foreground: bool = False) -> Measured:
-    """Make the repositories above in ``root`` (``foreground`` too, when asked), commit to
-    each in turn, and count what `git loopx evidence list` shows was recorded (it waits for
-    the last drain)."""
+            foreground: bool = False, trailer: bool = False) -> Measured:
+    """Make the repositories above in ``root`` (``foreground`` and ``trailer`` too, when
+    asked), commit to each in turn, and count what `git loopx evidence list` shows was
+    recorded (it waits for the last drain)."""
     loopx = ["git", "loopx"]
     ledger = [loopx + ["init"], loopx + ["hooks", "install"],
               loopx + ["goal", "add", "G", "--id", "g1"],
@@ -98,13 +114,18 @@ def measure(root: Path, env: dict[str, str], commits: int, *,
     if foreground:
         setups["foreground"] = ledger + claim + [["git", "config", "loopx.hooks.background",
                                                   "false"]]
+    if trailer:
+        setups["trailer"] = ledger
     repos = {name: make_repo(root, name, env, setup) for name, setup in setups.items()}
-    for path in repos.values():  # warm-up: bytecode caches, projection cache
-        timed_commit(path, 0, env)
+    said = {name: "\n\nLoopx-Todo: t1" if name == "trailer" else "" for name in repos}
+    for name, path in repos.items():  # warm-up: bytecode caches, projection cache
+        timed_commit(path, 0, env, said[name])
     times: dict[str, list[tuple[float, float]]] = {name: [] for name in repos}
     for n in range(1, commits + 1):
+        for path in repos.values():
+            settle(path)
         for name, path in repos.items():
-            times[name].append(timed_commit(path, n, env))
+            times[name].append(timed_commit(path, n, env, said[name]))
     recorded = {name: subprocess.run(
         ["git", "loopx", "evidence", "list", "--json"], cwd=repos[name], env=env,
         capture_output=True, text=True, check=True).stdout.count('"kind": "commit"')
@@ -114,6 +135,11 @@ def measure(root: Path, env: dict[str, str], commits: int, *,
                     recorded)
 
 
+LABELS = {"idle": "nothing to record", "recording": "recording on a held lease (the default)",
+          "foreground": "recording, loopx.hooks.background=false",
+          "trailer": "recording a Loopx-Todo trailer (foreground)"}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--commits", type=int, default=15)
@@ -121,19 +147,24 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         (root / "home").mkdir()
-        found = measure(root, sealed_env(root / "home"), args.commits, foreground=True)
-    medians, cpu, recorded = found.wall, found.cpu, found.recorded
-    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-    for name, median in medians.items():
-        extra = "" if name == "plain" else f"  (+{median - medians['plain']:.0f} ms)"
-        print(f"git commit, {name:<10} median {median:7.1f} ms wall, {cpu[name]:6.1f} ms CPU "
-              f"over {args.commits}{extra}")
+        found = measure(root, sealed_env(root / "home"), args.commits, foreground=True,
+                        trailer=True)
+    wall, cpu, recorded = found.wall, found.cpu, found.recorded
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; medians of "
+          f"{args.commits} alternating commits")
+    print(f"yardstick: git commit without hooks  {wall['plain']:7.1f} ms wall, "
+          f"{cpu['plain']:6.1f} ms CPU")
+    for name, label in LABELS.items():
+        goal = f"  goal <= +{GOAL_MS:.0f} ms" if name == "recording" else ""
+        print(f"git commit, {label:<42} +{wall[name] - wall['plain']:6.1f} ms wall, "
+              f"+{cpu[name] - cpu['plain']:6.1f} ms CPU{goal}")
     for name, count in recorded.items():
         print(f"{name}: {count} of {args.commits + 1} commits recorded")
-    over = medians["recording"] - medians["plain"]
+    over = wall["recording"] - wall["plain"]
     lost = any(count != args.commits + 1 for count in recorded.values())
-    verdict = "OK" if over <= GOAL_MS and not lost else "OVER" if not lost else "LOST EVIDENCE"
-    print(f"goal: recording - plain <= +{GOAL_MS:.0f} ms: {verdict} (+{over:.0f} ms)")
+    verdict = "LOST EVIDENCE" if lost else "OK" if over <= GOAL_MS else "OVER"
+    print(f"goal: recording - plain <= +{GOAL_MS:.0f} ms in the foreground: {verdict} "
+          f"(+{over:.0f} ms)")
     return 0 if over <= GOAL_MS and not lost else 1
 
 

@@ -22,8 +22,111 @@ fi
 # Most commits have nothing for loopx to record: no Loopx-Todo/Loopx-Goal trailer and no lease
 # held on this branch. post-commit decides that here, from the small file the ledger keeps
 # (<git common dir>/loopx/hooks.state, see docs/hooks.md), without starting Python; a file
-# written for another state tip is ignored. Only when loopx could run at all: otherwise the
-# lines below say that it cannot.
+# written for another state tip is ignored. A commit on a lease held here is queued here too
+# (queue_commit) and recorded by a detached drain: `git commit` returns at once. Only when
+# loopx could run at all: otherwise the lines below say that it cannot.
+
+# Tests only (LOOPX_HOOK_TEST_PAUSE=<point>:<pid file>, as loopx.hooks.spool.pause_point):
+# stop at <point> to be killed there by a real signal.
+pause_at() {
+    case ${LOOPX_HOOK_TEST_PAUSE:-} in
+        "$1":?*) echo $$ > "${LOOPX_HOOK_TEST_PAUSE#*:}"; kill -STOP $$ ;;
+    esac
+}
+
+# The Crockford base32 digit of $1 (0-31), in $digit: ULIDs, as loopx.model.ids makes them.
+b32() {
+    set -- "$1" 0 1 2 3 4 5 6 7 8 9 A B C D E F G H J K M N P Q R S T V W X Y Z
+    eval "digit=\${$(($1 + 2))}"
+}
+
+# A detached `git loopx hooks drain` for what is queued (stdin, stdout and stderr off git's:
+# its lines go to hooks.log), unless one holds the queue: that one looks at the queue again
+# once it lets go of it (loopx.hooks.spool.drain), so nothing waits for a later command.
+# All of it in a background process: git goes on meanwhile. $1: a file to remove first.
+start_drain() {
+    lock="$common/loopx/spool/.drain.lock"
+    if command -v git-loopx >/dev/null 2>&1; then set -- "$1" git-loopx
+    else set -- "$1" "$loopx_python" -m loopx; fi
+    detach=nohup
+    command -v setsid >/dev/null 2>&1 && detach=setsid
+    {
+        [ -z "$1" ] || rm -f "$1"
+        shift
+        if [ -f "$lock" ] && command -v flock >/dev/null 2>&1 &&
+            ! flock -n "$lock" true; then
+            exit 0
+        fi
+        LOOPX_HOOK_DRAIN=1 exec $detach "$@" hooks drain --quiet
+    } </dev/null >>"$common/loopx/hooks.log" 2>&1 &
+}
+
+# Queue this commit's record, marked as a post-commit at work while it does (for the check
+# that finds commits whose hook was killed: loopx.hooks.unrecorded.running).
+queue_commit() {
+    mark=
+    if [ -f "$common/loopx/commits-watch.json" ]; then
+        [ -d "$common/loopx/hooks.running" ] || mkdir -p "$common/loopx/hooks.running" 2>/dev/null
+        mark="$common/loopx/hooks.running/$$"
+        : 2>/dev/null > "$mark" || mark=
+    fi
+    pause_at start
+    queue_entry && return 0
+    [ -z "$mark" ] || rm -f "$mark"
+    return 1
+}
+
+# The entry for HEAD ($sha, on $branch, for $actor) in the spool, as loopx.hooks.spool.append
+# writes one: a temporary file renamed into place (fsynced when core.fsync asks git to harden
+# refs), then a drain started. Returns 1, having queued nothing, at any doubt: loopx decides.
+queue_entry() {
+    [ -d "$common/loopx" ] && [ ! -L "$common/loopx" ] || return 1
+    magic= owner=
+    { read -r magic; read -r owner; } 2>/dev/null < "$common/loopx/owner"
+    [ "$magic" = "loopx-owner v1" ] && [ "$owner" = "$common" ] || return 1  # not ours
+    case $strict in unset|[Ff][Aa][Ll][Ss][Ee]|[Nn][Oo]|[Oo][Ff][Ff]|0) ;; *) return 1 ;; esac
+    case $background in unset|[Tt][Rr][Uu][Ee]|[Yy][Ee][Ss]|[Oo][Nn]|1) ;; *) return 1 ;; esac
+    case $branch in refs/heads/loopx/*|refs/loopx/*|"") return 1 ;; esac
+    case "$actor$branch" in *[!\ -~]*|*[\"\\]*) return 1 ;; esac  # plain JSON strings only
+    amended=null
+    if [ -f "$gitdir/logs/HEAD" ]; then
+        last=$(tail -n 1 "$gitdir/logs/HEAD")
+        old=${last%% *}
+        rest=${last#* }
+        [ "${rest%% *}" = "$sha" ] || return 1  # HEAD's last reflog line is not this commit
+        case ${last#*	} in "commit (amend)"*) amended="\"$old\"" ;; esac
+    elif [ -e "$common/reftable" ]; then
+        return 1
+    fi
+    # The entry's ULID: the time in milliseconds, then 80 bits of the commit's id (unique to
+    # it, as the random part is unique to an entry).
+    set -- $clock
+    case $2 in ?????????) ;; *) return 1 ;; esac  # a date(1) without %N
+    case $1$2 in *[!0-9]*) return 1 ;; esac
+    ms=$(($1 * 1000 + 1${2%??????} - 1000)) at=$3 id= bits=$sha
+    while [ ${#id} -lt 10 ]; do b32 $((ms % 32)); id=$digit$id; ms=$((ms / 32)); done
+    while [ ${#id} -lt 26 ]; do
+        chunk=${bits%"${bits#?????}"} bits=${bits#?????} part=
+        case $chunk in ?????) ;; *) return 1 ;; esac
+        case $chunk in *[!0-9a-f]*) return 1 ;; esac
+        value=$((0x$chunk))
+        while [ ${#part} -lt 4 ]; do b32 $((value % 32)); part=$digit$part; value=$((value / 32)); done
+        id=$id$part
+    done
+    spool="$common/loopx/spool"
+    [ -d "$spool" ] || mkdir -p "$spool" || return 1
+    tmp="$spool/.$id.$$.tmp"
+    printf '{"v": 1, "id": "%s", "hook": "post-commit", "inputs": {"commit": "%s", "branch": "%s", "amended": %s}, "actor": "%s", "at": "%s", "state_ref": "refs/heads/loopx/state"}\n' \
+        "$id" "$sha" "$branch" "$amended" "$actor" "$at" > "$tmp" || { rm -f "$tmp"; return 1; }
+    case $fsync in *ref*|*commit*|*add*|*all*) sync "$tmp" ;; esac
+    mv -f "$tmp" "$spool/$id.json" || { rm -f "$tmp"; return 1; }
+    case $fsync in *ref*|*commit*|*add*|*all*) sync "$spool" ;; esac
+    pause_at queued
+    start_drain "$mark"  # which removes the mark, off git's path
+    echo "loopx: recording this commit's evidence in the background ($id.json; \`git loopx hooks queue\` shows what waits)" >&2
+    return 0
+}
+
 if [ "$hook" = post-commit ] && [ -z "${LOOPX_STATE_REF:-}${LOOPX_HOOK_TEST_FAIL:-}" ] &&
     { command -v git-loopx >/dev/null 2>&1 || [ -x "$loopx_python" ]; }; then
     where=$(git rev-parse --path-format=absolute --git-common-dir --absolute-git-dir \
@@ -37,10 +140,10 @@ EOF
     [ $found -eq 1 ] && [ ! -f "$common/refs/heads/loopx/state" ] && exit $status
     # A rebase runs post-commit for every pick; post-rewrite remaps them once it is done.
     if [ -d "$gitdir/rebase-merge" ] || [ -d "$gitdir/rebase-apply" ]; then exit $status; fi
-    known= leases= head=
+    known= leases= head= queued=
     read -r head 2>/dev/null < "$gitdir/HEAD"
-    for queued in "$common"/loopx/spool/*.json; do
-        [ -e "$queued" ] && found=3  # work an earlier hook queued: loopx applies it now
+    for entry in "$common"/loopx/spool/*.json; do
+        [ -e "$entry" ] && queued=1  # work an earlier hook queued: a drain applies it
         break
     done
     # A commit on the state branch itself: loopx warns about it.
@@ -71,24 +174,47 @@ EOF
         said=$(git log -1 --no-show-signature \
             --format='%H %(trailers:key=Loopx-Todo,key=Loopx-Goal,valueonly)')
         sha=${said%% *}
-        trailers=$(printf '%s' "${said#* }" | tr -d ' \n')
+        case ${said#* } in *[![:space:]]*) trailers=1 ;; esac
     fi
     if [ -n "$known" ] && [ -z "$trailers" ]; then
         held=
         if [ -n "$leases" ]; then
+            # One git process for every setting read here (the last value wins, as in git;
+            # a key without a value, which this shim does not read, makes loopx decide).
+            settings=$(git config --get-regexp \
+                '^(user\.email|loopx\.hooks\.(strict|background)|core\.fsync)$' 2>/dev/null)
+            email= strict=unset background=unset fsync=
+            while read -r key value; do
+                case $key in
+                    user.email) email=$value ;;
+                    loopx.hooks.strict) strict=${value:-empty} ;;
+                    loopx.hooks.background) background=${value:-empty} ;;
+                    core.fsync) fsync=$value ;;
+                esac
+            done <<EOF
+$settings
+EOF
             actor=${LOOPX_ACTOR:-}
-            [ -n "$actor" ] || actor="human:$(git config user.email)"
-            branch=$(git symbolic-ref -q HEAD)
-            now=$(date +%s)
+            [ -n "$actor" ] || actor="human:$email"
+            case $head in
+                "ref: refs/heads/.invalid"|"") branch=$(git symbolic-ref -q HEAD) ;;
+                "ref: "*) branch=${head#ref: } ;;
+                *) branch= ;;  # detached: no lease covers it
+            esac
+            clock=$(date -u '+%s %N %Y-%m-%dT%H:%M:%SZ')
+            now=${clock%% *}
             while read -r a b until; do
-                [ -n "$a" ] && [ "$a" = "$actor" ] && [ "$b" = "$branch" ] &&
+                [ -n "$a" ] && [ -n "$branch" ] && [ "$a" = "$actor" ] && [ "$b" = "$branch" ] &&
                     [ "$until" -gt "$now" ] && held=1
             done <<EOF
 $leases
 EOF
+            case $now in ""|*[!0-9]*) held=1 ;; esac  # no clock: loopx decides
         fi
-        # Nothing to record; said so, for the check that finds commits whose hook was killed.
-        if [ -z "$held" ]; then
+        # Nothing to record (said so, for the check that finds commits whose hook was
+        # killed), or work on a held lease queued here for a detached drain.
+        if [ -z "$held" ] || queue_commit; then
+            [ -z "$held" ] && [ -n "$queued" ] && start_drain ""  # what a dead drainer left
             [ -f "$common/loopx/commits-watch.json" ] && echo "$sha" >> "$common/loopx/hooks.done"
             exit $status
         fi

@@ -22,7 +22,10 @@ status`` and ``git loopx doctor`` report it (``git loopx hooks drain --retry`` q
 again).
 
 post-commit queues its work here by default (``loopx.hooks.background``), and starts a
-detached ``git loopx hooks drain``: the commit returns before the event model is loaded.
+detached ``git loopx hooks drain``: the commit returns before the event model is loaded. On
+a held lease the shell shim (loopx/data/hook.sh, ``queue_entry``) writes the entry itself,
+in this format, without starting Python: a change here is a change there
+(tests/hooks/test_queued_commits.py reads what it writes with :func:`pending`).
 """
 
 from __future__ import annotations

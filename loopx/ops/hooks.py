@@ -124,8 +124,10 @@ def _post_commit_of(hook: Hook, found: "_Found", branch: Optional[str],
     held = capture.cached_leases(loopx_dir=found.loopx_dir, ref=hook.ref, tip=found.tip,
                                  actor=hook.actor or "", branch=branch)
     # Work on a held lease is recorded off git's path; a commit that names todos or goals
-    # (trailers) in the foreground, so that a wrong id is reported at once.
-    queue_it = not _config_false(hook.cwd, "loopx.hooks.background")
+    # (trailers) in the foreground, so that a wrong id is reported at once; and every commit
+    # under loopx.hooks.strict, whose failure must reach the commit.
+    queue_it = not (_config_false(hook.cwd, "loopx.hooks.background")
+                    or _config_true(hook.cwd, "loopx.hooks.strict"))
     if not info.todos and not info.goals and (held == [] or not info.leased):  # nothing to
         if queue_it:                           # record, known without loading the model
             _drain_in_background(hook, found.loopx_dir)  # what a dead drainer left

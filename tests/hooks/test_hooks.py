@@ -7,6 +7,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -498,11 +499,11 @@ def test_pre_push_under_pre_commit_reads_the_refs_from_its_environment(work: Pat
 
 
 def test_work_on_a_held_lease_is_recorded_off_the_commits_path(work: Path) -> None:
-    """post-commit queues the record and a detached drain writes it; the command right after
+    """The shim queues the record and a detached drain writes it; the command right after
     the commit waits for that drain, so it sees the evidence without anyone sleeping."""
     assert invoke(work, "todo", "claim", "t1").code == 0
     proc = commit(work, "held")
-    assert "recording this commit's evidence for t1 in the background" in proc.stderr
+    assert "loopx: recording this commit's evidence in the background (" in proc.stderr
     head = git(work, "rev-parse", "HEAD")
     assert [(e["commit"], e["todo"]) for e in evidence(work)] == [(head, "t1")]
     assert not list((work / ".git" / "loopx" / "spool").glob("*.json"))
@@ -616,14 +617,20 @@ def test_a_commit_with_nothing_to_record_starts_no_loopx(
     assert [e["todo"] for e in evidence(work)] == ["t1"]
 
 
-def test_a_held_lease_is_seen_by_the_shim_and_recorded_by_loopx(
+def test_a_held_lease_is_seen_by_the_shim_and_queued_for_a_detached_drain(
         work: Path, probe: tuple[dict[str, str], Path]) -> None:
+    """No loopx runs in the foreground: the shim queues the commit and starts only the
+    drain (in the background, so it is polled for, with a hang guard)."""
     env, started = probe
     assert invoke(work, "todo", "claim", "t1").code == 0
     (lease,) = [line for line in hooks_state(work) if line.startswith("lease ")]
     assert lease.split()[:3] == ["lease", "human:test@example.com", "refs/heads/main"]
     commit(work, "work on it", env=env)
-    assert started.exists() and [e["todo"] for e in evidence(work)] == ["t1"]
+    assert [e["todo"] for e in evidence(work)] == ["t1"]
+    deadline = time.monotonic() + 60
+    while not started.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert started.read_text() == "hooks drain --quiet\n"
     started.unlink()
     other = dict(env, LOOPX_ACTOR="agent:someone-else")
     commit(work, "not theirs", env=other)  # the lease is not this committer's
