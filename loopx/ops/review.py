@@ -35,4 +35,5 @@ def check_range(ledger: Ledger, span: Optional[str] = None) -> validate.Report:
     else:
         start, sep, end = span.partition("..")
         base, head = (start or None, end or ledger.ref) if sep else (None, span)
-    return validate.validate(ledger, base=base, head=head)
+    with ledger.progress.doing(f"validating {f'{base}..' if base else ''}{head}"):
+        return validate.validate(ledger, base=base, head=head)
