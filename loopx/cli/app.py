@@ -46,13 +46,19 @@ class App:
             # ledger never open one (start-up time, measured in benchmarks/).
             from loopx.ops import ledgers
 
-            self._ledger = ledgers.open_ledger(self.cwd, ref=self.state_ref)
+            self._ledger = ledgers.open_ledger(self.cwd, ref=self.state_ref,
+                                               report=self.progress_bar())
             self._ledger.time = self.clock  # --now is this clone's clock for first sight too
             for line in self._ledger.notices:
                 click.echo(f"loopx: {line}", err=True)
-            if sys.stderr.isatty():
-                self._ledger.progress = _ReplayBar()
         return self._ledger
+
+    def progress_bar(self) -> Optional[terminal.Bar]:
+        """A bar for long work when a person watches: stdout and stderr both a terminal
+        and text output (piped, in CI or with --format json, nothing is drawn)."""
+        if self.json or not (sys.stdout.isatty() and sys.stderr.isatty()):
+            return None
+        return terminal.Bar()
 
     @property
     def actor(self) -> str:
@@ -118,45 +124,6 @@ class App:
     def emit_event(self, event: Event, text: str) -> None:
         """What a write command prints: one line of text, or the event document as JSON."""
         self.emit(event.to_dict(), f"{text}  [{event.id}]")
-
-
-class _ReplayBar:
-    """The progress bar on a terminal's stderr while a long replay rebuilds the projection
-    cache: click's own ``click.progressbar`` (no further dependency), shown only once a
-    rebuild has taken a second, so quick ones stay silent."""
-
-    DELAY_S = 1.0
-
-    def __init__(self) -> None:
-        self._started: Optional[float] = None
-        self._bar: Any = None
-        self._done = 0
-
-    def __call__(self, done: int, total: int) -> None:
-        import time
-
-        now = time.monotonic()
-        if self._started is None or done < self._done:  # a new pass starts over
-            self._close()
-            self._started, self._done = now, 0
-        if self._bar is None:
-            if now - self._started < self.DELAY_S:
-                self._done = done
-                return
-            self._bar = click.progressbar(length=total, label="loopx: replaying the ledger",
-                                          file=sys.stderr, show_pos=True, show_eta=True)
-            self._bar.__enter__()
-            self._bar.update(self._done)  # what was done before the bar showed
-        self._bar.update(done - self._done)
-        self._done = done
-        if done >= total:
-            self._close()
-            self._started = None
-
-    def _close(self) -> None:
-        if self._bar is not None:
-            self._bar.__exit__(None, None, None)
-            self._bar = None
 
 
 def pass_app(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -11,8 +11,11 @@ characters a terminal would act on written as ``\\uXXXX`` escapes.
 
 from __future__ import annotations
 
+import os
 import re
-from typing import Any
+import sys
+import time
+from typing import Any, Optional
 
 from loopx.model import inert
 from loopx.model.inert import SEQUENCE  # CSI, OSC, DCS and other escapes
@@ -43,3 +46,55 @@ def echo(text: str = "", *, err: bool = False, nl: bool = True) -> None:
     import click
 
     click.echo(safe(text), err=err, nl=nl)
+
+
+class Bar:
+    """A progress bar on stderr for a ledger's long work (the report of
+    :class:`loopx.ledger.progress.Progress`), drawn by tqdm once a task has taken
+    :attr:`DELAY_S`, so quick ones stay silent; cleared when the task ends, so what the command
+    prints after is all that stays on the screen. The CLI sets one only on a terminal."""
+
+    DELAY_S = 1.0
+
+    def __init__(self) -> None:
+        self._task: Optional[str] = None
+        self._started = 0.0
+        self._done = 0
+        self._bar: Any = None
+
+    def __call__(self, task: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        if task != self._task or done < self._done:  # another task, or a pass starting over
+            self.close()
+            self._task, self._started = task, now
+        self._done = done
+        if done >= total:
+            self.close()
+            self._task = None
+            return
+        if self._bar is None:
+            if now - self._started < self.DELAY_S:
+                return
+            # Imported here, a measured start-up decision: only a command whose work has
+            # already taken a second loads tqdm (about 50 ms); every other start stays as it was.
+            import tqdm
+
+            # A terminal that reports no size (a bare pty: 0x0) gets 80x24; tqdm would draw
+            # nothing there.
+            sized = _columns() > 0
+            self._bar = tqdm.tqdm(total=total, desc=f"loopx: {safe(task)}", unit="file",
+                                  file=sys.stderr, leave=False, dynamic_ncols=sized,
+                                  ncols=None if sized else 80, nrows=None if sized else 24)
+        self._bar.update(done - self._bar.n)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+
+def _columns() -> int:
+    try:
+        return os.get_terminal_size(sys.stderr.fileno()).columns
+    except (OSError, ValueError):
+        return 0

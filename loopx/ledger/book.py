@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 from loopx.version import __version__
 from loopx.errors import (CheckedOut, GitError, LoopxError, NotFound, RefRaceError,
                           UsageError, refused_write)
-from loopx.ledger import cache, seen
+from loopx.ledger import cache, progress, seen
 from loopx.ledger.draft import Draft
 from loopx.model import clock
 from loopx.model.paths import file_path
@@ -29,7 +29,7 @@ from loopx.storage import gateway
 from loopx.storage.store import STATE_REF, Store
 
 if TYPE_CHECKING:
-    from loopx.ledger.replay import Progress, Reader
+    from loopx.ledger.replay import Reader
     from loopx.ledger.rows import Projection
     from loopx.ledger.txn import Txn
     from loopx.model.events import Event
@@ -61,9 +61,9 @@ class Ledger:
         self._projection: Optional[Projection] = None
         self._fold: Optional[tuple[str, entities.Fold]] = None
         self._reader: Optional[Reader] = None
-        # Called as progress(done, total) while a long rebuild parses event files; the CLI
-        # sets it when stderr is a terminal.
-        self.progress: Optional[Progress] = None
+        # Where long work (a rebuild, a fetch's check, validate) reports how far it got; the
+        # CLI sets its report on a terminal (loopx.ledger.progress).
+        self.progress = progress.Progress()
         # Lines about hook work done when the ledger was opened (commits whose post-commit
         # hook was killed, recorded now: loopx.ops.ledgers.open_ledger); the CLI shows them.
         self.notices: list[str] = []

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Optional
 
 from loopx.errors import (CheckedOut, LockTimeout, LoopxError, Quarantined, RefRaceError,
                           SyncError, UsageError)
+from loopx.ledger import progress
 from loopx.ledger.book import Ledger
 from loopx.storage import gateway
 from loopx.storage.store import STATE_REF
@@ -27,22 +28,27 @@ def state_ref(name: Optional[str]) -> str:
 # How long a command waits for a drain of the hook queue under way (the detached one
 # post-commit starts usually takes a fraction of a second) before it reads without it.
 READ_WAIT_S = 10.0
+ADOPTING = "adopting origin/loopx/state"  # what a bar says while a fresh clone replays it
 
 
 def open_ledger(path: Path | str = ".", *, ref: Optional[str] = None,
-                adopt: bool = True, wait: float = READ_WAIT_S) -> Ledger:
+                adopt: bool = True, wait: float = READ_WAIT_S,
+                report: Optional[progress.Report] = None) -> Ledger:
     """The ledger of the repository at ``path``, redacting secrets in every text it writes
     (:func:`loopx.redaction.redact.scrub`); in a fresh clone it adopts ``origin``'s state
     branch (after the incoming check), so handing work over is a ``git clone``. Work the git
-    hooks queued is applied first (:func:`apply_spool`, waiting up to ``wait`` seconds)."""
+    hooks queued is applied first (:func:`apply_spool`, waiting up to ``wait`` seconds).
+    ``report`` hears how far long work got (:mod:`loopx.ledger.progress`)."""
     ledger = Ledger.open(path, ref=state_ref(ref), scrub=scrub)
+    ledger.progress.report = report
     # The ref's file says "there is a ledger" without a git process; whether its commit is
     # there is for the first read to find (Ledger.tip raises DamagedLedger when it is not).
     if adopt and not ledger.store.has_ref(ledger.ref) and ledger.tip() is None:
         # (a proposal's tip falls back to loopx/state's)
         from loopx.remote import sync  # only a clone without state adopts: start-up time
 
-        sync.adopt(ledger=ledger)
+        with ledger.progress.doing(ADOPTING):
+            sync.adopt(ledger=ledger)
     done = apply_spool(ledger, wait=wait)
     if done is not None and done.found:
         ledger.notices.append(found_line(done))
@@ -197,7 +203,8 @@ def init(ledger: Ledger, *, actor: str, name: Optional[str] = None,
     """
     from loopx.remote import sync  # as in open_ledger
 
-    sync.adopt(ledger=ledger)
+    with ledger.progress.doing(ADOPTING):
+        sync.adopt(ledger=ledger)
     where = None if offline or ledger.exists() else remote(ledger)
     if where is not None:
         try:

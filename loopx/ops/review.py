@@ -31,7 +31,8 @@ def check_range(ledger: Ledger, span: Optional[str] = None) -> validate.Report:
     """Check ``BASE..HEAD`` (or one revision: its whole history) before it is merged; the
     default is a proposal against loopx/state, else loopx/state against origin's."""
     base, head = _range(ledger, span)
-    return validate.validate(ledger, base=base, head=head)
+    with ledger.progress.doing(f"validating {f'{base}..' if base else ''}{head}"):
+        return validate.validate(ledger, base=base, head=head)
 
 
 def markdown(ledger: Ledger, span: Optional[str] = None, *,

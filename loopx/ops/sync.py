@@ -22,8 +22,9 @@ def sync_(ledger: Ledger, *, remote: Optional[str] = None,
     With ``actor``, ``report.notices`` lists that actor's events the merge left not applied
     (a claim that lost a race)."""
     before = _problem_events(ledger)
-    report = sync.sync(ledger=ledger, remote=remote, retries=retries,
-                       allow_unrelated=allow_unrelated, patience=patience)
+    with ledger.progress.doing(f"syncing with {remote or sync.default_remote(ledger.repo)}"):
+        report = sync.sync(ledger=ledger, remote=remote, retries=retries,
+                           allow_unrelated=allow_unrelated, patience=patience)
     _found(ledger, report)
     report.notices = _new_notices(ledger, actor, before)
     return report
@@ -34,7 +35,8 @@ def fetch(ledger: Ledger, *, remote: Optional[str] = None, actor: Optional[str] 
     """Fetch, check and merge the remote's state (no push); ``actor`` and
     ``allow_unrelated`` as for :func:`sync_`."""
     before = _problem_events(ledger)
-    report = sync.fetch(ledger=ledger, remote=remote, allow_unrelated=allow_unrelated)
+    with ledger.progress.doing(f"fetching from {remote or sync.default_remote(ledger.repo)}"):
+        report = sync.fetch(ledger=ledger, remote=remote, allow_unrelated=allow_unrelated)
     _found(ledger, report)
     report.notices = _new_notices(ledger, actor, before)
     return report

@@ -171,11 +171,31 @@ def mermaid(graph: Graph) -> str:
     return "\n".join(out)
 
 
-def mermaid_block(graph: Graph) -> list[str]:
-    """The graph as a fenced Mermaid block for Markdown (no lines when it has no nodes)."""
+MAX_NODES = 40  # drawn in Markdown: an answer stays a few KB whatever the plan's size
+
+
+def capped(graph: Graph, most: int = MAX_NODES) -> tuple[Graph, int]:
+    """At most ``most`` nodes of ``graph`` (open work and gates first, then finished work,
+    each in ledger order) with the edges between them, and how many were left out."""
+    if len(graph.nodes) <= most:
+        return graph, 0
+    ranked = sorted(range(len(graph.nodes)),
+                    key=lambda i: (graph.nodes[i].state in ("done", "cancelled"), i))
+    kept = sorted(ranked[:most])
+    ids = {graph.nodes[i].id for i in kept}
+    return Graph([graph.nodes[i] for i in kept],
+                 [e for e in graph.edges if e.source in ids and e.target in ids]
+                 ), len(graph.nodes) - most
+
+
+def mermaid_block(graph: Graph, *, most: int = MAX_NODES) -> list[str]:
+    """The graph as a fenced Mermaid block for Markdown (no lines when it has no nodes), of
+    at most ``most`` nodes; a line after it says how many more were left out."""
     if not graph.nodes:
         return []
-    return ["```mermaid", mermaid(graph), "```"]
+    shown, more = capped(graph, most)
+    return ["```mermaid", mermaid(shown), "```"] + (
+        [f"and {more} more not drawn (`git loopx todo list` lists every todo)"] if more else [])
 
 
 # --- SVG --------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ the ledger can check a remote state before adopting it.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -30,6 +31,7 @@ from typing import Optional
 from loopx.storage import gateway
 from loopx.ledger import layout
 from loopx.storage.gateway import Oid
+from loopx.ledger.progress import Progress
 from loopx.ledger.layout import AREAS, Broken  # noqa: F401  (AREAS: re-exported, the layout's areas)
 from loopx.projection import folding
 from loopx.storage.store import QUARANTINE_PREFIX, Entry, Store
@@ -81,7 +83,8 @@ class Verdict:
 
 
 def check(store: Store, *, theirs: str, ours: Optional[str], previous: Optional[str] = None,
-          parse: bool = True, known_events: int = 0) -> Verdict:
+          parse: bool = True, known_events: int = 0,
+          progress: Optional[Progress] = None) -> Verdict:
     """Judge the tip ``theirs`` before merging it into ``ours`` (None: we have no state yet).
 
     ``previous`` is the remote tip we accepted last time; a ``theirs`` that no longer contains
@@ -90,6 +93,7 @@ def check(store: Store, *, theirs: str, ours: Optional[str], previous: Optional[
     refuses the ones that do not parse (:func:`loopx.remote.sync.adopt`), so reading each
     twice would double the first command's cost. ``known_events`` is how many events ``ours``
     holds: no event that arrives may have a clock far ahead of all the events together.
+    ``progress`` hears how far reading the new event files got.
     """
     tip = store.resolve(theirs)
     if tip is None:
@@ -115,7 +119,8 @@ def check(store: Store, *, theirs: str, ours: Optional[str], previous: Optional[
     for entry in added:
         _check_entry(entry, ours_dirs, verdict)
     _check_case(ours_dirs, added, verdict)
-    _check_contents(store, [e for e in added if e.path in verdict.new_files], verdict, parse)
+    _check_contents(store, [e for e in added if e.path in verdict.new_files], verdict, parse,
+                    progress)
     _check_clocks(verdict, known_events + verdict.new_events)
     return verdict
 
@@ -231,7 +236,7 @@ def _check_names(names: dict[str, dict[str, str]], path: str, verdict: Verdict) 
                 "bad-path", f"collides with {where}{other} on case-insensitive disks")))
 
 
-def _parse_events(store: Store, entries: list[Entry], verdict: Verdict) -> None:
+def _parse_events(store: Store, entries: Sequence[Entry], verdict: Verdict) -> None:
     for entry, data in zip(entries, store.read_blobs([e.oid for e in entries])):
         event, broken = layout.event_rule(entry.path, data)
         if broken is not None:
@@ -316,7 +321,8 @@ def names_along(tree: TreeDirs, paths: list[str]) -> dict[str, set[str]]:
     return names
 
 
-def _check_contents(store: Store, entries: list[Entry], verdict: Verdict, parse: bool) -> None:
+def _check_contents(store: Store, entries: list[Entry], verdict: Verdict, parse: bool,
+                    progress: Optional[Progress] = None) -> None:
     """Size caps first (from object headers), then parse and validate every event file."""
     sizes = blob_sizes(store, [e.oid for e in entries])
     readable = []
@@ -330,7 +336,8 @@ def _check_contents(store: Store, entries: list[Entry], verdict: Verdict, parse:
             verdict.findings.append(Finding.of(entry.path, broken))
         elif layout.is_event(entry.path) and parse:
             readable.append(entry)
-    _parse_events(store, readable, verdict)
+    for chunk in (progress or Progress()).chunks(readable):  # reported while a fetch is big
+        _parse_events(store, chunk, verdict)
 
 
 def _check_clocks(verdict: Verdict, events: int) -> None:

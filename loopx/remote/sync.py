@@ -393,7 +393,7 @@ def _merge(ledger: Ledger, report: Report, theirs: Oid, *, previous: Optional[st
             ours = ledger.tip()
             known = ledger.live_fold().events if ours else 0
             verdict = incoming.check(store, theirs=theirs, ours=ours, previous=previous,
-                                     known_events=known)
+                                     known_events=known, progress=ledger.progress)
             report.unknown_events += [p for p in verdict.unknown if p not in report.unknown_events]
             if not verdict.ok:
                 _refuse(store, report, verdict)

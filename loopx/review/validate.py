@@ -148,7 +148,7 @@ def validate(ledger: Ledger, *, base: Optional[str], head: str) -> Report:
     report = Report(base or "", head, mb)
     walked = commits.walk(store.cwd, [head_oid, f"^{mb}"] if mb else [head_oid], topo=True)
     report.commits = len(walked)
-    added = _added_files(store, walked, report)
+    added = _added_files(ledger, walked, report)
     _check_case(store, head_oid, added, report)
     _check_tree_kept(store, mb, head_oid, report)
     _check_clocks(ledger, walked, added, report)
@@ -159,7 +159,8 @@ def validate(ledger: Ledger, *, base: Optional[str], head: str) -> Report:
     return report
 
 
-def _added_files(store: Any, walked: list[commits.Commit], report: Report) -> list[Added]:
+def _added_files(ledger: Ledger, walked: list[commits.Commit], report: Report) -> list[Added]:
+    store = ledger.store
     found: dict[tuple[str, str], Added] = {}
     for commit in walked:
         for change in commit.changes:
@@ -174,10 +175,11 @@ def _added_files(store: Any, walked: list[commits.Commit], report: Report) -> li
     files = list(found.values())
     sizes = incoming.blob_sizes(store, [f.oid for f in files])
     readable = [item for item in files if _file_ok(item, sizes.get(item.oid), report)]
-    for item, data in zip(readable, store.read_blobs([f.oid for f in readable])):
-        item.event, broken = layout.event_rule(item.path, data)
-        if broken:
-            _broke(report, broken, item.path, item.commit)
+    for chunk in ledger.progress.chunks(readable):
+        for item, data in zip(chunk, store.read_blobs([f.oid for f in chunk])):
+            item.event, broken = layout.event_rule(item.path, data)
+            if broken:
+                _broke(report, broken, item.path, item.commit)
     return files
 
 

@@ -295,17 +295,17 @@ def test_todo_update_renames_and_adds_a_gate(project: Path) -> None:
 
 def test_a_replay_shows_a_progress_bar_only_once_it_has_taken_a_second(
         capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    from loopx.cli import app
+    from loopx.cli import terminal
 
-    quick = app._ReplayBar()
+    quick = terminal.Bar()
     for done in range(1000, 5001, 1000):
-        quick(done, 5000)
+        quick("replaying the ledger", done, 5000)
     assert capsys.readouterr().err == ""  # done within the second: silent
-    monkeypatch.setattr(app._ReplayBar, "DELAY_S", 0.0)
-    slow = app._ReplayBar()
+    monkeypatch.setattr(terminal.Bar, "DELAY_S", 0.0)
+    slow = terminal.Bar()
     for done in range(1000, 5001, 1000):
-        slow(done, 5000)
-    assert "loopx: replaying the ledger" in capsys.readouterr().err  # click's bar, not a tty
+        slow("replaying the ledger", done, 5000)
+    assert "loopx: replaying the ledger" in capsys.readouterr().err  # tqdm's bar, drawn
 
 
 def test_todo_done_citing_an_older_pass_is_refused_after_a_newer_failure(project: Path) -> None:

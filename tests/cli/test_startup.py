@@ -16,7 +16,7 @@ import pytest
 
 from conftest import invoke
 
-HEAVY = ("pydantic", "ruamel", "loopx.model.events")
+HEAVY = ("pydantic", "ruamel", "loopx.model.events", "tqdm")
 PROBE = """
 import io, json, sys
 from contextlib import redirect_stdout

@@ -250,7 +250,7 @@ def test_long_rebuild_reports_progress(ledger: Ledger, monkeypatch: pytest.Monke
     monkeypatch.setattr(replay, "PARSE_CHUNK", 2)
     seen: list[tuple[int, int]] = []
     with Ledger.open(ledger.repo.cwd) as reader:
-        reader.progress = lambda done, total: seen.append((done, total))
+        reader.progress.report = lambda task, done, total: seen.append((done, total))
         assert reader.fold().notes == 5
     assert seen == [(2, 6), (4, 6), (6, 6)]
 

@@ -120,3 +120,39 @@ def test_svg_is_well_formed_and_its_text_is_the_label(title: str) -> None:
 def test_an_empty_plan_draws_nothing_in_markdown() -> None:
     assert graph.mermaid_block(graph.plan(_snap([]))) == []
     assert ET.fromstring(graph.svg(graph.plan(_snap([])))).tag.endswith("svg")
+
+
+def _parsed(block: list[str]) -> tuple[set[str], list[tuple[str, str]]]:
+    """The nodes and edges of a Mermaid flowchart fenced in Markdown, read line by line."""
+    block = "\n".join(block).splitlines()
+    assert block[0] == "```mermaid" and block[1] == "flowchart LR"
+    end = block.index("```", 1)
+    nodes, edges = set(), []
+    for line in block[2:end]:
+        node = re.fullmatch(r' {4}(n\d+)(?:\["[^"]*"\]|\{\{"[^"]*"\}\})', line)
+        edge = re.fullmatch(r" {4}(n\d+) (?:-->|-\.->\|[^|]*\|) (n\d+)", line)
+        if node:
+            nodes.add(node[1])
+        elif edge:
+            edges.append((edge[1], edge[2]))
+        else:
+            assert re.fullmatch(r" {4}class(?:Def)? .+", line), line
+    return nodes, edges
+
+
+def test_a_big_plan_is_drawn_capped_open_work_first_and_says_how_many_more() -> None:
+    todos = [_todo(f"t-{i}", state="done") for i in range(60)]
+    todos += [_todo(f"o-{i}", after=(f"o-{i - 1}",) if i else ()) for i in range(30)]
+    block = graph.mermaid_block(graph.plan(_snap(todos)))
+    nodes, edges = _parsed(block)
+    assert len(nodes) == graph.MAX_NODES
+    assert all(a in nodes and b in nodes for a, b in edges) and len(edges) == 29
+    assert block[-1].startswith(f"and {90 - graph.MAX_NODES} more not drawn")
+    assert len("\n".join(block)) < 4096
+    labels = "\n".join(block)
+    assert all(f"o-{i}: " in labels for i in range(30))  # every open todo is among them
+
+
+def test_a_small_plan_is_drawn_whole() -> None:
+    block = graph.mermaid_block(graph.plan(_snap([_todo("t-1"), _todo("t-2", after=("t-1",))])))
+    assert _parsed(block) == ({"n0", "n1"}, [("n0", "n1")]) and block[-1] == "```"
