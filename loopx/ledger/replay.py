@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Callable, Optional
 
 from loopx.errors import CodecError, SchemaError
@@ -152,6 +152,12 @@ class Reader:
             report(total, total)
         fold.problems[:0] = [problems[index] for index in sorted(problems)]
         return fold
+
+    def keep(self, parsed: Mapping[tuple[str, str], Event]) -> None:
+        """Take events another check already parsed, by ``(path, blob)`` (sync's incoming
+        check: the files a fetch brings), so that reading them again parses none twice. Keyed
+        by the blob's id, so an entry stands only for the very bytes it was parsed from."""
+        self._parsed.update(parsed)
 
     def advance(self, old: str, fold: entities.Fold, tip: str) -> Optional[entities.Fold]:
         """Apply only the files added since ``old``; None when a full rebuild is needed."""

@@ -410,6 +410,8 @@ def _merge(ledger: Ledger, report: Report, theirs: Oid, *, previous: Optional[st
                 # Something outside loopx moved the ref, or a concurrent `git gc` briefly
                 # failed an object write: nothing is published yet, so check and merge again.
                 continue
+            if verdict.parsed:  # parsed once: the fold reads them next
+                ledger.reader.keep(verdict.parsed)
             if accept:  # an inbox tip is not the remote's loopx/state
                 _accept(store, report, theirs)
             report.merge = how if report.merge in ("none", "up-to-date") else report.merge
