@@ -4,6 +4,7 @@
     python benchmarks/bench_floor.py            # 100k events for the cold replay (minutes)
     python benchmarks/bench_floor.py --quick    # 20k events, fewer runs
     python benchmarks/bench_floor.py --smoke    # tiny: only proves the script runs
+    python benchmarks/bench_floor.py --replay-only 10000 100000  # only the cold replay
 
 Figures (median of alternating runs, wall and CPU of the command and everything it ran):
   - one `git loopx note add` vs `git annex metadata --set`, and a warm `status --json` vs
@@ -130,7 +131,7 @@ def single(bench: Bench, runs: int, annex_ok: bool) -> list[Figure]:
 
 
 def replay(bench: Bench, events: int, runs: int) -> list[Figure]:
-    repo = make_repo(bench.where, events, name="replay").path
+    repo = make_repo(bench.where, events, name=f"replay-{events}").path
     got: dict[str, list[dict[str, float]]] = {"replay": [], "floor": []}
     for _ in range(runs):
         got["replay"].append(inline(bench, repo, _REPLAY))
@@ -178,6 +179,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--quick", action="store_true", help="20k events, fewer runs")
     parser.add_argument("--smoke", action="store_true", help="tiny counts (the CI check)")
     parser.add_argument("--no-annex", action="store_true", help="plumbing yardsticks")
+    parser.add_argument("--replay-only", type=int, nargs="+", metavar="EVENTS",
+                        help="only the cold replay and its floor, at each of these sizes")
     args = parser.parse_args(argv)
     events, runs, replays, commits = ((300, 2, 1, 2) if args.smoke else
                                       (20_000, 7, 3, 7) if args.quick else (100_000, 15, 3, 15))
@@ -187,7 +190,11 @@ def main(argv: Optional[list[str]] = None) -> int:
         bench.env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{bench.env['PATH']}"
         print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; "
               f"Python {sys.version.split()[0]}; medians of {runs} runs")
-        figures = single(bench, runs, not args.no_annex) + replay(bench, events, replays) + commit(bench, commits)
+        if args.replay_only:
+            figures = [f for size in args.replay_only for f in replay(bench, size, replays)]
+        else:
+            figures = (single(bench, runs, not args.no_annex) + replay(bench, events, replays)
+                       + commit(bench, commits))
     finally:
         shutil.rmtree(where, ignore_errors=True)
     for f in figures:

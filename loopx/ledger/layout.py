@@ -21,9 +21,10 @@ Pure: no git here; callers read trees and blobs through the store.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 from loopx.errors import CodecError, SchemaError
 from loopx.model import codec
@@ -111,14 +112,20 @@ def read_event(path: str, data: Optional[bytes | Oversize]) -> Event:
     if isinstance(data, Oversize):  # the store did not read it: its header told the size
         raise CodecError(f"{path}: {data.size} bytes is over the {codec.MAX_BYTES // 1024} KiB "
                          "limit")
-    # Imported here: the path rules above serve warm commands too (adopting a clone, the
-    # write path's attach), which must not load the event models (pydantic) for them.
-    from loopx.model.events import parse_event
-
-    event = parse_event(codec.load(data, path), path)
+    event = _parser()(codec.load(data, path), path)
     if not is_file_path(path, event.id, event.type):
         raise SchemaError(f"{path}: file name does not match its id, type or date")
     return event
+
+
+@functools.cache  # (an import statement per file was a tenth of a replay's parsing)
+def _parser() -> Callable[[object, str], Event]:
+    """The event models' parse_event. Imported on first use: the path rules above serve warm
+    commands too (adopting a clone, the write path's attach), which must not load the event
+    models (pydantic) for them."""
+    from loopx.model.events import parse_event
+
+    return parse_event
 
 
 def event_rule(path: str,

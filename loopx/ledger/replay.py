@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping
 from typing import Callable, Optional
 
 from loopx.errors import CodecError, SchemaError
@@ -19,6 +19,7 @@ from loopx.model import ids
 from loopx.model.events import Event
 from loopx.model.paths import event_dirs
 from loopx.projection import entities, folding
+from loopx.storage.gateway import Oversize
 from loopx.storage.store import Entry, Store
 from loopx.storage.trees import BLOB_MODE
 
@@ -65,17 +66,15 @@ class Reader:
         self._parsed: dict[tuple[str, str], Event] = {}
 
     def rebuild(self, tip: str) -> entities.Fold:
-        """Replay every event file of ``tip`` (the same fold as :meth:`fold_at`), a chunk at a
-        time, so that neither the files nor their parsed events of a long ledger are ever all
-        in memory at once.
+        """Replay every event file of ``tip`` (the same fold as :meth:`fold_at`), parsing each
+        file once and holding no more than its bytes until it is applied.
 
-        Files are listed by date and id, which is the fold's ``(clock, id)`` order whenever
-        writers' clocks kept pace with time (one writer, or clones that sync): so they are
-        first read, parsed and applied in that order, checking each key is above the last.
-        At the first that is not, the rest is done in two passes: each remaining file's clock
-        is read from its canonical ``clock: N`` line, then the files are read again in
-        ``(clock, id)`` order, parsed and applied (a clock line that lied sends us down the
-        plain path).
+        Every file's order key is known before any is parsed: the clock from its canonical
+        ``clock: N`` line and the id from its name (a file without such a line is parsed
+        first, for its key). So files are parsed and applied in ``(clock, id)`` order however
+        they are listed: one out of listing order (a clone whose clock lagged) costs only its
+        place in one sort, never a second parse of the history. A clock line that lied (the
+        parsed key is another) sends us down the plain path.
         """
         with paused_gc():
             return self._rebuild(tip)
@@ -86,81 +85,79 @@ class Reader:
         # config events that switch signing on are few and named by their file names.
         configs = [e for e in entries if e.path.endswith(".config.set.yaml")]
         signed = signatures.verify(self.store, tip, self._parse_entries(configs, []))
-        order: list[tuple[int, str, int]] = []  # (clock, id, index) of the files read so far
-        fold = self._apply_in_file_order(entries, signed, order)
-        if fold is not None:
-            return fold
-        for start in range(len(order), len(entries), PARSE_CHUNK):
-            chunk = entries[start : start + PARSE_CHUNK]
-            blobs = self.store.read_blobs([e.oid for e in chunk])
-            for n, (entry, data) in enumerate(zip(chunk, blobs)):
-                match = _CLOCK_LINE.search(data) if isinstance(data, bytes) else None
-                clock_ = int(match.group(1)) if match else -1  # -1: parse it first, below
-                order.append((clock_, _file_id(entry), start + n))
-        order.sort()
-        fold = self._apply_sorted(entries, order, signed)
+        held, keys, problems = self._read_keyed(entries)
+        order = sorted((key, index) for index, key in enumerate(keys) if key is not None)
+        fold = self._apply_in_order(entries, held, order, problems, signed)
         if fold is None:  # a clock line that lied: replay the plain way
             fold = self.fold_at(tip)
         return fold
 
-    def _apply_in_file_order(self, entries: list[Entry], signed: signatures.Verdicts,
-                             order: list[tuple[int, str, int]]) -> Optional[entities.Fold]:
-        """The fold, when the files in listing order are in ``(clock, id)`` order; else None,
-        with ``order`` holding the key of each file read (-1: it did not parse)."""
-        fold = _new_fold(signed)
-        problems: list[entities.Problem] = []
-        last: Optional[tuple[int, str]] = None
-        for index, found in self._read_in_order(entries, range(len(entries))):
-            if isinstance(found, entities.Problem):
-                problems.append(found)
-                order.append((-1, _file_id(entries[index]), index))
-                continue
-            key = found.sort_key()
-            order.append((key[0], key[1], index))
-            if last is not None and key <= last:
-                return None
-            last = key
-            folding.apply(fold, found)
-        fold.problems[:0] = problems
-        return fold
+    def _read_keyed(self, entries: list[Entry]) -> tuple[
+            list[bytes | Event | None], list[Optional[tuple[int, str]]],
+            dict[int, entities.Problem]]:
+        """Each file's bytes (or its event, when it had to be parsed for its key), its order
+        key (None for a file that does not parse) and the problems of those that do not."""
+        held: list[bytes | Event | None] = []
+        keys: list[Optional[tuple[int, str]]] = []
+        problems: dict[int, entities.Problem] = {}
+        search = _CLOCK_LINE.search
+        for start in range(0, len(entries), PARSE_CHUNK):
+            chunk = entries[start : start + PARSE_CHUNK]
+            for n, (entry, data) in enumerate(zip(chunk, self.store.read_blobs(
+                    [e.oid for e in chunk]))):
+                known = self._parsed.get((entry.path, entry.oid))
+                match = search(data) if known is None and isinstance(data, bytes) else None
+                if match is not None and isinstance(data, bytes):
+                    held.append(data)
+                    keys.append((int(match.group(1)), _file_id(entry)))
+                    continue
+                found = known or self._parse(entry, data)
+                if isinstance(found, entities.Problem):
+                    problems[start + n] = found
+                    held.append(None)
+                    keys.append(None)
+                else:
+                    held.append(found)
+                    keys.append(found.sort_key())
+        return held, keys, problems
 
-    def _apply_sorted(self, entries: list[Entry], order: list[tuple[int, str, int]],
-                      signed: signatures.Verdicts) -> Optional[entities.Fold]:
+    def _parse(self, entry: Entry, data: Optional[bytes | Oversize]) -> Event | entities.Problem:
+        try:
+            return layout.read_event(entry.path, data)
+        except (CodecError, SchemaError) as exc:
+            return entities.Problem(entry.path, "file", "", 0, str(exc))
+
+    def _apply_in_order(self, entries: list[Entry], held: list[bytes | Event | None],
+                        order: list[tuple[tuple[int, str], int]],
+                        problems: dict[int, entities.Problem],
+                        signed: signatures.Verdicts) -> Optional[entities.Fold]:
+        """The fold of the files in ``order`` (their keys from :meth:`_read_keyed`), each
+        parsed as it is applied and then let go; None when a parsed key is not the planned
+        one. Progress after each chunk of files."""
         fold = _new_fold(signed)
-        problems: list[tuple[int, entities.Problem]] = []
-        pending: list[Event] = []  # files without a canonical clock line, applied by replay
-        read = self._read_in_order(entries, [index for _, _, index in order])
-        for (clock_, event_id, _), (index, found) in zip(order, read):
-            if isinstance(found, entities.Problem):
-                problems.append((index, found))
-            elif clock_ < 0:
-                pending.append(found)
-            elif found.sort_key() != (clock_, event_id):
+        report = self.progress if len(entries) >= PROGRESS_MIN_EVENTS else None
+        total = len(order) + len(problems)
+        for done, (key, index) in enumerate(order, 1):
+            item, held[index] = held[index], None
+            found = self._parse(entries[index], item) if isinstance(item, bytes) else item
+            if isinstance(found, entities.Problem):  # (a clock line in a file that is broken)
+                problems[index] = found
+            elif found is None or found.sort_key() != key:
                 return None
             else:
                 folding.apply(fold, found)
-        if pending:  # hand-written files: fine when they sort after the rest, else start over
-            if any(e.sort_key() <= fold.last_key for e in pending):
-                return None
-            folding.replay(pending, fold)
-        fold.problems[:0] = [p for _, p in sorted(problems, key=lambda item: item[0])]
+            if report is not None and done % PARSE_CHUNK == 0:
+                report(done, total)
+        if report is not None and total % PARSE_CHUNK:
+            report(total, total)
+        fold.problems[:0] = [problems[index] for index in sorted(problems)]
         return fold
 
-    def _read_in_order(self, entries: list[Entry], indexes: Sequence[int]
-                       ) -> Iterator[tuple[int, Event | entities.Problem]]:
-        """The files ``entries[i]`` for each of ``indexes``, in that order, read a chunk at a
-        time and parsed (a Problem for one that does not parse); progress after each chunk."""
-        for start in range(0, len(indexes), PARSE_CHUNK):
-            chunk = indexes[start : start + PARSE_CHUNK]
-            blobs = self.store.read_blobs([entries[index].oid for index in chunk])
-            for index, data in zip(chunk, blobs):
-                path = entries[index].path
-                try:
-                    yield index, layout.read_event(path, data)
-                except (CodecError, SchemaError) as exc:
-                    yield index, entities.Problem(path, "file", "", 0, str(exc))
-            if self.progress is not None and len(indexes) >= PROGRESS_MIN_EVENTS:
-                self.progress(start + len(chunk), len(indexes))
+    def keep(self, parsed: Mapping[tuple[str, str], Event]) -> None:
+        """Take events another check already parsed, by ``(path, blob)`` (sync's incoming
+        check: the files a fetch brings), so that reading them again parses none twice. Keyed
+        by the blob's id, so an entry stands only for the very bytes it was parsed from."""
+        self._parsed.update(parsed)
 
     def advance(self, old: str, fold: entities.Fold, tip: str) -> Optional[entities.Fold]:
         """Apply only the files added since ``old``; None when a full rebuild is needed."""
@@ -233,7 +230,8 @@ class Reader:
     def _parse_chunk(self, entries: list[Entry], problems: list[entities.Problem]) -> None:
         todo = [e for e in entries if (e.path, e.oid) not in self._parsed]
         for entry, data in zip(todo, self.store.read_blobs([e.oid for e in todo])):
-            try:
-                self._parsed[(entry.path, entry.oid)] = layout.read_event(entry.path, data)
-            except (CodecError, SchemaError) as exc:
-                problems.append(entities.Problem(entry.path, "file", "", 0, str(exc)))
+            found = self._parse(entry, data)
+            if isinstance(found, entities.Problem):
+                problems.append(found)
+            else:
+                self._parsed[(entry.path, entry.oid)] = found

@@ -172,6 +172,11 @@ ADDED_IN: dict[str, dict[str, int]] = {
     "effect.intended": {"readback": 2, "owner": 2, "grace": 2, "hold": 2},
 }
 
+# The top-level fields of each type in ADDED_IN ("list[].field": the list).
+_ADDED_FIELDS: dict[str, frozenset[str]] = {
+    type_name: frozenset(name.partition("[].")[0] for name in added)
+    for type_name, added in ADDED_IN.items()}
+
 # Payload fields the writer derives from its clock (e.g. a lease's expiry from --ttl): a retry
 # of the same event id may differ in them and is still the same event.
 RETRY_VOLATILE: dict[str, frozenset[str]] = {
@@ -377,8 +382,10 @@ def parse_event(doc: Any, name: str = "<event>") -> Event:
 
 def _newer_fields(type_name: str, version: int, data: Model) -> list[str]:
     """Fields of ``data`` that its event's version does not have yet."""
+    given = data.model_fields_set
+    if given.isdisjoint(_ADDED_FIELDS.get(type_name, ())):
+        return []  # the common case: none of the added fields was given
     found = []
-    given = data.model_fields_set  # the common case: none of the added fields was given
     for name, since in ADDED_IN.get(type_name, {}).items():
         field, _, item_field = name.partition("[].")
         if since <= version or field not in given:

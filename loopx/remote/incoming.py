@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from loopx.storage import gateway
 from loopx.ledger import layout
@@ -35,6 +35,9 @@ from loopx.ledger.progress import Progress
 from loopx.ledger.layout import AREAS, Broken  # noqa: F401  (AREAS: re-exported, the layout's areas)
 from loopx.projection import folding
 from loopx.storage.store import QUARANTINE_PREFIX, Entry, Store
+
+if TYPE_CHECKING:
+    from loopx.model.events import Event
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,9 @@ class Verdict:
     unknown: list[str] = field(default_factory=list)  # accepted events of unknown types
     clocks: list[tuple[str, int]] = field(default_factory=list)  # (path, clock) to judge
     counted: int = 0  # new event files when the whole tip was judged (we had no state)
+    # The events of the new files, by (path, blob): what the check parsed, handed to the
+    # ledger's reader after the merge so that no file that arrives is parsed twice.
+    parsed: dict[tuple[str, str], Event] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -236,12 +242,17 @@ def _check_names(names: dict[str, dict[str, str]], path: str, verdict: Verdict) 
                 "bad-path", f"collides with {where}{other} on case-insensitive disks")))
 
 
-def _parse_events(store: Store, entries: Sequence[Entry], verdict: Verdict) -> None:
+def _parse_events(store: Store, entries: Sequence[Entry], verdict: Verdict, *,
+                  keep: bool = False) -> None:
+    """Parse and validate each event file; with ``keep``, hold its event in the verdict
+    (the files a merge brings: not the whole tip of a clone, which would be every event)."""
     for entry, data in zip(entries, store.read_blobs([e.oid for e in entries])):
         event, broken = layout.event_rule(entry.path, data)
         if broken is not None:
             verdict.findings.append(Finding.of(entry.path, broken))
             continue
+        if keep and event is not None:
+            verdict.parsed[(entry.path, entry.oid)] = event
         if event is not None and event.env.clock > folding.MAX_CLOCK_LEAD:
             verdict.clocks.append((entry.path, event.env.clock))  # judged once all are counted
         if event is not None and not event.known:
@@ -337,7 +348,7 @@ def _check_contents(store: Store, entries: list[Entry], verdict: Verdict, parse:
         elif layout.is_event(entry.path) and parse:
             readable.append(entry)
     for chunk in (progress or Progress()).chunks(readable):  # reported while a fetch is big
-        _parse_events(store, chunk, verdict)
+        _parse_events(store, chunk, verdict, keep=True)
 
 
 def _check_clocks(verdict: Verdict, events: int) -> None:

@@ -38,7 +38,6 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
 from loopx.errors import GitError, Quarantined, RefRaceError, SyncError, UnrelatedLedger, UsageError
 from loopx.remote import inbox, incoming, pushing
-from loopx.remote.pushing import unreachable
 from loopx.ledger import book, checkpoints
 from loopx.ledger.book import Ledger
 from loopx.model import ids, plural
@@ -69,7 +68,6 @@ _UNSENDABLE = re.compile(r"unpacker error|pack-objects died|bad object|unable to
 @dataclass
 class Report:
     """What a fetch, push or sync moved (the ``--format json`` output)."""
-
     remote: str
     ref: str
     local_before: Optional[str] = None
@@ -173,7 +171,7 @@ def push_along(*, ledger: Ledger, remote: str) -> str:
     if proc.returncode == 0:
         return "" if b"[up to date]" in proc.stdout else f"pushed {ref} to {remote}"
     if b"[rejected]" not in proc.stdout:  # not a lost race: unreachable remote, no permission...
-        raise SyncError(unreachable(ledger.store, remote, proc.stderr, "push"))
+        raise SyncError(pushing.unreachable(ledger.store, remote, proc.stderr, "push"))
     report = sync(ledger=ledger, remote=remote)
     if not report.pushed:
         return f"state not pushed to {remote} after a sync: run `git loopx sync`"
@@ -381,7 +379,7 @@ def _fetch(store: Store, report: Report, tracking: str) -> Optional[Oid]:
             store.clear_stale_ref_lock(tracking)
             time.sleep(0.05)
             continue
-        raise SyncError(unreachable(store, report.remote, proc.stderr, "fetch"))
+        raise SyncError(pushing.unreachable(store, report.remote, proc.stderr, "fetch"))
 
 
 def _merge(ledger: Ledger, report: Report, theirs: Oid, *, previous: Optional[str],
@@ -410,6 +408,8 @@ def _merge(ledger: Ledger, report: Report, theirs: Oid, *, previous: Optional[st
                 # Something outside loopx moved the ref, or a concurrent `git gc` briefly
                 # failed an object write: nothing is published yet, so check and merge again.
                 continue
+            if verdict.parsed:  # parsed once: the fold reads them next
+                ledger.reader.keep(verdict.parsed)
             if accept:  # an inbox tip is not the remote's loopx/state
                 _accept(store, report, theirs)
             report.merge = how if report.merge in ("none", "up-to-date") else report.merge
@@ -492,7 +492,7 @@ def _push(store: Store, report: Report, tip: Oid) -> _Pushed:
         # could not take its ref lock in time is busy with another push: also worth a retry.
         retry = "[rejected]" in summary or "lock" in summary or "failed to update" in summary
         return _Pushed(False, retry, summary)
-    return _Pushed(False, False, unreachable(store, report.remote, proc.stderr, "push"),
+    return _Pushed(False, False, pushing.unreachable(store, report.remote, proc.stderr, "push"),
                    reached=False)
 
 

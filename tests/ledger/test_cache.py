@@ -281,36 +281,43 @@ def test_rebuild_equals_plain_replay_with_broken_and_hand_written_files(ledger: 
     assert _data(rebuilt) == _data(plain)
 
 
-@pytest.mark.parametrize("disorder", [False, True])
-def test_rebuild_in_file_order_or_in_clock_order_equals_plain_replay(
-        ledger: Ledger, monkeypatch: pytest.MonkeyPatch, disorder: bool) -> None:
-    """Files listed by date and id are read, parsed and applied in one pass when that is
-    (clock, id) order; a file out of that order (a clone whose clock lagged) sends the rest
-    through the two-pass path: either way the fold is the plain replay's."""
+@pytest.mark.parametrize("disorder", ["none", "early", "late"])
+def test_a_file_out_of_listing_order_costs_no_second_parse(
+        ledger: Ledger, monkeypatch: pytest.MonkeyPatch, disorder: str) -> None:
+    """Files are listed by date and id; replay applies them in (clock, id) order. A file out
+    of listing order, dated before every other event and clocked after them ("early"), or
+    dated after them and clocked before most ("late": a clone whose clock lagged), is only
+    sorted into place: a rebuild parses each file exactly once, and its fold is the plain
+    replay's."""
+    from loopx.ledger import layout
     from loopx.model import codec, ids
     from loopx.model.paths import event_dir
     from loopx.storage.store import STATE_REF
 
     for n in range(6):
         ledger.append("note.added", {"id": f"n-{n}", "text": "x"}, actor=ACTOR)
-    if disorder:  # dated before every other event, clocked after them
-        day_before = ids.ulid_ms(ledger.fold().last_key[1]) - 86_400_000
-        early = ids._encode(day_before, 10) + "0" * 16  # (new_event_id never goes back)
-        doc = {"id": early, "type": "note.added", "v": 1, "at": "2026-01-01T00:00:00Z",
-               "clock": 50, "actor": ACTOR, "data": {"id": "n-late", "text": "offline"}}
+    if disorder != "none":
+        day = 86_400_000 * (-1 if disorder == "early" else 1)
+        odd = ids._encode(ids.ulid_ms(ledger.fold().last_key[1]) + day, 10) + "0" * 16
+        doc = {"id": odd, "type": "note.added", "v": 1, "at": "2026-01-01T00:00:00Z",
+               "clock": 50 if disorder == "early" else 2, "actor": ACTOR,
+               "data": {"id": "n-odd", "text": "offline"}}
         store, base = ledger.store, ledger.tip()
         (oid,) = store.write_blobs([codec.dump(doc)])
-        tree = store.write_tree(base, {f"{event_dir(early)}/{early}.note.added.yaml": oid})
-        commit = store.commit_tree(tree, [base], "late\n", author=("t", "t@x"))
+        tree = store.write_tree(base, {f"{event_dir(odd)}/{odd}.note.added.yaml": oid})
+        commit = store.commit_tree(tree, [base], "odd\n", author=("t", "t@x"))
         store.update_ref_if(STATE_REF, commit, expected=base, reason="test")
     ledger.projection.clear()
-    two_pass: list[int] = []
-    real = replay.Reader._apply_sorted
+    parsed: list[str] = []
+    real = layout.read_event
     monkeypatch.setattr(replay, "PARSE_CHUNK", 3)
-    monkeypatch.setattr(replay.Reader, "_apply_sorted",
-                        lambda self, *a: two_pass.append(1) or real(self, *a))
+    monkeypatch.setattr(layout, "read_event",
+                        lambda path, data: parsed.append(path) or real(path, data))
     with Ledger.open(ledger.repo.cwd) as reader:
         rebuilt = cache.materialize(reader.fold())
+        files = len(parsed)
         plain = _full(reader)
-    assert two_pass == ([1] if disorder else [])
-    assert rebuilt.notes == (7 if disorder else 6) and _data(rebuilt) == _data(plain)
+    assert files == rebuilt.events == (6 if disorder == "none" else 7) + 1  # + initialised
+    assert sorted(parsed[:files]) == sorted(set(parsed[:files]))
+    assert rebuilt.notes == (6 if disorder == "none" else 7)
+    assert _data(rebuilt) == _data(plain)

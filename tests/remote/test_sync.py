@@ -213,3 +213,31 @@ def test_clones_that_each_ran_init_before_syncing_merge_their_unrelated_historie
     do_sync(a)
     _assert_identical([a, b])
     assert snapshot(a)["ledger"]["events"] == 2
+
+
+@pytest.mark.parametrize("own", [False, True], ids=["fast-forward", "union"])
+def test_a_sync_parses_each_file_it_fetches_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 own: bool) -> None:
+    """The incoming check parses every file that arrives; the fold after the merge takes
+    those events instead of parsing the files again."""
+    from loopx.ledger import layout
+    from loopx.remote import sync
+
+    _, (a, b) = seeded(tmp_path, 2)
+    do_sync(b)
+    sent = [note(a, "agent:a", f"sent {n}") for n in range(3)]
+    do_sync(a)
+    if own:
+        note(b, "agent:b", "kept")
+    parsed: list[str] = []
+    real = layout.read_event
+    monkeypatch.setattr(layout, "read_event",
+                        lambda path, data: parsed.append(path) or real(path, data))
+    with open_ledger(b) as led:
+        led.fold()  # our own state, folded before the sync (as any command has it)
+        parsed.clear()
+        report = sync.sync(ledger=led)
+        assert led.fold().notes == 3 + own
+    assert report.received == 3
+    fetched = [p for p in parsed if any(event_id in p for event_id in sent)]
+    assert sorted(fetched) == sorted(set(fetched)) and len(fetched) == 3
