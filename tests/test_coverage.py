@@ -188,3 +188,12 @@ def test_each_reason_names_test_modules_that_exist() -> None:
         assert named, (module, reason)
         missing = [path for path in named if not (ROOT / path).is_file()]
         assert missing == [], (module, missing)
+
+
+def test_no_two_test_modules_share_a_name() -> None:
+    # pytest imports test modules by their base name (the tests folders are not packages):
+    # two of one name in different folders stop the whole run with "import file mismatch".
+    seen: dict[str, Path] = {}
+    for path in sorted((ROOT / "tests").rglob("test_*.py")):
+        assert path.name not in seen, f"{path} and {seen[path.name]} share a name"
+        seen[path.name] = path
