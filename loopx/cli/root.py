@@ -43,6 +43,7 @@ _GROUPS = [
     ("loopx.cli.waiting", "wait"), ("loopx.cli.waiting", "watch"),
     ("loopx.cli.serve", "mcp"),
     ("loopx.cli.web", "web"),
+    ("loopx.cli.server", "server"),
     ("loopx.cli.notify", "notify_"),
     ("loopx.cli.setup", "setup_"),
     ("loopx.cli.review", "log"), ("loopx.cli.review", "diff"), ("loopx.cli.review", "validate_"),

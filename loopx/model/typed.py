@@ -122,3 +122,9 @@ def plain(obj: Any) -> Any:
     if isinstance(obj, dict):
         return {k: plain(v) for k, v in obj.items()}
     return obj
+
+
+def prepare(cls: type) -> None:
+    """Compute now how ``cls`` is built and written (a server does it once before it forks
+    a child per command: loopx/cli/server.py)."""
+    _plan(cls)
