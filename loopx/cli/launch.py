@@ -11,7 +11,6 @@ docs/benchmarks.md). The help text is generated from the click tree with the man
 
 from __future__ import annotations
 
-import io
 import os
 import sys
 
@@ -112,51 +111,67 @@ def _plain_stdio() -> bool:
 
 
 def _ask(path: str, args: list[str]) -> int | None:
+    # The C modules, not socket.py, signal.py and json: those build enum classes and compile
+    # regular expressions on import, a third of this process's time (docs/benchmarks.md).
+    import _signal  # type: ignore[import-not-found]  # here: --version and -h need none
+    import _socket
+    import marshal
+
     umask = os.umask(0o22)
     os.umask(umask)
-    request = {"version": __version__, "python": f"{sys.prefix} {sys.version}", "argv0": sys.argv[0],
-               "args": args, "cwd": os.getcwd(), "env": dict(os.environ), "umask": umask,
-               "stdio": [[s.encoding, s.errors, s.line_buffering] if s else None
-                         for s in (sys.stdin, sys.stdout, sys.stderr)]}
-    import json  # noqa: E401 -- here, not at the top: --version and -h need none of these
-    import socket
-    import struct
-
-    body = json.dumps(request).encode()
-    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    body = marshal.dumps({
+        "version": __version__, "python": f"{sys.prefix} {sys.version}", "argv0": sys.argv[0],
+        "args": args, "cwd": os.getcwd(), "env": dict(os.environ), "umask": umask,
+        "stdio": [[s.encoding, s.errors, s.line_buffering] for s in (sys.stdin, sys.stdout,
+                                                                      sys.stderr)]})
+    conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         conn.settimeout(5.0)  # a server that neither forks nor answers is no server
         conn.connect(path)
-        socket.send_fds(conn, [struct.pack("!I", len(body)) + body], [0, 1, 2])
-        reply = conn.makefile("rb", buffering=-1)
-        first = reply.readline().split()
+        fds = b"".join(fd.to_bytes(4, sys.byteorder) for fd in (0, 1, 2))  # C ints
+        conn.sendmsg([len(body).to_bytes(4, "big") + body],
+                     [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
+        lines = _Lines(conn)
+        first = lines.next()
         if first[:1] != [b"pid"]:
             return None  # "stale" (another version: it stops) or gone: nothing ran
         conn.settimeout(None)
-        return _wait(int(first[1]), reply)
+        pid = int(first[1])
+        for signum in (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP):
+            _signal.signal(signum, lambda signum, _frame: _forward(pid, signum))
+        last = lines.next()
     except OSError:
         return None  # no server listens (a socket left by a killed one): nothing ran
     finally:
         conn.close()
-
-
-def _wait(pid: int, reply: io.BufferedReader) -> int:
-    """The child's exit code; Ctrl-C, a hang-up or a kill of this process reach the child."""
-    import signal  # here: only a handed-off command forwards signals
-
-    def forward(signum: int, _frame: object) -> None:
-        try:
-            os.kill(pid, signum)
-        except OSError:
-            pass
-
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, forward)
-    last = reply.readline().split()
     if last[:1] != [b"exit"]:
         sys.stderr.write("error: the loopx server stopped before the command finished\n")
         return 3
     return int(last[1])
+
+
+def _forward(pid: int, signum: int) -> None:
+    """Ctrl-C, a hang-up or a kill of this process reach the command's process."""
+    try:
+        os.kill(pid, signum)
+    except OSError:
+        pass
+
+
+class _Lines:
+    """The server's reply lines (``pid N``, then ``exit N``), read off the socket."""
+
+    def __init__(self, conn: object) -> None:
+        self.conn, self.held = conn, b""
+
+    def next(self) -> list[bytes]:
+        while b"\n" not in self.held:
+            more = self.conn.recv(256)  # type: ignore[attr-defined]
+            if not more:
+                return []
+            self.held += more
+        line, self.held = self.held.split(b"\n", 1)
+        return line.split()
 
 
 def _post_commit() -> None:
