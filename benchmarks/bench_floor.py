@@ -158,6 +158,9 @@ def with_server(pid: int, probe: Callable[[int], Took]) -> Callable[[int], Took]
 def server_cpu(pid: int) -> float:
     """utime + stime + cutime + cstime of ``pid`` once it has reaped every child it forked."""
     children = Path(f"/proc/{pid}/task/{pid}/children")
+    if not children.exists():
+        raise SystemExit(f"bench: the loopx server (pid {pid}) stopped during the run: a file "
+                         f"of the loopx package changed, which makes a server stale")
     for _ in range(500):
         if not children.read_text().strip():
             break

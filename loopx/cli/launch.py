@@ -86,19 +86,36 @@ def _worktree_socket(here: str, dot: str) -> str | None:
     return os.path.join(os.path.normpath(gitdir), "loopx", SOCKET)
 
 
+_VALUED = ("-C", "--actor", "--state-ref", "--format", "--now")  # root options with a value
+_OWN_PROCESS = ("server", "mcp", "web", "watch", "wait", "demo", "hook", "hooks", "help")
+
+
 def _hand_off(args: list[str]) -> int | None:
     """Run the command in this repository's server, if one listens: its exit code, or None to
     run it here. The server forks a child of itself (every module imported already) that takes
     this process's stdin, stdout and stderr, cwd, environment and umask, runs the full path
     and sends back the exit code. A terminal stays with the full path (the pager and prompts
-    need the terminal's foreground process group), and so does --debug."""
-    if not args or args[0] == "server" or os.environ.get("LOOPX_DEBUG") or not _plain_stdio():
+    need the terminal's foreground process group), and so does --debug; so do the commands
+    that run for long or hand their process over (start-up is nothing to them) and git's
+    hooks (``hook``: loopx/hooks)."""
+    start, command = _command(args)
+    if command is None or command in _OWN_PROCESS or os.environ.get("LOOPX_DEBUG") \
+            or "--debug" in args or not _plain_stdio():
         return None
-    start = args[1] if args[0] == "-C" and len(args) > 1 else "."
     path = socket_path(start)
     if path is None or len(path.encode()) > MAX_SOCKET_PATH or not os.path.exists(path):
         return None
     return _ask(path, args)
+
+
+def _command(args: list[str]) -> tuple[str, str | None]:
+    """The directory ``-C`` names (else ``.``) and the command's name, past root's options."""
+    start, i = ".", 0
+    while i < len(args) and args[i].startswith("-"):
+        if args[i] == "-C" and i + 1 < len(args):
+            start = args[i + 1]
+        i += 2 if args[i] in _VALUED else 1
+    return start, args[i] if i < len(args) else None
 
 
 def _plain_stdio() -> bool:

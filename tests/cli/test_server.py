@@ -176,3 +176,15 @@ def test_in_process_callers_keep_their_own_streams(served: Path) -> None:
 
     start(served)
     assert invoke(served, "todo", "list").out == run_loopx(served, "todo", "list").out
+
+
+@pytest.mark.parametrize("args", [["--debug", "todo", "list"], ["-C", ".", "hook", "post-merge"],
+                                  ["--json", "server", "status"]])
+def test_debug_hooks_and_long_runners_stay_with_the_full_path(served: Path,
+                                                              args: list[str]) -> None:
+    """--debug logs this process's git calls; git's hooks and the commands that run for long
+    (mcp, web, watch, wait) or manage the server gain nothing from a handed-over start."""
+    start(served)
+    got, modules = handed_off(served, *args)
+    assert "click" in modules, f"{args} was handed to the server"
+    assert got.code == run_loopx(served, *args).code
