@@ -137,7 +137,9 @@ def _ask(path: str, args: list[str]) -> int | None:
     umask = os.umask(0o22)
     os.umask(umask)
     body = marshal.dumps({
-        "version": __version__, "python": f"{sys.prefix} {sys.version}", "argv0": sys.argv[0],
+        "version": __version__, "python": f"{sys.prefix} {sys.version}",
+        "interpreter": [*sys.flags, sys.getfilesystemencoding(), os.environ.get("LC_ALL"),
+                        os.environ.get("LC_CTYPE"), os.environ.get("LANG")], "argv0": sys.argv[0],
         "args": args, "cwd": os.getcwd(), "env": dict(os.environ), "umask": umask,
         "stdio": [[s.encoding, s.errors, s.line_buffering] for s in (sys.stdin, sys.stdout,
                                                                       sys.stderr)]})
@@ -151,7 +153,7 @@ def _ask(path: str, args: list[str]) -> int | None:
         lines = _Lines(conn)
         first = lines.next()
         if first[:1] != [b"pid"]:
-            return None  # "stale" (another version: it stops) or gone: nothing ran
+            return None  # "stale" (another version: it stops), "other", or gone: nothing ran
         conn.settimeout(None)
         pid = int(first[1])
         for signum in (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP):

@@ -55,6 +55,12 @@ _PRELOAD = ("loopx.cli", "loopx.ops", "loopx.remote", "loopx.hooks", "loopx.reda
             "loopx.projection", "loopx.model", "loopx.storage")
 
 
+# What the interpreter fixed at its start and a child cannot change: its flags (-X utf8,
+# -O, PYTHON* settings), the file system encoding and the locale it set from the environment.
+_INTERPRETER = [*sys.flags, sys.getfilesystemencoding(), os.environ.get("LC_ALL"),
+                os.environ.get("LC_CTYPE"), os.environ.get("LANG")]
+
+
 @click.group()
 def server() -> None:
     """This repository's command server: `git loopx` without the start-up cost."""
@@ -303,6 +309,9 @@ def _answer(conn: socket.socket, stamp: str) -> int:
             or request["python"] != f"{sys.prefix} {sys.version}":
         conn.sendall(b"stale\n")
         os.kill(os.getppid(), signal.SIGTERM)  # outdated: stop; the caller runs it itself
+        return 0
+    if request["interpreter"] != _INTERPRETER:
+        conn.sendall(b"other\n")  # flags or a locale of its own: the caller runs it itself
         return 0
     conn.sendall(f"pid {os.getpid()}\n".encode())
     _become(request, fds)

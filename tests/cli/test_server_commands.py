@@ -64,7 +64,8 @@ def wait_gone(pid: int, seconds: float = 10.0) -> bool:
     return False
 
 
-def handed_off(repo: Path, *args: str, input: str | None = None) -> tuple[Result, list[str]]:
+def handed_off(repo: Path, *args: str, input: str | None = None,
+               env: dict[str, str] | None = None) -> tuple[Result, list[str]]:
     """`git loopx ARGS` through the console entry point, and the modules that process
     imported (a command the server ran imports neither click nor the command tree)."""
     probe = ("import json, sys\nfrom loopx.cli.launch import main\nwhere = sys.argv.pop(1)\n"
@@ -74,7 +75,7 @@ def handed_off(repo: Path, *args: str, input: str | None = None) -> tuple[Result
     where = repo.parent / "modules.json"
     proc = subprocess.run([sys.executable, "-c", probe, str(where), *args], cwd=repo,
                           input=input or "", capture_output=True, text=True,
-                          env=dict(os.environ, LOOPX_ACTOR=ACTOR))
+                          env=dict(os.environ, LOOPX_ACTOR=ACTOR, **(env or {})))
     return Result(proc.returncode, proc.stdout, proc.stderr), json.loads(where.read_text())
 
 
@@ -188,3 +189,11 @@ def test_debug_hooks_and_long_runners_stay_with_the_full_path(served: Path,
     got, modules = handed_off(served, *args)
     assert "click" in modules, f"{args} was handed to the server"
     assert got.code == run_loopx(served, *args).code
+
+
+def test_a_caller_with_another_locale_or_flags_runs_the_full_path(served: Path) -> None:
+    """The interpreter fixes its locale and flags at start: a child could not take them."""
+    start(served)
+    got, modules = handed_off(served, "todo", "list", env={"PYTHONUTF8": "1", "LC_ALL": "C"})
+    assert got.code == 0 and "click" in modules
+    assert run_loopx(served, "server", "status").out.startswith("loopx server running")
