@@ -29,8 +29,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 import bench_hooks  # noqa: E402  (benchmarks/bench_hooks.py)
 from bench_scale import _PLUMBING as APPEND_SH, Bench, Figure, Took, annex_repo  # noqa: E402
@@ -124,10 +125,49 @@ def single(bench: Bench, runs: int, annex_ok: bool) -> list[Figure]:
         get = lambda i: bench.probe(["git", "cat-file", "-p", "loopx/state"], repo)  # noqa: E731
         names = ("the plumbing append", "git cat-file -p of the state tip")
         head = [Figure("git-annex not installed: plumbing yardsticks", "", "", None)]
-    ours_note, theirs_set, ours_status, theirs_get = alternate(runs, note, set_, status, get)
-    return head + [ratio_figure("one git loopx note add", ours_note, theirs_set, names[0]),
-                   ratio_figure("warm git loopx status --json", ours_status, theirs_get,
-                                names[1])]
+    full_note, theirs_set, full_status, theirs_get = alternate(runs, note, set_, status, get)
+    pid = json.loads(subprocess.run(
+        [sys.executable, "-m", "loopx", "--json", "server", "start"], cwd=repo, env=bench.env,
+        capture_output=True, text=True, check=True).stdout.splitlines()[-1])["pid"]
+    try:
+        served = alternate(runs, with_server(pid, note), set_, with_server(pid, status), get)
+    finally:
+        subprocess.run([sys.executable, "-m", "loopx", "server", "stop"], cwd=repo,
+                       env=bench.env, capture_output=True, check=True)
+    ours_note, theirs_set2, ours_status, theirs_get2 = served
+    return head + [
+        Figure(f"one git loopx note add, full path (no server) vs {names[0]}",
+               f"{ms(full_note)} vs {ms(theirs_set)}", "", None),
+        Figure(f"warm git loopx status --json, full path (no server) vs {names[1]}",
+               f"{ms(full_status)} vs {ms(theirs_get)}", "", None),
+        ratio_figure("one git loopx note add (git loopx server start)", ours_note, theirs_set2,
+                     names[0]),
+        ratio_figure("warm git loopx status --json (git loopx server start)", ours_status,
+                     theirs_get2, names[1])]
+
+
+def with_server(pid: int, probe: Callable[[int], Took]) -> Callable[[int], Took]:
+    """The probe's figure with the server's share added: the CPU of the child it forked for
+    the command (reaped by the server, so in its children's time) and its own."""
+    def run(i: int) -> Took:
+        before = server_cpu(pid)
+        took = probe(i)
+        return Took(took.wall, took.cpu + server_cpu(pid) - before, took.rss_mb)
+    return run
+
+
+def server_cpu(pid: int) -> float:
+    """utime + stime + cutime + cstime of ``pid`` once it has reaped every child it forked."""
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    if not children.exists():
+        raise SystemExit(f"bench: the loopx server (pid {pid}) stopped during the run: a file "
+                         f"of the loopx package changed, which makes a server stale")
+    for _ in range(500):
+        if not children.read_text().strip():
+            break
+        time.sleep(0.002)
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
 def replay(bench: Bench, events: int, runs: int) -> list[Figure]:

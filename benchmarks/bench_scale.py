@@ -100,7 +100,7 @@ class Bench:
 
     def probe(self, argv: list[str], cwd: Path) -> Took:
         out = subprocess.run([sys.executable, "-c", _PROBE, *argv], cwd=cwd, env=self.env,
-                             capture_output=True, text=True)
+                             capture_output=True, text=True, stdin=subprocess.DEVNULL)
         if out.returncode:
             raise SystemExit(f"bench: {' '.join(argv[:6])} failed in {cwd}:\n{out.stderr}")
         data = json.loads(out.stdout)

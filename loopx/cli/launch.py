@@ -1,5 +1,7 @@
 """The entry point of `git loopx`: answers what needs no command tree (``--version``, ``-h``)
-from constants and a generated file, and hands everything else to the click group.
+from constants and a generated file, hands a command to this repository's server when
+``git loopx server start`` started one (loopx/cli/server.py), and everything else to the
+click group.
 
 Kept free of click, pydantic and the rest of loopx at import time: those cost tens of
 milliseconds that ``git loopx --version`` and ``git loopx -h`` need not pay (figures in
@@ -31,12 +33,164 @@ def main(argv: list[str] | None = None) -> None:
     if args == ["hook", "post-commit"] and not os.environ.get("LOOPX_DEBUG"):
         _post_commit()
         return
+    code = _hand_off(args) if argv is None else None  # the console script's process only
+    if code is not None:
+        sys.exit(code)
+    run(argv)
+
+
+def run(argv: list[str] | None) -> None:
+    """The full path: the click tree (what the server's child runs too)."""
     # pydantic looks for plugins in every installed package's metadata on first use (tens of
     # milliseconds); loopx uses none. A user's own setting is kept.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     from loopx.cli import root  # the command tree: only when there is a command to run
 
     root.main(argv)
+
+
+# --- the server's client --------------------------------------------------------------------
+
+SOCKET = "server.sock"  # in <git common dir>/loopx/, made by ``git loopx server start``
+MAX_SOCKET_PATH = 107  # sun_path holds 108 bytes with its NUL
+
+
+def socket_path(start: str) -> str | None:
+    """Where this repository's server listens: ``<git common dir>/loopx/server.sock``, found by
+    walking up from ``start`` to the first ``.git`` (a directory, or a worktree's ``gitdir:``
+    file). Only a rendezvous: the server's child finds the repository again the way every
+    command does, from the cwd and environment the client hands over."""
+    here = os.path.abspath(start)
+    while True:
+        dot = os.path.join(here, ".git")
+        if os.path.isdir(dot):
+            return os.path.join(dot, "loopx", SOCKET)
+        if os.path.isfile(dot):
+            return _worktree_socket(here, dot)
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+
+
+def _worktree_socket(here: str, dot: str) -> str | None:
+    with open(dot, encoding="utf-8") as text:
+        first = text.readline().strip()
+    if not first.startswith("gitdir:"):
+        return None
+    gitdir = os.path.join(here, first.removeprefix("gitdir:").strip())
+    common = os.path.join(gitdir, "commondir")
+    if os.path.isfile(common):
+        with open(common, encoding="utf-8") as text:
+            gitdir = os.path.join(gitdir, text.read().strip())
+    return os.path.join(os.path.normpath(gitdir), "loopx", SOCKET)
+
+
+_VALUED = ("-C", "--actor", "--state-ref", "--format", "--now")  # root options with a value
+_OWN_PROCESS = ("server", "mcp", "web", "watch", "wait", "demo", "hook", "hooks", "help")
+
+
+def _hand_off(args: list[str]) -> int | None:
+    """Run the command in this repository's server, if one listens: its exit code, or None to
+    run it here. The server forks a child of itself (every module imported already) that takes
+    this process's stdin, stdout and stderr, cwd, environment and umask, runs the full path
+    and sends back the exit code. A terminal stays with the full path (the pager and prompts
+    need the terminal's foreground process group), and so does --debug; so do the commands
+    that run for long or hand their process over (start-up is nothing to them) and git's
+    hooks (``hook``: loopx/hooks)."""
+    start, command = _command(args)
+    if command is None or command in _OWN_PROCESS or os.environ.get("LOOPX_DEBUG") \
+            or "--debug" in args or not _plain_stdio():
+        return None
+    path = socket_path(start)
+    if path is None or len(path.encode()) > MAX_SOCKET_PATH or not os.path.exists(path):
+        return None
+    return _ask(path, args)
+
+
+def _command(args: list[str]) -> tuple[str, str | None]:
+    """The directory ``-C`` names (else ``.``) and the command's name, past root's options."""
+    start, i = ".", 0
+    while i < len(args) and args[i].startswith("-"):
+        if args[i] == "-C" and i + 1 < len(args):
+            start = args[i + 1]
+        i += 2 if args[i] in _VALUED else 1
+    return start, args[i] if i < len(args) else None
+
+
+def _plain_stdio() -> bool:
+    """stdin, stdout and stderr are this process's own fds 0, 1 and 2, none a terminal."""
+    try:
+        streams = [s.fileno() if s else -1 for s in (sys.stdin, sys.stdout, sys.stderr)]
+    except (AttributeError, OSError, ValueError):  # replaced by a caller (io.UnsupportedOperation)
+        return False
+    return streams == [0, 1, 2] and not any(os.isatty(fd) for fd in streams)
+
+
+def _ask(path: str, args: list[str]) -> int | None:
+    # The C modules, not socket.py, signal.py and json: those build enum classes and compile
+    # regular expressions on import, a third of this process's time (docs/benchmarks.md).
+    import _signal  # type: ignore[import-not-found]  # here: --version and -h need none
+    import _socket
+    import marshal
+
+    umask = os.umask(0o22)
+    os.umask(umask)
+    body = marshal.dumps({
+        "version": __version__, "python": f"{sys.prefix} {sys.version}",
+        "interpreter": [*sys.flags, sys.getfilesystemencoding(), os.environ.get("LC_ALL"),
+                        os.environ.get("LC_CTYPE"), os.environ.get("LANG")], "argv0": sys.argv[0],
+        "args": args, "cwd": os.getcwd(), "env": dict(os.environ), "umask": umask,
+        "stdio": [[s.encoding, s.errors, s.line_buffering] for s in (sys.stdin, sys.stdout,
+                                                                      sys.stderr)]})
+    conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        conn.settimeout(5.0)  # a server that neither forks nor answers is no server
+        conn.connect(path)
+        fds = b"".join(fd.to_bytes(4, sys.byteorder) for fd in (0, 1, 2))  # C ints
+        conn.sendmsg([len(body).to_bytes(4, "big") + body],
+                     [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
+        lines = _Lines(conn)
+        first = lines.next()
+        if first[:1] != [b"pid"]:
+            return None  # "stale" (another version: it stops), "other", or gone: nothing ran
+        conn.settimeout(None)
+        pid = int(first[1])
+        for signum in (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP):
+            _signal.signal(signum, lambda signum, _frame: _forward(pid, signum))
+        last = lines.next()
+    except OSError:
+        return None  # no server listens (a socket left by a killed one): nothing ran
+    finally:
+        conn.close()
+    if last[:1] != [b"exit"]:
+        sys.stderr.write("error: the loopx server stopped before the command finished\n")
+        return 3
+    return int(last[1])
+
+
+def _forward(pid: int, signum: int) -> None:
+    """Ctrl-C, a hang-up or a kill of this process reach the command's process."""
+    try:
+        os.kill(pid, signum)
+    except OSError:
+        pass
+
+
+class _Lines:
+    """The server's reply lines (``pid N``, then ``exit N``), read off the socket."""
+
+    def __init__(self, conn: object) -> None:
+        self.conn, self.held = conn, b""
+
+    def next(self) -> list[bytes]:
+        while b"\n" not in self.held:
+            more = self.conn.recv(256)  # type: ignore[attr-defined]
+            if not more:
+                return []
+            self.held += more
+        line, self.held = self.held.split(b"\n", 1)
+        return line.split()
 
 
 def _post_commit() -> None:

@@ -146,3 +146,9 @@ def plain(obj: Any) -> Any:
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return {k: plain(v) for k, v in fields_of(obj).items()}
     return str(obj)
+
+
+def prepare(cls: type) -> None:
+    """Compute now how ``cls`` is built and written (a server does it once before it forks
+    a child per command: loopx/cli/server.py)."""
+    _plan(cls)

@@ -18,8 +18,10 @@ def test_bench_floor_runs_and_prints_every_figure(tmp_path: Path) -> None:
                            "--no-annex"], cwd=tmp_path, capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode in (0, 1), proc.stderr  # 1: a goal missed
-    for figure in ("git-annex is not installed", "one git loopx note add vs the plumbing append",
-                   "warm git loopx status --json vs git cat-file -p",
+    for figure in ("git-annex is not installed",
+                   "one git loopx note add, full path (no server) vs the plumbing append",
+                   "one git loopx note add (git loopx server start) vs the plumbing append",
+                   "warm git loopx status --json (git loopx server start) vs git cat-file -p",
                    "every event blob through one git cat-file --batch", "cold replay of 300",
                    "cold replay vs the cat-file floor", "in the foreground",
                    "through the detached drain"):

@@ -1,0 +1,199 @@
+"""`git loopx server`: a command handed to the repository's server gives the same stdout,
+stderr, exit code and ledger as the full path, and the server goes away when idle, stopped,
+outdated or orphaned. Real processes: `git loopx` on PATH, the server it starts."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+import loopx
+from conftest import Result, git, run_loopx
+
+ACTOR = "human:test@example.com"
+# The same commands through both paths: reads, a write, usage errors, help, an unknown id,
+# global options before the command, stdin (batch).
+SAME = [
+    ["status", "--format", "json", "--no-ci"], ["next", "--no-ci"], ["todo", "list"],
+    ["note", "list"], ["todo", "show", "t"], ["todo", "show", "nope"],
+    ["note", "add", "--bogus", "x"], ["note", "add"], ["note", "add", "--help"],
+    ["no-such-command"], ["--json", "todo", "list"], ["todo", "list", "--actor", "x"],
+]
+
+
+@pytest.fixture
+def served(repo: Path) -> Iterator[Path]:
+    for args in (["init"], ["goal", "add", "G", "--id", "g", "--accept", "works"],
+                 ["todo", "add", "g", "T", "--id", "t"], ["note", "add", "hello"]):
+        assert run_loopx(repo, *args).code == 0
+    yield repo
+    run_loopx(repo, "server", "stop")
+
+
+def start(repo: Path, *args: str) -> int:
+    got = run_loopx(repo, "--json", "server", "start", *args)
+    assert got.code == 0, got.err
+    return int(json.loads(got.out)["pid"])
+
+
+def socket(repo: Path) -> Path:
+    return repo / ".git" / "loopx" / "server.sock"
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
+
+
+def wait_gone(pid: int, seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def handed_off(repo: Path, *args: str, input: str | None = None,
+               env: dict[str, str] | None = None) -> tuple[Result, list[str]]:
+    """`git loopx ARGS` through the console entry point, and the modules that process
+    imported (a command the server ran imports neither click nor the command tree)."""
+    probe = ("import json, sys\nfrom loopx.cli.launch import main\nwhere = sys.argv.pop(1)\n"
+             "try:\n    main()\nexcept SystemExit as exc:\n    code = exc.code\nelse:\n"
+             "    code = 0\nsys.stdout.flush()\n"
+             "open(where, 'w').write(json.dumps(sorted(sys.modules)))\nsys.exit(code)")
+    where = repo.parent / "modules.json"
+    proc = subprocess.run([sys.executable, "-c", probe, str(where), *args], cwd=repo,
+                          input=input or "", capture_output=True, text=True,
+                          env=dict(os.environ, LOOPX_ACTOR=ACTOR, **(env or {})))
+    return Result(proc.returncode, proc.stdout, proc.stderr), json.loads(where.read_text())
+
+
+def test_commands_give_the_same_output_and_exit_through_the_server(served: Path) -> None:
+    full = [run_loopx(served, *args) for args in SAME]
+    start(served)
+    for args, before in zip(SAME, full):
+        got, modules = handed_off(served, *args)
+        assert (got.code, same(got.out), got.err) == (before.code, same(before.out),
+                                                      before.err), args
+        assert "click" not in modules, f"{args} ran in the caller, not the server"
+
+
+def same(out: str) -> str:
+    """The output less what changes from one run to the next (free disk space, and whether
+    the host's capabilities were read before)."""
+    if not out.startswith('{"ledger"'):
+        return out
+    status = json.loads(out)
+    status["environment"].pop("capabilities")
+    return json.dumps(status)
+
+
+def test_a_write_through_the_server_is_the_same_event_as_the_full_path(served: Path) -> None:
+    full = run_loopx(served, "note", "add", "from the full path", "--todo", "t")
+    start(served)
+    got, modules = handed_off(served, "note", "add", "from the server", "--todo", "t")
+    assert got.code == full.code == 0 and "click" not in modules
+    assert got.out.split()[0] == full.out.split()[0] == "noted"
+    notes = json.loads(run_loopx(served, "--json", "note", "list", "--todo", "t").out)
+    assert [(n["text"], n["actor"], n["todo"]) for n in notes] == [
+        ("from the full path", ACTOR, "t"), ("from the server", ACTOR, "t")]
+    assert run_loopx(served, "validate").code == 0
+
+
+def test_stdin_reaches_a_command_the_server_runs(served: Path) -> None:
+    lines = '["note", "add", "one from stdin"]\n["note", "add", "two from stdin"]\n'
+    start(served)
+    got, modules = handed_off(served, "batch", input=lines)
+    assert got.code == 0, got.err
+    assert "click" not in modules
+    texts = [n["text"] for n in json.loads(run_loopx(served, "--json", "note", "list").out)]
+    assert texts[-2:] == ["one from stdin", "two from stdin"]
+
+
+def test_start_says_so_and_stop_stops_it(served: Path) -> None:
+    said = run_loopx(served, "server", "start", "--idle", "30")
+    assert said.code == 0 and "loopx server running (pid" in said.out
+    assert "git loopx server stop" in said.out and "30 s" in said.out
+    pid = json.loads(run_loopx(served, "--json", "server", "status").out)["pid"]
+    assert start(served) == pid  # one server per repository
+    stopped = run_loopx(served, "server", "stop")
+    assert stopped.code == 0 and f"pid {pid}" in stopped.out
+    assert wait_gone(pid) and not socket(served).exists()
+    assert run_loopx(served, "server", "status").out.startswith("no loopx server runs")
+    got, modules = handed_off(served, "todo", "list")
+    assert got.code == 0 and "click" in modules  # nothing listens: the full path
+
+
+def test_it_stops_when_idle(served: Path) -> None:
+    pid = start(served, "--idle", "1")
+    assert wait_gone(pid) and not socket(served).exists()
+
+
+def test_it_stops_when_its_socket_goes(served: Path) -> None:
+    """A repository deleted under it (a test's temporary directory) takes the server along."""
+    pid = start(served)
+    socket(served).unlink()
+    assert wait_gone(pid)
+
+
+def test_an_outdated_server_stops_and_the_command_runs_the_full_path(served: Path) -> None:
+    """Any file of the package newer than the server (an upgrade, an edit) makes it stale."""
+    expected = run_loopx(served, "todo", "list")
+    pid = start(served)
+    marker = Path(loopx.__file__).with_name("version.py")
+    was = marker.stat()
+    try:
+        os.utime(marker, ns=(was.st_atime_ns, was.st_mtime_ns + 1_000_000_000))
+        got, modules = handed_off(served, "todo", "list")
+    finally:
+        os.utime(marker, ns=(was.st_atime_ns, was.st_mtime_ns))
+    assert (got.code, got.out, got.err) == (expected.code, expected.out, expected.err)
+    assert "click" in modules  # it ran here
+    assert wait_gone(pid) and not socket(served).exists()
+
+
+def test_a_worktree_finds_its_repositorys_server(served: Path) -> None:
+    git(served, "worktree", "add", "-q", str(served.parent / "wt"))
+    start(served)
+    got, modules = handed_off(served.parent / "wt", "todo", "list")
+    assert got.code == 0 and "click" not in modules
+    assert got.out == run_loopx(served, "todo", "list").out
+
+
+def test_in_process_callers_keep_their_own_streams(served: Path) -> None:
+    """`loopx.cli.main([...])` (CliRunner, a library) never hands its fds to the server."""
+    from conftest import invoke
+
+    start(served)
+    assert invoke(served, "todo", "list").out == run_loopx(served, "todo", "list").out
+
+
+@pytest.mark.parametrize("args", [["--debug", "todo", "list"], ["-C", ".", "hook", "post-merge"],
+                                  ["--json", "server", "status"]])
+def test_debug_hooks_and_long_runners_stay_with_the_full_path(served: Path,
+                                                              args: list[str]) -> None:
+    """--debug logs this process's git calls; git's hooks and the commands that run for long
+    (mcp, web, watch, wait) or manage the server gain nothing from a handed-over start."""
+    start(served)
+    got, modules = handed_off(served, *args)
+    assert "click" in modules, f"{args} was handed to the server"
+    assert got.code == run_loopx(served, *args).code
+
+
+def test_a_caller_with_another_locale_or_flags_runs_the_full_path(served: Path) -> None:
+    """The interpreter fixes its locale and flags at start: a child could not take them."""
+    start(served)
+    got, modules = handed_off(served, "todo", "list", env={"PYTHONUTF8": "1", "LC_ALL": "C"})
+    assert got.code == 0 and "click" in modules
+    assert run_loopx(served, "server", "status").out.startswith("loopx server running")
