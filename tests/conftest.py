@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-pytest_plugins = ["githubkit"]  # the `github` fixture: a stand-in for GitHub's REST API
+pytest_plugins = ["githubkit", "webhookkit"]  # fixtures: `github` (GitHub's REST API), `hook`
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -34,6 +34,7 @@ CAUSES = ("wake", "gate", "state", "ci", "timeout")
 FINAL_CI = ("success", "failure")
 Clock = Callable[[], datetime]
 Sleep = Callable[[float], None]
+Seen = Callable[[StatusDoc, datetime], None]  # told of each status document a waiter looks at
 
 
 class Probe(Protocol):
@@ -83,16 +84,19 @@ class Wakeup:
 
 def wait(probe: Probe, *, timeout: Optional[float] = None, fetch: bool = False,
          causes: tuple[str, ...] = CAUSES, pace: Pace = Pace(), clock: Clock = clock.now,
-         sleep: Sleep = lambda s: None) -> Wakeup:
-    """Block until one of ``causes`` happens or ``timeout`` seconds pass (0: look once)."""
-    return _Waiter(probe, causes, pace, clock, sleep, fetch).run(timeout)
+         sleep: Sleep = lambda s: None, seen: Optional[Seen] = None) -> Wakeup:
+    """Block until one of ``causes`` happens or ``timeout`` seconds pass (0: look once).
+    ``seen`` is given each status document looked at (the first, and one each time the state
+    ref moves or a wake's time comes), with the time it was made for."""
+    return _Waiter(probe, causes, pace, clock, sleep, fetch, seen).run(timeout)
 
 
 class _Waiter:
     def __init__(self, probe: Probe, causes: tuple[str, ...], pace: Pace, clock: Clock,
-                 sleep: Sleep, fetch: bool) -> None:
+                 sleep: Sleep, fetch: bool, seen: Optional[Seen] = None) -> None:
         self.probe, self.causes, self.pace = probe, causes, pace
         self.clock, self.sleep, self.fetching = clock, sleep, fetch
+        self.seen = seen or (lambda doc, now: None)
         self.start = clock()
         if fetch:  # what arrived while nobody waited counts as the starting point
             self._fetch()
@@ -100,6 +104,7 @@ class _Waiter:
         self.next_fetch = self.start + timedelta(seconds=pace.fetch_first)
         self.tip = probe.tip()
         self.doc = probe.look(self.start)
+        self.seen(self.doc, self.start)
         self.gates = waited_gates(self.doc)
         self.judged = self._judged()  # commit -> the wakes on it (none: HEAD's own CI)
         self.next_ci = self.start + timedelta(seconds=pace.ci_every)
@@ -139,6 +144,7 @@ class _Waiter:
         if moved or (wake_time is not None and now >= wake_time):
             before = self.doc
             self.doc, self.tip = self.probe.look(now), tip
+            self.seen(self.doc, now)
             found = self._due(now) or self._answered(before) or (
                 Wakeup("state", f"the state changed (now at {(tip or '')[:12]})")
                 if moved and "state" in self.causes else None)
@@ -249,16 +255,18 @@ class WatchReport:
 def watch(probe: Probe, *, run: Callable[[Wakeup], int], ack: Callable[[list[str]], list[str]],
           max_runs: Optional[int] = None, timeout: Optional[float] = None, fetch: bool = False,
           backoff: float = 10.0, backoff_max: float = 900.0, pace: Pace = Pace(),
-          clock: Clock = clock.now, sleep: Sleep = lambda s: None) -> WatchReport:
+          clock: Clock = clock.now, sleep: Sleep = lambda s: None,
+          seen: Optional[Seen] = None) -> WatchReport:
     """Each time a wake is due, ``run`` the command; when it exits 0, ``ack`` the wakes (a
     one-shot wake is cleared, a recurring one re-armed). A failure leaves them due and waits
-    ``backoff`` seconds, doubling with each failure in a row up to ``backoff_max``."""
+    ``backoff`` seconds, doubling with each failure in a row up to ``backoff_max``. ``seen``:
+    as for :func:`wait`, across the whole watch."""
     report = WatchReport()
     start = clock()
     while max_runs is None or report.runs < max_runs:
         left = None if timeout is None else max(0.0, timeout - (clock() - start).total_seconds())
         wakeup = wait(probe, timeout=left, fetch=fetch, causes=("wake",), pace=pace,
-                      clock=clock, sleep=sleep)
+                      clock=clock, sleep=sleep, seen=seen)
         if wakeup.cause == "timeout":
             report.stopped = "timeout"
             return report

@@ -19,7 +19,8 @@ from loopx.agents import hosts
 from loopx.cli import terminal
 from loopx.cli.app import App, pass_app
 from loopx.model import clock
-from loopx.ops import wakes
+from loopx.model.inert import line
+from loopx.ops import notify, wakes
 
 EXIT = {"wake": 0, "gate": 11, "state": 12, "ci": 13, "timeout": 124}
 
@@ -99,16 +100,20 @@ def wait(app: App, timeout: Optional[str], fetch: bool, remote: Optional[str],
               "headless for each turn (claude -p, codex exec, gemini -p; command: CMD), the "
               "primer and the wake's cause as its prompt; one turn of quota spent per turn. "
               "ARGs after -- are added to its command.")
+@click.option("--notify", "nudge", is_flag=True, help="Also, each time the state moves, send "
+              "the nudges `git loopx notify` would (through git config loopx.notify.webhook / "
+              "loopx.notify.desktop), each once.")
 @_common
 @click.argument("argv", nargs=-1, type=click.UNPROCESSED, metavar="-- CMD [ARG]...")
 @pass_app
 def watch(app: App, max_runs: Optional[int], timeout: Optional[str], backoff: str,
-          host: Optional[str], fetch: bool, remote: Optional[str], poll: Optional[str],
+          host: Optional[str], nudge: bool, fetch: bool, remote: Optional[str], poll: Optional[str],
           fetch_every: Optional[str], argv: tuple[str, ...]) -> None:
     """Run CMD (or, with --host, a turn of an agent CLI) each time a wake is due; one watch
     per repository. When it exits 0 the wakes are acknowledged (a one-shot wake cleared, a
     recurring one re-armed); when it fails they stay due and the next try backs off. Exits
     with the last run's exit code."""
+    chosen = notify.configured(cwd=app.cwd, flags=False) if nudge else None  # none configured: refused now
     # With --json, stdout is for the report: the command's own output goes to stderr.
     run = wakes.driver(app.ledger, argv, host=host, actor=app.actor,
                        cwd=str(app.ledger.repo.work_tree or app.cwd),
@@ -126,8 +131,17 @@ def watch(app: App, max_runs: Optional[int], timeout: Optional[str], backoff: st
                          timeout=_seconds(timeout, "--timeout"), fetch=fetch, remote=remote,
                          backoff=_seconds(backoff, "--backoff") or 0.0,
                          pace=_pace(poll, fetch_every), clock_fn=_clock(app), sleep=time.sleep,
-                         run=logged)
+                         run=logged, nudge=chosen, told=_told)
     app.emit(report.to_dict(), f"loopx watch: {report.runs} run(s), stopped ({report.stopped})"
              + (f"; acknowledged {', '.join(report.wakes)}" if report.wakes else ""))
     if report.last_code:
         raise click.exceptions.Exit(report.last_code)
+
+
+def _told(report: notify.Report) -> None:
+    """Say each nudge that went out or failed (one already sent is not news)."""
+    for s in report.sends:
+        if s.state in ("sent", "failed"):
+            terminal.echo(f"loopx watch: {s.state} {s.channel} {s.about}"
+                          + (f"  [{s.effect}]" if s.effect else "")
+                          + (f"  {line(s.detail)}" if s.detail else ""), err=True)

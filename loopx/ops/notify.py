@@ -12,6 +12,7 @@ outcome was never recorded (a crash mid-send) is not sent again either, it is re
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Optional
@@ -83,32 +84,78 @@ def key(channel: str, actor: str, nudge: Nudge) -> str:
     return f"notify:{nudge.about.replace(' ', ':')}:{digest.hexdigest()[:24]}"
 
 
+@dataclass(frozen=True)
+class Channels:
+    """Where nudges go: a webhook URL (or none) and the desktop (or not)."""
+
+    webhook: Optional[str] = None
+    desktop: bool = False
+
+    @property
+    def names(self) -> list[str]:
+        return (["webhook"] if self.webhook else []) + (["desktop"] if self.desktop else [])
+
+
+def configured(*, webhook: Optional[str] = None, desktop: Optional[bool] = None,
+               cwd: str = ".", flags: bool = True) -> Channels:
+    """The channels to send through: ``webhook`` (a URL, default git's
+    ``loopx.notify.webhook``) and ``desktop`` (default ``loopx.notify.desktop``); none is a
+    UsageError that says how to name one (``flags``: --webhook and --desktop too)."""
+    webhook = webhook or ledgers.git_setting(cwd, "loopx.notify.webhook")
+    if desktop is None:
+        desktop = (ledgers.git_setting(cwd, "loopx.notify.desktop") or "").lower() in (
+            "true", "yes", "on", "1")
+    chosen = Channels(webhook, desktop)
+    if not chosen.names:
+        raise UsageError("no channel to notify through: "
+                         + ("give --webhook URL or --desktop, or " if flags else "")
+                         + "set git config loopx.notify.webhook URL or loopx.notify.desktop true")
+    return chosen
+
+
 def notify(ledger: Ledger, *, actor: str, webhook: Optional[str] = None,
            desktop: Optional[bool] = None, cwd: str = ".",
            now: Optional[datetime] = None) -> Report:
     """Send each nudge for ``actor`` through each channel once: ``webhook`` (a URL, default
     git's ``loopx.notify.webhook``) and ``desktop`` (default ``loopx.notify.desktop``)."""
     ledger.require()
-    webhook = webhook or ledgers.git_setting(cwd, "loopx.notify.webhook")
-    if desktop is None:
-        desktop = (ledgers.git_setting(cwd, "loopx.notify.desktop") or "").lower() in (
-            "true", "yes", "on", "1")
-    chosen = (["webhook"] if webhook else []) + (["desktop"] if desktop else [])
-    if not chosen:
-        raise UsageError("no channel to notify through: give --webhook URL or --desktop, or "
-                         "set git config loopx.notify.webhook / loopx.notify.desktop true")
-    report = Report(actor, chosen)
+    chosen = configured(webhook=webhook, desktop=desktop, cwd=cwd)
     snap = status.status(ledger, actor=actor, ci=False, offline=True, now=now)
+    return send(ledger, chosen, snap, actor=actor, now=now)
+
+
+def send(ledger: Ledger, chosen: Channels, snap: status.StatusDoc, *, actor: str,
+         now: Optional[datetime] = None) -> Report:
+    """Send each nudge the status document ``snap`` (made for ``actor``) holds through each
+    of the ``chosen`` channels, once: what `notify` does after looking, and what `watch
+    --notify` does each time it looks."""
+    report = Report(actor, chosen.names)
     found = nudges(typed.plain(snap))
-    for channel in chosen:
+    for channel in chosen.names:
         if channel == "desktop" and not channels.desktop_available():
             report.sends += [Sent(channel, n.about, "skipped", detail=(
                 f"no desktop notifier here ({channels.NOTIFIER} is not installed)"))
                 for n in found]
             continue
         for nudge in found:
-            report.sends.append(_send(ledger, channel, actor, nudge, webhook, now))
+            report.sends.append(_send(ledger, channel, actor, nudge, chosen.webhook, now))
     return report
+
+
+def watcher(ledger: Ledger, chosen: Channels, *, actor: str,
+            told: Callable[[Report], None]) -> Callable[[status.StatusDoc, datetime], None]:
+    """What `watch --notify` does with each status document it looks at: :func:`send` its
+    nudges and ``told`` the report, unless the state ref has not moved since this watcher's
+    own last sends (their effects move it; a failed send is tried again on the next move)."""
+    ours: list[Optional[str]] = [None]
+
+    def seen(snap: status.StatusDoc, now: datetime) -> None:
+        if ours[0] is not None and ledger.tip() == ours[0]:
+            return
+        report = send(ledger, chosen, snap, actor=actor, now=now)
+        ours[0] = ledger.tip()
+        told(report)
+    return seen
 
 
 def _send(ledger: Ledger, channel: str, actor: str, nudge: Nudge, webhook: Optional[str],

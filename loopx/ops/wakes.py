@@ -18,7 +18,7 @@ from loopx.ledger.book import Ledger
 from loopx.ledger.draft import Draft
 from loopx.model import clock, inert, typed
 from loopx.model.ids import new_short_id
-from loopx.ops import lookup, quotas, status, sync
+from loopx.ops import lookup, notify, quotas, status, sync
 from loopx.projection import answers, views
 
 if TYPE_CHECKING:
@@ -188,12 +188,15 @@ def watch(ledger: Ledger, argv: Sequence[str], *, actor: str, max_runs: Optional
           backoff: float = 10.0, pace: waker.Pace = waker.Pace(),
           clock_fn: waker.Clock = clock.now, sleep: waker.Sleep = lambda s: None,
           run: Optional[Callable[[Wakeup], int]] = None,
-          host: Optional[str] = None) -> WatchReport:
+          host: Optional[str] = None, nudge: Optional[notify.Channels] = None,
+          told: Callable[[notify.Report], None] = lambda report: None) -> WatchReport:
     """Run ``argv`` each time a wake is due, one watch per repository (a lock); when it exits
     0 the wakes it ran for are acknowledged (one-shot cleared, recurring re-armed), when it
     fails they stay due and the next run waits ``backoff`` seconds, doubling. With ``host``
     each run is a turn of that agent CLI (:func:`turn_runner`; ``argv`` is added to its
-    command, or is the command for ``command``)."""
+    command, or is the command for ``command``). With ``nudge`` (channels), each time the
+    state moves the nudges `git loopx notify` would send go out through them
+    (:func:`notify.watcher`), each once; ``told`` gets what was done."""
     ledger.require()
     cwd = str(ledger.repo.work_tree or ledger.repo.cwd)
     run = run or driver(ledger, argv, host=host, actor=actor, cwd=cwd)
@@ -202,7 +205,8 @@ def watch(ledger: Ledger, argv: Sequence[str], *, actor: str, max_runs: Optional
             _Probe(ledger, actor, remote), run=run,
             ack=lambda ids: ack_due(ledger, ids, actor=actor, now=clock_fn()),
             max_runs=max_runs, timeout=timeout, fetch=fetch, backoff=backoff, pace=pace,
-            clock=clock_fn, sleep=sleep)
+            clock=clock_fn, sleep=sleep,
+            seen=notify.watcher(ledger, nudge, actor=actor, told=told) if nudge else None)
 
 
 

@@ -7,15 +7,18 @@ from __future__ import annotations
 import json
 import os
 import queue
+import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from conftest import git, invoke, run_loopx
 from syncutil import bare_remote, clone
+from webhookkit import Hook
 
 AGENT = "agent:codex@devbox"
 ALICE = "human:alice@example.com"
@@ -132,6 +135,53 @@ def test_watch_passes_on_a_failing_command_exit_code_and_keeps_the_wake(repo: Pa
     result = run_loopx(repo, "watch", "--max-runs", "1", "--", "sh", "-c", "exit 3")
     assert result.code == 3 and "exited 3; the wake stays due" in result.err
     assert [w["id"] for w in json.loads(run_loopx(repo, "wake", "list", "--json").out)] == ["w-1"]
+
+
+def _until(condition: Callable[[], bool], what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"never: {what}"
+        time.sleep(0.05)
+
+
+def test_watch_notify_posts_a_gate_waiting_on_the_watcher_once(repo: Path, hook: Hook) -> None:
+    for args in (["init"], ["goal", "add", "Ship", "--id", "g"],
+                 ["todo", "add", "g", "Release", "--id", "rel"]):
+        assert invoke(repo, *args, actor=ALICE).code == 0
+    git(repo, "config", "loopx.notify.webhook", hook.url)
+    ran = repo.parent / "ran.txt"
+    watcher = Waiter(repo, "watch", "--notify", *FAST, "--", "sh", "-c", f"echo ran >> {ran}",
+                     actor=ALICE)
+    watcher.looked()
+    assert hook.received == []  # nothing waits on alice yet
+    assert run_loopx(repo, "gate", "open", "g", "Release now?", "--id", "q", "--authority",
+                     ALICE, "--blocks", "rel", actor=AGENT).code == 0
+    _until(lambda: len(hook.received) == 1, "the gate was posted")
+    assert "gate q asks you: Release now?" in hook.received[0]["text"]
+    # The tip moves again, no new gate: the watcher looks (it runs the command for the wake
+    # due now, after looking) and posts nothing more.
+    assert run_loopx(repo, "wake", "set", "--at", "2020-01-01T00:00:00Z", "--id", "w-now").code == 0
+    _until(ran.exists, "the watcher ran the command for the wake")
+    _until(lambda: json.loads(run_loopx(repo, "wake", "list", "--json").out) == [],
+           "the wake was acknowledged")
+    watcher.proc.send_signal(signal.SIGTERM)
+    watcher.proc.wait(timeout=30)
+    assert len(hook.received) == 1
+    effects = json.loads(run_loopx(repo, "effect", "list", "--json").out)
+    assert [(e["action"], e["state"]) for e in effects] == [("notify", "confirmed")]
+    while not watcher.lines.empty():
+        watcher.err.append(watcher.lines.get())
+    said = [line for line in watcher.err if line.startswith("loopx watch: sent")]
+    assert said == [f"loopx watch: sent webhook gate q  [{effects[0]['id']}]  "
+                    f"HTTP 200 from 127.0.0.1: ok\n"]
+    assert not any("skipped" in line for line in watcher.err)  # only what went out is said
+
+
+def test_watch_notify_without_a_channel_is_refused_up_front(repo: Path) -> None:
+    _ledger(repo)
+    result = run_loopx(repo, "watch", "--notify", "--", "true")
+    assert result.code == 1 and result.err.count("\n") == 1, result.err
+    assert "loopx.notify.webhook" in result.err and "--webhook" not in result.err
 
 
 @pytest.mark.parametrize("args, message", [
