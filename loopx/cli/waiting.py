@@ -107,13 +107,14 @@ def wait(app: App, timeout: Optional[str], fetch: bool, remote: Optional[str],
 @click.argument("argv", nargs=-1, type=click.UNPROCESSED, metavar="-- CMD [ARG]...")
 @pass_app
 def watch(app: App, max_runs: Optional[int], timeout: Optional[str], backoff: str,
-          host: Optional[str], nudge: bool, fetch: bool, remote: Optional[str], poll: Optional[str],
-          fetch_every: Optional[str], argv: tuple[str, ...]) -> None:
+          host: Optional[str], nudge: bool, fetch: bool, remote: Optional[str],
+          poll: Optional[str], fetch_every: Optional[str], argv: tuple[str, ...]) -> None:
     """Run CMD (or, with --host, a turn of an agent CLI) each time a wake is due; one watch
     per repository. When it exits 0 the wakes are acknowledged (a one-shot wake cleared, a
     recurring one re-armed); when it fails they stay due and the next try backs off. Exits
     with the last run's exit code."""
-    chosen = notify.configured(cwd=app.cwd, flags=False) if nudge else None  # none configured: refused now
+    # --notify with no channel configured is refused now, before anything starts.
+    chosen = notify.configured(cwd=app.cwd, flags=False) if nudge else None
     # With --json, stdout is for the report: the command's own output goes to stderr.
     run = wakes.driver(app.ledger, argv, host=host, actor=app.actor,
                        cwd=str(app.ledger.repo.work_tree or app.cwd),

@@ -167,7 +167,7 @@ def test_watch_notify_posts_a_gate_waiting_on_the_watcher_once(repo: Path, hook:
     watcher.proc.send_signal(signal.SIGTERM)
     watcher.proc.wait(timeout=30)
     assert len(hook.received) == 1
-    effects = json.loads(run_loopx(repo, "effect", "list", "--json").out)
+    effects = _effects(repo)
     assert [(e["action"], e["state"]) for e in effects] == [("notify", "confirmed")]
     while not watcher.lines.empty():
         watcher.err.append(watcher.lines.get())
@@ -175,6 +175,40 @@ def test_watch_notify_posts_a_gate_waiting_on_the_watcher_once(repo: Path, hook:
     assert said == [f"loopx watch: sent webhook gate q  [{effects[0]['id']}]  "
                     f"HTTP 200 from 127.0.0.1: ok\n"]
     assert not any("skipped" in line for line in watcher.err)  # only what went out is said
+
+
+def test_watch_notify_tries_a_failed_send_again_when_the_state_moves_not_on_its_own_write(
+        repo: Path, hook: Hook) -> None:
+    for args in (["init"], ["goal", "add", "Ship", "--id", "g"],
+                 ["gate", "open", "g", "Release now?", "--id", "q", "--authority", ALICE]):
+        assert invoke(repo, *args, actor=AGENT).code == 0
+    git(repo, "config", "loopx.notify.webhook", hook.url)
+    hook.status = 500
+    ran = repo.parent / "ran.txt"
+    watcher = Waiter(repo, "watch", "--notify", *FAST, "--", "sh", "-c", f"echo ran >> {ran}",
+                     actor=ALICE)
+    _until(lambda: len(hook.received) == 1, "the gate was posted at the first look")
+    _until(lambda: len(_effects(repo)) == 1, "the failed send was recorded")
+    # The failed effect moved the state; the watcher sees that move (and the wake's, below)
+    # before it runs the command: its own write is no reason to post again (in a loop).
+    assert run_loopx(repo, "wake", "set", "--at", "2020-01-01T00:00:00Z", "--id", "w-1").code == 0
+    _until(ran.exists, "the watcher ran the command for the wake")
+    hook.status = 200
+    before = len(hook.received)  # 2: the wake's write moved the state, a retry, failed too
+    assert before in (1, 2), hook.received  # 1: the wake landed before the watcher read its tip
+    assert run_loopx(repo, "note", "add", "moving the state").code == 0
+    _until(lambda: len(hook.received) == before + 1, "the retry after the state moved")
+    _until(lambda: [e["state"] for e in _effects(repo)] == ["failed"] * before + ["confirmed"],
+           "the retry was confirmed")
+    watcher.proc.send_signal(signal.SIGTERM)
+    watcher.proc.wait(timeout=30)
+    assert len(hook.received) == before + 1
+
+
+def _effects(repo: Path) -> list[dict[str, object]]:
+    found = json.loads(run_loopx(repo, "effect", "list", "--json").out)
+    assert isinstance(found, list)
+    return found
 
 
 def test_watch_notify_without_a_channel_is_refused_up_front(repo: Path) -> None:
