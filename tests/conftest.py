@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-pytest_plugins = ["githubkit", "webhookkit"]  # fixtures: `github` (GitHub's REST API), `hook`
+pytest_plugins = ["githubkit", "webhookkit", "leasekit"]  # fixtures: `github` (GitHub's REST
+# API), `hook` (a webhook), `leased` (a todo claimed, the hooks installed)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -21,17 +21,6 @@ from loopx.hooks import spool, unrecorded
 from test_hooks import bytecode  # noqa: F401  (autouse: the hooks' processes reuse bytecode)
 
 
-@pytest.fixture
-def leased(repo: Path) -> Path:
-    """A ledger, todo t1 claimed on main, the hooks installed (post-commit in the background)."""
-    for args in (("init",), ("goal", "add", "G", "--id", "g1", "--accept", "works"),
-                 ("todo", "add", "g1", "T", "--id", "t1"), ("todo", "claim", "t1"),
-                 ("hooks", "install")):
-        result = invoke(repo, *args)
-        assert result.code == 0, result.err
-    return repo
-
-
 @pytest.fixture(autouse=True)
 def no_grace(monkeypatch: pytest.MonkeyPatch) -> None:
     """The next command runs at once after a kill here: no grace for young reflog lines (a

@@ -14,21 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git, invoke, run_loopx
+from conftest import git, run_loopx
 from loopx.hooks import spool
 from loopx.model import clock, ids
 from test_hooks import bytecode, commit, evidence, events, probe  # noqa: F401  (fixtures)
-
-
-@pytest.fixture
-def leased(repo: Path) -> Path:
-    """A ledger, todo t1 claimed on main by the committer, the hooks installed."""
-    for args in (("init",), ("goal", "add", "G", "--id", "g1", "--accept", "works"),
-                 ("todo", "add", "g1", "T", "--id", "t1"), ("todo", "claim", "t1"),
-                 ("hooks", "install")):
-        result = invoke(repo, *args)
-        assert result.code == 0, result.err
-    return repo
 
 
 def _recorded_on_branch(repo: Path) -> int:
