@@ -211,7 +211,7 @@ def _set_aside(store: Store, ref: str) -> list[str]:
         drop: list[bytes] = []
         after_ours = False
         for line in lines:
-            ours = line.rstrip(b"\n").endswith(b" " + ref.encode())
+            ours = line.rstrip(b"\r\n").endswith(b" " + ref.encode())
             peeled_of_ours = line.startswith(b"^") and after_ours
             (drop if ours or peeled_of_ours else keep).append(line)
             after_ours = ours or peeled_of_ours
