@@ -147,6 +147,8 @@ def test_something_of_the_wrong_kind_in_the_way_is_named(ledger: object, repo: P
     _refused(repo, said, "goal", "add", "a goal", "--accept", "it works")
     status = run_loopx(repo, "status")  # reading needs no write
     assert status.code == 0, status.err
+    if where == "loopx":
+        assert "loopx is not a folder (a file or a broken link)" in run_loopx(repo, "doctor").out
     _replace(repo / ".git" / where, "folder")
     if by == "folder":
         (repo / ".git" / where).rmdir()
