@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 
 class LoopxError(Exception):
     """Base of every error loopx raises on purpose; its message is shown to the user as is."""
@@ -107,9 +109,17 @@ _REFUSALS = (
     ("Read-only file system", "read-only file system"),
     ("Permission denied", "permission denied"),
     ("Operation not permitted", "operation not permitted (an immutable file? `lsattr`)"),
+    # git's only words when renaming `<ref>.lock` over the ref's file fails (it drops errno)
+    ("couldn't set 'refs/", "the ref's file could not be replaced (an immutable file? "
+                            "`lsattr`; or not writable)"),
 )
 _REFUSED_ERRNOS = {28: 0, 122: 1, 27: 2, 30: 3, 13: 4, 1: 5}  # ENOSPC EDQUOT EFBIG EROFS EACCES EPERM
 _SIGXFSZ = 25  # git killed for writing past the file-size limit
+# Something of the wrong kind where loopx writes (a file where its folder goes, a folder
+# where its file goes, a broken link): the machine's state too, named with its path.
+_IN_THE_WAY = {20: "a file (not a folder) is in the way of this path",  # ENOTDIR
+               21: "it is a folder, not a file",  # EISDIR
+               17: "it is a file or a broken link, not a folder"}  # EEXIST
 
 
 def refused_write(exc: BaseException) -> str | None:
@@ -125,6 +135,10 @@ def refused_write(exc: BaseException) -> str | None:
     if isinstance(exc, OSError) and exc.errno in _REFUSED_ERRNOS:
         where = f" {exc.filename}" if exc.filename else ""
         return (f"cannot write{where}: {_REFUSALS[_REFUSED_ERRNOS[exc.errno]][1]}; "
+                "nothing was changed")
+    if (isinstance(exc, OSError) and exc.errno in _IN_THE_WAY and exc.filename
+            and not (exc.errno == 17 and os.path.isdir(exc.filename))):
+        return (f"cannot write {exc.filename}: {_IN_THE_WAY[exc.errno]} (move it aside); "
                 "nothing was changed")
     if any(cls.__module__ == "sqlite3" for cls in type(exc).__mro__):
         for said, meaning in _REFUSALS:

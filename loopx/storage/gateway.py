@@ -212,6 +212,9 @@ def discover(path: Path | str = ".") -> Repo:
                        "git is not installed or not on PATH") from None
     lines = proc.stdout.decode().splitlines()
     if len(lines) < 3:
+        if "GIT_DIR" in os.environ:  # the caller chose the repository; say which one failed
+            raise NotFound(f"GIT_DIR={os.environ['GIT_DIR']} is not a git repository (it is "
+                           "set in the environment)")
         raise NotFound(f"{Path(path).resolve()} is not inside a git repository (run `git init`)")
     git_dir, common, bare = lines[:3]
     top = lines[3] if len(lines) > 3 and bare != "true" else ""
@@ -230,9 +233,10 @@ def has_ref(repo: Repo, ref: str) -> bool | None:
         return True
     try:
         with open(common / "packed-refs", "rb") as packed:
-            return f" {ref}\n".encode() in packed.read()
+            held = packed.read()
     except FileNotFoundError:
         return False
+    return any(f" {ref}{end}".encode() in held for end in ("\n", "\r\n"))  # CRLF: damage
 
 
 # A ref shared by every worktree, whose loose file is <common dir>/<ref> (refs/bisect/,

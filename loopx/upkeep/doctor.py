@@ -57,6 +57,10 @@ def examine(*, ledger: Ledger, now: Optional[datetime] = None) -> dict[str, Any]
     warnings += [f"queued hook entry {path} was set aside: {spool.reason(path)}"
                  for path in spool.failed(store.repo.loopx_dir)]
     warnings += cache_warnings(ledger)
+    folder = store.repo.loopx_dir
+    warnings += [f"{folder} is not a folder (a file or a broken link): every write is refused "
+                 "until it is moved aside"] if (folder.is_symlink() or folder.exists()) and (
+                     not folder.is_dir()) else []
     if tip is not None and ledger.ref == STATE_REF:
         doubt = cache.hooks_state_trouble(cache.hooks_state_path(store.repo.loopx_dir), tip)
         warnings += [f"{cache.hooks_state_path(store.repo.loopx_dir)} is {doubt}: post-commit "
@@ -211,7 +215,7 @@ def _set_aside(store: Store, ref: str) -> list[str]:
         drop: list[bytes] = []
         after_ours = False
         for line in lines:
-            ours = line.rstrip(b"\n").endswith(b" " + ref.encode())
+            ours = line.rstrip(b"\r\n").endswith(b" " + ref.encode())
             peeled_of_ours = line.startswith(b"^") and after_ours
             (drop if ours or peeled_of_ours else keep).append(line)
             after_ours = ours or peeled_of_ours

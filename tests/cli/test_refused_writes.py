@@ -7,6 +7,7 @@ does not allow them.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -89,6 +90,15 @@ def test_an_immutable_object_store_is_named(small_disk: Path) -> None:
     _refused(small_disk, "operation not permitted")
 
 
+def test_an_immutable_ref_file_is_named(small_disk: Path) -> None:
+    """git says only "couldn't set" when the rename over the ref's file fails: it was exit 3."""
+    if subprocess.run(["chattr", "+i", str(small_disk / ".git" / STATE)],
+                      capture_output=True).returncode:
+        pytest.skip("chattr +i is not available here")
+    _refused(small_disk, "the ref's file could not be replaced")
+    assert run_loopx(small_disk, "status").code == 0
+
+
 def test_an_unwritable_loopx_folder_is_named(small_disk: Path) -> None:
     folder = small_disk / ".git" / "loopx"
     (folder / "write.lock").unlink()
@@ -106,3 +116,41 @@ def test_a_read_only_file_system_is_named(small_disk: Path) -> None:
     _refused(small_disk, "read-only file system")
     status = run_loopx(small_disk, "status")
     assert status.code == 0, status.err
+
+
+def _replace(path: Path, by: str) -> None:
+    if path.is_dir():
+        shutil.rmtree(path)
+    else:
+        path.unlink()
+    {"file": lambda: path.write_text("x\n"), "folder": lambda: path.mkdir(),
+     "broken link": lambda: path.symlink_to(path.parent / "gone" / "x")}[by]()
+
+
+# Something of the wrong kind where loopx writes: (what, replaced by, said). Each was exit 3
+# ("unexpected FileExistsError", "NotADirectoryError", "IsADirectoryError").
+IN_THE_WAY = {
+    "the loopx folder a file": ("loopx", "file", "loopx: it is a file or a broken link, not a folder"),
+    "the loopx folder a broken link": ("loopx", "broken link", "it is a file or a broken link"),
+    "its tmp folder a file": ("loopx/tmp", "file", "a file (not a folder) is in the way"),
+    "its write.lock a folder": ("loopx/write.lock", "folder", "write.lock: it is a folder"),
+}
+
+
+@pytest.mark.parametrize("name", list(IN_THE_WAY))
+def test_something_of_the_wrong_kind_in_the_way_is_named(ledger: object, repo: Path,
+                                                         name: str) -> None:
+    where, by, said = IN_THE_WAY[name]
+    assert run_loopx(repo, "note", "add", "before").code == 0
+    _replace(repo / ".git" / where, by)
+    _refused(repo, said)
+    _refused(repo, said, "goal", "add", "a goal", "--accept", "it works")
+    status = run_loopx(repo, "status")  # reading needs no write
+    assert status.code == 0, status.err
+    if where == "loopx":
+        assert "loopx is not a folder (a file or a broken link)" in run_loopx(repo, "doctor").out
+    _replace(repo / ".git" / where, "folder")
+    if by == "folder":
+        (repo / ".git" / where).rmdir()
+    assert run_loopx(repo, "note", "add", "after").code == 0
+    assert "after" in run_loopx(repo, "note", "list").out

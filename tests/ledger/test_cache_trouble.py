@@ -6,6 +6,7 @@ real processes holding their locks, real git.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -44,14 +45,33 @@ def _assert_whole(repo: Path, count: int) -> None:
     assert all(f"note {n}" in listed.out for n in range(count)), listed.out
 
 
-@pytest.mark.parametrize("damage", ["flipped bytes", "not a database", "empty file"])
+def _in_place(db: Path, make: str) -> None:
+    """The cache file replaced by something that is not one (a hostile run's neighbours)."""
+    db.unlink()
+    {"a folder": lambda: (db.mkdir(), (db / "x").write_text("x")),
+     "a link to /dev/full": lambda: db.symlink_to("/dev/full"),
+     "a link to /dev/null": lambda: db.symlink_to("/dev/null"),
+     "a broken link": lambda: db.symlink_to(db.parent / "gone" / "x"),
+     "a fifo": lambda: os.mkfifo(db)}[make]()
+
+
+IN_PLACE = ["a folder", "a link to /dev/full", "a link to /dev/null", "a broken link", "a fifo"]
+
+
+@pytest.mark.parametrize("damage", ["flipped bytes", "not a database", "empty file",
+                                    "an empty seal key", "a folder for the seal key",
+                                    *IN_PLACE])
 def test_a_damaged_cache_is_rebuilt_with_a_notice(ledger: object, repo: Path,
                                                   damage: str) -> None:
     _notes(repo)
     db = _cache(repo)
     (repo / ".git" / "loopx" / "cache" / f"{db.name}-wal").unlink(missing_ok=True)
     {"flipped bytes": lambda: _flip(db), "not a database": lambda: db.write_bytes(b"x" * 8192),
-     "empty file": lambda: db.write_bytes(b"")}[damage]()
+     "empty file": lambda: db.write_bytes(b""),
+     "an empty seal key": lambda: (db.parent / "seal.key").write_bytes(b""),
+     "a folder for the seal key": lambda: ((db.parent / "seal.key").unlink(),
+                                           (db.parent / "seal.key").mkdir()),
+     **{make: lambda: _in_place(db, damage) for make in IN_PLACE}}[damage]()
     _drop_live(repo)
     for args in (("note", "list"), ("note", "add", "after"), ("status", "--all"), ("log",)):
         result = invoke(repo, *args)

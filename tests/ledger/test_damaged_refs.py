@@ -6,6 +6,7 @@ ledger, never a write that starts a new root over it; `doctor` names it and `doc
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,6 +25,16 @@ def _packed_garbage(repo: Path) -> str:
     return "its line in"
 
 
+def _packed_line(change: Callable[[str], str]) -> Callable[[Path], str]:
+    """A packed-refs whose state line ``change`` spoils (a cut object id, CRLF endings)."""
+    def damage(repo: Path) -> str:
+        git(repo, "pack-refs", "--all")
+        packed = repo / ".git" / "packed-refs"
+        packed.write_bytes(change(packed.read_text()).encode())
+        return "its line in"
+    return damage
+
+
 def _loose_garbage(repo: Path) -> str:
     (repo / LOOSE).write_text("not a commit id\n")
     return "holds 'not a commit id'"
@@ -34,9 +45,12 @@ def _points_at(kind: str) -> Callable[[Path], str]:
         oid = {"tree": lambda: git(repo, "rev-parse", f"{STATE}^{{tree}}"),
                "blob": lambda: git(repo, "hash-object", "-w", "README"),
                "tag": lambda: (git(repo, "tag", "-a", "-m", "t", "t1", STATE),
-                               git(repo, "rev-parse", "t1"))[1]}[kind]()
+                               git(repo, "rev-parse", "t1"))[1],
+               "tag of a tree": lambda: git(repo, "mktag", input=(
+                   f"object {git(repo, 'rev-parse', STATE + '^{tree}')}\ntype tree\ntag tt\n"
+                   "tagger T <t@example.com> 0 +0000\n\nm\n"))}[kind]()
         (repo / LOOSE).write_text(oid + "\n")
-        return f"points at a {kind} ({oid[:12]}), not a commit"
+        return f"points at a {kind.removesuffix(' of a tree')} ({oid[:12]}), not a commit"
     return damage
 
 
@@ -54,7 +68,15 @@ def _gone(repo: Path) -> str:
 
 
 DAMAGE = {"packed-refs line": _packed_garbage, "loose garbage": _loose_garbage,
+          "packed-refs id cut short": _packed_line(
+              lambda text: re.sub(rf"^([0-9a-f]{{30}})[0-9a-f]+ {STATE}$", rf"\1 {STATE}", text,
+                                  flags=re.M)),
+          "packed-refs with CRLF": _packed_line(lambda text: text.replace("\n", "\r\n")),
+          "loose id with garbage": lambda repo: (
+              (repo / LOOSE).write_text(git(repo, "rev-parse", STATE) + "garbage\n"),
+              "garbage', not a commit id")[1],
           "tree": _points_at("tree"), "blob": _points_at("blob"), "tag": _points_at("tag"),
+          "tag of a tree": _points_at("tag of a tree"),
           "symref": _symref, "deleted, reflog kept": _gone}
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from conftest import git, invoke
+from conftest import git, invoke, run_loopx
 from loopx.hooks import spool
 
 
@@ -71,3 +71,15 @@ def test_linked_worktrees_share_their_repositorys_folder(tmp_path: Path) -> None
     git(a, "worktree", "add", "-q", str(tmp_path / "wt"))
     assert invoke(tmp_path / "wt", "note", "add", "from the worktree").code == 0
     assert "from the worktree" in invoke(a, "note", "list").out
+
+
+def test_an_owner_file_of_garbage_bytes_is_taken_over(tmp_path: Path) -> None:
+    """Bytes that are not UTF-8 in `owner` were exit 3 (UnicodeDecodeError) for every
+    command; such a file names no repository, so the folder is this one's."""
+    a = _repo(tmp_path, "a")
+    owner = a / ".git" / "loopx" / "owner"
+    owner.write_bytes(b"\x00\xff garbage")
+    written = run_loopx(a, "note", "add", "after")  # a new process: it checks the folder
+    assert written.code == 0, written.err
+    assert "in a" in run_loopx(a, "note", "list").out
+    assert owner.read_text().startswith("loopx-owner v1\n")

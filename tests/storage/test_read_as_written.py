@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git, invoke
+from conftest import git, invoke, run_loopx
 from syncutil import STATE, event_ids
 
 
@@ -82,6 +82,13 @@ SPOILERS: dict[str, Callable[[Path], str]] = {
     "GIT_QUARANTINE_PATH": lambda repo: str(repo.parent / "empty-objects"),
     "GIT_INDEX_FILE": lambda repo: str(repo.parent / "index"),
     "GIT_CONFIG_PARAMETERS": lambda repo: "'core.usereplacerefs'='true'",
+    # neighbours (a name, a space, what it tries): "0" is not "unset"; settings that choose
+    # the work tree or the repository's format, given the way `git -c ... loopx` gives them
+    "GIT_NO_REPLACE_OBJECTS 0": lambda repo: "0",
+    "GIT_CONFIG_PARAMETERS core.bare": lambda repo: "'core.bare'='true'",
+    "GIT_CONFIG_PARAMETERS core.worktree": lambda repo: f"'core.worktree'='{repo.parent}'",
+    "GIT_CONFIG_PARAMETERS extensions": lambda repo: ("'extensions.objectformat'='sha256' "
+                                                     "'extensions.refstorage'='reftable'"),
 }
 
 
@@ -100,14 +107,15 @@ def test_an_inherited_variable_changes_nothing_loopx_reads_or_writes(
     empty = git(repo, "commit-tree", git(repo, "hash-object", "-t", "tree", "-w", "/dev/null"),
                 input="empty\n")
     git(repo, "replace", git(repo, "rev-parse", STATE), empty)  # for the replace variables
-    monkeypatch.setenv(name, value)
+    variable = name.split(" ")[0]
+    monkeypatch.setenv(variable, value)
     shown = invoke(repo, "log")
     assert shown.code == 0 and "initialised the ledger" in shown.out, shown.out + shown.err
     written = invoke(repo, "note", "add", "with " + name)
     assert written.code == 0, written.err
     listed = invoke(repo, "note", "list")
     assert "with " + name in listed.out and "note 0" in listed.out
-    monkeypatch.delenv(name)
+    monkeypatch.delenv(variable)
     assert set(events) < set(event_ids(repo)) and len(event_ids(repo)) == len(events) + 1
     git(repo, "fsck", "--no-dangling", "--connectivity-only")
     assert os.listdir(repo.parent / "empty-objects") == []
@@ -129,3 +137,16 @@ def test_git_dir_and_work_tree_given_by_the_caller_are_honoured(ledger: object, 
     monkeypatch.delenv("GIT_DIR")
     monkeypatch.delenv("GIT_WORK_TREE")
     assert "through GIT_DIR" in invoke(repo, "note", "list").out
+
+
+def test_a_git_dir_that_is_no_repository_is_named_as_the_callers(ledger: object, repo: Path,
+                                                                  tmp_path: Path) -> None:
+    """The line named the work tree ("... is not inside a git repository (run `git init`)"),
+    which is one; it is the inherited GIT_DIR that is wrong."""
+    events = _history(repo, 1)
+    nowhere = tmp_path / "nowhere"
+    nowhere.mkdir()
+    result = run_loopx(repo, "note", "add", "refused", env={"GIT_DIR": str(nowhere)})
+    assert result.code == 1 and f"GIT_DIR={nowhere} is not a git repository" in result.err
+    assert "git init" not in result.err and len(result.err.strip().splitlines()) == 1
+    assert event_ids(repo) == events
