@@ -127,6 +127,31 @@ queue_entry() {
     return 0
 }
 
+# Whether every id the trailers name ($todo_ids, $goal_ids: comma-separated, as git prints
+# them) is a todo of an open goal or an open goal, as <git common dir>/loopx/hooks.ids lists
+# them for this tip (its content the blob $ids that hooks.state names). Then the record is
+# certain to succeed and say nothing the commit must show: the shim queues it. Any other
+# id, a prefix, `none`, or a file of other content: loopx decides, in the foreground.
+named_open() {
+    [ -n "$ids" ] && [ -f "$common/loopx/hooks.ids" ] || return 1
+    [ "$(git hash-object "$common/loopx/hooks.ids" 2>/dev/null)" = "$ids" ] || return 1
+    open=1 saved_ifs=$IFS
+    IFS=' 	,'
+    set -f
+    for id in $todo_ids; do
+        case $id in [Nn][Oo][Nn][Ee]|*[!A-Za-z0-9._-]*) open= ; break ;; esac
+        grep -qxF "todo $id" "$common/loopx/hooks.ids" || { open= ; break; }
+    done
+    for id in $goal_ids; do
+        [ -n "$open" ] || break
+        case $id in *[!A-Za-z0-9._-]*) open= ; break ;; esac
+        grep -qxF "goal $id" "$common/loopx/hooks.ids" || { open= ; break; }
+    done
+    set +f
+    IFS=$saved_ifs
+    [ -n "$open" ]
+}
+
 if [ "$hook" = post-commit ] && [ -z "${LOOPX_STATE_REF:-}${LOOPX_HOOK_TEST_FAIL:-}" ] &&
     { command -v git-loopx >/dev/null 2>&1 || [ -x "$loopx_python" ]; }; then
     where=$(git rev-parse --path-format=absolute --git-common-dir --absolute-git-dir \
@@ -140,7 +165,7 @@ EOF
     [ $found -eq 1 ] && [ ! -f "$common/refs/heads/loopx/state" ] && exit $status
     # A rebase runs post-commit for every pick; post-rewrite remaps them once it is done.
     if [ -d "$gitdir/rebase-merge" ] || [ -d "$gitdir/rebase-apply" ]; then exit $status; fi
-    known= leases= head= queued=
+    known= leases= head= queued= ids=
     read -r head 2>/dev/null < "$gitdir/HEAD"
     for entry in "$common"/loopx/spool/*.json; do
         [ -e "$entry" ] && queued=1  # work an earlier hook queued: a drain applies it
@@ -156,6 +181,7 @@ EOF
                 "tip "*) [ "${line#tip }" = "$tip" ] && known=1 ;;
                 "lease "*) leases="$leases${line#lease }
 " ;;
+                "ids "*) ids=${line#ids } ;;
                 "check "*) check=${line#check }; continue ;;
             esac
             [ -z "$check" ] || check=-  # a line after the check line: not whole
@@ -169,16 +195,19 @@ EOF
             known= leases=
         fi
     fi
-    trailers=
+    trailers= named=
     if [ -n "$known" ]; then
-        said=$(git log -1 --no-show-signature \
-            --format='%H %(trailers:key=Loopx-Todo,key=Loopx-Goal,valueonly)')
-        sha=${said%% *}
-        case ${said#* } in *[![:space:]]*) trailers=1 ;; esac
+        said=$(git log -1 --no-show-signature --format='%H%n%(trailers:key=Loopx-Todo,valueonly,separator=%x2C)%n%(trailers:key=Loopx-Goal,valueonly,separator=%x2C)%nend')
+        { read -r sha; read -r todo_ids; read -r goal_ids; read -r last; } <<EOF
+$said
+EOF
+        case "$todo_ids$goal_ids" in *[![:space:]]*) trailers=1 ;; esac
+        if [ "$last" != end ]; then trailers=1  # a value over several lines: loopx decides
+        elif [ -n "$trailers" ] && named_open; then named=1; fi
     fi
-    if [ -n "$known" ] && [ -z "$trailers" ]; then
+    if [ -n "$known" ] && { [ -z "$trailers" ] || [ -n "$named" ]; }; then
         held=
-        if [ -n "$leases" ]; then
+        if [ -n "$leases" ] || [ -n "$named" ]; then
             # One git process for every setting read here (the last value wins, as in git;
             # a key without a value, which this shim does not read, makes loopx decide).
             settings=$(git config --get-regexp \
@@ -203,6 +232,7 @@ EOF
             esac
             clock=$(date -u '+%s %N %Y-%m-%dT%H:%M:%SZ')
             now=${clock%% *}
+            [ -z "$named" ] || held=1  # the trailers name open work: queue its record
             while read -r a b until; do
                 [ -n "$a" ] && [ -n "$branch" ] && [ "$a" = "$actor" ] && [ "$b" = "$branch" ] &&
                     [ "$until" -gt "$now" ] && held=1

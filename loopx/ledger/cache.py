@@ -208,20 +208,35 @@ def hooks_state_path(loopx_dir: Path) -> Path:
 HOOKS_STATE_FORMAT = "2"
 
 
+def hooks_ids_path(loopx_dir: Path) -> Path:
+    """The open todos and goals a trailer may name, for the shim (next to ``hooks.state``)."""
+    return loopx_dir / "hooks.ids"
+
+
 def save_hooks_state(path: Path, tip: str, live: entities.Fold) -> None:
     """What post-commit needs to know (loopx/data/hook.sh reads it with sed and awk): the tip
     it was written for, and each live lease as ``lease ACTOR BRANCH-REF UNTIL-EPOCH``, bound
     by a last line ``check <git blob id of the lines above>`` that the shim recomputes with
     ``git hash-object`` (a truncated or damaged file is not believed: loopx decides, and
-    rewrites it)."""
+    rewrites it). ``ids <blob id>`` names the content of ``hooks.ids`` beside it: one
+    ``todo ID`` or ``goal ID`` line for each todo of an open goal and each open goal, what a
+    ``Loopx-Todo``/``Loopx-Goal`` trailer may name for the shim to queue the commit itself
+    (read only for a commit with trailers; a file of other content is not believed)."""
+    open_goals = {g for g, goal in live.goals.items() if goal.state in LIVE_STATES}
+    todos = sorted(t for t, todo in live.todos.items() if todo.goal in open_goals)
+    named = "".join([*(f"todo {t}\n" for t in todos),
+                     *(f"goal {g}\n" for g in sorted(open_goals))]).encode()
     lines = ["# loopx: what post-commit needs to know; kept by loopx (docs/hooks.md)",
              f"format {HOOKS_STATE_FORMAT}", f"tip {tip}"]
     for todo in live.todos.values():
         if todo.state == "open" and todo.holder and todo.until and todo.branch:
             until = math.ceil(clock.parse_ts(todo.until).timestamp())  # never early
             lines.append(f"lease {todo.holder} {todo.branch} {until}")
+    lines.append(f"ids {_blob_id(named)}")
     body = ("\n".join(lines) + "\n").encode()
     try:
+        ids = hooks_ids_path(path.parent)
+        _write_then_rename(ids.with_name(f"hooks.ids.{os.getpid()}.tmp"), ids, named)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         _write_then_rename(tmp, path, body + f"check {_blob_id(body)}\n".encode())
     except OSError:

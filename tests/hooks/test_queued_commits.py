@@ -17,7 +17,7 @@ import pytest
 from conftest import git, run_loopx
 from loopx.hooks import spool
 from loopx.model import clock, ids
-from test_hooks import bytecode, commit, evidence, events, probe  # noqa: F401  (fixtures)
+from test_hooks import bytecode, commit, evidence, events, probe, work  # noqa: F401  (fixtures)
 
 
 def _recorded_on_branch(repo: Path) -> int:
@@ -158,6 +158,54 @@ def test_a_commit_with_nothing_to_record_starts_the_drain_for_what_is_queued(
     assert _poll(lambda: started.exists() and "hooks drain --quiet" in started.read_text())
     assert "hook post-commit" not in started.read_text()
     assert _recorded_on_branch(leased) == before  # applied: already recorded, once
+
+
+@pytest.mark.parametrize("trailers", ["Loopx-Todo: t1", "Loopx-Goal: g1",
+                                      "Loopx-Todo: t1\nLoopx-Goal: g1", "loopx-todo : t1, t1"])
+def test_a_trailer_naming_open_work_is_queued_by_the_shim(
+        work: Path, probe: tuple[dict[str, str], Path], trailers: str) -> None:  # noqa: F811
+    """Each id a trailer names is a todo of an open goal or an open goal, as hooks.ids lists
+    them for this tip: the record cannot fail nor say anything the commit must show, so the
+    shim queues it (no lease needed) and no loopx runs in the foreground."""
+    env, started = probe
+    ids = (work / ".git" / "loopx" / "hooks.ids").read_text()
+    assert ids == "todo t1\ngoal g1\n"
+    proc = commit(work, f"named\n\n{trailers}", env=env)
+    assert proc.stderr.startswith("loopx: recording this commit's evidence in the background (")
+    assert _poll(lambda: _recorded_on_branch(work) == 1)  # the drain, nobody else
+    assert "hook post-commit" not in started.read_text()
+    (ev,) = evidence(work)
+    assert ev["commit"] == git(work, "rev-parse", "HEAD")
+    assert (ev["todo"], ev["goal"]) == (None if trailers == "Loopx-Goal: g1" else "t1", "g1")
+
+
+def _close_goal(repo: Path) -> None:
+    assert run_loopx(repo, "goal", "close", "g1", "--abandoned").code == 0
+
+
+def _damage_ids(repo: Path) -> None:
+    with open(repo / ".git" / "loopx" / "hooks.ids", "a") as listing:
+        listing.write("todo t9\n")  # not the content hooks.state names
+
+
+@pytest.mark.parametrize(("trailers", "before", "said"), [
+    ("Loopx-Todo: t9", None, "no todo matches 't9'"),  # no such todo
+    ("Loopx-Todo: t", None, "recorded commit evidence"),  # a prefix: loopx resolves it
+    ("Loopx-Todo: none\nLoopx-Goal: g1", None, "recorded commit evidence"),  # opted out
+    ("Loopx-Todo: t1,\n  g1", None, "no todo matches 'g1'"),  # a value over two lines
+    ("Loopx-Todo: t1", _close_goal, "is abandoned"),  # its goal closed: not listed
+    ("Loopx-Todo: t1", _damage_ids, "recorded commit evidence"),  # hooks.ids of other content
+    ("Loopx-Todo: t1/../x", None, "no todo matches"),  # not an id at all
+])
+def test_a_trailer_the_shim_cannot_vouch_for_is_decided_by_loopx_in_the_foreground(
+        work: Path, probe: tuple[dict[str, str], Path], trailers: str,  # noqa: F811
+        before: Callable[[Path], None] | None, said: str) -> None:
+    env, started = probe
+    if before is not None:
+        before(work)
+    proc = commit(work, f"named\n\n{trailers}", env=env)
+    assert started.read_text().splitlines()[0] == "hook post-commit"
+    assert said in proc.stderr and "background" not in proc.stderr
 
 
 def test_the_shim_is_posix_sh(leased: Path) -> None:

@@ -114,6 +114,7 @@ def test_queued_evidence_is_recorded_once_the_branch_is_free_with_no_other_comma
                       (FRESH_REF_LOCK, work / ".git" / "refs" / "heads" / "loopx" / "state.lock"))
     held = _holding(script, target)
     holder = next(held)
+    git(work, "config", "loopx.hooks.background", "false")  # loopx, not the shim, queues
     proc = _commit(work, "y\n\nLoopx-Todo: t1")
     assert proc.returncode == 0, proc.stderr
     assert holder.poll() is None  # still holding: the hook gave up, it did not outwait it
@@ -165,6 +166,7 @@ def test_a_commit_while_the_state_branch_is_checked_out_elsewhere_is_queued(
         work: Path, tmp_path: Path) -> None:
     where = tmp_path / "state-checkout"
     git(work, "worktree", "add", "-q", str(where), "loopx/state")
+    git(work, "config", "loopx.hooks.background", "false")  # loopx, not the shim, queues
     proc = _commit(work, "w\n\nLoopx-Todo: t1")
     assert proc.returncode == 0 and "queued" in proc.stderr and "switch --detach" in proc.stderr
     git(where, "switch", "-q", "--detach")
