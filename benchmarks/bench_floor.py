@@ -15,8 +15,10 @@ Figures (median of alternating runs, wall and CPU of the command and everything 
     event blob through one `git cat-file --batch` and decoding it as UTF-8, both in one
     process each, CPU of the process and its git children: goal >= 40,000 events/s and
     <= 3x the floor.
-  - recording evidence on `git commit` in the foreground (loopx.hooks.background=false) and
-    through the default detached drain, against a commit without hooks: goal <= +60 ms.
+  - recording evidence on `git commit`, on a held lease and for a Loopx-Todo trailer (both
+    queued by the shim and written by a detached drain, the default), against a commit
+    without hooks: goal <= +60 ms; loopx.hooks.background=false (written inside the
+    commit, a user's choice) printed beside them, not judged.
 Exits 1 when a goal is missed. docs/benchmarks.md gives the table and what is left.
 """
 
@@ -198,19 +200,23 @@ def commit(bench: Bench, commits: int) -> list[Figure]:
     root = bench.where / "hooks"
     root.mkdir()
     found = bench_hooks.measure(root, bench_hooks.sealed_env(bench.where / "hooks-home"),
-                                commits, foreground=True)
+                                commits, foreground=True, trailer=True)
     wall, cpu = found.wall, found.cpu
     figures = [Figure("yardstick: git commit without hooks",
                       f"{wall['plain']:.0f} ms ({cpu['plain']:.0f} ms cpu)", "", None)]
-    for name, label in (("foreground", "in the foreground (loopx.hooks.background=false)"),
-                        ("recording", "through the detached drain (the default)")):
+    for name, label in (("recording", "on a held lease (the default: the shim queues it)"),
+                        ("trailer", "a Loopx-Todo trailer (the default: the shim queues it)"),
+                        ("foreground", "inside the commit (loopx.hooks.background=false, "
+                                       "a user's choice: not judged)")):
         extra = wall[name] - wall["plain"]
         recorded = found.recorded[name] == commits + 1
+        judged = name in bench_hooks.JUDGED
         figures.append(Figure(
             f"git commit recording evidence {label}",
             f"+{extra:.0f} ms (+{cpu[name] - cpu['plain']:.0f} ms cpu)"
             + ("" if recorded else f"; only {found.recorded[name]} of {commits + 1} recorded"),
-            f"<= +{COMMIT_GOAL_MS:.0f} ms", extra <= COMMIT_GOAL_MS and recorded))
+            f"<= +{COMMIT_GOAL_MS:.0f} ms" if judged else "",
+            (extra <= COMMIT_GOAL_MS and recorded) if judged else (None if recorded else False)))
     return figures
 
 

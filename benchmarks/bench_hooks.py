@@ -8,9 +8,12 @@ Sealed repositories, committed to in turn so that machine load hits all alike:
   recording  hooks installed, the committer holds a lease: every commit records evidence
              (queued by the shim itself and written by a detached drain: the default)
   foreground as recording, with loopx.hooks.background=false (written inside the hook)
-  trailer    hooks installed, every commit names its todo (Loopx-Todo): recorded in the
-             foreground, so that a wrong id is said on the commit (docs/hooks.md)
-Goal (issue 27): recording - plain <= +60 ms in the foreground (median wall). CPU is that of
+  trailer    hooks installed, every commit names its todo (Loopx-Todo: t1, no lease): an
+             open todo as hooks.ids lists it, so queued by the shim too (a wrong id would be
+             said on the commit, by loopx in the foreground: docs/hooks.md)
+Goal (issue 27): recording - plain and trailer - plain <= +60 ms in the foreground (median
+wall); the foreground repository is loopx.hooks.background=false, a user's choice to have
+the record written inside the commit, printed beside them and not judged. CPU is that of
 git and all it waited for (the detached drain excluded). Before each round the bench waits,
 untimed, for the drains of the round before to finish, so that one commit's background work
 does not slow the next one's foreground on a small machine. At the end `git loopx evidence
@@ -136,8 +139,9 @@ def measure(root: Path, env: dict[str, str], commits: int, *,
 
 
 LABELS = {"idle": "nothing to record", "recording": "recording on a held lease (the default)",
-          "foreground": "recording, loopx.hooks.background=false",
-          "trailer": "recording a Loopx-Todo trailer (foreground)"}
+          "trailer": "recording a Loopx-Todo trailer (the default)",
+          "foreground": "recording, loopx.hooks.background=false"}
+JUDGED = ("recording", "trailer")
 
 
 def main() -> int:
@@ -155,17 +159,20 @@ def main() -> int:
     print(f"yardstick: git commit without hooks  {wall['plain']:7.1f} ms wall, "
           f"{cpu['plain']:6.1f} ms CPU")
     for name, label in LABELS.items():
-        goal = f"  goal <= +{GOAL_MS:.0f} ms" if name == "recording" else ""
+        goal = f"  goal <= +{GOAL_MS:.0f} ms" if name in JUDGED else "  (by choice: not judged)" \
+            if name == "foreground" else ""
         print(f"git commit, {label:<42} +{wall[name] - wall['plain']:6.1f} ms wall, "
               f"+{cpu[name] - cpu['plain']:6.1f} ms CPU{goal}")
     for name, count in recorded.items():
         print(f"{name}: {count} of {args.commits + 1} commits recorded")
-    over = wall["recording"] - wall["plain"]
+    over = {name: wall[name] - wall["plain"] for name in JUDGED}
     lost = any(count != args.commits + 1 for count in recorded.values())
-    verdict = "LOST EVIDENCE" if lost else "OK" if over <= GOAL_MS else "OVER"
-    print(f"goal: recording - plain <= +{GOAL_MS:.0f} ms in the foreground: {verdict} "
-          f"(+{over:.0f} ms)")
-    return 0 if over <= GOAL_MS and not lost else 1
+    missed = [name for name, extra in over.items() if extra > GOAL_MS]
+    verdict = "LOST EVIDENCE" if lost else f"MISSED ({', '.join(missed)})" if missed else "OK"
+    print(f"goal: recording - plain and trailer - plain <= +{GOAL_MS:.0f} ms in the "
+          f"foreground: {verdict} (" + ", ".join(f"{n} +{o:.0f} ms" for n, o in over.items())
+          + ")")
+    return 0 if not missed and not lost else 1
 
 
 if __name__ == "__main__":

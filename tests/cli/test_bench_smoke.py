@@ -23,8 +23,8 @@ def test_bench_floor_runs_and_prints_every_figure(tmp_path: Path) -> None:
                    "one git loopx note add (git loopx server start) vs the plumbing append",
                    "warm git loopx status --json (git loopx server start) vs git cat-file -p",
                    "every event blob through one git cat-file --batch", "cold replay of 300",
-                   "cold replay vs the cat-file floor", "in the foreground",
-                   "through the detached drain"):
+                   "cold replay vs the cat-file floor", "on a held lease",
+                   "a Loopx-Todo trailer", "inside the commit"):
         assert figure in proc.stdout, figure
 
 
