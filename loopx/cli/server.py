@@ -43,6 +43,7 @@ from loopx.cli import launch, terminal
 from loopx.cli.app import App, pass_app
 from loopx.errors import LoopxError
 from loopx.model import typed
+from loopx.ops import ledgers
 from loopx.version import __version__
 
 IDLE_SECONDS = 600
@@ -164,6 +165,7 @@ def serve(path: str, idle: int) -> None:
     for package in _PRELOAD:
         _preload(package)
     _warm()
+    _warm_settings()
     listener = _listen(path)
     inode = os.stat(path).st_ino
     with open(path + ".pid", "w", encoding="utf-8") as text:
@@ -235,6 +237,17 @@ def _warm() -> None:
                         typed.prepare(value)
                     except NameError:  # hints only a type checker sees: no answer's type
                         pass
+
+
+def _warm_settings() -> None:
+    """Read this repository's git settings once (loopx.storage.settings), from where the
+    server started and from its work tree: a child in either answers from that listing
+    while no file behind it has changed, instead of starting `git config` again."""
+    try:
+        for where in dict.fromkeys([".", str(ledgers.work_tree(".") or ".")]):
+            ledgers.git_setting(where, "user.email")
+    except (LoopxError, OSError):
+        pass  # only a head start: each child reads what it needs
 
 
 def _listen(path: str) -> socket.socket:

@@ -32,7 +32,7 @@ from loopx.ledger.book import Ledger
 from loopx.model import plural, typed
 from loopx.ops import ledgers
 from loopx.projection import environment
-from loopx.storage import gateway, owner
+from loopx.storage import gateway, owner, settings
 
 HOOKS = shims.HOOK_NAMES
 # Tests set this to a hook name (or "all") to make that hook's handler fail on purpose, to
@@ -237,11 +237,11 @@ def _recorded_line(event: Any) -> str:
 
 
 def _config_true(cwd: str, key: str) -> bool:
-    return gateway.out(cwd, "config", "--bool", key, check=False) == "true"
+    return settings.get_bool(cwd, key) is True
 
 
 def _config_false(cwd: str, key: str) -> bool:
-    return gateway.out(cwd, "config", "--bool", key, check=False) == "false"
+    return settings.get_bool(cwd, key) is False
 
 
 def _drain_in_background(hook: Hook, loopx_dir: Path) -> None:

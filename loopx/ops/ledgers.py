@@ -10,7 +10,7 @@ from loopx.errors import (CheckedOut, LockTimeout, LoopxError, Quarantined, RefR
                           SyncError, UsageError)
 from loopx.ledger import progress
 from loopx.ledger.book import Ledger
-from loopx.storage import gateway
+from loopx.storage import gateway, settings
 from loopx.storage.store import STATE_REF
 
 if TYPE_CHECKING:
@@ -222,7 +222,7 @@ def actor(cwd: Path | str, given: Optional[str] = None) -> str:
     ``$LOOPX_ACTOR``, which the interface reads), else ``human:<git user.email>``."""
     if given:
         return given
-    email = gateway.out(cwd, "config", "user.email", check=False).strip()
+    email = (settings.get(cwd, "user.email") or "").strip()
     if not email:
         raise LoopxError(
             "who is acting? pass --actor KIND:NAME, set LOOPX_ACTOR, or `git config user.email`")
@@ -237,8 +237,8 @@ def work_tree(path: Path | str = ".") -> Optional[Path]:
 
 def git_setting(cwd: Path | str, key: str) -> Optional[str]:
     """A git setting (``core.pager``) as git reads it in ``cwd``, or None when it is unset."""
-    proc = gateway.run(cwd, "config", key, check=False)
-    return proc.stdout.decode("utf-8", "replace").strip() if proc.returncode == 0 else None
+    value = settings.get(cwd, key)
+    return None if value is None else value.strip()
 
 
 def within(principal: str, named: Optional[str]) -> str:

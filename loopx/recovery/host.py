@@ -23,7 +23,7 @@ from typing import Any, Optional
 
 from loopx.errors import GitError, LoopxError
 from loopx.model import needs as needs_
-from loopx.storage import gateway
+from loopx.storage import gateway, settings
 
 TTL = 60.0  # seconds a probe stays good: a host rarely changes within a turn
 CACHE = "host.json"
@@ -95,8 +95,7 @@ def _version(path: str) -> Optional[str]:
 
 def remote_reachable(repo: gateway.Repo, remote: str) -> Optional[bool]:
     """Whether ``remote`` answers ``git ls-remote`` (None: no such remote is configured)."""
-    url = gateway.run(repo.cwd, "config", "--get", f"remote.{remote}.url", check=False)
-    if url.returncode != 0:
+    if settings.get(repo.cwd, f"remote.{remote}.url") is None:
         return None
     try:
         proc = gateway.run(repo.cwd, "ls-remote", remote, "refs/heads/loopx/state", check=False,

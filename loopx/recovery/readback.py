@@ -20,7 +20,7 @@ from typing import Any, Optional
 
 from loopx.errors import GitError, LoopxError
 from loopx.model import globs, plural
-from loopx.storage import gateway
+from loopx.storage import gateway, settings
 
 # Files git leaves in the (per-worktree) git dir while an operation waits for the user.
 _IN_PROGRESS = (
@@ -139,14 +139,9 @@ def local_host() -> str:
 
 
 def read_config(repo: gateway.Repo) -> dict[str, str]:
-    """Every ``loopx.*`` git config value in one process (keys lower-cased by git)."""
-    proc = gateway.run(repo.cwd, "config", "-z", "--get-regexp", r"^loopx\.", check=False)
-    values: dict[str, str] = {}
-    for item in proc.stdout.decode("utf-8", "replace").split("\0"):
-        key, _, value = item.partition("\n")
-        if key:
-            values[key] = value
-    return values
+    """Every ``loopx.*`` git config value, its last one (keys lower-cased by git)."""
+    return {key: held[-1] or "" for key, held in settings.values(repo.cwd).items()
+            if key.startswith("loopx.")}
 
 
 def _rev(repo: gateway.Repo, rev: str) -> Optional[str]:
