@@ -103,9 +103,33 @@ def _hand_off(args: list[str]) -> int | None:
             or "--debug" in args or not _plain_stdio():
         return None
     path = socket_path(start)
-    if path is None or len(path.encode()) > MAX_SOCKET_PATH or not os.path.exists(path):
+    if path is None or len(path.encode()) > MAX_SOCKET_PATH:
+        return None
+    if not os.path.exists(path):
+        _start_on_demand(start, path)
         return None
     return _ask(path, args)
+
+
+def _start_on_demand(start: str, path: str) -> None:
+    """``git config loopx.server auto``: no server listens, so start one for the commands
+    after this one (this one runs here: the server takes a second to import everything),
+    and say so. Only then: nothing is left running that the user did not ask for."""
+    from loopx.errors import LoopxError  # the full path follows: it imports these anyway
+    from loopx.ops import ledgers
+
+    try:
+        if (ledgers.git_setting(start, "loopx.server") or "").lower() != "auto":
+            return
+        from loopx.cli import server
+
+        pid = server.start_detached(path)
+    except (LoopxError, OSError):
+        return  # no repository, or no room for the socket: the command says what it finds
+    if pid is not None:
+        sys.stderr.write(f"loopx: started this repository's command server (pid {pid}, "
+                         f"loopx.server=auto); it stops after {server.IDLE_SECONDS} s without "
+                         "a command, or with `git loopx server stop`\n")
 
 
 def _command(args: list[str]) -> tuple[str, str | None]:

@@ -64,7 +64,10 @@ _INTERPRETER = [*sys.flags, sys.getfilesystemencoding(), os.environ.get("LC_ALL"
 
 @click.group()
 def server() -> None:
-    """This repository's command server: `git loopx` without the start-up cost."""
+    """This repository's command server: `git loopx` without the start-up cost.
+
+    Started by `git loopx server start`, or by the first command when
+    `git config loopx.server auto` is set (it says so); it stops when idle."""
 
 
 @server.command("start")
@@ -137,7 +140,25 @@ def running(path: str) -> Optional[int]:
         return None
 
 
-def _spawn(path: str, idle: int) -> int:
+def start_detached(path: str) -> Optional[int]:
+    """Start a server on ``path`` without waiting for it to listen (``loopx.server=auto``:
+    launch.py); None when one is starting already (``path``.starting, made exclusively and
+    removed once it listens, or older than READY_SECONDS: a start that died)."""
+    marker = path + ".starting"
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    try:
+        if time.time() - os.stat(marker).st_mtime > READY_SECONDS:
+            _unlink(marker)
+    except FileNotFoundError:
+        pass
+    try:
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        return None
+    return _spawn(path, IDLE_SECONDS, wait=False)
+
+
+def _spawn(path: str, idle: int, *, wait: bool = True) -> int:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     env = {k: v for k, v in os.environ.items() if k != "LOOPX_DEBUG"}
     with open(os.devnull, "rb") as null, open(path + ".log", "ab") as log:
@@ -146,6 +167,8 @@ def _spawn(path: str, idle: int) -> int:
              "server.serve(sys.argv[1], int(sys.argv[2]))", path, str(idle)],
             stdin=null, stdout=null, stderr=log, env=env, start_new_session=True,
             close_fds=True)
+    if not wait:
+        return proc.pid
     deadline = time.monotonic() + READY_SECONDS
     while time.monotonic() < deadline:
         if running(path) == proc.pid:
@@ -166,7 +189,10 @@ def serve(path: str, idle: int) -> None:
         _preload(package)
     _warm()
     _warm_settings()
-    listener = _listen(path)
+    try:
+        listener = _listen(path)
+    finally:
+        _unlink(path + ".starting")  # (start_detached's): listening, or never will
     inode = os.stat(path).st_ino
     with open(path + ".pid", "w", encoding="utf-8") as text:
         text.write(f"{os.getpid()}\n")

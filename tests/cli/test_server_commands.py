@@ -197,3 +197,59 @@ def test_a_caller_with_another_locale_or_flags_runs_the_full_path(served: Path) 
     got, modules = handed_off(served, "todo", "list", env={"PYTHONUTF8": "1", "LC_ALL": "C"})
     assert got.code == 0 and "click" in modules
     assert run_loopx(served, "server", "status").out.startswith("loopx server running")
+
+
+def _wait_listening(repo: Path, seconds: float = 30.0) -> int | None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        status = json.loads(run_loopx(repo, "--json", "server", "status").out)
+        if status["running"]:
+            return int(status["pid"])
+        time.sleep(0.1)
+    return None
+
+
+def test_loopx_server_auto_starts_one_on_demand_and_says_so(served: Path) -> None:
+    """The first command runs here and starts the server (one line on stderr); the next is
+    handed to it; a start under way is not started twice."""
+    expected = run_loopx(served, "todo", "list")
+    git(served, "config", "loopx.server", "auto")
+    got, modules = handed_off(served, "todo", "list")
+    assert "click" in modules and got.out == expected.out and got.code == 0
+    (said,) = [line for line in got.err.splitlines() if "command server" in line]
+    assert said.startswith("loopx: started this repository's command server (pid ")
+    assert "loopx.server=auto" in said and "git loopx server stop" in said
+    pid = _wait_listening(served)
+    assert pid is not None and f"pid {pid}," in said
+    assert not (socket(served).parent / "server.sock.starting").exists()
+    again, modules = handed_off(served, "todo", "list")
+    assert "click" not in modules and again.out == expected.out
+    assert "command server" not in again.err
+
+
+@pytest.mark.parametrize("value", [None, "false", "on", "1"])
+def test_without_loopx_server_auto_no_server_is_started(served: Path, value: str | None) -> None:
+    if value is not None:
+        git(served, "config", "loopx.server", value)
+    got, modules = handed_off(served, "todo", "list")
+    assert got.code == 0 and "click" in modules and "command server" not in got.err
+    assert not socket(served).exists()
+    assert not (socket(served).parent / "server.sock.starting").exists()
+
+
+def test_a_start_under_way_is_not_started_again(served: Path) -> None:
+    """32 agents' first commands at once start one server, not 32: the marker a start makes
+    (until its server listens, or for READY_SECONDS if it died) keeps the others out."""
+    from loopx.cli import server
+
+    git(served, "config", "loopx.server", "auto")
+    marker = socket(served).parent / "server.sock.starting"
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.touch()
+    got, _ = handed_off(served, "todo", "list")
+    assert "command server" not in got.err and not socket(served).exists()
+    old = time.time() - server.READY_SECONDS - 1
+    os.utime(marker, (old, old))  # a start that died long ago
+    got, _ = handed_off(served, "todo", "list")
+    assert "started this repository's command server" in got.err
+    assert _wait_listening(served) is not None
