@@ -150,10 +150,13 @@ def _rev(repo: gateway.Repo, rev: str) -> Optional[str]:
 
 
 def _head_tree(repo: gateway.Repo, head: str, reader: Optional[gateway.ObjectReader]) -> Optional[str]:
-    """HEAD's tree, through the caller's cat-file process when there is one."""
-    if reader is None:
-        return _rev(repo, f"{head}^{{tree}}")
-    found = reader.read(head)
+    """HEAD's tree: from its loose object (a commit just made), else through the caller's
+    cat-file process when there is one."""
+    found = gateway.loose_object(repo, head)
+    if found is None:
+        if reader is None:
+            return _rev(repo, f"{head}^{{tree}}")
+        found = reader.read(head)
     return _commit_tree(found[1]) if found and found[0] == "commit" else None
 
 

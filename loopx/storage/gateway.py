@@ -239,6 +239,38 @@ def has_ref(repo: Repo, ref: str) -> bool | None:
     return any(f" {ref}{end}".encode() in held for end in ("\n", "\r\n"))  # CRLF: damage
 
 
+_KINDS = (b"commit", b"tree", b"blob", b"tag")
+_LOOSE_MAX = 1 << 16  # bytes of a loose file read for its whole object (commits: small)
+
+
+def loose_object(repo: Repo, oid: str, *, head_only: bool = False) -> tuple[str, bytes] | None:
+    """(type, content) of object ``oid`` from its loose file (git writes it whole, by
+    rename), read without starting git; only the type (content b"") with ``head_only``.
+    None when there is no such file, it is bigger than 64 KiB, or it does not decode as the
+    object it is named for (packed, in an alternate, damaged): then ask git, which names
+    damage."""
+    import zlib  # here: only these fast paths need it
+
+    if not _OID.fullmatch(oid):
+        return None
+    try:
+        with open(repo.common_dir / "objects" / oid[:2] / oid[2:], "rb") as file:
+            raw = file.read(256 if head_only else _LOOSE_MAX + 1)
+        if len(raw) > _LOOSE_MAX:
+            return None
+        unpack = zlib.decompressobj()
+        data = unpack.decompress(raw, 32) if head_only else unpack.decompress(raw)
+    except (OSError, zlib.error):
+        return None
+    header, nul, content = data.partition(b"\0")
+    kind, space, size = header.partition(b" ")
+    if not (nul and space and kind in _KINDS and size.isdigit()):
+        return None
+    if head_only:
+        return kind.decode(), b""
+    return (kind.decode(), content) if unpack.eof and len(content) == int(size) else None
+
+
 # A ref shared by every worktree, whose loose file is <common dir>/<ref> (refs/bisect/,
 # refs/worktree/ and refs/rewritten/ are per worktree: git reads those).
 _PLAIN_REF = re.compile(r"refs/(?:heads|remotes|loopx|tags)(?:/[A-Za-z0-9_][A-Za-z0-9._-]*)+")

@@ -150,12 +150,16 @@ class Store:
 
     def _loose_tip(self, ref: str) -> Oid | None:
         """The commit ``ref``'s loose file names (gateway.loose_ref, no git started), its type
-        asked of the long-lived cat-file; None otherwise: then git reads it, naming damage."""
+        read from the object's loose file or else asked of the long-lived cat-file; None
+        otherwise: then git reads it, naming damage."""
         held = gateway.loose_ref(self.repo, ref)
-        found = self.reader.read_capped([held], -1)[0] if held else None
-        if not isinstance(found, Oversize) or found.kind != "commit":
+        if held is None:
             return None
-        return self._commit_of(ref, Oid(held or ""), "commit", "")
+        if (gateway.loose_object(self.repo, held, head_only=True) or ("",))[0] != "commit":
+            found = self.reader.read_capped([held], -1)[0]
+            if not isinstance(found, Oversize) or found.kind != "commit":
+                return None
+        return self._commit_of(ref, Oid(held), "commit", "")
 
     def _commit_of(self, ref: str, oid: Oid, kind: str, symref: str) -> Oid:
         repair = "; nothing was changed. `git loopx doctor` offers the repair"
