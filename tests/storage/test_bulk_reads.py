@@ -25,8 +25,20 @@ def _blob(repo: Path, data: bytes) -> str:
     return gateway.run(repo, "hash-object", "-w", "--stdin", input=data).stdout.decode().strip()
 
 
+@pytest.fixture(params=["bulk", "long-lived"])
+def reader(repo: Path, request: pytest.FixtureRequest,
+           monkeypatch: pytest.MonkeyPatch) -> Iterator[ObjectReader]:
+    """A reader whose bulk reads go through short-lived processes (however few names) or,
+    as for fewer than BULK_MIN, through the long-lived one: both answer alike."""
+    monkeypatch.setattr(ObjectReader, "BULK_MIN", 0 if request.param == "bulk" else 10**9)
+    with ObjectReader(repo) as objects:
+        yield objects
+
+
 @pytest.fixture
-def reader(repo: Path) -> Iterator[ObjectReader]:
+def bulk(repo: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ObjectReader]:
+    """A reader that reads in bulk whatever the count."""
+    monkeypatch.setattr(ObjectReader, "BULK_MIN", 0)
     with ObjectReader(repo) as objects:
         yield objects
 
@@ -66,7 +78,7 @@ def test_one_object_reads_as_the_long_lived_reader_reads_it(repo: Path,
     assert reader.read_bulk([oid]) == [b"one: 1\n"] == [reader.read(oid)[1]]  # type: ignore[index]
 
 
-def test_many_objects_come_back_in_order_across_chunks(repo: Path, reader: ObjectReader,
+def test_many_objects_come_back_in_order_across_chunks(repo: Path, bulk: ObjectReader,
                                                        spawned: list[tuple[str, ...]],
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ObjectReader, "BULK_NAMES", 7)
@@ -75,13 +87,13 @@ def test_many_objects_come_back_in_order_across_chunks(repo: Path, reader: Objec
         f"event {i}\n".encode() * (i % 9) for i in range(40)]
     oids = [_blob(repo, data) for data in contents]
     spawned.clear()
-    assert reader.read_bulk(oids) == contents
+    assert bulk.read_bulk(oids) == contents
     checks = [a for a in spawned if "--batch-check" in a]
     assert len(checks) == 7  # 44 names, 7 a chunk
     assert len([a for a in spawned if "--batch" in a]) > len(checks)  # split by bytes too
 
 
-def test_duplicates_each_get_the_contents_and_are_read_once(repo: Path, reader: ObjectReader,
+def test_duplicates_each_get_the_contents_and_are_read_once(repo: Path, bulk: ObjectReader,
                                                             scratch: Path,
                                                             monkeypatch: pytest.MonkeyPatch
                                                             ) -> None:
@@ -94,7 +106,7 @@ def test_duplicates_each_get_the_contents_and_are_read_once(repo: Path, reader: 
         return real(data, wanted)
 
     monkeypatch.setattr(gateway, "parse_batch", seen)
-    assert reader.read_bulk([a, b, a, a, b]) == [b"a\n", b"b\n", b"a\n", b"a\n", b"b\n"]
+    assert bulk.read_bulk([a, b, a, a, b]) == [b"a\n", b"b\n", b"a\n", b"a\n", b"b\n"]
     assert [len(group) for group in asked] == [2]
 
 
@@ -110,7 +122,8 @@ def test_a_large_blob_is_read_whole_and_one_over_the_limit_not_at_all(
                         lambda data, wanted: asked.append(wanted) or real(data, wanted))
     assert reader.read_bulk([small, oid], max_size=1 << 20) == [
         b"small\n", Oversize("blob", len(big), oid)]
-    assert [size for group in asked for _, size in group] == [6]  # the big one never asked
+    if ObjectReader.BULK_MIN == 0:
+        assert [size for group in asked for _, size in group] == [6]  # the big one not asked
 
 
 def test_a_missing_object_is_one_error_line_naming_it(repo: Path, reader: ObjectReader,
@@ -156,8 +169,19 @@ def test_an_answer_cut_short_or_padded_is_one_error_line_and_no_result(repo: Pat
         gateway.parse_batch(whole.replace(a.encode(), b.encode()), wanted)
 
 
+def test_a_few_names_are_asked_of_the_long_lived_process(repo: Path,
+                                                         spawned: list[tuple[str, ...]]) -> None:
+    oids = [_blob(repo, f"{n}\n".encode()) for n in range(3)]
+    spawned.clear()
+    with ObjectReader(repo) as objects:
+        assert objects.read_bulk(oids) == [b"0\n", b"1\n", b"2\n"]
+    assert spawned == []
+
+
 def test_a_cold_replay_reads_in_bulk_and_still_names_a_lost_file(
-        ledger: Ledger, repo: Path, spawned: list[tuple[str, ...]]) -> None:
+        ledger: Ledger, repo: Path, spawned: list[tuple[str, ...]],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ObjectReader, "BULK_MIN", 0)
     for n in range(5):
         ledger.append("note.added", {"id": f"n-{n}", "text": f"note {n}"},
                       actor="agent:x")
