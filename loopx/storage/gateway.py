@@ -441,7 +441,8 @@ class ObjectReader:
             _, _, rest = line.partition(b" ")
             found, _, size = rest.partition(b" ")
             if found != wanted:  # (no size: "<name> missing" or "<name> ambiguous")
-                raise _not_read(name, found.decode() if not size else None, found.decode(), kind)
+                raise _not_read(name, _PLACE.get(found, "is unreadable") if not size else
+                                f"is a {found.decode()}, not a {kind}")
             headers.append((line, int(size)))
         return headers
 
@@ -449,7 +450,7 @@ class ObjectReader:
                     answer: IO[bytes]) -> bytes:
         """What ``cat-file ARGS`` answers for ``names``, read from ``request`` and written
         to ``answer`` (both emptied first); asked again when git dies, as a read may."""
-        for attempt in range(3):
+        for _ in range(3):
             for file in (request, answer):
                 file.seek(0)
                 file.truncate()
@@ -506,19 +507,21 @@ def parse_batch(data: bytes, asked: list[tuple[bytes, int]]) -> dict[bytes, byte
 def _checked(name: str, found: tuple[str, bytes] | Oversize | None,
              kind: str) -> bytes | Oversize:
     """The contents (or size) the long-lived reader found for ``name``, if it is a ``kind``."""
-    got = None if found is None else found.kind if isinstance(found, Oversize) else found[0]
+    if found is None:  # (read_capped says None for an ambiguous name too)
+        raise _not_read(name, _PLACE[b"missing"])
+    got = found.kind if isinstance(found, Oversize) else found[0]
     if got != kind:
-        raise _not_read(name, "missing" if got is None else None, got or "", kind)
-    assert found is not None
+        raise _not_read(name, f"is a {got}, not a {kind}")
     return found if isinstance(found, Oversize) else found[1]
 
 
-def _not_read(name: str, why: str | None, got: str, kind: str) -> DamagedLedger:
-    """The one line for an object a bulk read cannot use: missing (``why``), or a ``got``
-    where a ``kind`` was asked for."""
-    what = f"is {why}" if why else f"is a {got}, not a {kind},"
-    return DamagedLedger(f"object {name} {what} in this repository; nothing was read: run "
-                         "`git loopx doctor`")
+_PLACE = {b"missing": "is missing from this repository",
+          b"ambiguous": "is ambiguous in this repository (more than one object has it)"}
+
+
+def _not_read(name: str, what: str) -> DamagedLedger:
+    """The one line for an object a bulk read cannot use (``what`` is wrong with it)."""
+    return DamagedLedger(f"object {name} {what}; nothing was read: run `git loopx doctor`")
 
 
 def _by_bytes(headers: list[tuple[bytes, int]],
