@@ -13,14 +13,14 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Callable, Optional
 
-from loopx.errors import CodecError, SchemaError
+from loopx.errors import CodecError, DamagedLedger, SchemaError
 from loopx.ledger import layout, signatures
 from loopx.model import ids
 from loopx.model.events import Event
 from loopx.model.paths import event_dirs
 from loopx.projection import entities, folding
 from loopx.storage.gateway import Oversize
-from loopx.storage.store import Entry, Store
+from loopx.storage.store import MAX_FILE_BYTES, Entry, Store
 from loopx.storage.trees import BLOB_MODE
 
 PROGRESS_MIN_EVENTS = 2000  # rebuilds smaller than this finish before a bar would help
@@ -85,7 +85,10 @@ class Reader:
         # config events that switch signing on are few and named by their file names.
         configs = [e for e in entries if e.path.endswith(".config.set.yaml")]
         signed = signatures.verify(self.store, tip, self._parse_entries(configs, []))
-        held, keys, problems = self._read_keyed(entries)
+        try:
+            held, keys, problems = self._read_keyed(entries)
+        except DamagedLedger:  # a file's blob missing or not a blob: the plain path names it
+            return self.fold_at(tip)
         order = sorted((key, index) for index, key in enumerate(keys) if key is not None)
         fold = self._apply_in_order(entries, held, order, problems, signed)
         if fold is None:  # a clock line that lied: replay the plain way
@@ -96,29 +99,33 @@ class Reader:
             list[bytes | Event | None], list[Optional[tuple[int, str]]],
             dict[int, entities.Problem]]:
         """Each file's bytes (or its event, when it had to be parsed for its key), its order
-        key (None for a file that does not parse) and the problems of those that do not."""
+        key (None for a file that does not parse) and the problems of those that do not.
+
+        The blobs not parsed already are read in bulk (:meth:`ObjectReader.read_bulk`: git
+        answers into a file, not a pipe); raises DamagedLedger when one is missing."""
         held: list[bytes | Event | None] = []
         keys: list[Optional[tuple[int, str]]] = []
         problems: dict[int, entities.Problem] = {}
         search = _CLOCK_LINE.search
-        for start in range(0, len(entries), PARSE_CHUNK):
-            chunk = entries[start : start + PARSE_CHUNK]
-            for n, (entry, data) in enumerate(zip(chunk, self.store.read_blobs(
-                    [e.oid for e in chunk]))):
-                known = self._parsed.get((entry.path, entry.oid))
-                match = search(data) if known is None and isinstance(data, bytes) else None
-                if match is not None and isinstance(data, bytes):
-                    held.append(data)
-                    keys.append((int(match.group(1)), _file_id(entry)))
-                    continue
-                found = known or self._parse(entry, data)
-                if isinstance(found, entities.Problem):
-                    problems[start + n] = found
-                    held.append(None)
-                    keys.append(None)
-                else:
-                    held.append(found)
-                    keys.append(found.sort_key())
+        known = [self._parsed.get((e.path, e.oid)) for e in entries]
+        blobs = iter(self.store.reader.read_bulk(
+            [e.oid for e, event in zip(entries, known) if event is None],
+            max_size=MAX_FILE_BYTES))
+        for n, (entry, event) in enumerate(zip(entries, known)):
+            data = next(blobs) if event is None else None
+            match = search(data) if isinstance(data, bytes) else None
+            if match is not None and isinstance(data, bytes):
+                held.append(data)
+                keys.append((int(match.group(1)), _file_id(entry)))
+                continue
+            found = event or self._parse(entry, data)
+            if isinstance(found, entities.Problem):
+                problems[n] = found
+                held.append(None)
+                keys.append(None)
+            else:
+                held.append(found)
+                keys.append(found.sort_key())
         return held, keys, problems
 
     def _parse(self, entry: Entry, data: Optional[bytes | Oversize]) -> Event | entities.Problem:
