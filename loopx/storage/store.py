@@ -3,8 +3,8 @@
 Plumbing only: blobs (``hash-object``), trees (``mktree``), commits (``commit-tree``) and
 compare-and-swap ref updates (``update-ref <ref> <new> <old>``). The user's index, working
 tree, HEAD and current branch are never touched. Reads are batched: one ``ls-tree -r`` per
-tree listing and one long-lived ``cat-file --batch-command`` for contents (an object's size
-from its header first: nothing over :data:`MAX_FILE_BYTES` is read).
+tree listing and one long-lived ``cat-file --batch-command`` for contents (sizes first:
+nothing over :data:`MAX_FILE_BYTES` is read).
 
 One clone's writers are serialised by :meth:`Store.lock`, an ``flock`` on a file in the common
 git dir: the kernel drops it when its holder dies, so a killed writer never leaves a lock that
@@ -41,21 +41,20 @@ _FULL_OID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # an object name, never a 
 LOCK_TIMEOUT_S = 60.0
 # How long a write waits, after its CAS, for a `git gc` that began before it to end.
 GC_WAIT_S = 60.0
-# git's own ref lock (<ref>.lock) is held for milliseconds; one older than this was left by a
-# killed process and is removed while we hold our clone lock.
+# git's own ref lock (<ref>.lock) is held for milliseconds; one older than this was left by
+# a killed process, and is removed while we hold our clone lock.
 STALE_REF_LOCK_S = 2.0
 
-# The largest file the state branch may hold (ledger.layout.AREAS: an event is at most
-# 256 KiB, a transcript chunk 192 KiB). A bigger blob is refused from its object header and
-# never read into memory; trees are capped far above any real day's directory.
+# The largest file the state branch may hold (ledger.layout.AREAS: an event <= 256 KiB, a
+# transcript chunk 192 KiB), refused from its header, never read; trees are capped far above.
 MAX_FILE_BYTES = 256 * 1024
 MAX_TREE_BYTES = 64 * 1024 * 1024
 
 # A batch at least this big is written as one pack rather than as loose objects.
 PACK_MIN_BLOBS = 16
 
-# git's words for an object that a command needs and cannot find, and for an object
-# directory that `git prune` removed (as empty) while git was writing into it.
+# git's words for an object a command cannot find, and for an object directory that
+# `git prune` removed (as empty) while git wrote into it.
 _MISSING_OBJECT = re.compile(r"not a valid object|nonexistent object|bad object|"
                              r"unable to read|missing (?:blob|tree|commit)|is not a valid")
 _GC_RACE = re.compile(r"unable to (?:write|create)|No such file or directory")
@@ -149,17 +148,14 @@ class Store:
         return None
 
     def _loose_tip(self, ref: str) -> Oid | None:
-        """The commit ``ref``'s loose file names (gateway.loose_ref, no git started), its type
-        read from the object's loose file or else asked of the long-lived cat-file; None
-        otherwise: then git reads it, naming damage."""
+        """The commit ``ref``'s loose file names, its type from the loose object or cat-file
+        (no git started for either file when loose); else None: git reads it, naming damage."""
         held = gateway.loose_ref(self.repo, ref)
-        if held is None:
+        kind = (gateway.loose_object(self.repo, held, head_only=True) or ("",))[0] if held else ""
+        found = self.reader.read_capped([held], -1)[0] if held and kind != "commit" else None
+        if kind != "commit" and (not isinstance(found, Oversize) or found.kind != "commit"):
             return None
-        if (gateway.loose_object(self.repo, held, head_only=True) or ("",))[0] != "commit":
-            found = self.reader.read_capped([held], -1)[0]
-            if not isinstance(found, Oversize) or found.kind != "commit":
-                return None
-        return self._commit_of(ref, Oid(held), "commit", "")
+        return self._commit_of(ref, Oid(held or ""), "commit", "")
 
     def _commit_of(self, ref: str, oid: Oid, kind: str, symref: str) -> Oid:
         repair = "; nothing was changed. `git loopx doctor` offers the repair"
