@@ -383,16 +383,20 @@ def _in_one_step(doc: dict[Any, Any]) -> Optional[tuple[_Whole, int]]:
     known = _WHOLE.get(type_name) or _whole(type_name)
     if known is None or v > known[1]:
         return None
-    try:
-        return known[0].model_validate(doc), known[1]
+    try:  # (``data`` copied here, as validating the envelope's dict[str, Any] copies it)
+        return known[0].model_validate({**doc, "data": data.copy()}), known[1]
     except ValidationError:
         return None
 
 
 class _Whole(Envelope):
     """An Envelope that also holds its ``data`` validated by the payload model of its type
-    (one subclass per type, :func:`_whole`): envelope and payload in one validation."""
+    (one subclass per type, :func:`_whole`): envelope and payload in one validation. Its
+    ``data`` is taken as it is (a dict, :func:`_in_one_step` has checked, whose keys the
+    payload model checks are strings): validating it as ``dict[str, Any]`` too was a sixth
+    of the validation."""
 
+    data: Any
     payload: Model = Field(validation_alias="data", exclude=True)
 
 

@@ -141,21 +141,25 @@ def test_unknown_fields_are_refused_alike(type_name: str) -> None:
 
 @pytest.mark.parametrize("type_name", TYPES)
 def test_values_of_the_wrong_type_are_judged_alike(type_name: str) -> None:
-    """Any field of the payload or the envelope given an odd value, or a payload field
-    dropped: refused, or read, the same way by both."""
+    """Any field of the payload or the envelope given an odd value, a payload field dropped,
+    or a key that is no string: refused, or read, the same way by both."""
     names = sorted(EVENT_TYPES[type_name][0].model_fields)
     envelope = sorted(Envelope.model_fields)
 
     @SETTINGS
-    @given(_valid(type_name), st.sampled_from(["data", "top", "drop"]),
+    @given(_valid(type_name), st.sampled_from(["data", "top", "drop", "key"]),
            st.sampled_from(names or ["none"]), st.sampled_from(envelope), ODD_VALUES)
     def check(doc: dict[str, Any], where: str, field: str, top: str, value: Any) -> None:
         if where == "data":
             doc = dict(doc, data=dict(doc["data"], **{field: value}))
         elif where == "top":
             doc = dict(doc, **{top: value})
-        else:
+        elif where == "drop":
             doc = dict(doc, data={k: v for k, v in doc["data"].items() if k != field})
+        else:  # a key that is no string (YAML allows them): refused by both
+            doc = dict(doc, data={**doc["data"], value if isinstance(value, (int, float)) else 7: 1})
+            assert _same(doc)[0] == "refused"
+            return
         _same(doc)
 
     check()
