@@ -16,7 +16,7 @@ import typing
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Generic, Optional
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, create_model, field_validator
 from typing_extensions import TypeVar
 
 from loopx.errors import SchemaError
@@ -359,9 +359,64 @@ def _describe(exc: ValidationError, prefix: tuple[str, ...] = ()) -> str:
 
 
 def parse_event(doc: Any, name: str = "<event>") -> Event:
-    """Validate a loaded document into an Event; raise SchemaError naming ``name``."""
+    """Validate a loaded document into an Event; raise SchemaError naming ``name``.
+
+    An event of a known type and version is validated once, envelope and payload together
+    (:func:`_in_one_step`); a document that refuses is judged again in the two steps
+    (envelope, then payload) whose messages say what is wrong, so both paths accept and
+    refuse the same documents, with the same words (tests/model/test_one_step.py)."""
     if not isinstance(doc, dict):
         raise SchemaError(f"{name}: an event file must hold a mapping")
+    found = _in_one_step(doc)
+    if found is None:
+        return _in_two_steps(doc, name)
+    return _checked(found[0], found[0].payload, found[1], name)
+
+
+def _in_one_step(doc: dict[Any, Any]) -> Optional[tuple[_Whole, int]]:
+    """``doc`` validated once by its type's :class:`_Whole` model, with the version of its
+    type; None when no such model applies (a type or version this loopx does not know, values
+    the envelope would convert) or it refuses ``doc`` (then the two steps say why)."""
+    type_name, v, data = doc.get("type"), doc.get("v"), doc.get("data")
+    if type(type_name) is not str or type(v) is not int or type(data) is not dict:
+        return None
+    known = _WHOLE.get(type_name) or _whole(type_name)
+    if known is None or v > known[1]:
+        return None
+    try:  # (``data`` copied here, as validating the envelope's dict[str, Any] copies it)
+        return known[0].model_validate({**doc, "data": data.copy()}), known[1]
+    except ValidationError:
+        return None
+
+
+class _Whole(Envelope):
+    """An Envelope that also holds its ``data`` validated by the payload model of its type
+    (one subclass per type, :func:`_whole`): envelope and payload in one validation. Its
+    ``data`` is taken as it is (a dict, :func:`_in_one_step` has checked, whose keys the
+    payload model checks are strings): validating it as ``dict[str, Any]`` too was a sixth
+    of the validation."""
+
+    data: Any
+    payload: Model = Field(validation_alias="data", exclude=True)
+
+
+# type name -> (its _Whole model, the version its events are written at), built on first use.
+_WHOLE: dict[str, tuple[type[_Whole], int]] = {}
+
+
+def _whole(type_name: str) -> Optional[tuple[type[_Whole], int]]:
+    known = EVENT_TYPES.get(type_name)
+    if known is None:
+        return None
+    model = create_model(f"{known[0].__name__}Event", __base__=_Whole, __module__=__name__,
+                         payload=(known[0], Field(validation_alias="data", exclude=True)))
+    found = _WHOLE[type_name] = (model, known[1])
+    return found
+
+
+def _in_two_steps(doc: dict[Any, Any], name: str) -> Event:
+    """The envelope validated, then the payload of its type: what :func:`_in_one_step` does
+    at once, and what names the fields of a document it refuses."""
     try:
         env = Envelope.model_validate(doc)
     except ValidationError as exc:
@@ -373,7 +428,13 @@ def parse_event(doc: Any, name: str = "<event>") -> Event:
         data = known[0].model_validate(env.data)
     except ValidationError as exc:
         raise SchemaError(f"{name}: {env.type}: {_describe(exc, ('data',))}") from None
-    newer = _newer_fields(env.type, env.v, data) if env.v < known[1] else []
+    return _checked(env, data, known[1], name)
+
+
+def _checked(env: Envelope, data: Model, version: int, name: str) -> Event:
+    """The event, unless its payload carries a field added after the event's version (the
+    type's current one being ``version``)."""
+    newer = _newer_fields(env.type, env.v, data) if env.v < version else []
     if newer:
         raise SchemaError(f"{name}: {env.type} v{env.v} cannot carry data.{newer[0]} "
                           f"(added in v{ADDED_IN[env.type][newer[0]]})")

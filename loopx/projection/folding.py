@@ -27,7 +27,8 @@ CLOCK_LEADERS = 16
 
 def apply(fold: Fold, event: Event) -> Optional[str]:
     """Apply one event in order; returns the reason it was refused (listed under problems)."""
-    ahead = clock_ahead(fold.events, event.env.clock)
+    clock = event.env.clock
+    ahead = None if clock <= fold.events + 1 + MAX_CLOCK_LEAD else clock_ahead(fold.events, clock)
     count(fold, event, floor=ahead is None)
     if ahead is not None:
         fold.problems.append(
@@ -57,28 +58,33 @@ def apply_checked(fold: Fold, event: Event) -> None:
 def count(fold: Fold, event: Event, *, floor: bool = True) -> None:
     """What every event adds to the fold, applied or not: its count, order key and (unless
     its clock is far ahead, ``floor`` False) the highest clock."""
+    env = event.env  # (replay counts every event: its fields read once, no max() calls)
     fold.events += 1
-    if floor:
-        fold.max_clock = max(fold.max_clock, event.env.clock)
-    fold.last_key = max(fold.last_key, event.sort_key())
-    _note_date(fold, event)
+    if floor and env.clock > fold.max_clock:
+        fold.max_clock = env.clock
+    key = (env.clock, env.id)
+    if key > fold.last_key:
+        fold.last_key = key
+    _note_date(fold, env.actor, env.at, env.id)
 
 
-def _note_date(fold: Fold, event: Event) -> None:
+def _note_date(fold: Fold, actor: str, at: str, event_id: str) -> None:
     """Keep ``fold.clocks``: the latest-dated event (by ``at``, then id) of each of the
     CLOCK_LEADERS writers dated latest. The same events give the same entries in any order: a
     writer's entry only ever moves later, and one pushed out by later-dated writers could only
     come back with a date later than any it had."""
-    actor, key = event.env.actor, (_when(event.env.at), event.id)
     held = fold.clocks.get(actor)
-    if held is not None and (_when(held[0]), held[1]) >= key:
-        return
-    if held is None and len(fold.clocks) >= CLOCK_LEADERS:
+    if held is not None:
+        # (_when(held[0]), held[1]) >= (_when(at), event_id), without building either
+        when, held_when = _when(at), _when(held[0])
+        if held_when > when or (held_when == when and held[1] >= event_id):
+            return
+    elif len(fold.clocks) >= CLOCK_LEADERS:
         lowest = min(fold.clocks, key=lambda a: (_when(fold.clocks[a][0]), a))
-        if (_when(fold.clocks[lowest][0]), lowest) >= (key[0], actor):
+        if (_when(fold.clocks[lowest][0]), lowest) >= (_when(at), actor):
             return
         del fold.clocks[lowest]
-    fold.clocks[actor] = [event.env.at, event.id]
+    fold.clocks[actor] = [at, event_id]
 
 
 def _when(at: str) -> str:

@@ -3,6 +3,9 @@ are random, or the same for the same seed (a retried write names the same entity
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from loopx.model import ids
 
 
@@ -40,3 +43,13 @@ def test_a_short_id_is_the_same_for_the_same_seed() -> None:
     assert seeded != ids.new_short_id("t", seed="01J0000000000000000000000B")
     assert ids.ENTITY_ID_RE.match(seeded) and seeded.startswith("t-") and len(seeded) == 8
     assert len({ids.new_short_id("g") for _ in range(20)}) == 20
+
+
+@given(st.integers(min_value=0, max_value=2**50 - 1), st.integers(min_value=0, max_value=2**80 - 1))
+def test_an_id_is_dated_in_range_exactly_when_its_time_is(ms: int, rand: int) -> None:
+    """is_event_id compares the ten time digits as text: the same answer as decoding them."""
+    text = ids._encode(ms, 10) + ids._encode(rand, 16)
+    assert ids.is_event_id(text) == (ids.ulid_ms(text) <= ids.MAX_ULID_MS)
+    last = ids._encode(ids.MAX_ULID_MS, 10) + ids._encode(rand, 16)
+    assert ids.is_event_id(last) and not ids.is_event_id(ids._encode(ids.MAX_ULID_MS + 1, 10)
+                                                         + ids._encode(rand, 16))
