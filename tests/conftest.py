@@ -136,3 +136,19 @@ def invoke(cwd: Path, *args: str, input: str | None = None, actor: str | None = 
             code = int(exc.code or 0)
         out, err = streams[0].getvalue().decode(), streams[1].getvalue().decode()
     return Result(code, out, err)
+
+
+@pytest.fixture
+def spawned(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
+    """The argv of every git process the gateway runs from here on (real git still runs)."""
+    from loopx.storage import gateway
+
+    seen: list[tuple[str, ...]] = []
+    real = gateway.run
+
+    def counting(cwd: Path | str, *args: str, **kwargs: object) -> object:
+        seen.append(args)
+        return real(cwd, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(gateway, "run", counting)
+    return seen

@@ -44,20 +44,6 @@ def bulk(repo: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ObjectReader]:
 
 
 @pytest.fixture
-def spawned(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
-    """The argv of every git process the gateway runs from here on (real git still runs)."""
-    seen: list[tuple[str, ...]] = []
-    real = gateway.run
-
-    def counting(cwd: Path | str, *args: str, **kwargs: object) -> object:
-        seen.append(args)
-        return real(cwd, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(gateway, "run", counting)
-    return seen
-
-
-@pytest.fixture
 def scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The folder temporary files go to, empty."""
     where = tmp_path / "scratch"

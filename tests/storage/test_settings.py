@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import git
-from loopx.storage import gateway, settings
+from loopx.storage import settings
 
 CONFIG = """[s]
 \tbare
@@ -51,20 +51,6 @@ def configured(repo: Path) -> Path:
     return repo
 
 
-@pytest.fixture
-def runs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
-    """The git commands the module starts (counted, then run for real)."""
-    seen: list[tuple[str, ...]] = []
-    real = gateway.run
-
-    def counted(cwd: Path | str, *args: str, **kwargs: object) -> object:
-        seen.append(args)
-        return real(cwd, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(gateway, "run", counted)
-    return seen
-
-
 @pytest.mark.parametrize("key", KEYS)
 def test_each_answer_is_gits(configured: Path, key: str) -> None:
     assert settings.get(configured, key) == _git_config(configured, key)
@@ -76,21 +62,21 @@ def test_each_answer_is_gits(configured: Path, key: str) -> None:
 
 
 def test_one_listing_answers_every_key_until_a_file_behind_it_changes(
-        configured: Path, runs: list[tuple[str, ...]]) -> None:
+        configured: Path, spawned: list[tuple[str, ...]]) -> None:
     _aged(configured / ".git" / "config", Path(os.environ["GIT_CONFIG_GLOBAL"]))
     for key in KEYS:
         settings.get(configured, key)
-    assert len(runs) == 1 and runs[0][:2] == ("config", "-z")
+    assert len(spawned) == 1 and spawned[0][:2] == ("config", "-z")
     git(configured, "config", "loopx.x", "2")  # git writes a new file (lock and rename)
-    assert settings.get(configured, "loopx.x") == "2" and len(runs) == 2
+    assert settings.get(configured, "loopx.x") == "2" and len(spawned) == 2
     _aged(configured / ".git" / "config")
     Path(os.environ["GIT_CONFIG_GLOBAL"]).write_text("[user]\n\temail = other@example.com\n")
     _aged(Path(os.environ["GIT_CONFIG_GLOBAL"]))
-    assert settings.get(configured, "user.email") == "other@example.com" and len(runs) == 3
-    assert settings.get(configured, "user.email") == "other@example.com" and len(runs) == 3
+    assert settings.get(configured, "user.email") == "other@example.com" and len(spawned) == 3
+    assert settings.get(configured, "user.email") == "other@example.com" and len(spawned) == 3
 
 
-def test_a_file_that_appears_is_seen(configured: Path, runs: list[tuple[str, ...]],
+def test_a_file_that_appears_is_seen(configured: Path, spawned: list[tuple[str, ...]],
                                      monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """A global file that did not exist (its absence is part of what is kept)."""
     later = tmp_path / "later.gitconfig"
@@ -98,33 +84,33 @@ def test_a_file_that_appears_is_seen(configured: Path, runs: list[tuple[str, ...
     _aged(configured / ".git" / "config")
     assert settings.get(configured, "user.email") is None
     later.write_text("[user]\n\temail = late@example.com\n")
-    assert settings.get(configured, "user.email") == "late@example.com" and len(runs) == 2
+    assert settings.get(configured, "user.email") == "late@example.com" and len(spawned) == 2
 
 
 def test_files_changed_just_now_are_read_again(configured: Path,
-                                               runs: list[tuple[str, ...]]) -> None:
+                                               spawned: list[tuple[str, ...]]) -> None:
     """Two writes in one timestamp tick could leave size and time alone: within two seconds
     of a change nothing is kept (git's racy-index rule)."""
     settings.get(configured, "loopx.x")
     settings.get(configured, "loopx.x")
-    assert len(runs) == 2
+    assert len(spawned) == 2
 
 
 @pytest.mark.parametrize("line", ["[include]\n\tpath = other.inc\n",
                                   '[includeIf "onbranch:main"]\n\tpath = other.inc\n',
                                   "[extensions]\n\tworktreeConfig = true\n"])
 def test_settings_no_file_identity_shows_are_read_each_time(
-        configured: Path, runs: list[tuple[str, ...]], line: str) -> None:
+        configured: Path, spawned: list[tuple[str, ...]], line: str) -> None:
     (configured / ".git" / "other.inc").write_text("[loopx]\n\tfrom = include\n")
     with open(configured / ".git" / "config", "a") as config:
         config.write(line)
     _aged(configured / ".git" / "config", configured / ".git" / "other.inc")
     for _ in range(3):
         settings.get(configured, "loopx.x")
-    assert len(runs) == 3
+    assert len(spawned) == 3
 
 
-def test_the_environment_is_part_of_the_key(configured: Path, runs: list[tuple[str, ...]],
+def test_the_environment_is_part_of_the_key(configured: Path, spawned: list[tuple[str, ...]],
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """`git -c` and GIT_CONFIG_COUNT reach git through the environment: another listing."""
     _aged(configured / ".git" / "config", Path(os.environ["GIT_CONFIG_GLOBAL"]))
@@ -132,7 +118,7 @@ def test_the_environment_is_part_of_the_key(configured: Path, runs: list[tuple[s
     monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
     monkeypatch.setenv("GIT_CONFIG_KEY_0", "loopx.x")
     monkeypatch.setenv("GIT_CONFIG_VALUE_0", "from-env")
-    assert settings.get(configured, "loopx.x") == "from-env" and len(runs) == 2
+    assert settings.get(configured, "loopx.x") == "from-env" and len(spawned) == 2
 
 
 def test_another_directory_is_another_listing(configured: Path, tmp_path: Path) -> None:
