@@ -193,6 +193,9 @@ def _damage_ids(repo: Path) -> None:
     ("Loopx-Todo: t", None, "recorded commit evidence"),  # a prefix: loopx resolves it
     ("Loopx-Todo: none\nLoopx-Goal: g1", None, "recorded commit evidence"),  # opted out
     ("Loopx-Todo: t1,\n  g1", None, "no todo matches 'g1'"),  # a value over two lines
+    # over three lines, the last "end": the shim's own end marker, forged
+    ("Loopx-Todo: t1\n g1\n end", None, "no todo matches 'end'"),
+    ("Loopx-Todo: t1\n\tend", None, "no todo matches 'end'"),
     ("Loopx-Todo: t1", _close_goal, "is abandoned"),  # its goal closed: not listed
     ("Loopx-Todo: t1", _damage_ids, "recorded commit evidence"),  # hooks.ids of other content
     ("Loopx-Todo: t1/../x", None, "no todo matches"),  # not an id at all
@@ -206,6 +209,33 @@ def test_a_trailer_the_shim_cannot_vouch_for_is_decided_by_loopx_in_the_foregrou
     proc = commit(work, f"named\n\n{trailers}", env=env)
     assert started.read_text().splitlines()[0] == "hook post-commit"
     assert said in proc.stderr and "background" not in proc.stderr
+
+
+def _no_email(repo: Path, env: dict[str, str]) -> None:
+    git(repo, "config", "user.email", "")
+    env.pop("LOOPX_ACTOR")
+
+
+@pytest.mark.parametrize(("actor", "said"), [
+    ("nobody", "'nobody' is not an identity"), ("Human:a@b", "is not an identity"),
+    ("human:a b", "is not an identity"), (f"human:{'a' * 201}", "is not an identity"),
+    (f"{'k' * 33}:a", "is not an identity"), (None, "who is acting?"),
+])
+def test_trailers_of_an_actor_the_ledger_refuses_fail_in_the_foreground(
+        work: Path, probe: tuple[dict[str, str], Path], actor: str | None,  # noqa: F811
+        said: str) -> None:
+    """The shim queues only for an identity loopx.model.limits.ACTOR_PATTERN takes: any
+    other fails loopx's record, which the commit must show (queued, it was only set aside
+    by the drain, out of sight)."""
+    env, started = probe
+    if actor is None:
+        _no_email(work, env)
+    else:
+        env["LOOPX_ACTOR"] = actor
+    proc = commit(work, "named\n\nLoopx-Todo: t1", env=env)
+    assert started.read_text().splitlines()[0] == "hook post-commit"
+    assert said in proc.stderr and "background" not in proc.stderr
+    assert not list((work / ".git" / "loopx" / "spool").glob("*.json"))
 
 
 def test_the_shim_is_posix_sh(leased: Path) -> None:
