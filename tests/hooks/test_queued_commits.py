@@ -245,3 +245,22 @@ def test_the_shim_is_posix_sh(leased: Path) -> None:
         if subprocess.run(["sh", "-c", f"command -v {shell[0]}"],
                           capture_output=True).returncode == 0:
             subprocess.run([*shell, str(hook)], check=True)
+
+
+@pytest.mark.parametrize("background", ["true", "false"])
+def test_an_amend_after_the_reflog_expired_is_not_recorded_twice(
+        work: Path, probe: tuple[dict[str, str], Path], background: str) -> None:  # noqa: F811
+    """`git gc` (or a clock ahead of gc.reflogExpire) can leave HEAD's reflog with only the
+    amend's line: the commit it replaced is still known (HEAD@{1}, the shim's reading of the
+    line), queued by the shim or recorded in the foreground alike: one record, remapped."""
+    env, _ = probe
+    git(work, "config", "loopx.hooks.background", background)
+    commit(work, "v1\n\nLoopx-Todo: t1", env=env)
+    assert _poll(lambda: _recorded_on_branch(work) == 1)
+    old = git(work, "rev-parse", "HEAD")
+    git(work, "reflog", "expire", "--expire=now", "--all")
+    subprocess.run(["git", "commit", "-q", "--amend", "-m", "v2\n\nLoopx-Todo: t1"], cwd=work,
+                   env=env, check=True, capture_output=True)
+    assert _poll(lambda: not list((work / ".git" / "loopx" / "spool").glob("*.json")))
+    assert run_loopx(work, "hooks", "drain").code == 0
+    assert [e["commit"] for e in evidence(work)] == [old]  # remapped by post-rewrite, once
