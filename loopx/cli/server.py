@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import atexit
 import dataclasses
+import fcntl
 import hashlib
 import importlib
 import io
@@ -29,6 +30,7 @@ import pkgutil
 import select
 import signal
 import socket
+import stat
 import struct
 import subprocess
 import sys
@@ -143,19 +145,34 @@ def running(path: str) -> Optional[int]:
 def start_detached(path: str) -> Optional[int]:
     """Start a server on ``path`` without waiting for it to listen (``loopx.server=auto``:
     launch.py); None when one is starting already (``path``.starting, made exclusively and
-    removed once it listens, or older than READY_SECONDS: a start that died)."""
+    removed once it listens, or older than READY_SECONDS: a start that died) or has started.
+    The folder is locked meanwhile, so that two commands that both find a dead start's
+    marker do not each remove the other's new one and start a server each."""
     marker = path + ".starting"
     os.makedirs(os.path.dirname(path), exist_ok=True)
+    folder = os.open(os.path.dirname(path), os.O_RDONLY)
     try:
-        if time.time() - os.stat(marker).st_mtime > READY_SECONDS:
-            _unlink(marker)
-    except FileNotFoundError:
-        pass
-    try:
+        fcntl.flock(folder, fcntl.LOCK_EX)
+        if _starting(marker) or os.path.exists(path):  # or started, and listening, since
+            return None                                # the caller found no socket
         os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-    except FileExistsError:
-        return None
-    return _spawn(path, IDLE_SECONDS, wait=False)
+        return _spawn(path, IDLE_SECONDS, wait=False)
+    finally:
+        os.close(folder)  # and with it the lock
+
+
+def _starting(marker: str) -> bool:
+    """Whether ``marker`` is a start under way: a file (no link, folder or fifo, which
+    start_detached never makes: those are removed) made within READY_SECONDS of now, either
+    way (a clock set back leaves a dead start's marker in the future)."""
+    try:
+        found = os.lstat(marker)
+    except FileNotFoundError:
+        return False
+    if stat.S_ISREG(found.st_mode) and abs(time.time() - found.st_mtime) <= READY_SECONDS:
+        return True
+    (os.rmdir if stat.S_ISDIR(found.st_mode) else os.unlink)(marker)
+    return False
 
 
 def _spawn(path: str, idle: int, *, wait: bool = True) -> int:

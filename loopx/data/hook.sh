@@ -88,6 +88,14 @@ queue_entry() {
     case $background in unset|[Tt][Rr][Uu][Ee]|[Yy][Ee][Ss]|[Oo][Nn]|1) ;; *) return 1 ;; esac
     case $branch in refs/heads/loopx/*|refs/loopx/*|"") return 1 ;; esac
     case "$actor$branch" in *[!\ -~]*|*[\"\\]*) return 1 ;; esac  # plain JSON strings only
+    # An identity the ledger takes (loopx.model.limits.ACTOR_PATTERN): LOOPX_ACTOR=nobody, or
+    # no user.email ("human:"), fails in the foreground, where the commit shows it.
+    kind=${actor%%:*} lower=abcdefghijklmnopqrstuvwxyz  # not [a-z]: a locale may widen it
+    case $actor in *:?*) ;; *) return 1 ;; esac
+    case $kind in [$lower]*) ;; *) return 1 ;; esac
+    case $kind in *[!0123456789_$lower-]*) return 1 ;; esac
+    case ${actor#*:} in *" "*) return 1 ;; esac
+    [ ${#kind} -le 32 ] && [ $((${#actor} - ${#kind} - 1)) -le 200 ] || return 1
     amended=null
     if [ -f "$gitdir/logs/HEAD" ]; then
         last=$(tail -n 1 "$gitdir/logs/HEAD")
@@ -198,11 +206,15 @@ EOF
     trailers= named=
     if [ -n "$known" ]; then
         said=$(git log -1 --no-show-signature --format='%H%n%(trailers:key=Loopx-Todo,valueonly,separator=%x2C)%n%(trailers:key=Loopx-Goal,valueonly,separator=%x2C)%nend')
-        { read -r sha; read -r todo_ids; read -r goal_ids; read -r last; } <<EOF
+        { IFS= read -r sha; IFS= read -r todo_ids; IFS= read -r goal_ids; } <<EOF
 $said
 EOF
         case "$todo_ids$goal_ids" in *[![:space:]]*) trailers=1 ;; esac
-        if [ "$last" != end ]; then trailers=1  # a value over several lines: loopx decides
+        # A value over several lines (their last may even read "end"): loopx decides.
+        if [ "$said" != "$sha
+$todo_ids
+$goal_ids
+end" ]; then trailers=1
         elif [ -n "$trailers" ] && named_open; then named=1; fi
     fi
     if [ -n "$known" ] && { [ -z "$trailers" ] || [ -n "$named" ]; }; then

@@ -222,12 +222,14 @@ def _internal(branch: Optional[str], state_ref: str) -> bool:
 def _amended(cwd: str, sha: str) -> Optional[str]:
     """The commit an amend replaced, when ``sha`` was just made by `git commit --amend` (its
     HEAD reflog entry says so), else None."""
-    proc = gateway.run(cwd, "log", "-g", "-2", "--format=%H%x1f%gs", "HEAD", check=False)
-    entries = [line.split("\x1f", 1) for line in proc.stdout.decode("utf-8", "replace").splitlines()]
-    if (proc.returncode != 0 or len(entries) != 2 or entries[0][0] != sha
-            or not entries[0][-1].startswith("commit (amend)")):
+    proc = gateway.run(cwd, "log", "-g", "-1", "--format=%H%x1f%gs", "HEAD", check=False)
+    entry = proc.stdout.decode("utf-8", "replace").rstrip("\n").split("\x1f", 1)
+    if proc.returncode != 0 or entry[0] != sha or not entry[-1].startswith("commit (amend)"):
         return None
-    return entries[1][0]
+    # HEAD@{1}: the value before the amend, also when an expired reflog (`git gc`, a clock
+    # ahead of gc.reflogExpire) holds only the amend's line, as the shim reads it
+    old = gateway.run(cwd, "rev-parse", "-q", "--verify", "HEAD@{1}", check=False)
+    return old.stdout.decode().strip() or None if old.returncode == 0 else None
 
 
 def _recorded_line(event: Any) -> str:

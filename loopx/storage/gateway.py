@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import stat
 import subprocess
 import sys
 import time
@@ -254,16 +255,16 @@ def loose_object(repo: Repo, oid: str, *, head_only: bool = False) -> tuple[str,
     damage."""
     import zlib  # here: only these fast paths need it
 
-    if not _OID.fullmatch(oid):
+    if not _OID.fullmatch(oid) or _replacing(repo):
         return None
-    try:
-        with open(repo.common_dir / "objects" / oid[:2] / oid[2:], "rb") as file:
-            raw = file.read(256 if head_only else _LOOSE_MAX + 1)
-        if len(raw) > _LOOSE_MAX:
-            return None
+    raw = _read_regular(repo.common_dir / "objects" / oid[:2] / oid[2:],
+                        256 if head_only else _LOOSE_MAX + 1)
+    if raw is None or len(raw) > _LOOSE_MAX:
+        return None
+    try:  # at most 16 times the file (a zlib bomb: git's answer, not our memory)
         unpack = zlib.decompressobj()
-        data = unpack.decompress(raw, 32) if head_only else unpack.decompress(raw)
-    except (OSError, zlib.error):
+        data = unpack.decompress(raw, 32 if head_only else 16 * _LOOSE_MAX)
+    except zlib.error:
         return None
     header, nul, content = data.partition(b"\0")
     kind, space, size = header.partition(b" ")
@@ -272,6 +273,32 @@ def loose_object(repo: Repo, oid: str, *, head_only: bool = False) -> tuple[str,
     if head_only:
         return kind.decode(), b""
     return (kind.decode(), content) if unpack.eof and len(content) == int(size) else None
+
+
+def _read_regular(path: Path, most: int) -> bytes | None:
+    """Up to ``most`` bytes of the regular file at ``path`` (a symlink followed, as git
+    follows it); None for anything else: a fifo is not waited on, a directory not read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            return os.read(fd, most) if stat.S_ISREG(os.fstat(fd).st_mode) else None
+        finally:
+            os.close(fd)
+    except OSError:
+        return None
+
+
+def _replacing(repo: Repo) -> bool:
+    """Whether git may read another object for a name (refs/replace, also once `git gc`
+    packed them; a reftable; another GIT_REPLACE_REF_BASE): then git is asked."""
+    if os.environ.get("GIT_REPLACE_REF_BASE") or (repo.common_dir / "reftable").exists():
+        return True
+    folder, packed = repo.common_dir / "refs" / "replace", repo.common_dir / "packed-refs"
+    try:  # git may leave refs/replace/ empty behind it
+        return bool(folder.is_dir() and os.listdir(folder)) or (
+            packed.exists() and b" refs/replace/" in packed.read_bytes())
+    except OSError:
+        return True
 
 
 # A ref shared by every worktree, whose loose file is <common dir>/<ref> (refs/bisect/,
@@ -287,11 +314,8 @@ def loose_ref(repo: Repo, ref: str) -> str | None:
     if (not _PLAIN_REF.fullmatch(ref) or ref.endswith(".lock")
             or (repo.common_dir / "reftable").is_dir()):
         return None
-    try:
-        with open(repo.common_dir / ref, "rb") as file:
-            held = file.read(80).decode("ascii", "replace").strip()
-    except OSError:
-        return None
+    raw = _read_regular(repo.common_dir / ref, 80)
+    held = raw.decode("ascii", "replace").strip() if raw is not None else ""
     return held if _OID.fullmatch(held) else None
 
 

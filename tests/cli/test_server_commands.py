@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import pytest
 
@@ -252,4 +252,56 @@ def test_a_start_under_way_is_not_started_again(served: Path) -> None:
     os.utime(marker, (old, old))  # a start that died long ago
     got, _ = handed_off(served, "todo", "list")
     assert "started this repository's command server" in got.err
+    assert _wait_listening(served) is not None
+
+
+def _dangling(marker: Path) -> None:
+    marker.symlink_to(marker.parent / "nowhere")
+
+
+def _linked_fresh(marker: Path) -> None:
+    (marker.parent / "fresh").touch()
+    marker.symlink_to(marker.parent / "fresh")
+
+
+def _future(marker: Path) -> None:
+    marker.touch()
+    ahead = time.time() + 3600  # made before the clock was set back an hour
+    os.utime(marker, (ahead, ahead))
+
+
+@pytest.mark.parametrize("plant", [_dangling, _linked_fresh, Path.mkdir, os.mkfifo, _future])
+def test_a_marker_start_detached_never_makes_is_no_start_under_way(
+        served: Path, plant: Callable[[Path], object]) -> None:
+    """A link (dangling or to a fresh file), a folder, a fifo or a file from the future is
+    not a start under way: it is removed and a server started (each kept auto from ever
+    starting one)."""
+    git(served, "config", "loopx.server", "auto")
+    marker = socket(served).parent / "server.sock.starting"
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    plant(marker)
+    got, _ = handed_off(served, "todo", "list")
+    assert got.code == 0 and "started this repository's command server" in got.err
+    assert _wait_listening(served) is not None
+    assert not os.path.lexists(marker)
+
+
+def test_first_commands_racing_past_a_dead_start_start_one_server(served: Path) -> None:
+    """Eight first commands that all find a dead start's marker: one removes it and starts
+    the server (the folder is locked meanwhile), the others find its new marker, or its
+    socket once it listens (it removes the marker then)."""
+    from loopx.cli import server
+
+    git(served, "config", "loopx.server", "auto")
+    marker = socket(served).parent / "server.sock.starting"
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.touch()
+    old = time.time() - server.READY_SECONDS - 1
+    os.utime(marker, (old, old))
+    probe = ("import sys\nfrom loopx.cli import server\npid = server.start_detached(sys.argv[1])"
+             "\nprint('started' if pid else 'not')")
+    procs = [subprocess.Popen([sys.executable, "-c", probe, str(socket(served))], cwd=served,
+                              stdout=subprocess.PIPE, text=True) for _ in range(8)]
+    said = [proc.communicate(timeout=120)[0].strip() for proc in procs]
+    assert sorted(said) == ["not"] * 7 + ["started"]
     assert _wait_listening(served) is not None

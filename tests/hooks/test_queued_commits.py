@@ -193,6 +193,9 @@ def _damage_ids(repo: Path) -> None:
     ("Loopx-Todo: t", None, "recorded commit evidence"),  # a prefix: loopx resolves it
     ("Loopx-Todo: none\nLoopx-Goal: g1", None, "recorded commit evidence"),  # opted out
     ("Loopx-Todo: t1,\n  g1", None, "no todo matches 'g1'"),  # a value over two lines
+    # over three lines, the last "end": the shim's own end marker, forged
+    ("Loopx-Todo: t1\n g1\n end", None, "no todo matches 'end'"),
+    ("Loopx-Todo: t1\n\tend", None, "no todo matches 'end'"),
     ("Loopx-Todo: t1", _close_goal, "is abandoned"),  # its goal closed: not listed
     ("Loopx-Todo: t1", _damage_ids, "recorded commit evidence"),  # hooks.ids of other content
     ("Loopx-Todo: t1/../x", None, "no todo matches"),  # not an id at all
@@ -208,6 +211,33 @@ def test_a_trailer_the_shim_cannot_vouch_for_is_decided_by_loopx_in_the_foregrou
     assert said in proc.stderr and "background" not in proc.stderr
 
 
+def _no_email(repo: Path, env: dict[str, str]) -> None:
+    git(repo, "config", "user.email", "")
+    env.pop("LOOPX_ACTOR")
+
+
+@pytest.mark.parametrize(("actor", "said"), [
+    ("nobody", "'nobody' is not an identity"), ("Human:a@b", "is not an identity"),
+    ("human:a b", "is not an identity"), (f"human:{'a' * 201}", "is not an identity"),
+    (f"{'k' * 33}:a", "is not an identity"), (None, "who is acting?"),
+])
+def test_trailers_of_an_actor_the_ledger_refuses_fail_in_the_foreground(
+        work: Path, probe: tuple[dict[str, str], Path], actor: str | None,  # noqa: F811
+        said: str) -> None:
+    """The shim queues only for an identity loopx.model.limits.ACTOR_PATTERN takes: any
+    other fails loopx's record, which the commit must show (queued, it was only set aside
+    by the drain, out of sight)."""
+    env, started = probe
+    if actor is None:
+        _no_email(work, env)
+    else:
+        env["LOOPX_ACTOR"] = actor
+    proc = commit(work, "named\n\nLoopx-Todo: t1", env=env)
+    assert started.read_text().splitlines()[0] == "hook post-commit"
+    assert said in proc.stderr and "background" not in proc.stderr
+    assert not list((work / ".git" / "loopx" / "spool").glob("*.json"))
+
+
 def test_the_shim_is_posix_sh(leased: Path) -> None:
     """dash (Debian's /bin/sh) and bash in POSIX mode both parse it."""
     hook = leased / ".git" / "hooks" / "post-commit"
@@ -215,3 +245,22 @@ def test_the_shim_is_posix_sh(leased: Path) -> None:
         if subprocess.run(["sh", "-c", f"command -v {shell[0]}"],
                           capture_output=True).returncode == 0:
             subprocess.run([*shell, str(hook)], check=True)
+
+
+@pytest.mark.parametrize("background", ["true", "false"])
+def test_an_amend_after_the_reflog_expired_is_not_recorded_twice(
+        work: Path, probe: tuple[dict[str, str], Path], background: str) -> None:  # noqa: F811
+    """`git gc` (or a clock ahead of gc.reflogExpire) can leave HEAD's reflog with only the
+    amend's line: the commit it replaced is still known (HEAD@{1}, the shim's reading of the
+    line), queued by the shim or recorded in the foreground alike: one record, remapped."""
+    env, _ = probe
+    git(work, "config", "loopx.hooks.background", background)
+    commit(work, "v1\n\nLoopx-Todo: t1", env=env)
+    assert _poll(lambda: _recorded_on_branch(work) == 1)
+    old = git(work, "rev-parse", "HEAD")
+    git(work, "reflog", "expire", "--expire=now", "--all")
+    subprocess.run(["git", "commit", "-q", "--amend", "-m", "v2\n\nLoopx-Todo: t1"], cwd=work,
+                   env=env, check=True, capture_output=True)
+    assert _poll(lambda: not list((work / ".git" / "loopx" / "spool").glob("*.json")))
+    assert run_loopx(work, "hooks", "drain").code == 0
+    assert [e["commit"] for e in evidence(work)] == [old]  # remapped by post-rewrite, once

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -96,3 +97,90 @@ def test_the_state_tip_and_heads_tree_are_read_without_cat_file(repo: Path) -> N
         "env": {k: json.loads(out)["environment"][k] for k in ("head", "tree", "branch")}}
         for out in (loose, packed)]
     assert seen[0] == seen[1] and seen[0]["env"]["tree"] == git(repo, "rev-parse", "HEAD^{tree}")
+
+
+def _hang_guard() -> None:
+    import signal
+
+    def fail(*_: object) -> None:
+        raise AssertionError("a read hung")
+    signal.signal(signal.SIGALRM, fail)
+    signal.alarm(20)
+
+
+def test_a_loose_file_that_is_no_regular_file_is_left_to_git(
+        repo: Path, objects: dict[str, str]) -> None:
+    """A fifo is not waited on (a reader would block for ever), a directory not read; a
+    symlink is followed, as git follows it."""
+    where = gateway.discover(repo)
+    blob, commit = objects["blob"], objects["commit"]
+    path = _loose(repo, blob)
+    raw = path.read_bytes()
+    path.unlink()
+    _hang_guard()
+    try:
+        os.mkfifo(path)
+        assert gateway.loose_object(where, blob) is None
+        assert gateway.loose_object(where, blob, head_only=True) is None
+        path.unlink()
+        path.mkdir()
+        assert gateway.loose_object(where, blob) is None
+        path.rmdir()
+        (repo / "elsewhere").write_bytes(raw)
+        path.symlink_to(repo / "elsewhere")
+        assert gateway.loose_object(where, blob) == _cat(repo, blob)
+        ref = repo / ".git" / "refs" / "heads" / "fifo"
+        os.mkfifo(ref)
+        assert gateway.loose_ref(where, "refs/heads/fifo") is None
+        ref.unlink()
+        ref.write_text(commit + "\n")
+        assert gateway.loose_ref(where, "refs/heads/fifo") == commit
+    finally:
+        import signal
+        signal.alarm(0)
+
+
+def test_a_zlib_bomb_is_left_to_git(repo: Path, objects: dict[str, str]) -> None:
+    """A small file that inflates to 60 MiB is not inflated whole (at most 16 times 64 KiB)."""
+    blob = objects["blob"]
+    path = _loose(repo, blob)
+    path.chmod(0o644)
+    bomb = zlib.compress(b"blob 62914560\0" + bytes(60 << 20), 9)
+    assert len(bomb) < 65536
+    path.write_bytes(bomb)
+    assert gateway.loose_object(gateway.discover(repo), blob) is None
+    assert gateway.loose_object(gateway.discover(repo), blob, head_only=True) == ("blob", b"")
+
+
+def test_a_replaced_object_is_read_by_git_as_git_replaces_it(
+        repo: Path, objects: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """refs/replace makes git read another object for a name: loose or packed by `git gc`,
+    or under another GIT_REPLACE_REF_BASE, the loose file is not what git answers."""
+    where = gateway.discover(repo)
+    commit = objects["commit"]
+    other = git(repo, "commit-tree", "-m", "other", git(repo, "mktree"))
+    assert gateway.loose_object(where, commit) == _cat(repo, commit)
+    git(repo, "replace", commit, other)
+    assert gateway.loose_object(where, commit) is None
+    git(repo, "pack-refs", "--all")
+    assert not (repo / ".git" / "refs" / "replace" / commit).exists()
+    with contextlib.suppress(FileNotFoundError):
+        (repo / ".git" / "refs" / "replace").rmdir()  # empty: only packed-refs names it
+    assert gateway.loose_object(where, commit) is None
+    git(repo, "replace", "-d", commit)
+    assert gateway.loose_object(where, commit) == _cat(repo, commit)
+    monkeypatch.setenv("GIT_REPLACE_REF_BASE", "refs/elsewhere/")
+    assert gateway.loose_object(where, commit) is None
+
+
+def test_a_sha256_repository_reads_its_loose_objects(tmp_path: Path) -> None:
+    repo = tmp_path / "s256"
+    subprocess.run(["git", "init", "-q", "--object-format=sha256", str(repo)], check=True)
+    (repo / "f").write_text("hello\n")
+    git(repo, "add", "f")
+    git(repo, "commit", "-q", "-m", "one")
+    head = git(repo, "rev-parse", "HEAD")
+    assert len(head) == 64
+    where = gateway.discover(repo)
+    assert gateway.loose_object(where, head) == _cat(repo, head)
+    assert gateway.loose_ref(where, "refs/heads/" + git(repo, "branch", "--show-current")) == head
