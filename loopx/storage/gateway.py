@@ -255,7 +255,7 @@ def loose_object(repo: Repo, oid: str, *, head_only: bool = False) -> tuple[str,
     damage."""
     import zlib  # here: only these fast paths need it
 
-    if not _OID.fullmatch(oid) or _replacing(repo):
+    if not _OID.fullmatch(oid):
         return None
     raw = _read_regular(repo.common_dir / "objects" / oid[:2] / oid[2:],
                         256 if head_only else _LOOSE_MAX + 1)
@@ -286,19 +286,6 @@ def _read_regular(path: Path, most: int) -> bytes | None:
             os.close(fd)
     except OSError:
         return None
-
-
-def _replacing(repo: Repo) -> bool:
-    """Whether git may read another object for a name (refs/replace, also once `git gc`
-    packed them; a reftable; another GIT_REPLACE_REF_BASE): then git is asked."""
-    if os.environ.get("GIT_REPLACE_REF_BASE") or (repo.common_dir / "reftable").exists():
-        return True
-    folder, packed = repo.common_dir / "refs" / "replace", repo.common_dir / "packed-refs"
-    try:  # git may leave refs/replace/ empty behind it
-        return bool(folder.is_dir() and os.listdir(folder)) or (
-            packed.exists() and b" refs/replace/" in packed.read_bytes())
-    except OSError:
-        return True
 
 
 # A ref shared by every worktree, whose loose file is <common dir>/<ref> (refs/bisect/,
