@@ -107,7 +107,8 @@ class Reader:
         keys: list[Optional[tuple[int, str]]] = []
         problems: dict[int, entities.Problem] = {}
         search = _CLOCK_LINE.search
-        known = [self._parsed.get((e.path, e.oid)) for e in entries]
+        known: list[Optional[Event]] = ([self._parsed.get((e.path, e.oid)) for e in entries]
+                                         if self._parsed else [None] * len(entries))
         blobs = iter(self.store.reader.read_bulk(
             [e.oid for e, event in zip(entries, known) if event is None],
             max_size=MAX_FILE_BYTES))
@@ -144,15 +145,16 @@ class Reader:
         fold = _new_fold(signed)
         report = self.progress if len(entries) >= PROGRESS_MIN_EVENTS else None
         total = len(order) + len(problems)
+        parse, fold_in = self._parse, folding.apply  # (looked up once, not once per file)
         for done, (key, index) in enumerate(order, 1):
             item, held[index] = held[index], None
-            found = self._parse(entries[index], item) if isinstance(item, bytes) else item
+            found = parse(entries[index], item) if isinstance(item, bytes) else item
             if isinstance(found, entities.Problem):  # (a clock line in a file that is broken)
                 problems[index] = found
             elif found is None or found.sort_key() != key:
                 return None
             else:
-                folding.apply(fold, found)
+                fold_in(fold, found)
             if report is not None and done % PARSE_CHUNK == 0:
                 report(done, total)
         if report is not None and total % PARSE_CHUNK:

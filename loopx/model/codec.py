@@ -45,6 +45,10 @@ _PLAIN_SAFE = re.compile(r"^[A-Za-z_/][A-Za-z0-9_ ./@+=-]*(?::[A-Za-z0-9_./@+=-]
 
 # YAML 1.1 readers (PyYAML) would read these as booleans; quote them for every reader's sake.
 _YAML11_WORDS = frozenset({"y", "n", "yes", "no", "on", "off"})
+# The only texts _PLAIN_SAFE matches that the core schema reads as another type: it starts
+# with a letter, "_" or "/", and every int and float starts with a sign, a digit or ".".
+_CORE_WORDS = frozenset({"null", "Null", "NULL", "true", "True", "TRUE", "false", "False",
+                         "FALSE"})
 
 _yaml: Any = None
 
@@ -224,7 +228,7 @@ def _plain_ok(value: str) -> bool:
         _PLAIN_SAFE.fullmatch(value)  # match() would pass "a\n" (re: $ before \n)
         and not value.endswith(" ")
         and value.lower() not in _YAML11_WORDS
-        and resolve_plain(value) == value
+        and value not in _CORE_WORDS  # resolve_plain(value) == value, without its five matches
     )
 
 
@@ -309,18 +313,17 @@ def _load_canonical(text: str) -> Value:
     head = _HEAD.match(text)
     try:
         if head is None:
-            lines = [_line(line) for line in text[:-1].split("\n")]
+            lines = list(map(_line, text[:-1].split("\n")))
             value, end = _mapping(lines, 0, 0, 1)
             return value if end == len(lines) and value else _NO_KEY
-        lines = [_line(line) for line in text[head.end():-1].split("\n")] if len(
-            text) > head.end() else []
+        body = head.end()
+        lines = list(map(_line, text[body:-1].split("\n"))) if len(text) > body else []
         rest, end = _mapping(lines, 0, 0, 1) if lines else ({}, 0)
         if end != len(lines) or not _HEAD_KEYS.isdisjoint(rest):
             return _NO_KEY  # a key twice, or not canonical: the full path says which
-        value = {"id": head[1], "type": head[2], "v": int(head[3]), "at": head[4],
-                 "clock": int(head[5])}
-        value.update(rest)
-        return value
+        event_id, event_type, v, at, clock = head.groups()
+        return {"id": event_id, "type": event_type, "v": int(v), "at": at, "clock": int(clock),
+                **rest}
     except (_NotCanonical, ValueError, IndexError, RecursionError):
         return _NO_KEY
 
@@ -389,9 +392,8 @@ def _mapping(lines: list[_Line], i: int, indent: int, depth: int) -> tuple[dict[
     n = len(lines)
     while i < n:
         form, at, key, value = lines[i]
-        if form == "first" and not out and at + 2 == indent:
-            pass  # the "- key: ..." line that opens a mapping item
-        elif at != indent or form not in ("entry", "open"):
+        if (at != indent or form not in ("entry", "open")) and not (
+                form == "first" and not out and at + 2 == indent):  # "- key: ..." opens an item
             break
         if key in out:
             raise _NotCanonical

@@ -13,7 +13,7 @@ import importlib
 import re
 import types
 import typing
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Generic, Optional
 
 from pydantic import Field, ValidationError, create_model, field_validator
@@ -21,7 +21,7 @@ from typing_extensions import TypeVar
 
 from loopx.errors import SchemaError
 from loopx.model import inert
-from loopx.model.ids import ULID_RE, EVENT_ID_RULE, EventId, is_event_id
+from loopx.model.ids import ULID_RE, EVENT_ID_RULE, EventId, is_dated
 from loopx.model.paths import file_path
 from loopx.model.payloads.base import (
     ACTOR_PATTERN, ID_PATTERN, MAX_CLOCK, OID_PATTERN, ONE_LINE, TS_PATTERN, Model,
@@ -287,7 +287,8 @@ class Envelope(Model):
     @field_validator("id")
     @classmethod
     def _dated(cls, value: str) -> str:
-        if not is_event_id(value):
+        if not is_dated(value):  # (the field's pattern, ULID_RE's, has held: pydantic's
+            # regex anchors at the very end, where re's $ would pass a trailing newline too)
             raise ValueError(f"{value!r} is not {EVENT_ID_RULE}")
         return value
 
@@ -384,7 +385,7 @@ def _in_one_step(doc: dict[Any, Any]) -> Optional[tuple[_Whole, int]]:
     if known is None or v > known[1]:
         return None
     try:  # (``data`` copied here, as validating the envelope's dict[str, Any] copies it)
-        return known[0].model_validate({**doc, "data": data.copy()}), known[1]
+        return known[0]({**doc, "data": data.copy()}), known[1]
     except ValidationError:
         return None
 
@@ -400,17 +401,19 @@ class _Whole(Envelope):
     payload: Model = Field(validation_alias="data", exclude=True)
 
 
-# type name -> (its _Whole model, the version its events are written at), built on first use.
-_WHOLE: dict[str, tuple[type[_Whole], int]] = {}
+# type name -> (its _Whole model's validation, the version its events are written at), built
+# on first use. The validation is what ``model_validate`` calls with its defaults, taken once
+# per type (replay validates one event per file).
+_WHOLE: dict[str, tuple[Callable[[object], _Whole], int]] = {}
 
 
-def _whole(type_name: str) -> Optional[tuple[type[_Whole], int]]:
+def _whole(type_name: str) -> Optional[tuple[Callable[[object], _Whole], int]]:
     known = EVENT_TYPES.get(type_name)
     if known is None:
         return None
     model = create_model(f"{known[0].__name__}Event", __base__=_Whole, __module__=__name__,
                          payload=(known[0], Field(validation_alias="data", exclude=True)))
-    found = _WHOLE[type_name] = (model, known[1])
+    found = _WHOLE[type_name] = (model.__pydantic_validator__.validate_python, known[1])
     return found
 
 

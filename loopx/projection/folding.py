@@ -27,22 +27,21 @@ CLOCK_LEADERS = 16
 
 def apply(fold: Fold, event: Event) -> Optional[str]:
     """Apply one event in order; returns the reason it was refused (listed under problems)."""
-    clock = event.env.clock
+    env = event.env  # (replay applies every event: its fields read once)
+    clock = env.clock
     ahead = None if clock <= fold.events + 1 + MAX_CLOCK_LEAD else clock_ahead(fold.events, clock)
     count(fold, event, floor=ahead is None)
     if ahead is not None:
-        fold.problems.append(
-            Problem(event.id, event.type, event.env.actor, event.env.clock, ahead))
+        fold.problems.append(Problem(env.id, env.type, env.actor, clock, ahead))
         return ahead
-    if not event.known:
-        fold.unknown.append({"event": event.id, "type": event.type, "v": event.env.v})
+    if event.data is None:  # (not event.known)
+        fold.unknown.append({"event": env.id, "type": env.type, "v": env.v})
         return None
     reason = checks.check(fold, event)
     if reason is not None:
         if _note_contest(fold, event):  # two claims crossed in a merge: this one lost
             reason += " (contested)"
-        fold.problems.append(
-            Problem(event.id, event.type, event.env.actor, event.env.clock, reason))
+        fold.problems.append(Problem(env.id, env.type, env.actor, clock, reason))
         return reason
     appliers.apply(fold, event)
     return None

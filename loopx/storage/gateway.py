@@ -497,7 +497,7 @@ class ObjectReader:
             for file in (request, answer):
                 file.seek(0)
                 file.truncate()
-            request.write(b"".join(n.encode() + b"\n" for n in names))
+            request.write("\n".join([*names, ""]).encode())  # each name and a newline
             request.seek(0)
             proc = run(self._cwd, *self.DELTA_CACHE, "cat-file", *args, stdin=request,
                        stdout=answer, check=False)

@@ -189,3 +189,12 @@ def test_every_event_file_reads_the_same_through_either_path(type_name: str) -> 
         assert parse_event(codec.load(other, "x.yaml")).to_dict() == event.to_dict()
 
     both_paths()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(alphabet="aeflnrstuNLTRUEFS01._/-+ :@~", max_size=6),
+                 st.sampled_from(sorted(codec._CORE_WORDS))))
+def test_a_plain_safe_text_resolves_to_itself_unless_a_core_word(text: str) -> None:
+    # _plain_ok's shortcut: the core words stand for resolve_plain(text) == text.
+    if codec._PLAIN_SAFE.fullmatch(text):
+        assert (codec.resolve_plain(text) == text) == (text not in codec._CORE_WORDS)
