@@ -29,12 +29,12 @@ def apply(fold: Fold, event: Event) -> Optional[str]:
     """Apply one event in order; returns the reason it was refused (listed under problems)."""
     env = event.env  # (replay applies every event: its fields read once)
     clock = env.clock
-    ahead = None if clock <= fold.events + 1 + MAX_CLOCK_LEAD else clock_ahead(fold.events, clock)
+    ahead = clock_ahead(fold.events, clock)
     count(fold, event, floor=ahead is None)
     if ahead is not None:
         fold.problems.append(Problem(env.id, env.type, env.actor, clock, ahead))
         return ahead
-    if event.data is None:  # (not event.known)
+    if not event.known:
         fold.unknown.append({"event": env.id, "type": env.type, "v": env.v})
         return None
     reason = checks.check(fold, event)
@@ -61,7 +61,7 @@ def count(fold: Fold, event: Event, *, floor: bool = True) -> None:
     fold.events += 1
     if floor and env.clock > fold.max_clock:
         fold.max_clock = env.clock
-    key = (env.clock, env.id)
+    key = event.sort_key()
     if key > fold.last_key:
         fold.last_key = key
     _note_date(fold, env.actor, env.at, env.id)
