@@ -309,10 +309,10 @@ def test_a_file_out_of_listing_order_costs_no_second_parse(
         store.update_ref_if(STATE_REF, commit, expected=base, reason="test")
     ledger.projection.clear()
     parsed: list[str] = []
-    real = layout.read_event
+    real = layout.read_events  # (read_event too reads through it)
     monkeypatch.setattr(replay, "PARSE_CHUNK", 3)
-    monkeypatch.setattr(layout, "read_event",
-                        lambda path, data: parsed.append(path) or real(path, data))
+    monkeypatch.setattr(layout, "read_events",
+                        lambda files: parsed.extend(p for p, _ in files) or real(files))
     with Ledger.open(ledger.repo.cwd) as reader:
         rebuilt = cache.materialize(reader.fold())
         files = len(parsed)

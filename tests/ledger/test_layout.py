@@ -143,3 +143,37 @@ def test_change_rule_reads_git_status_letters(status: str, rule: str | None) -> 
 def test_case_collisions_name_the_later_spelling() -> None:
     found = layout.case_collisions({"sessions": {"abc", "ABC", "xyz"}, "": {"sessions"}})
     assert [(path, b.rule) for path, b in found] == [("sessions/abc", "bad-path")]
+
+
+def test_read_events_gives_each_file_what_read_event_gives_it_alone() -> None:
+    """Files read stage by stage, together (what replay does), come out as each would alone:
+    the same event, or the same error with the same words, in order, whatever their mix."""
+    from loopx.errors import CodecError, SchemaError
+    from loopx.storage.gateway import Oversize
+
+    good, data = _note()
+    other, _ = _note()
+    files: list[tuple[str, bytes | Oversize | None]] = [
+        (good, data),
+        ("events/notes.txt", data),  # not an event path
+        (_note()[0], None),  # blob missing
+        (_note()[0], Oversize("blob", 300_000)),
+        (_note()[0], b"id: [unclosed\n"),
+        (_note()[0], b"- a list\n"),  # YAML, not a mapping
+        (good, data.replace(b"text: hi", b"txt: hi")),
+        (other, data),  # another event's name
+        _note(clock=7),
+    ]
+    alone: list[object] = []
+    for path, blob in files:
+        try:
+            alone.append(layout.read_event(path, blob))
+        except (CodecError, SchemaError) as exc:
+            alone.append(exc)
+    together = layout.read_events(files)
+    assert [type(x) for x in together] == [type(x) for x in alone]
+    assert [str(x) if isinstance(x, Exception) else x.env for x in together] == \
+        [str(x) if isinstance(x, Exception) else x.env for x in alone]
+    kinds = [type(x).__name__ for x in together]
+    assert kinds == ["Event", "SchemaError", "SchemaError", "CodecError", "CodecError",
+                     "SchemaError", "SchemaError", "SchemaError", "Event"]

@@ -230,9 +230,9 @@ def test_a_sync_parses_each_file_it_fetches_once(tmp_path: Path, monkeypatch: py
     if own:
         note(b, "agent:b", "kept")
     parsed: list[str] = []
-    real = layout.read_event
-    monkeypatch.setattr(layout, "read_event",
-                        lambda path, data: parsed.append(path) or real(path, data))
+    real = layout.read_events  # (read_event too reads through it)
+    monkeypatch.setattr(layout, "read_events",
+                        lambda files: parsed.extend(p for p, _ in files) or real(files))
     with open_ledger(b) as led:
         led.fold()  # our own state, folded before the sync (as any command has it)
         parsed.clear()
