@@ -27,7 +27,7 @@ import re
 import subprocess
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 from pathlib import Path
 
 from loopx.errors import (DamagedLedger, DamagedRef, GitError, LockTimeout, LoopxError,
@@ -64,9 +64,9 @@ _REFUSED = re.compile(r"No space left|Disk quota|File too large|Read-only file s
 
 
 
-@dataclass(frozen=True, slots=True)  # slots: a tree listing of a long ledger holds many
-class Entry:
-    """One file of a tree listing."""
+class Entry(NamedTuple):
+    """One file of a tree listing. A named tuple: a long ledger's listing builds a hundred
+    thousand, and a frozen dataclass's constructor took ten times a tuple's."""
 
     path: str
     mode: str
@@ -185,7 +185,13 @@ class Store:
     def list_files(self, commit: str) -> list[Entry]:
         """Every file in ``commit``'s tree, recursively (one ``ls-tree`` process)."""
         raw = gateway.run(self.cwd, "ls-tree", "-r", "-z", "--full-tree", commit).stdout
-        return [_parse_ls_tree(item) for item in raw.split(b"\0") if item]
+        text = raw.decode("utf-8", "surrogateescape")
+        make = Entry._make
+        found = [make((path, mode, kind, oid)) for mode, kind, oid, path in _LS_TREE.findall(text)]
+        if len(found) != text.count("\0"):
+            raise LoopxError(f"git ls-tree printed a line that is not <mode> <type> <id>\t<path>"
+                             f" for {commit}")
+        return found
 
     def added_files(self, old: str, new: str) -> list[tuple[str, str, Entry]]:
         """(status, old_oid, entry) for each file that differs between two commits' trees."""
@@ -594,7 +600,6 @@ class Store:
             os.close(fd)
 
 
-def _parse_ls_tree(item: bytes) -> Entry:
-    meta, _, path = item.partition(b"\t")
-    mode, kind, oid = meta.decode().split(" ")
-    return Entry(path.decode("utf-8", "surrogateescape"), mode, kind, Oid(oid))
+# One record of ``git ls-tree -z``: "<mode> <type> <id>\t<path>\0", each from a record's start
+# (the start of the output or just after a NUL: never inside a path).
+_LS_TREE = re.compile("(?:^|(?<=\0))([0-7]{6}) ([a-z]+) ([0-9a-f]{40}|[0-9a-f]{64})\t([^\0]*)\0")

@@ -214,3 +214,24 @@ def test_has_ref_reads_loose_and_packed_refs_without_git(ledger: Ledger) -> None
     assert store.has_ref(STATE_REF) is True  # now only in packed-refs
     assert store.has_ref("refs/heads/loopx/state-not") is False
     assert store.has_ref("refs/heads/loopx") is False  # a prefix is not the ref
+
+
+def test_list_files_reads_every_name_git_can_hold(ledger: Ledger) -> None:
+    """Paths with tabs, newlines, spaces, quotes, bytes that are not UTF-8 and text that looks
+    like a listing line are listed as gitpython reads the same tree, mode, type and id too."""
+    import git as gitpython
+
+    store = ledger.store
+    names = ["a\tb", "new\nline", " lead and trail ", 'q"uote', "100644 blob " + "0" * 40 + "\tx",
+             "\u00e9t\u00e9", b"bad-\xff".decode("utf-8", "surrogateescape"), "d/e/f"]
+    blobs = store.write_blobs([n.encode("utf-8", "surrogateescape") for n in names])
+    tree = store.write_tree(store.tip(), {f"odd/{n}": oid for n, oid in zip(names, blobs)})
+    listed = {e.path: (e.mode, e.type, e.oid) for e in store.list_files(tree)}
+    seen = {}
+    root = gitpython.Tree(gitpython.Repo(ledger.repo.cwd), bytes.fromhex(tree), path="")
+    for item in root.traverse():
+        if item.type == "blob":
+            path = os.fsdecode(os.fsencode(item.path))
+            seen[path] = (f"{item.mode:06o}", "blob", item.hexsha)
+    assert listed == seen
+    assert {f"odd/{n}" for n in names} <= set(listed)
