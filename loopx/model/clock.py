@@ -18,10 +18,30 @@ def format_ts(moment: datetime) -> str:
     return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+_YEAR = "(?:[0-9]{3}[1-9]|[0-9]{2}[1-9]0|[0-9][1-9]00|[1-9]000)"  # 0001-9999
+_LEAP = "(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:0[48]|[2468][048]|[13579][26])00)"
+_DAY = ("(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)"
+        "|02-(?:0[1-9]|1[0-9]|2[0-8]))")
+# The times an event may carry (the schema's pattern, loopx.model.payloads.base says why).
+TS_PATTERN = (f"^(?:{_YEAR}-{_DAY}|{_LEAP}-02-29)"
+              "T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:[.][0-9]{1,9})?Z$")
+# Times are held within these when read: a date from elsewhere (year 1 or 9999, a clock that
+# is wrong) still compares in order, and adding a lease, a wake's delay or a century to it
+# cannot run past the calendar's end (datetime's OverflowError stopped a status).
+EARLIEST = datetime(1900, 1, 1, tzinfo=timezone.utc)
+LATEST = datetime(5000, 1, 1, tzinfo=timezone.utc)
+_FRACTION = re.compile(r"[.,]([0-9]+)")
+
+
 def parse_ts(text: str) -> datetime:
-    """Parse an RFC 3339 timestamp (``Z`` or offset); naive input is taken as UTC."""
-    value = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
-    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    """Parse an RFC 3339 timestamp (``Z`` or offset; naive input is taken as UTC), held
+    within EARLIEST and LATEST. A fraction of any length is read to the microsecond (Python
+    3.10's parser takes only three or six digits)."""
+    text = text.replace("Z", "+00:00").replace("z", "+00:00")
+    text = _FRACTION.sub(lambda m: "." + (m[1] + "00000")[:6], text, count=1)
+    value = datetime.fromisoformat(text)
+    value = value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    return min(max(value, EARLIEST), LATEST)
 
 
 def parse_duration(text: str) -> timedelta:

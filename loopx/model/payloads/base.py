@@ -12,11 +12,17 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from loopx.model.globs import GLOB_PATTERN, MAX_GLOBS
 from loopx.model.ids import ENTITY_ID_RE
-from loopx.model import limits
+from loopx.model import clock, limits
 
 ACTOR_PATTERN = limits.ACTOR_PATTERN
 ID_PATTERN = limits.ID_PATTERN
-TS_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$"
+# A UTC time as loopx writes it, and exactly the ones that are real: ASCII digits only (\\d
+# would take any script's digits, which no date parser reads), months 01-12, each month's own
+# days (29 February in leap years only), 00:00:00 to 23:59:59, years 0001 to 9999; a fraction
+# of one to nine digits. So every value the schema lets through parses (clock.parse_ts): one
+# event from a remote dated 2099-13-45 or in full-width digits stopped every command that
+# read its time (tests/model/test_times.py).
+TS_PATTERN = clock.TS_PATTERN
 OID_PATTERN = r"^[0-9a-f]{40}([0-9a-f]{24})?$"
 REF_PATTERN = r"^refs/[^\x00-\x20\x7f~^:?*\[\\]{1,1000}$"
 CHECK_PATTERN = r"^[^\x00-\x1f]{1,200}$"  # a CI check's name, as the provider reports it
