@@ -55,6 +55,11 @@ def _schema(repo: Path, base: str) -> str:
     return forge(repo, base, add={path: ("100644", data.replace(b"text: hi", b"txt: hi"))})
 
 
+def _unreal(repo: Path, base: str) -> str:
+    path, data = _note()  # dated 2026-11-29; 31 November is no day
+    return forge(repo, base, add={path: ("100644", data.replace(b"2026-11-29", b"2026-11-31"))})
+
+
 def _events(repo: Path, base: str) -> list[str]:
     out = git(repo, "ls-tree", "-r", "--name-only", base).splitlines()
     return [p for p in out if p.startswith("events/")]
@@ -90,6 +95,7 @@ CASES: dict[str, tuple[Change, str]] = {
     "bad yaml": (_add(_note()[0], b"id: [unclosed\n"), "bad-yaml"),
     "alias bomb": (_add(_note()[0], b"a: &a [x]\nb: *a\n"), "bad-yaml"),
     "schema": (_schema, "schema"),
+    "a date that is not real": (_unreal, "schema"),
     "name does not match id": (_renamed, "schema"),
     "deleted": (_deleted, "deleted"),
     "modified": (_modified, "modified"),
