@@ -65,8 +65,7 @@ _REFUSED = re.compile(r"No space left|Disk quota|File too large|Read-only file s
 
 
 class Entry(NamedTuple):
-    """One file of a tree listing. A named tuple: a long ledger's listing builds a hundred
-    thousand, and a frozen dataclass's constructor took ten times a tuple's."""
+    """One file of a tree listing (a tuple: a ledger's listing builds a hundred thousand)."""
 
     path: str
     mode: str
@@ -184,13 +183,11 @@ class Store:
 
     def list_files(self, commit: str) -> list[Entry]:
         """Every file in ``commit``'s tree, recursively (one ``ls-tree`` process)."""
-        raw = gateway.run(self.cwd, "ls-tree", "-r", "-z", "--full-tree", commit).stdout
-        text = raw.decode("utf-8", "surrogateescape")
-        make = Entry._make
-        found = [make((path, mode, kind, oid)) for mode, kind, oid, path in _LS_TREE.findall(text)]
+        text = gateway.run(self.cwd, "ls-tree", "-r", "-z", "--full-tree",
+                           commit).stdout.decode("utf-8", "surrogateescape")
+        found = [Entry._make((p, m, k, o)) for m, k, o, p in _LS_TREE.findall(text)]
         if len(found) != text.count("\0"):
-            raise LoopxError(f"git ls-tree printed a line that is not <mode> <type> <id>\t<path>"
-                             f" for {commit}")
+            raise LoopxError(f"git ls-tree printed a record not <mode> <type> <id>\t<path> ({commit})")
         return found
 
     def added_files(self, old: str, new: str) -> list[tuple[str, str, Entry]]:
@@ -209,8 +206,7 @@ class Store:
 
     def read_blobs(self, oids: list[str], *,
                    max_size: int = MAX_FILE_BYTES) -> list[bytes | Oversize | None]:
-        """Contents of many blobs through the one cat-file process: None where one is
-        missing, :class:`Oversize` (size only, never read) where it is over ``max_size``."""
+        """Contents of many blobs (one cat-file): None if missing, Oversize over ``max_size``."""
         return [item if isinstance(item, Oversize) else item[1] if item else None
                 for item in self.reader.read_capped(oids, max_size)]
 
@@ -600,6 +596,5 @@ class Store:
             os.close(fd)
 
 
-# One record of ``git ls-tree -z``: "<mode> <type> <id>\t<path>\0", each from a record's start
-# (the start of the output or just after a NUL: never inside a path).
+# One record of ``git ls-tree -z``, from a record's start (never inside a path): see list_files.
 _LS_TREE = re.compile("(?:^|(?<=\0))([0-7]{6}) ([a-z]+) ([0-9a-f]{40}|[0-9a-f]{64})\t([^\0]*)\0")

@@ -629,11 +629,14 @@ def test_a_held_lease_is_seen_by_the_shim_and_queued_for_a_detached_drain(
     (lease,) = [line for line in hooks_state(work) if line.startswith("lease ")]
     assert lease.split()[:3] == ["lease", "human:test@example.com", "refs/heads/main"]
     commit(work, "work on it", env=env)
-    assert [e["todo"] for e in evidence(work)] == ["t1"]
+    # (Waited for before anything reads the ledger: a command that reads drains the queue
+    # itself, and a drain that finds another holding the queue's lock leaves it to that one,
+    # starting nothing.)
     deadline = time.monotonic() + 60
     while not started.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert started.read_text() == "hooks drain --quiet\n"
+    assert [e["todo"] for e in evidence(work)] == ["t1"]
     started.unlink()
     other = dict(env, LOOPX_ACTOR="agent:someone-else")
     commit(work, "not theirs", env=other)  # the lease is not this committer's
