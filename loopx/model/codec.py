@@ -18,7 +18,7 @@ import io
 import json
 import math
 import re
-from typing import Any
+from typing import Any, Callable, Optional
 
 from loopx.errors import CodecError
 
@@ -317,15 +317,100 @@ def _load_canonical(text: str) -> Value:
             value, end = _mapping(lines, 0, 0, 1)
             return value if end == len(lines) and value else _NO_KEY
         body = head.end()
-        lines = list(map(_line, text[body:-1].split("\n"))) if len(text) > body else []
-        rest, end = _mapping(lines, 0, 0, 1) if lines else ({}, 0)
-        if end != len(lines) or not _HEAD_KEYS.isdisjoint(rest):
-            return _NO_KEY  # a key twice, or not canonical: the full path says which
         event_id, event_type, v, at, clock = head.groups()
+        rest = _by_shape(_SHAPES.get(event_type), text, body)
+        if rest is None:
+            raw = text[body:-1].split("\n") if len(text) > body else []
+            lines = list(map(_line, raw))
+            rest, end = _mapping(lines, 0, 0, 1) if lines else ({}, 0)
+            if end != len(lines) or not _HEAD_KEYS.isdisjoint(rest):
+                return _NO_KEY  # a key twice, or not canonical: the full path says which
+            _learn(event_type, raw, lines, rest)
         return {"id": event_id, "type": event_type, "v": int(v), "at": at, "clock": int(clock),
                 **rest}
     except (_NotCanonical, ValueError, IndexError, RecursionError):
         return _NO_KEY
+
+
+# Shapes: the bodies of event files that differ only in their scalars. Files of one type
+# mostly share their lines but for values (a todo's id, a lease's time), so a body the line
+# steps read is remembered as a shape: one regular expression, its lines as written with
+# each scalar a group, and a function that builds the value from the groups. A body that
+# matches a shape is read in one match: each scalar by the line steps' own reading of a
+# line holding it alone (_entry_value, _item_value), and everything else (keys, nesting,
+# empty containers, line forms) exactly the lines the line steps read before. Anything else
+# takes the line steps (tests/model/test_codec_fast.py checks both agree).
+_Shape = tuple["re.Pattern[str]", tuple[Callable[[str], Value], ...], Callable[..., Value]]
+_SHAPES: dict[str, list[_Shape]] = {}
+SHAPES_PER_TYPE, SHAPES_MAX, SHAPE_LINES = 4, 256, 48
+
+
+def _by_shape(shapes: Optional[list[_Shape]], text: str, body: int) -> Optional[Value]:
+    for n, (pattern, readers, build) in enumerate(shapes or ()):
+        found = pattern.fullmatch(text, body)
+        if found is not None:
+            if n and shapes is not None:  # the last one that fitted is tried first
+                shapes.insert(0, shapes.pop(n))
+            return build(*[read(value) for read, value in zip(readers, found.groups())])
+    return None
+
+
+@functools.lru_cache(maxsize=8192)
+def _entry_value(text: str) -> Value:
+    """The scalar of a line ``key: <text>``, as _line reads it (for any key and indent: the
+    value after ": " is _inline's)."""
+    value = _inline(" " + text)
+    if value.__class__ in (dict, list):
+        raise _NotCanonical
+    return value
+
+
+@functools.lru_cache(maxsize=8192)
+def _item_value(text: str) -> Value:
+    """The scalar of a line ``- <text>``, as _line reads it (an item, not "- key: ...")."""
+    if text[:1] == " " or _starts_entry(text):
+        raise _NotCanonical
+    return _entry_value(text)
+
+
+def _learn(event_type: str, raw: list[str], lines: list[_Line], value: dict[Any, Value]) -> None:
+    """Remember the shape of a body the line steps read (``raw`` lines, read as ``lines``,
+    giving ``value``), within the bounds above."""
+    shapes = _SHAPES.get(event_type)
+    if (shapes is not None and len(shapes) >= SHAPES_PER_TYPE) or not raw or len(raw) > \
+            SHAPE_LINES or sum(map(len, _SHAPES.values())) >= SHAPES_MAX:
+        return
+    parts, readers = [], []
+    for text, (form, _, _, scalar) in zip(raw, lines):
+        if scalar is _OPEN or scalar.__class__ in (dict, list) or form == "list":
+            parts.append(re.escape(text))
+            continue
+        spelling = _scalar(scalar)
+        prefix = text[: len(text) - len(spelling)]
+        if not text.endswith(spelling) or not prefix.endswith((": ", "- ")):
+            return
+        parts.append(re.escape(prefix) + "([^\n]+)")
+        readers.append(_item_value if form == "item" else _entry_value)
+    keys: list[Any] = []
+    slots = iter(range(len(readers)))
+
+    def source(node: Value) -> str:  # the value as an expression of the groups, depth first
+        if isinstance(node, dict):
+            keys.extend(node)
+            first = len(keys) - len(node)
+            return "{" + ", ".join(f"K[{first + n}]: {source(item)}"
+                                   for n, item in enumerate(node.values())) + "}"
+        if isinstance(node, list):
+            return "[" + ", ".join(source(item) for item in node) + "]"
+        return f"S{next(slots)}"
+
+    body = source(value)
+    if next(slots, None) is not None:  # (a scalar line the value does not hold: never)
+        return
+    args = ", ".join(f"S{n}" for n in range(len(readers)))
+    build = eval(f"lambda {args}: {body}", {"K": tuple(keys)})  # noqa: S307 - indices only
+    pattern = re.compile("\n".join(parts) + "\n")
+    _SHAPES.setdefault(event_type, []).append((pattern, tuple(readers), build))
 
 
 # The five lines every event file written by dump() starts with, each in the one spelling

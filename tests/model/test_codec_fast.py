@@ -198,3 +198,71 @@ def test_a_plain_safe_text_resolves_to_itself_unless_a_core_word(text: str) -> N
     # _plain_ok's shortcut: the core words stand for resolve_plain(text) == text.
     if codec._PLAIN_SAFE.fullmatch(text):
         assert (codec.resolve_plain(text) == text) == (text not in codec._CORE_WORDS)
+
+
+def _rescalar(node: object, new: list[object]) -> object:
+    """``node`` with its scalars, depth first, taken from ``new`` (while it lasts)."""
+    if isinstance(node, dict):
+        return {k: _rescalar(v, new) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_rescalar(v, new) for v in node]
+    return new.pop() if new else node
+
+
+# Heads as loopx writes them (so that the body after them is read by shape).
+written_heads = st.fixed_dictionaries({
+    "id": ulids, "type": st.sampled_from(["todo.added", "note.added", "a.b"]),
+    "v": st.integers(1, 9), "at": st.just("2026-01-01T00:00:00Z"),
+    "clock": st.integers(1, 2**40)})
+
+
+@settings(max_examples=300, deadline=None)
+@given(written_heads, bodies.filter(bool),
+       st.lists(st.one_of(scalars, st.just({}), st.just([])), max_size=12),
+       st.integers(min_value=0), st.sampled_from(list(" -:#\"'{}[]&*!|>\n\t0aZ.")))
+def test_a_body_read_by_its_shape_is_what_the_line_steps_read(
+        head: dict[str, object], body: dict[str, object], new: list[object], where: int,
+        char: str) -> None:
+    """A body of a shape seen before (the same lines but for their scalars, codec._SHAPES)
+    is read in one match; whatever it reads is what the full loader reads and what dump()
+    writes back, and a document it cannot read takes the other steps."""
+    codec._SHAPES.clear()
+    first = {**{k: head[k] for k in ("id", "type", "v", "at", "clock")},  # (in their order)
+             **{k: v for k, v in body.items() if k not in head}}
+    learned = codec._load_canonical(codec.dump(first).decode())
+    assert learned == first
+    second = _rescalar(first, list(new))
+    for key in head:  # (the head's own lines stay the head's)
+        second[key] = first[key]  # type: ignore[index]
+    text = codec.dump(second).decode()  # type: ignore[arg-type]
+    fast = codec._load_canonical(text)
+    assert fast is codec._NO_KEY or (fast == _full(text.encode()) == second
+                                     and codec.dump(fast).decode() == text)
+    shapes, codec._SHAPES = dict(codec._SHAPES), {}
+    try:  # the line steps alone, for the same text
+        assert fast is codec._NO_KEY or codec._load_canonical(text) == fast
+    finally:
+        codec._SHAPES = shapes
+    at = len(text) - 1 - where % (len(text) - text.index("\nclock: "))  # within the body
+    for mutated in (text[:at] + char + text[at:], text[:at] + text[at + 1:]):
+        found = codec._load_canonical(mutated)  # a shape may fit it: only as dump() writes
+        assert found is codec._NO_KEY or codec.dump(found).decode() == mutated
+
+
+def test_files_of_one_type_that_differ_in_their_values_share_a_shape() -> None:
+    codec._SHAPES.clear()
+    base = {"id": "01K742VAK0ZV3DHAA673N0J3SM", "type": "todo.added", "v": 1,
+            "at": "2026-01-01T00:00:00Z", "clock": 3, "actor": "agent:a@b", "goal": "g-1"}
+    first = {**base, "data": {"id": "t-1", "depends_on": ["t-0"], "gates": [], "n": 1}}
+    second = {**base, "data": {"id": "a: b", "depends_on": ["yes"], "gates": [], "n": None}}
+    third = {**base, "data": {"id": "t-3", "depends_on": ["x: y"], "gates": [], "n": 2}}
+    assert codec._load_canonical(codec.dump(first).decode()) == first
+    assert len(codec._SHAPES["todo.added"]) == 1
+    text = codec.dump(second).decode()
+    pattern = codec._SHAPES["todo.added"][0][0]
+    assert pattern.fullmatch(text, text.index("actor:")) is not None  # read by its shape
+    assert codec._load_canonical(text) == second == _full(text.encode())
+    # An item that reads as "- key: value" is another shape: the line steps read it.
+    assert codec._load_canonical(codec.dump(third).decode()) is codec._NO_KEY or \
+        codec._load_canonical(codec.dump(third).decode()) == third
+    assert codec.load(codec.dump(third)) == third
