@@ -20,7 +20,8 @@ import re
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
-GLOB_PATTERN = r"^[^\x00\n\r]{1,500}$"  # what the event model accepts as one glob
+GLOB_PATTERN = r"^[^\x00\n\r]+$"  # what the event model accepts as one glob, of at most
+GLOB_MAX = 500  # this many characters
 MAX_GLOBS = 100  # globs per scope or ignore list, as the event model bounds them
 
 

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from loopx.model.globs import GLOB_PATTERN, MAX_GLOBS
+from loopx.model.globs import GLOB_MAX, GLOB_PATTERN, MAX_GLOBS
 from loopx.model.ids import ENTITY_ID_RE
 from loopx.model import clock, limits
 
@@ -24,8 +24,13 @@ ID_PATTERN = limits.ID_PATTERN
 # read its time (tests/model/test_times.py).
 TS_PATTERN = clock.TS_PATTERN
 OID_PATTERN = r"^[0-9a-f]{40}([0-9a-f]{24})?$"
-REF_PATTERN = r"^refs/[^\x00-\x20\x7f~^:?*\[\\]{1,1000}$"
-CHECK_PATTERN = r"^[^\x00-\x1f]{1,200}$"  # a CI check's name, as the provider reports it
+# Lengths are bounds of their fields, not repetitions in a pattern: pydantic compiles each
+# pattern with Rust's regex, and `[^...]{1,1000}` of a class spanning Unicode compiled to a
+# thousand copies of it (5 ms each time a model was built; a replay builds one per type).
+REF_PATTERN = r"^refs/[^\x00-\x20\x7f~^:?*\[\\]+$"
+REF_MAX = 5 + 1000  # "refs/" and at most a thousand characters
+CHECK_PATTERN = r"^[^\x00-\x1f]+$"  # a CI check's name, as the provider reports it
+CheckName = Annotated[str, Field(pattern=CHECK_PATTERN, max_length=200)]
 _ID = ENTITY_ID_RE.pattern.strip("^$")
 CRITERION_REF_PATTERN = f"^{_ID}:{_ID}$"  # GOAL:CRITERION
 
@@ -42,7 +47,7 @@ Text = Field(min_length=1, max_length=limits.TEXT_MAX)
 # event from elsewhere that has one is read as it is and shown inert (loopx.model.inert).
 ONE_LINE: dict[str, Any] = {"x-loopx-one-line": True}
 # A scope: globs of paths from the top of the repository (loopx.model.globs says how they match).
-Glob = Annotated[str, Field(pattern=GLOB_PATTERN)]
+Glob = Annotated[str, Field(pattern=GLOB_PATTERN, max_length=GLOB_MAX)]
 Globs = Field(default=None, max_length=MAX_GLOBS,
               description="path globs (docs/**, src/**/*.py); none: the whole tree")
 

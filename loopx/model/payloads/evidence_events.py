@@ -9,7 +9,7 @@ from pydantic import Field, field_validator
 
 from loopx.model.limits import TEXT_MAX
 from loopx.model.payloads.base import (
-    CHECK_PATTERN, ID_PATTERN, MAX_EXIT, MAX_SECONDS, MIN_EXIT, OID_PATTERN, ONE_LINE, EntityId,
+    ID_PATTERN, MAX_EXIT, MAX_SECONDS, MIN_EXIT, OID_PATTERN, ONE_LINE, CheckName, EntityId,
     Glob, Globs, Model,
 )
 
@@ -31,10 +31,10 @@ class EvidenceRecorded(Model):
     todo: Optional[str] = Field(default=None, pattern=ID_PATTERN)
     criteria: list[str] = Field(default_factory=list, max_length=200)
     paths: Optional[list[Glob]] = Globs
-    check: Optional[str] = Field(default=None, pattern=CHECK_PATTERN,
-                                 description="the CI check it reports (kind ci)")
+    check: Optional[CheckName] = Field(default=None,
+                                       description="the CI check it reports (kind ci)")
     cwd: Optional[str] = Field(
-        default=None, pattern=r"^[^/\x00\n\r][^\x00\n\r]{0,4095}$",
+        default=None, pattern=r"^[^/\x00\n\r][^\x00\n\r]*$", max_length=4096,
         description="where the command ran, relative to the top of the work tree")
 
     @field_validator("cwd")

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from loopx.model.globs import MAX_GLOBS
 from loopx.model.payloads.base import (
-    CHECK_PATTERN, CRITERION_REF_PATTERN, ID_PATTERN, MAX_SECONDS, ONE_LINE, Glob, Identity,
+    CRITERION_REF_PATTERN, ID_PATTERN, MAX_SECONDS, ONE_LINE, CheckName, Glob, Identity,
     Model,
 )
 
@@ -44,7 +44,7 @@ class ConfigSet(Model):
         description="the repository's default scope: the paths evidence is judged on when "
         "neither it nor its criterion names its own (e.g. src/**, tests/**); none: the "
         "whole tree")
-    ci_criteria: Optional[dict[Annotated[str, Field(pattern=CHECK_PATTERN)],
+    ci_criteria: Optional[dict[CheckName,
                                list[Annotated[str, Field(pattern=CRITERION_REF_PATTERN)]]]] = Field(
         default=None, max_length=200,
         description="CI check name -> the criteria (GOAL:CRITERION) its result meets or un-meets")

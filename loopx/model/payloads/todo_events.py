@@ -12,8 +12,8 @@ from loopx.model.limits import (
 )
 from loopx.model.needs import NEED_PATTERN
 from loopx.model.payloads.base import (
-    ACTOR_PATTERN, ID_PATTERN, ONE_LINE, REF_PATTERN, TS_PATTERN, EntityId, Link, Links, Model,
-    Text,
+    ACTOR_PATTERN, ID_PATTERN, ONE_LINE, REF_MAX, REF_PATTERN, TS_PATTERN, EntityId, Link, Links,
+    Model, Text,
 )
 
 # A claim or a done over someone else's lease names the event that set that lease: the writer
@@ -62,7 +62,7 @@ class TodoClaimed(Model):
     id: str = EntityId
     until: str = Field(pattern=TS_PATTERN, description="lease expiry (UTC)")
     branch: Optional[str] = Field(
-        default=None, pattern=REF_PATTERN,
+        default=None, pattern=REF_PATTERN, max_length=REF_MAX,
         description="the branch checked out where the claim was made: commits without a "
         "Loopx-Todo trailer count for the lease only on it")
     takes: Optional[str] = Takes
