@@ -119,3 +119,36 @@ def test_a_time_that_is_not_real_is_a_problem_not_a_crash(repo: Path, bad: str) 
     assert result.code == 0 and "unexpected" not in result.err, result.err
     assert "until" in result.out  # the file is listed under problems, naming the field
     assert invoke(repo, "todo", "claim", "t-1").code == 0  # and the todo is still free
+
+
+# The patterns these fields had while their lengths were repetitions in them (before the
+# bounds moved to max_length): the same strings must pass and fail.
+_BEFORE = {"cwd": r"^[^/\x00\n\r][^\x00\n\r]{0,4095}$", "check": r"^[^\x00-\x1f]{1,200}$",
+           "paths": r"^[^\x00\n\r]{1,500}$", "branch": r"^refs/[^\x00-\x20\x7f~^:?*\[\\]{1,1000}$"}
+
+
+def _candidates(first: str, unit: str, limit: int) -> list[str]:
+    return [first + unit * n for n in (0, 1, limit - len(first) - 1, limit - len(first),
+                                       limit - len(first) + 1)] + [
+        "", first, "/x", "a\nb", "a\x00b", "\u00e9" * limit, "\u00e9" * (limit + 1), "x\x1f"]
+
+
+@pytest.mark.parametrize("field", sorted(_BEFORE))
+def test_a_bound_moved_out_of_a_pattern_takes_the_same_strings(field: str) -> None:
+    from loopx.model.payloads.evidence_events import EvidenceRecorded
+    from loopx.model.payloads.todo_events import TodoClaimed
+
+    limit = {"cwd": 4096, "check": 200, "paths": 500, "branch": 1005}[field]
+    first = "refs/" if field == "branch" else "a"
+    for text in _candidates(first, "\u00e9", limit) + _candidates(first, "b", limit):
+        before = re.fullmatch(_BEFORE[field], text) is not None
+        try:
+            if field == "branch":
+                TodoClaimed(id="t-1", until="2026-01-01T00:00:00Z", branch=text)
+            else:
+                EvidenceRecorded(id="e-1", kind="ci",
+                                 **{field: [text] if field == "paths" else text})
+            now = True
+        except ValueError:
+            now = False
+        assert now == before, (field, len(text), text[:12])
