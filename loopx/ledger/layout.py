@@ -138,7 +138,7 @@ def read_events(files: list[tuple[str, Optional[bytes | Oversize]]]) -> list[
     for n, (path, _) in enumerate(files):
         if type(found[n]) is _Doc:
             try:
-                found[n] = parse(found[n].value, path)
+                found[n] = parse(found[n].value, path, owned=True)
             except SchemaError as exc:
                 found[n] = exc
     for n, (path, _) in enumerate(files):
@@ -159,7 +159,7 @@ class _Doc:
 
 
 @functools.cache  # (an import statement per file was a tenth of a replay's parsing)
-def _parser() -> Callable[[object, str], Event]:
+def _parser() -> Callable[..., Event]:
     """The event models' parse_event. Imported on first use: the path rules above serve warm
     commands too (adopting a clone, the write path's attach), which must not load the event
     models (pydantic) for them."""

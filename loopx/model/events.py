@@ -359,22 +359,24 @@ def _describe(exc: ValidationError, prefix: tuple[str, ...] = ()) -> str:
     return "; ".join(parts)
 
 
-def parse_event(doc: Any, name: str = "<event>") -> Event:
+def parse_event(doc: Any, name: str = "<event>", *, owned: bool = False) -> Event:
     """Validate a loaded document into an Event; raise SchemaError naming ``name``.
 
     An event of a known type and version is validated once, envelope and payload together
     (:func:`_in_one_step`); a document that refuses is judged again in the two steps
     (envelope, then payload) whose messages say what is wrong, so both paths accept and
-    refuse the same documents, with the same words (tests/model/test_one_step.py)."""
+    refuse the same documents, with the same words (tests/model/test_one_step.py).
+    ``owned``: the caller gives ``doc`` away (a document just read from a file), so the
+    event keeps its ``data`` rather than a copy."""
     if not isinstance(doc, dict):
         raise SchemaError(f"{name}: an event file must hold a mapping")
-    found = _in_one_step(doc)
+    found = _in_one_step(doc, owned)
     if found is None:
         return _in_two_steps(doc, name)
     return _checked(found[0], found[0].payload, found[1], name)
 
 
-def _in_one_step(doc: dict[Any, Any]) -> Optional[tuple[_Whole, int]]:
+def _in_one_step(doc: dict[Any, Any], owned: bool = False) -> Optional[tuple[_Whole, int]]:
     """``doc`` validated once by its type's :class:`_Whole` model, with the version of its
     type; None when no such model applies (a type or version this loopx does not know, values
     the envelope would convert) or it refuses ``doc`` (then the two steps say why)."""
@@ -384,8 +386,8 @@ def _in_one_step(doc: dict[Any, Any]) -> Optional[tuple[_Whole, int]]:
     known = _WHOLE.get(type_name) or _whole(type_name)
     if known is None or v > known[1]:
         return None
-    try:  # (``data`` copied here, as validating the envelope's dict[str, Any] copies it)
-        return known[0]({**doc, "data": data.copy()}), known[1]
+    try:  # (``data`` copied unless owned, as validating the envelope's dict[str, Any] did)
+        return known[0](doc if owned else {**doc, "data": data.copy()}), known[1]
     except ValidationError:
         return None
 

@@ -188,3 +188,19 @@ def test_wake_set_v1_with_every_is_refused_after_its_one_validation() -> None:
     with pytest.raises(SchemaError, match=r"wake.set v1 cannot carry data.every \(added in v2\)"):
         parse_event(doc)  # ... and the version rule still refuses it
     assert parse_event(dict(doc, v=2)).data.every == 600
+
+
+def test_an_event_made_from_a_callers_dict_keeps_its_own_copy() -> None:
+    """make_event copies the caller's ``data``; only a document just read from a file (its
+    reader gives it away: ``owned``) becomes the event's as it is."""
+    from loopx.model import ids
+    from loopx.model.events import make_event, parse_event
+
+    data = {"id": "n-1", "text": "hi"}
+    event = make_event(type="note.added", data=data, event_id=ids.new_event_id(),
+                       at="2026-01-01T00:00:00Z", clock=1, actor="agent:a@b")
+    data["text"] = "changed"
+    assert event.env.data["text"] == "hi"
+    doc = {**event.to_dict(), "data": {"id": "n-2", "text": "mine"}}
+    assert parse_event(doc, owned=True).env.data is doc["data"]
+    assert parse_event(dict(doc)).env.data is not doc["data"]
