@@ -116,7 +116,7 @@ def read_events(files: list[tuple[str, Optional[bytes | Oversize]]]) -> list[
     """The event in each file, or the error :func:`read_event` raises for it, in order.
 
     The steps run stage by stage over the whole list (every file's bytes loaded, then every
-    document validated, then every name checked), not file by file: the same work, a fifth
+    document validated, then every name checked), not file by file: the same work, a sixth
     less CPU in a replay, which keeps each stage's code and data hot in the processor's
     caches instead of cycling the parser, pydantic's validator and the regexes per file."""
     found: list[Any] = [None] * len(files)

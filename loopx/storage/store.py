@@ -27,8 +27,8 @@ import re
 import subprocess
 import time
 from collections.abc import Callable, Iterator
-from typing import NamedTuple
 from pathlib import Path
+from typing import NamedTuple
 
 from loopx.errors import (DamagedLedger, DamagedRef, GitError, LockTimeout, LoopxError,
                           RefRaceError)

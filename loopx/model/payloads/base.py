@@ -16,7 +16,7 @@ from loopx.model import clock, limits
 
 ACTOR_PATTERN = limits.ACTOR_PATTERN
 ID_PATTERN = limits.ID_PATTERN
-# A UTC time as loopx writes it, and exactly the ones that are real: ASCII digits only (\\d
+# A UTC time as loopx writes it, and exactly the ones that are real: ASCII digits only (\d
 # would take any script's digits, which no date parser reads), months 01-12, each month's own
 # days (29 February in leap years only), 00:00:00 to 23:59:59, years 0001 to 9999; a fraction
 # of one to nine digits. So every value the schema lets through parses (clock.parse_ts): one
