@@ -342,7 +342,7 @@ def _load_canonical(text: str) -> Value:
 # takes the line steps (tests/model/test_codec_fast.py checks both agree).
 _Shape = tuple["re.Pattern[str]", tuple[Callable[[str], Value], ...], Callable[..., Value]]
 _SHAPES: dict[str, list[_Shape]] = {}
-SHAPES_PER_TYPE, SHAPES_MAX, SHAPE_LINES = 4, 256, 48
+SHAPES_PER_TYPE, SHAPES_MAX, SHAPE_LINES, SHAPE_CHARS = 4, 256, 48, 4096  # (memory: bounded)
 
 
 def _by_shape(shapes: Optional[list[_Shape]], text: str, body: int) -> Optional[Value]:
@@ -378,7 +378,8 @@ def _learn(event_type: str, raw: list[str], lines: list[_Line], value: dict[Any,
     giving ``value``), within the bounds above."""
     shapes = _SHAPES.get(event_type)
     if (shapes is not None and len(shapes) >= SHAPES_PER_TYPE) or not raw or len(raw) > \
-            SHAPE_LINES or sum(map(len, _SHAPES.values())) >= SHAPES_MAX:
+            SHAPE_LINES or sum(map(len, raw)) > SHAPE_CHARS or \
+            sum(map(len, _SHAPES.values())) >= SHAPES_MAX:
         return
     parts, readers = [], []
     for text, (form, _, _, scalar) in zip(raw, lines):

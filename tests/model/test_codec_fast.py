@@ -266,3 +266,20 @@ def test_files_of_one_type_that_differ_in_their_values_share_a_shape() -> None:
     assert codec._load_canonical(codec.dump(third).decode()) is codec._NO_KEY or \
         codec._load_canonical(codec.dump(third).decode()) == third
     assert codec.load(codec.dump(third)) == third
+
+
+def test_shapes_stay_bounded_whatever_files_come() -> None:
+    """Files of many types, many shapes per type and long bodies: what is remembered stays
+    within its bounds, and every file still reads as written."""
+    codec._SHAPES.clear()
+    head = {"id": "01K742VAK0ZV3DHAA673N0J3SM", "v": 1, "at": "2026-01-01T00:00:00Z",
+            "clock": 1}
+    docs = [{**head, "type": f"t{n % 300}.x", f"k{n % 7}": n} for n in range(3000)]
+    docs += [{**head, "type": "long.x", "k": "v" * 5000}, {**head, "type": "long.x", "k": 1}]
+    for doc in docs:
+        doc = {k: doc[k] for k in ("id", "type", "v", "at", "clock")} | doc
+        assert codec._load_canonical(codec.dump(doc).decode()) == doc
+    assert sum(map(len, codec._SHAPES.values())) <= codec.SHAPES_MAX
+    assert all(len(v) <= codec.SHAPES_PER_TYPE for v in codec._SHAPES.values())
+    assert all(len(p.pattern) < 2 * codec.SHAPE_CHARS + 1000
+               for v in codec._SHAPES.values() for p, _, _ in v)
