@@ -116,6 +116,13 @@ def encodable(text: str) -> str:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+def unicode_only(data: Any) -> Any:
+    """``data`` (plain JSON values), or a copy with each lone surrogate U+FFFD where it holds
+    any: a value a protocol must send as UTF-8 (an MCP result's structured content)."""
+    raw = json.dumps(data, ensure_ascii=False, default=typed.json_default)
+    return data if _SURROGATE.search(raw) is None else json.loads(_SURROGATE.sub("\ufffd", raw))
+
+
 def first_hidden(text: str) -> str | None:
     """The first character of ``text`` that :func:`line` would not show as itself (a line
     break, a tab, a control or format character), if any."""
