@@ -120,7 +120,12 @@ def unicode_only(data: Any) -> Any:
     """``data`` (plain JSON values), or a copy with each lone surrogate U+FFFD where it holds
     any: a value a protocol must send as UTF-8 (an MCP result's structured content)."""
     raw = json.dumps(data, ensure_ascii=False, default=typed.json_default)
-    return data if _SURROGATE.search(raw) is None else json.loads(_SURROGATE.sub("\ufffd", raw))
+    return data if _SURROGATE.search(raw) is None else json.loads(unicode_text(raw))
+
+
+def unicode_text(text: str) -> str:
+    """``text`` with each lone surrogate U+FFFD: text that can be sent as UTF-8."""
+    return _SURROGATE.sub("\ufffd", text)
 
 
 def first_hidden(text: str) -> str | None:
