@@ -27,8 +27,8 @@ def _emit(app: App, data: Any, text: Any) -> None:
     """Like ``app.emit``, but JSON for a program (not a terminal) is compact: the indenting
     encoder is pure Python and was the largest cost of a warm `status` for a busy ledger."""
     if app.json and not sys.stdout.isatty():
-        click.echo(json.dumps(data, ensure_ascii=False, separators=(",", ":"),
-                              default=typed.json_default))
+        click.echo(inert.encodable(json.dumps(data, ensure_ascii=False, separators=(",", ":"),
+                                                   default=typed.json_default)))
     else:
         app.emit(data, text)
 

@@ -177,8 +177,8 @@ def sweep(loopx_dir: Path, *, now: float | None = None) -> tuple[list[Missed], d
             finished = done(loopx_dir)
         if sha in finished:
             return True
-        if now - at < _grace():
-            return False
+        if abs(now - at) < _grace():  # (a line dated later than that is not young: its
+            return False  # commit's clock was ahead, and it held back every line after it)
         if alive is None:
             alive = _hooks_alive(loopx_dir)
         return not alive

@@ -107,8 +107,11 @@ class _Rows:
         self._decode = _checked(decode)
 
     def get(self, key: str) -> Optional[Any]:
-        found = self._conn.execute(f"SELECT {_SEALED} FROM sealed_rows WHERE kind=? AND id=?",
-                                   (self.kind, key)).fetchone()
+        try:
+            found = self._conn.execute(f"SELECT {_SEALED} FROM sealed_rows WHERE kind=? AND id=?",
+                                       (self.kind, key)).fetchone()
+        except UnicodeEncodeError:  # no row has it: a forged file name not in UTF-8 (a problem's)
+            return None
         return None if found is None else self._decode(found)
 
     def ids(self) -> list[str]:
@@ -316,7 +319,7 @@ class Projection:
             seq = self._next_seq(name)
             rows = getattr(fold, name).new
             conn.executemany(_INSERT_NO_GOAL, [
-                (name, f"{seq + n:012d}", seq + n, _encode(value)) for n, value in enumerate(rows)])
+                (name, f"{seq + n:012d}", seq + n, _escaped(value)) for n, value in enumerate(rows)])
         self._write_scalars(tip, fold)
         conn.execute("COMMIT")
 
@@ -376,7 +379,7 @@ class Projection:
                     (kind, key, n, _json(value)) for n, (key, value) in enumerate(mapping.items())])
             for kind in ("problems", "unknown"):
                 conn.executemany(_INSERT_NO_GOAL, [
-                    (kind, f"{n:012d}", n, _encode(value))
+                    (kind, f"{n:012d}", n, _escaped(value))
                     for n, value in enumerate(getattr(fold, kind))])
             self._write_scalars(tip, fold)
             conn.execute("DELETE FROM meta WHERE k='source'")  # replayed here
@@ -498,6 +501,15 @@ def _referenced(part: entities.Fold, kind: str) -> list[str]:
 
 _INSERT = "INSERT INTO sealed_rows VALUES (?1, ?2, ?3, ?4, ?5, loopx_seal(?1, ?2, ?4, ?5))"
 _INSERT_NO_GOAL = "INSERT INTO sealed_rows VALUES (?1, ?2, ?3, NULL, ?4, loopx_seal(?1, ?2, NULL, ?4))"
+
+
+def _escaped(value: Any) -> str:
+    """A problem's row, all ASCII: it names a file as git listed it, and a forged name that is
+    not UTF-8 is held as surrogates, which sqlite cannot store (\\u escapes read back as the
+    same text)."""
+    values = [getattr(value, name) for name in FIELDS[type(value)]] \
+        if dataclasses.is_dataclass(value) else value
+    return json.dumps(values, separators=(",", ":"), sort_keys=True)
 
 
 def _encode(value: Any) -> str:

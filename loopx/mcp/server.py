@@ -102,6 +102,9 @@ def call(config: Config, name: str, arguments: Optional[dict[str, Any]]) -> Call
             log.exception("tool %s failed", name)
         return _error(*describe(exc))
     text = inert.json_text(data, separators=(",", ":"))  # compact: it goes into a context
+    if "\\ud" in text:  # a lone surrogate, maybe (a forged file name not in UTF-8): unsendable
+        data = inert.unicode_only(data)  # (it stopped the server)
+        text = inert.json_text(data, separators=(",", ":"))
     return CallToolResult(content=[TextContent(text=text)],
                           structured_content=data)
 
@@ -135,7 +138,8 @@ def read(config: Config, uri: str) -> ReadResourceResult:
 
 
 def _text(uri: str, text: str, mime: str) -> ReadResourceResult:
-    return ReadResourceResult(contents=[TextResourceContents(uri=uri, text=text, mime_type=mime)])
+    return ReadResourceResult(contents=[TextResourceContents(uri=uri, text=inert.encodable(text),
+                                                             mime_type=mime)])
 
 
 def resources(config: Config) -> list[Resource]:

@@ -188,8 +188,6 @@ class _Builder:
 
 _NO_KEY = object()
 
-# Characters YAML cannot carry unescaped inside double quotes (C0/C1 controls, DEL, the line
-# and paragraph separators, BOM) beyond what json.dumps already escapes.
 # Outside YAML's printable set (or a line break to some readers): written as \u escapes. json
 # escapes the C0 controls itself; the rest are C1 and U+FFFE/U+FFFF (a reader refuses them
 # raw). A lone surrogate has no spelling in YAML at all: dump() refuses it.
@@ -283,7 +281,6 @@ def dump(value: dict[str, Value]) -> bytes:
 
 
 # --- the fast path for files in our own canonical form -------------------------------------------
-#
 # Nearly every event file was written by dump() above. For those, a line parser is many times
 # faster than a YAML event stream. It accepts exactly the forms dump() writes and nothing else:
 # the block layout (two-space indents, "- " items, "{}"/"[]" for empty containers) and, per
@@ -314,8 +311,8 @@ def _load_canonical(text: str) -> Value:
     try:
         if head is None:
             lines = list(map(_line, text[:-1].split("\n")))
-            value, end = _mapping(lines, 0, 0, 1)
-            return value if end == len(lines) and value else _NO_KEY
+            value, end = _mapping(lines, 0, 0, 1)  # (over the node limit: the full loader says so)
+            return value if end == len(lines) and value and not _over_nodes(lines, 2) else _NO_KEY
         body = head.end()
         event_id, event_type, v, at, clock = head.groups()
         rest = _by_shape(_SHAPES.get(event_type), text, body)
@@ -323,13 +320,23 @@ def _load_canonical(text: str) -> Value:
             raw = text[body:-1].split("\n") if len(text) > body else []
             lines = list(map(_line, raw))
             rest, end = _mapping(lines, 0, 0, 1) if lines else ({}, 0)
-            if end != len(lines) or not _HEAD_KEYS.isdisjoint(rest):
+            if end != len(lines) or not _HEAD_KEYS.isdisjoint(rest) or _over_nodes(lines, 12):
                 return _NO_KEY  # a key twice, or not canonical: the full path says which
             _learn(event_type, raw, lines, rest)
         return {"id": event_id, "type": event_type, "v": int(v), "at": at, "clock": int(clock),
                 **rest}
     except (_NotCanonical, ValueError, IndexError, RecursionError):
         return _NO_KEY
+
+
+_NODES = {"entry": 2, "open": 3, "item": 1, "list": 2, "first": 4}
+
+
+def _over_nodes(lines: list[_Line], start: int) -> bool:
+    """Whether ``start`` nodes and those of ``lines`` pass MAX_NODES as the full loader counts
+    (a scalar 1, a container 2: start, end; _NODES by form, +1 an empty or "- key:" opening one)."""
+    return start + 5 * len(lines) > MAX_NODES and start + sum(_NODES[f] + (v.__class__ in (
+        dict, list) or (f == "first" and v is _OPEN)) for f, _, _, v in lines) > MAX_NODES
 
 
 # Shapes: the bodies of event files that differ only in their scalars. Files of one type
@@ -377,9 +384,8 @@ def _learn(event_type: str, raw: list[str], lines: list[_Line], value: dict[Any,
     """Remember the shape of a body the line steps read (``raw`` lines, read as ``lines``,
     giving ``value``), within the bounds above."""
     shapes = _SHAPES.get(event_type)
-    if (shapes is not None and len(shapes) >= SHAPES_PER_TYPE) or not raw or len(raw) > \
-            SHAPE_LINES or sum(map(len, raw)) > SHAPE_CHARS or \
-            sum(map(len, _SHAPES.values())) >= SHAPES_MAX:
+    if not raw or len(raw) > SHAPE_LINES or sum(map(len, raw)) > SHAPE_CHARS or len(
+            shapes or ()) >= SHAPES_PER_TYPE or sum(map(len, _SHAPES.values())) >= SHAPES_MAX:
         return
     parts, readers = [], []
     for text, (form, _, _, scalar) in zip(raw, lines):

@@ -92,9 +92,11 @@ def indented(text: str, prefix: str = "    ") -> str:
 
 
 # What json.dumps leaves raw (it escapes U+0000-U+001F itself): C1 controls, bidi embeddings,
-# overrides, isolates and marks, zero-width characters, the BOM, the Unicode line separators.
+# overrides, isolates and marks, zero-width characters, the BOM, the Unicode line separators;
+# and lone surrogates (a forged file name that is not UTF-8, as git listed it), which no
+# output stream can encode.
 _JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069"
-                          "\u2028\u2029\ufeff]")
+                          "\u2028\u2029\ufeff\ud800-\udfff]")
 
 
 def json_text(data: Any, **options: Any) -> str:
@@ -102,6 +104,28 @@ def json_text(data: Any, **options: Any) -> str:
     cannot see) written as a ``\\uXXXX`` escape: the same strings, decoded."""
     text = json.dumps(data, ensure_ascii=False, default=typed.json_default, **options)
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def encodable(text: str) -> str:
+    """``text`` with its lone surrogates (see _JSON_UNSAFE) as ``\\uXXXX`` escapes, printable
+    on any stream: in JSON text (json.dumps with ensure_ascii=False leaves them raw) the same
+    JSON."""
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def unicode_only(data: Any) -> Any:
+    """``data`` (plain JSON values), or a copy with each lone surrogate U+FFFD where it holds
+    any: a value a protocol must send as UTF-8 (an MCP result's structured content)."""
+    raw = json.dumps(data, ensure_ascii=False, default=typed.json_default)
+    return data if _SURROGATE.search(raw) is None else json.loads(unicode_text(raw))
+
+
+def unicode_text(text: str) -> str:
+    """``text`` with each lone surrogate U+FFFD: text that can be sent as UTF-8."""
+    return _SURROGATE.sub("\ufffd", text)
 
 
 def first_hidden(text: str) -> str | None:

@@ -389,7 +389,8 @@ def quarantine(store: Store, *, remote: str, verdict: Verdict) -> str:
     ref = f"{QUARANTINE_PREFIX}{remote}/{stamp}"
     report = report_path(store, ref)
     report.parent.mkdir(parents=True, exist_ok=True)
-    report.write_text(verdict.report() + "\n", "utf-8")
+    # (a forged name that is not UTF-8 is held as surrogates: shown as its bytes' escapes)
+    report.write_text(verdict.report() + "\n", "utf-8", "backslashreplace")
     store.update_ref_if(ref, verdict.theirs, expected=None, reason=f"loopx: quarantine {remote}")
     return ref
 

@@ -380,7 +380,11 @@ class ObjectReader:
                     max_size: int | None) -> list[tuple[str, bytes] | Oversize | None]:
         proc = self._start()
         assert proc.stdin is not None and proc.stdout is not None
-        proc.stdin.write(b"".join(b"info " + n.encode() + b"\n" for n in chunk))
+        # A name is a path as listed (non-UTF-8 bytes kept as surrogates: the same bytes back).
+        request = b"".join(b"info " + n.encode("utf-8", "surrogateescape") + b"\n" for n in chunk)
+        if request.count(b"\n") != len(chunk):  # a line break in a name: two requests
+            return self._read_each(chunk, max_size)
+        proc.stdin.write(request)
         proc.stdin.flush()
         readline = proc.stdout.readline  # (bound once: a replay reads 100k objects twice)
         headers = [self._header(readline()) for _ in chunk]
@@ -391,6 +395,13 @@ class ObjectReader:
         contents = {h[0]: self._contents(readline(), read) for h in wanted}
         return [None if header is None else contents[header[0]] if header[0] in contents
                 else Oversize(header[1], header[2], header[0].decode()) for header in headers]
+
+    def _read_each(self, chunk: list[str],
+                   max_size: int | None) -> list[tuple[str, bytes] | Oversize | None]:
+        """As :meth:`_read_chunk`, a name with a line break answered as missing: git reads one
+        request a line, so no ``<rev>:<path>`` holding one can be asked (a forged tree's)."""
+        found = iter(self._read_chunk([n for n in chunk if "\n" not in n], max_size))
+        return [None if "\n" in n else next(found) for n in chunk]
 
     def _abandon(self) -> None:
         if self._proc is not None:
@@ -407,8 +418,12 @@ class ObjectReader:
         """(oid, type, size) from an ``info`` line; None for a missing or ambiguous name."""
         if not line:
             raise _Died()
+        # "<name> missing" or "<name> ambiguous": the name is echoed as asked, and a path in
+        # it may hold spaces and tabs ("<tip>:events/a b" from a forged tree split in three)
+        if line.endswith((b" missing\n", b" ambiguous\n")):
+            return None
         parts = line.split()
-        if len(parts) != 3:  # "<name> missing" or "<name> ambiguous"
+        if len(parts) != 3:
             return None
         return parts[0], parts[1].decode(), int(parts[2])
 

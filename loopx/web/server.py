@@ -90,8 +90,9 @@ def status_doc(config: Config, *, detail: bool = False) -> Any:
 
 
 def status_json(config: Config, detail: bool = False) -> str:
-    return json.dumps(status_doc(config, detail=detail), ensure_ascii=False, separators=(",", ":"),
-                      default=typed.json_default)
+    # (a forged file name not in UTF-8, held as surrogates, made a page that cannot be sent)
+    return inert.unicode_text(json.dumps(status_doc(config, detail=detail), ensure_ascii=False,
+                                         separators=(",", ":"), default=typed.json_default))
 
 
 def _page(config: Config, flash: Optional[tuple[str, str]], nonce: str) -> str:

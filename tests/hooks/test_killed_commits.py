@@ -341,3 +341,26 @@ def test_a_young_reflog_line_waits_out_the_grace_period(
     assert unrecorded.grown(loopx_dir)  # the line is still to be read
     found, _ = unrecorded.sweep(loopx_dir, now=made + unrecorded.GRACE_S + 1)
     assert [m.sha for m in found] == [sha]
+
+
+def test_a_reflog_line_dated_ahead_does_not_hold_back_the_lines_after_it(
+        leased: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A commit whose clock was ahead (GIT_COMMITTER_DATE, a clock since set back) and whose
+    hook never ran: its reflog line was "young" until that date (2100 here), and the sweep
+    stops at a young line, so no killed commit after it was ever recorded."""
+    monkeypatch.delenv(unrecorded.GRACE_ENV)
+    loopx_dir = leased / ".git" / "loopx"
+    shas = []
+    for date in ("@4102444800 +0000", None):
+        env = dict(os.environ, **({"GIT_COMMITTER_DATE": date} if date else {}))
+        subprocess.run(["git", "-c", "core.hooksPath=/dev/null", "commit", "-q", "--allow-empty",
+                        "-m", "no hook ran"], cwd=leased, env=env, check=True)
+        shas.append(git(leased, "rev-parse", "HEAD"))
+    made = int(git(leased, "log", "-1", "--format=%ct"))
+    found, offsets = unrecorded.sweep(loopx_dir, now=made + unrecorded.GRACE_S + 1)
+    assert [m.sha for m in found] == shas
+    unrecorded.mark_read(loopx_dir, offsets)
+    subprocess.run(["git", "-c", "core.hooksPath=/dev/null", "commit", "-q", "--allow-empty",
+                    "-m", "young"], cwd=leased, check=True)
+    found, _ = unrecorded.sweep(loopx_dir, now=int(git(leased, "log", "-1", "--format=%ct")))
+    assert found == []  # a line seconds old still waits out the grace

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -451,3 +452,28 @@ async def test_assign_handoff_and_labels_through_tools(session: ClientSession,
     assert shown["claimed_by"] == codex and shown["assignee"] == codex
     again = await session.call_tool("todo_handoff", {"todo": "flags", "to": ALICE})
     assert again.is_error  # the lease is codex's now: this agent cannot hand it on
+
+
+async def test_a_state_file_named_in_bytes_not_utf8_is_a_problem_the_server_can_send(
+        project: Path) -> None:
+    """A hand-made state commit with a file whose name is not UTF-8 (git's bytes, held as
+    surrogates): status stopped the whole server (its JSON could not be encoded)."""
+    from statekit import commit_files
+
+    from loopx.model import codec, ids
+    from loopx.model.paths import file_path
+
+    event_id = ids.new_event_id()
+    doc = {"id": event_id, "type": "note.added", "v": 1, "at": "2026-01-01T00:00:00Z",
+           "clock": 9, "actor": "agent:m@e", "data": {"id": "n-1", "text": "hi"}}
+    name = file_path(event_id, "note.added").replace(".yaml", "\udcff.yaml")
+    commit_files(project, "refs/heads/loopx/state", {name: codec.dump(doc)})
+    params = _params(project)
+    params.args.extend(["--actor", AGENT])
+    with anyio.fail_after(60):  # (a server that stopped left the client waiting)
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
+            await client.initialize()
+            doc = await _call(client, "status", ci=False)
+            assert [p["event"] for p in doc["problems"]] == [name.replace("\udcff", "\ufffd")]
+            for uri in ("loopx://brief", "loopx://prime"):
+                assert (await client.read_resource(uri)).contents

@@ -283,3 +283,42 @@ def test_shapes_stay_bounded_whatever_files_come() -> None:
     assert all(len(v) <= codec.SHAPES_PER_TYPE for v in codec._SHAPES.values())
     assert all(len(p.pattern) < 2 * codec.SHAPE_CHARS + 1000
                for v in codec._SHAPES.values() for p, _, _ in v)
+
+
+@pytest.mark.parametrize("body, items", [("a:\n", "  - 1\n"), ("a:\n", "  - b: 1\n"),
+                                         ("", "k{n}: 1\n"), ("a:\n", "  -\n    - 1\n")])
+def test_a_canonical_document_over_the_node_limit_is_refused_as_the_full_loader_does(
+        body: str, items: str) -> None:
+    """The line steps counted no nodes: 30,000 list items in dump()'s own form, refused by the
+    full loader ("more than 20000 nodes"), were read; each side of the limit agrees (the full
+    loader counts a scalar once, a container twice: its start and end)."""
+    per_line = {"  - 1\n": 1, "  - b: 1\n": 4, "k{n}: 1\n": 2, "  -\n    - 1\n": 3}[items]
+    extra = 3 if body else 0
+    for nodes in range(codec.MAX_NODES - 4, codec.MAX_NODES + 5):
+        count = (nodes - 2 - extra) // per_line
+        text = body + "".join(items.format(n=n) for n in range(count))
+        total = 2 + extra + count * per_line
+        try:
+            codec.load(text.encode(), "f.yaml")
+            fast_ok = True
+        except codec.CodecError as exc:
+            fast_ok = False
+            assert "nodes" in str(exc)
+        assert fast_ok == (total <= codec.MAX_NODES), (nodes, total)
+        full = None
+        try:
+            full = _full(text.encode())
+        except codec.CodecError:
+            pass
+        assert (full is not None) == fast_ok
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.text(max_size=10), values, min_size=1, max_size=5))
+def test_the_line_steps_count_nodes_as_the_full_loader_does(doc: dict[str, object]) -> None:
+    data = codec.dump(doc)
+    builder = codec._Builder("t")
+    builder.build(codec._parser().parse(io.StringIO(data.decode())))
+    lines = [codec._line(line) for line in data.decode()[:-1].split("\n")]
+    room = codec.MAX_NODES - (builder.nodes - 2)  # nodes before the lines that just fit
+    assert not codec._over_nodes(lines, room) and codec._over_nodes(lines, room + 1)

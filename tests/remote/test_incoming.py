@@ -98,7 +98,25 @@ def _rewritten(repo: Path, base: str) -> str:
     return forge(repo, parent, add={path: ("100644", data)}, parent=parent)
 
 
+def _odd_directory(name: str) -> Callable[[Path, str], str]:
+    """A new directory whose name git's ``<rev>:<path>`` answers cannot be split on (a space,
+    a tab: "<name> missing" was read as "<oid> <type> <size>") or that is not UTF-8."""
+    def make(repo: Path, base: str) -> str:
+        from statekit import commit_files
+
+        path, data = _event()
+        odd = path.replace("events/", f"events/{name}/", 1)
+        git(repo, "update-ref", "refs/heads/forged", base)
+        return commit_files(repo, "refs/heads/forged", {odd: data})
+    return make
+
+
 CORPUS: dict[str, tuple[Callable[[Path, str], str], str]] = {
+    "a space in a new directory": (_odd_directory("a b"), "not an event path"),
+    "a tab in a new directory": (_odd_directory("a\tb"), "not an event path"),
+    "a line break in a new directory": (_odd_directory("a\nb"), "not an event path"),
+    "a name not in UTF-8": (_odd_directory(b"bad-\xff".decode("utf-8", "surrogateescape")),
+                            "not an event path"),
     "rewritten history": (_rewritten, "rewritten"),
     "deleted event": (_deleted, "deleted"),
     "modified event": (_modified, "modified"),

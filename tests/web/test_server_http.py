@@ -117,3 +117,25 @@ def test_no_other_command_loads_the_web_stack(repo: Path) -> None:
         imported = {line.split("|")[-1].strip() for line in run.stderr.decode().splitlines()}
         assert not {n for n in imported if n.split(".")[0] in ("starlette", "uvicorn")}, args
         assert "loopx.web" not in imported
+
+
+def test_a_state_file_named_in_bytes_not_utf8_is_shown_as_a_problem(repo: Path) -> None:
+    """A hand-made state commit with a file whose name is not UTF-8 (held as surrogates): the
+    page and status.json could not be encoded (a 500); the name is shown with U+FFFD."""
+    from statekit import commit_files
+
+    from loopx.model import codec, ids
+    from loopx.model.paths import file_path
+
+    plan(repo)
+    event_id = ids.new_event_id()
+    doc = {"id": event_id, "type": "note.added", "v": 1, "at": "2026-01-01T00:00:00Z",
+           "clock": 90, "actor": "agent:m@e", "data": {"id": "n-1", "text": "hi"}}
+    name = file_path(event_id, "note.added").replace(".yaml", "\udcff.yaml")
+    commit_files(repo, "refs/heads/loopx/state", {name: codec.dump(doc)})
+    with serve(repo) as page:
+        code, text = page.get("/status.json")
+        assert code == 200
+        assert name.replace("\udcff", "\ufffd") in [p["event"] for p in json.loads(text)["problems"]]
+        code, html = page.get("/")
+        assert code == 200

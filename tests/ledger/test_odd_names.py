@@ -1,0 +1,37 @@
+"""A state commit made by hand with a file whose name is odd (bytes that are not UTF-8, a tab,
+a space, a line break): every command answers, and the file is a listed problem. A name that
+is not UTF-8 is held as surrogates (git's bytes, read back the same), which sqlite, JSON output
+and a strict output stream cannot encode: status, doctor and todo list stopped with
+"unexpected UnicodeEncodeError"."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import invoke
+from statekit import commit_files
+
+from loopx.model import codec, ids
+from loopx.model.paths import file_path
+
+STATE = "refs/heads/loopx/state"
+COMMANDS = [["status"], ["status", "--json"], ["doctor"], ["doctor", "--json"], ["todo", "list"],
+            ["log"], ["validate"], ["brief"], ["prime"], ["next"]]
+
+
+@pytest.mark.parametrize("odd", [b"-\xff".decode("utf-8", "surrogateescape"), "\t", " x", "\n"])
+def test_a_file_with_an_odd_name_is_a_problem_not_a_crash(repo: Path, odd: str) -> None:
+    assert invoke(repo, "init").code == 0
+    event_id = ids.new_event_id()
+    doc = {"id": event_id, "type": "note.added", "v": 1, "at": "2026-01-01T00:00:00Z",
+           "clock": 2, "actor": "agent:mallory@elsewhere", "data": {"id": "n-1", "text": "hi"}}
+    name = file_path(event_id, "note.added").replace(".yaml", f"{odd}.yaml")
+    commit_files(repo, STATE, {name: codec.dump(doc)})
+    for args in COMMANDS:
+        result = invoke(repo, *args)
+        assert "unexpected" not in result.err and result.code in (0, 1, 10, 20), (args, result.err)
+    problems = json.loads(invoke(repo, "status", "--json").out)["problems"]
+    assert [p["event"] for p in problems] == [name]
+    assert "not an event path" in problems[0]["reason"]
