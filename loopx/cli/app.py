@@ -39,6 +39,13 @@ class App:
         self._ledger: Optional[Ledger] = None
         self.now: Optional[datetime] = None
 
+    def close(self) -> None:
+        """Let go of the ledger this invocation opened (its long-lived cat-file, its cache's
+        database): a command run in-process (tests, a library caller) leaves nothing running."""
+        if self._ledger is not None:
+            self._ledger.close()
+            self._ledger = None
+
     @property
     def ledger(self) -> Ledger:
         if self._ledger is None:
