@@ -44,9 +44,9 @@ CREATE INDEX IF NOT EXISTS sealed_rows_by_goal ON sealed_rows (goal, kind);
 """
 
 
-def _encode_row(obj: Any) -> str:
+def _encode_row(obj: Any, *, ascii: bool = False) -> str:
     values = [getattr(obj, name) for name in FIELDS[type(obj)]]
-    return json.dumps(values, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    return json.dumps(values, ensure_ascii=ascii, separators=(",", ":"), sort_keys=True)
 
 
 def _decoder(cls: type) -> Callable[[str], Any]:
@@ -56,8 +56,8 @@ def _decoder(cls: type) -> Callable[[str], Any]:
     return decode
 
 
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+def _json(value: Any, *, ascii: bool = False) -> str:
+    return json.dumps(value, ensure_ascii=ascii, separators=(",", ":"), sort_keys=True)
 
 
 def _goal_of(kind: str, key: str, value: Any) -> Optional[str]:
@@ -319,7 +319,7 @@ class Projection:
             seq = self._next_seq(name)
             rows = getattr(fold, name).new
             conn.executemany(_INSERT_NO_GOAL, [
-                (name, f"{seq + n:012d}", seq + n, _escaped(value)) for n, value in enumerate(rows)])
+                (name, f"{seq + n:012d}", seq + n, _encode(value, ascii=True)) for n, value in enumerate(rows)])
         self._write_scalars(tip, fold)
         conn.execute("COMMIT")
 
@@ -379,7 +379,7 @@ class Projection:
                     (kind, key, n, _json(value)) for n, (key, value) in enumerate(mapping.items())])
             for kind in ("problems", "unknown"):
                 conn.executemany(_INSERT_NO_GOAL, [
-                    (kind, f"{n:012d}", n, _escaped(value))
+                    (kind, f"{n:012d}", n, _encode(value, ascii=True))
                     for n, value in enumerate(getattr(fold, kind))])
             self._write_scalars(tip, fold)
             conn.execute("DELETE FROM meta WHERE k='source'")  # replayed here
@@ -503,18 +503,12 @@ _INSERT = "INSERT INTO sealed_rows VALUES (?1, ?2, ?3, ?4, ?5, loopx_seal(?1, ?2
 _INSERT_NO_GOAL = "INSERT INTO sealed_rows VALUES (?1, ?2, ?3, NULL, ?4, loopx_seal(?1, ?2, NULL, ?4))"
 
 
-def _escaped(value: Any) -> str:
-    """A problem's row, all ASCII: it names a file as git listed it, and a forged name that is
-    not UTF-8 is held as surrogates, which sqlite cannot store (\\u escapes read back as the
-    same text)."""
-    values = [getattr(value, name) for name in FIELDS[type(value)]] \
-        if dataclasses.is_dataclass(value) else value
-    return json.dumps(values, separators=(",", ":"), sort_keys=True)
-
-
-def _encode(value: Any) -> str:
+def _encode(value: Any, *, ascii: bool = False) -> str:
+    """A row's text; ``ascii``: all of it (a problem's row names a file as git listed it, and
+    a forged name that is not UTF-8 is held as surrogates, which sqlite cannot store: \\u
+    escapes read back as the same text)."""
     if dataclasses.is_dataclass(value):
-        return _encode_row(value)
-    return _json(value)
+        return _encode_row(value, ascii=ascii)
+    return _json(value, ascii=ascii)
 
 
