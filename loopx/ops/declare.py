@@ -262,7 +262,7 @@ def seconds(value: Any) -> Optional[int]:
     if value is None or (isinstance(value, int) and not isinstance(value, bool)):
         return value
     text = str(value).strip()
-    if text.isdigit() and text.strip("0") and len(text) <= 16:  # 0 is 0 in any unit
+    if clock.SECONDS.fullmatch(text) and text.strip("0") and len(text) <= 16:  # 0: any unit
         raise ValueError(f"{text!r} has no unit: say {text}s, {text}m, {text}h or {text}d")
     return int(clock.parse_duration(text).total_seconds())
 
@@ -404,8 +404,10 @@ def _annotation(p: Param) -> Any:
         scalar = Annotated[Union[int, str], Field(
             description="seconds, or a duration like 45m, 2h30m, 1d")]
     elif p.kind in ("choice", "switch"):
-        values = p.choices or tuple(v for _, v, _ in p.switches)
-        scalar = Literal[values]
+        # Sorted: typing takes Literals of the same values in any order as equal, and pydantic
+        # gives an equal type the schema it built first, so the order of an MCP tool's enum
+        # hung on which model a process happened to build first.
+        scalar = Literal[tuple(sorted(p.choices or (v for _, v, _ in p.switches)))]
     elif p.kind == "pair":
         scalar = tuple[str, str]
     elif p.kind == "lines":

@@ -88,10 +88,10 @@ def test_the_command_line_and_mcp_take_each_parameter_with_the_same_type_bounds_
                 own.get("minimum"), own.get("maximum")), (op.name, p.name)
             assert own["type"] == ("integer" if p.kind == "int" else "number")
         if p.kind == "choice":
-            assert list(given.type.choices) == own["enum"], (op.name, p.name)  # type: ignore[attr-defined]
+            assert sorted(given.type.choices) == own["enum"], (op.name, p.name)  # type: ignore[attr-defined]
         if p.kind == "switch":
             values = [q.flag_value for q in clicked]  # type: ignore[attr-defined]
-            assert values == own["enum"], (op.name, p.name)
+            assert sorted(values) == own["enum"], (op.name, p.name)
         if p.kind == "bool":
             assert own["type"] == "boolean" and given.is_flag, (op.name, p.name)  # type: ignore[attr-defined]
             assert default == prop["default"], (op.name, p.name)
