@@ -126,7 +126,7 @@ def pending(loopx_dir: Path, *, draining: bool = False) -> list[Entry]:
         return []
     for claimed in where.glob(f"*.json{_CLAIMED}*"):
         pid = claimed.name.rpartition(_CLAIMED)[2]
-        if draining or not pid.isdigit() or not locks.alive(int(pid)):
+        if draining or (holder := locks.pid_of(pid)) is None or not locks.alive(holder):
             with contextlib.suppress(OSError):
                 os.replace(claimed, where / claimed.name.partition(_CLAIMED)[0])
     entries = []

@@ -125,25 +125,13 @@ def _hooks_alive(loopx_dir: Path) -> bool:
     except OSError:
         return False
     for mark in marks:
-        if mark.name.isdigit() and int(mark.name) != os.getpid() and _pid_alive(int(mark.name)):
+        pid = locks.pid_of(mark.name)
+        if pid is not None and pid != os.getpid() and locks.alive(pid):
             alive = True
         else:
             with contextlib.suppress(OSError):
                 mark.unlink()
     return alive
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # someone else's process: alive
-    try:  # a zombie (killed, its parent git not yet reaped it) is not at work
-        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
 
 
 def _grace() -> float:
@@ -214,7 +202,7 @@ def _commits(text: str) -> Iterator[tuple[str, int, int]]:
     for line in text.splitlines(keepends=True):
         head, _, message = line.rstrip("\n").partition("\t")
         parts = head.split()
-        if len(parts) >= 4 and message.startswith(_COMMITS) and parts[-2].isdigit():
+        if len(parts) >= 4 and message.startswith(_COMMITS) and parts[-2].isascii() and parts[-2].isdigit():
             yield parts[1], int(parts[-2]), offset
         offset += len(line.encode("utf-8", "surrogateescape"))
 

@@ -177,7 +177,7 @@ def binding(store: Store, manifest: Manifest) -> Optional[str]:
     parent = _first_parent(store, manifest.commit)
     added = [(match.group(4), entry.oid) for status, _, entry in (
         store.added_files(parent, manifest.commit) if parent else [])
-        if status == "A" and (match := PATH_RE.match(entry.path))]
+        if status == "A" and (match := PATH_RE.fullmatch(entry.path))]
     for (event_id, oid), data in zip(added, store.read_blobs([oid for _, oid in added])):
         clock_of = _clock_of_data(data)
         if clock_of is not None and (clock_of, event_id) > manifest.last_key:

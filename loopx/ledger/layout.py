@@ -66,7 +66,7 @@ def path_rule(path: str, mode: str) -> Optional[Broken]:
     if area is None:
         allowed = ", ".join(f"{a}/" for a in AREAS)
         return Broken("bad-path", f"is outside the state layout (allowed: {allowed})")
-    if not area[0].match(path):
+    if not area[0].fullmatch(path):
         return Broken("bad-path", "is not an event path (events/YYYY/MM/DD/[<id[:6]>/<id[6]>/<id[7]>/]<ulid>.<type>.yaml)"
                       if parts[0] == "events" else f"is not a valid {parts[0]}/ path")
     return mode_rule(mode)
@@ -122,7 +122,7 @@ def read_events(files: list[tuple[str, Optional[bytes | Oversize]]]) -> list[
     found: list[Any] = [None] * len(files)
     loaded: list[tuple[int, str, object]] = []
     for n, (path, data) in enumerate(files):
-        if PATH_RE.match(path) is None:
+        if PATH_RE.fullmatch(path) is None:
             found[n] = SchemaError(f"{path}: not an event path (events/YYYY/MM/DD/"
                                    "[<id[:6]>/<id[6]>/<id[7]>/]<ulid>.<type>.yaml)")
         elif data is None:

@@ -21,10 +21,9 @@ from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 
-from loopx.model import clock
+from loopx.model import clock, ids
 
 _MAGIC = "loopx-seen-1"
-_ULID = re.compile(r"^[0-7][0-9A-HJKMNP-TV-Z]{25}$")
 _TS = re.compile(clock.TS_PATTERN)  # a date that is not real is not kept
 MAX_ENTRIES = 100_000  # a file that claims more is not ours to trust
 
@@ -46,7 +45,7 @@ def load(path: Path) -> dict[str, str]:
     if not isinstance(seen, dict) or len(seen) > MAX_ENTRIES:
         return {}
     return {k: v for k, v in seen.items()
-            if isinstance(k, str) and _ULID.match(k) and isinstance(v, str) and _TS.fullmatch(v)}
+            if isinstance(k, str) and ids.ULID_RE.fullmatch(k) and isinstance(v, str) and _TS.fullmatch(v)}
 
 
 def observe(path: Path, events: Iterable[str], now: datetime, *,

@@ -6,7 +6,10 @@ import re
 from datetime import datetime, timedelta, timezone
 
 MAX_DURATION_S = 100 * 366 * 86400  # a century: longer is a typo, and overflows dates
-_DURATION = re.compile(r"^\s*(?:(\d+)d)?\s*(?:(\d+)h)?\s*(?:(\d+)m)?\s*(?:(\d+)s)?\s*$")
+# ASCII digits only: str.isdigit() and \d take other scripts' digits and superscripts, which
+# int() then reads as numbers or refuses with an error no caller expects.
+_DURATION = re.compile(r"\s*(?:([0-9]+)d)?\s*(?:([0-9]+)h)?\s*(?:([0-9]+)m)?\s*(?:([0-9]+)s)?\s*")
+SECONDS = re.compile(r"\s*([0-9]+)\s*")  # a bare number of seconds
 
 
 def now() -> datetime:
@@ -46,9 +49,9 @@ def parse_ts(text: str) -> datetime:
 
 def parse_duration(text: str) -> timedelta:
     """``90s``, ``45m``, ``2h30m``, ``1d``; a bare number means seconds; at most a century."""
-    match = _DURATION.match(text)
-    if text.strip().isdigit():
-        fields: tuple[str, ...] = ("0", "0", "0", text.strip())
+    match, bare = _DURATION.fullmatch(text), SECONDS.fullmatch(text)
+    if bare:
+        fields: tuple[str, ...] = ("0", "0", "0", bare[1])
     elif match and any(match.groups()):
         fields = tuple(g or "0" for g in match.groups())
     else:

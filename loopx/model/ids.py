@@ -61,7 +61,7 @@ def is_event_id(text: str) -> bool:
     """Whether ``text`` can be an event id: a ULID whose date fits a file path."""
     # Crockford's digits are in ASCII order, so ten of them compare as the number they spell
     # (ulid_ms(text) <= MAX_ULID_MS) without decoding it: replay checks one id per event.
-    return ULID_RE.match(text) is not None and is_dated(text)
+    return ULID_RE.fullmatch(text) is not None and is_dated(text)
 
 
 def is_dated(ulid: str) -> bool:

@@ -66,7 +66,7 @@ def is_file_path(path: str, event_id: str, event_type: str) -> bool:
 # Both layouts: the fan-out is optional here; that it matches the id is checked with the event
 # (layout.read_event: its path must be one of file_paths).
 PATH_RE = re.compile(
-    r"^events/(\d{4})/(\d{2})/(\d{2})/(?:[0-7][0-9A-HJKMNP-TV-Z]{5}/[0-9A-HJKMNP-TV-Z]/[0-9A-HJKMNP-TV-Z]/)?"
+    r"^events/([0-9]{4})/([0-9]{2})/([0-9]{2})/(?:[0-7][0-9A-HJKMNP-TV-Z]{5}/[0-9A-HJKMNP-TV-Z]/[0-9A-HJKMNP-TV-Z]/)?"
     r"([0-7][0-9A-HJKMNP-TV-Z]{25})\.([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*)\.yaml$"
 )
 

@@ -74,7 +74,7 @@ def _payloads() -> dict[str, Any]:
 def read(path: str, data: bytes | None) -> PlainEvent:
     """The event in file ``path``, read for display; raises SchemaError when it is not even
     an event document at its path (its own validation is the fold's)."""
-    match = PATH_RE.match(path)
+    match = PATH_RE.fullmatch(path)
     if match is None or data is None:
         raise SchemaError(f"{path}: not an event file")
     doc = codec.load(data, path)

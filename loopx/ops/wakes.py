@@ -69,7 +69,7 @@ def commit_of(ledger: Ledger, rev: str) -> str:
     found = ledger.store.resolve(rev)
     if found is not None:
         return found
-    if _FULL_SHA.match(rev):
+    if _FULL_SHA.fullmatch(rev):
         return rev
     raise NotFound(f"no commit {rev!r} in this repository; give a revision it has, or a full "
                    "40-character sha")

@@ -70,12 +70,27 @@ def read_holder(path: Path) -> str:
         return ""
 
 
+def pid_of(text: str) -> int | None:
+    """The process id ``text`` holds (a pid file's line, a mark's name), or None when it is
+    not one: ASCII digits only (str.isdigit() takes superscripts, which int() refuses) and
+    within what the kernel gives (os.kill() overflows on a longer number)."""
+    text = text.strip()
+    if not (text.isascii() and text.isdigit() and len(text) <= 10):
+        return None
+    pid = int(text)
+    return pid if 0 < pid < 2**31 else None
+
+
 def alive(pid: int) -> bool:
-    """Whether process ``pid`` exists (one of another user counts)."""
+    """Whether process ``pid`` is at work: it exists (one of another user counts) and is not
+    a zombie (killed, and not yet reaped by its parent: a hook's git, say)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
-        return True
-    return True
+    except OSError:
+        return True  # someone else's process
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True  # no /proc (macOS): existing is all we can know

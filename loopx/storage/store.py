@@ -41,6 +41,7 @@ _FULL_OID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # an object name, never a 
 LOCK_TIMEOUT_S = 60.0
 # How long a write waits, after its CAS, for a `git gc` that began before it to end.
 GC_WAIT_S = 60.0
+GC_PID_STALE_S = 12 * 3600  # git's own: an older gc.pid was left by a gc that died
 # git's own ref lock (<ref>.lock) is held for milliseconds; one older than this was left by
 # a killed process, and is removed while we hold our clone lock.
 STALE_REF_LOCK_S = 2.0
@@ -390,7 +391,7 @@ class Store:
         found = []
         for keep in (self._objects_dir() / "pack").glob("pack-*.keep"):
             word, _, pid = worktrees.first_line(keep).partition(" ")
-            if word == "loopx" and pid.isdigit() and not locks.alive(int(pid)):
+            if word == "loopx" and (holder := locks.pid_of(pid)) and not locks.alive(holder):
                 found.append(keep)
         return found
 
@@ -462,15 +463,14 @@ class Store:
         # Imported here: only a write meets a running gc; reads skip socket (start-up time).
         import socket
 
-        if host.strip() != socket.gethostname() or not pid.strip().isdigit():
+        holder = locks.pid_of(pid)
+        if holder is None or time.time() - info.st_mtime > GC_PID_STALE_S:
+            return None  # one git itself takes for no gc: no pid, or older than 12 hours
+        if host.strip() != socket.gethostname():
             return info.st_ino, info.st_mtime, None
-        try:
-            os.kill(int(pid), 0)
-        except ProcessLookupError:
+        if not locks.alive(holder):
             return None  # a gc killed earlier left its gc.pid behind
-        except PermissionError:
-            pass
-        return info.st_ino, info.st_mtime, int(pid)
+        return info.st_ino, info.st_mtime, holder
 
     def _prunes_everything(self, pid: int | None) -> bool:
         """Whether gc ``pid`` prunes unreachable objects whatever their age (``--prune=now``
@@ -590,7 +590,7 @@ class Store:
                 locks.flock(fd, blocking=False)
             except BlockingIOError:
                 text = locks.read_holder(path)
-                return int(text) if text.isdigit() else -1
+                return -1 if (holder := locks.pid_of(text)) is None else holder
             return None
         finally:
             os.close(fd)

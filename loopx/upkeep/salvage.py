@@ -68,12 +68,12 @@ class Scan:
 
 
 def _name(path: str) -> str:
-    match = PATH_RE.match(path)
+    match = PATH_RE.fullmatch(path)
     return f"{match.group(4)} ({match.group(5)})" if match else path
 
 
 def _event(path: str, oid: str) -> dict[str, Any]:
-    match = PATH_RE.match(path)
+    match = PATH_RE.fullmatch(path)
     return {"path": path, "oid": oid, "id": match.group(4) if match else None,
             "type": match.group(5) if match else None}
 

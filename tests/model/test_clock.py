@@ -31,6 +31,18 @@ def test_durations_read_with_units_and_a_bare_number_as_seconds() -> None:
         clock.parse_duration("9" * 40 + "s")  # not a 40-digit int first
 
 
+@pytest.mark.parametrize("text", ["²", "2²m", "٣", "١٠s", "１２h", "90s\nx"])
+def test_a_duration_is_in_ascii_digits(text: str) -> None:
+    """str.isdigit() and \\d take superscripts and other scripts' digits: int() refused the
+    first with its own words (not "not a duration") and read the second as a number."""
+    with pytest.raises(ValueError, match="not a duration"):
+        clock.parse_duration(text)
+
+
+def test_a_duration_may_end_in_a_line_break() -> None:
+    assert clock.parse_duration(" 90s\n") == clock.parse_duration("90") == timedelta(seconds=90)
+
+
 @given(st.integers(min_value=0, max_value=clock.MAX_DURATION_S))
 def test_a_formatted_duration_under_a_day_reads_back_as_itself(seconds: int) -> None:
     delta = timedelta(seconds=seconds)

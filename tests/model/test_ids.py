@@ -35,6 +35,7 @@ def test_what_is_not_an_event_id() -> None:
     assert not ids.is_event_id(good[:-1] + "U")  # no I, L, O or U
     assert not ids.is_event_id("8" + good[1:])  # past 2^48 ms
     assert not ids.is_event_id("7ZZZZZZZZZ" + good[10:])  # past the year 9999: no file path
+    assert not ids.is_event_id(good + "\n")  # ("$" would take a line break after it)
 
 
 def test_a_short_id_is_the_same_for_the_same_seed() -> None:

@@ -111,7 +111,29 @@ def _odd_directory(name: str) -> Callable[[Path, str], str]:
     return make
 
 
+def _odd_file(rename: Callable[[str], str], data: bytes | None = None) -> Callable[[Path, str], str]:
+    """A new file at a path one step from a valid one: a pattern anchored with ``$`` takes a
+    name ending in a line break, and ``\\d`` takes any script's digits."""
+    def make(repo: Path, base: str) -> str:
+        from statekit import commit_files
+
+        path, event = _event()
+        git(repo, "update-ref", "refs/heads/forged", base)
+        return commit_files(repo, "refs/heads/forged", {rename(path): data or event})
+    return make
+
+
+_CHECKPOINT = "checkpoints/" + "a" * 40 + "/manifest.json"
 CORPUS: dict[str, tuple[Callable[[Path, str], str], str]] = {
+    "a line break ending an event's name": (_odd_file(lambda p: p + "\n"), "not an event path"),
+    "a line break ending a transcript chunk's name": (
+        _odd_file(lambda p: "sessions/s-1/transcript-1/0000.txt\n", b"t"),
+        "not a valid sessions/ path"),
+    "a line break ending a checkpoint file's name": (
+        _odd_file(lambda p: _CHECKPOINT + "\n", b"{}"), "not a valid checkpoints/ path"),
+    "another script's digits in an event's date": (
+        _odd_file(lambda p: p.replace(p[7:11], "".join(chr(0x660 + int(c)) for c in p[7:11]), 1)),
+        "not an event path"),
     "a space in a new directory": (_odd_directory("a b"), "not an event path"),
     "a tab in a new directory": (_odd_directory("a\tb"), "not an event path"),
     "a line break in a new directory": (_odd_directory("a\nb"), "not an event path"),
