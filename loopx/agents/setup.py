@@ -153,7 +153,7 @@ def plan(name: str, *, cwd: Path | str, actor: Optional[str], remove: bool = Fal
     texts = {part.path: _read(top, part.path) for part in tool.parts}
     actor = actor or _existing_actor(tool, texts) or fallback or \
         f"agent:{tool.agent}@{local_host()}"
-    if not remove and not re.match(ACTOR_PATTERN, actor):  # removing needs no identity
+    if not remove and not re.fullmatch(ACTOR_PATTERN, actor):  # removing needs no identity
         raise UsageError(f"--actor {actor!r} is not an identity like agent:{tool.agent}@laptop")
     files, missing = [], []
     for path in dict.fromkeys(part.path for part in tool.parts):

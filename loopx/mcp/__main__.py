@@ -37,7 +37,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     if importlib.util.find_spec("mcp") is None:
         print(f"error: {HINT}", file=sys.stderr)
         return 1
-    if not args.actor or not re.match(ACTOR_PATTERN, args.actor):
+    if not args.actor or not re.fullmatch(ACTOR_PATTERN, args.actor):
         print(f"error: {NO_ACTOR if not args.actor else BAD_ACTOR.format(args.actor)}",
               file=sys.stderr)
         return 1

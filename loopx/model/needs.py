@@ -28,7 +28,7 @@ class Need:
 def parse(text: str) -> Need:
     """``docker`` or ``python>=3.11``; raises ValueError on anything else."""
     word = text.strip().lower()
-    if not _NEED_RE.match(word):
+    if not _NEED_RE.fullmatch(word):
         raise ValueError(f"{text!r} is not a need: write TOOL or TOOL>=VERSION "
                          "(e.g. docker, python>=3.11)")
     tool, _, least = word.partition(">=")

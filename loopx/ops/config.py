@@ -131,7 +131,7 @@ def add_signer(txn: Txn, identity: str, key_text: str, *,
     # (same CLI module) do not need.
     from loopx.model.payloads.base import ACTOR_PATTERN
 
-    if not re.match(ACTOR_PATTERN, identity):
+    if not re.fullmatch(ACTOR_PATTERN, identity):
         raise UsageError(f"{identity!r} is not an identity: give KIND:NAME, e.g. "
                          "human:alice@example.com")
     key = public_key(key_text)

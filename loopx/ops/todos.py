@@ -63,7 +63,7 @@ def add(txn: Txn, goal: str, title: str, *, id: Optional[str] = None,
 def _labels(labels: Sequence[str]) -> list[str]:
     """``labels`` once each, in order; a label that is not one is refused by name."""
     for label in labels:
-        if not re.match(limits.LABEL_PATTERN, label):
+        if not re.fullmatch(limits.LABEL_PATTERN, label):
             raise UsageError(f"{label!r} is not a label: letters, digits and . _ : / - "
                              "(at most 64, starting with a letter or digit)")
     return list(dict.fromkeys(labels))

@@ -55,7 +55,7 @@ class EvidenceRemapped(Model):
     def _pairs(cls, value: list[dict[str, str]]) -> list[dict[str, str]]:
         for pair in value:
             if set(pair) != {"old", "new"} or not all(
-                re.match(OID_PATTERN, pair[k]) for k in ("old", "new")
+                re.fullmatch(OID_PATTERN, pair[k]) for k in ("old", "new")
             ):
                 raise ValueError("each mapping is {old: <sha>, new: <sha>}")
         return value
