@@ -140,9 +140,12 @@ class Reader:
     def _parse_many(files: list[tuple[Entry, Optional[bytes | Oversize]]]) -> list[
             Event | entities.Problem]:
         """Each file's event, or the problem that names why it is none (stage by stage:
-        :func:`layout.read_events`)."""
+        :func:`layout.read_events`). A file that is not a plain one (a symlink or an
+        executable committed by hand) is a problem under the rule sync and validate apply."""
         found = layout.read_events([(entry.path, data) for entry, data in files])
-        return [item if isinstance(item, Event)
+        return [entities.Problem(entry.path, "file", "", 0, f"{entry.path}: {broken.message}")
+                if entry.mode != BLOB_MODE and (broken := layout.mode_rule(entry.mode))
+                else item if isinstance(item, Event)
                 else entities.Problem(entry.path, "file", "", 0, str(item))
                 for (entry, _), item in zip(files, found)]
 

@@ -35,3 +35,23 @@ def test_a_file_with_an_odd_name_is_a_problem_not_a_crash(repo: Path, odd: str) 
     problems = json.loads(invoke(repo, "status", "--json").out)["problems"]
     assert [p["event"] for p in problems] == [name]
     assert "not an event path" in problems[0]["reason"]
+
+
+@pytest.mark.parametrize("mode, what", [("100755", "executable"), ("120000", "a symlink")])
+def test_a_file_committed_by_hand_that_is_not_plain_is_a_problem(repo: Path, mode: str,
+                                                                 what: str) -> None:
+    """Sync refuses such a file from a remote, validate names it; one a clone's own commit
+    holds is no event either (its bytes, a link's target, would have been read as one)."""
+    assert invoke(repo, "init").code == 0
+    event_id = ids.new_event_id()
+    doc = {"id": event_id, "type": "note.added", "v": 1, "at": "2026-01-01T00:00:00Z",
+           "clock": 2, "actor": "agent:mallory@elsewhere", "data": {"id": "n-1", "text": "hi"}}
+    name = file_path(event_id, "note.added")
+    commit_files(repo, STATE, {name: codec.dump(doc)}, mode=mode)
+    for args in (["status", "--json"], ["log", "--json"]):
+        result = invoke(repo, *args)
+        assert result.code == 0 and "mallory" not in result.out.replace(name, ""), args
+    problems = json.loads(invoke(repo, "status", "--json").out)["problems"]
+    assert [p["event"] for p in problems] == [name] and what in problems[0]["reason"]
+    validate = invoke(repo, "validate")
+    assert validate.code == 1 and what in validate.out + validate.err
