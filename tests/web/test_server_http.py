@@ -42,10 +42,11 @@ def test_status_json_is_the_status_command_answer(repo: Path) -> None:
     served = json.loads(text)
     cli = run_loopx(repo, "status", "--format", "json").json()
     assert isinstance(cli, dict)
-    # The same document; only what is read off the clock at the moment of asking may differ.
+    # The same document; only what is read off the clock (or the disk: another process may
+    # be writing) at the moment of asking may differ.
     for doc in (served, cli):
         doc["environment"].pop("now", None)
-        for probe in ("probed_at", "cached"):  # the host probe's cache: one call probed
+        for probe in ("probed_at", "cached", "disk_free_mb"):  # one call probed the host
             (doc["environment"].get("capabilities") or {}).pop(probe, None)
         for session in doc["sessions"]:
             session.pop("idle_seconds")
