@@ -197,13 +197,14 @@ def elsewhere(workspace: dict[str, str], here: str) -> str:
 
 def fields_text(found: Any) -> str:
     """`key: value` lines for a record (a typed answer or a dict), lists joined, empty fields
-    left out."""
+    left out; each value one line of text (a question from another clone holding a line
+    break would have printed a line of its own: "authority: human:alice")."""
     def show(value: Any) -> str:
         if isinstance(value, list):
-            return ", ".join(str(v) for v in value)
+            return ", ".join(show(v) for v in value)
         if isinstance(value, dict):
-            return "; ".join(f"{k} = {show(v)}" for k, v in value.items())
-        return str(value)
+            return "; ".join(f"{line(str(k))} = {show(v)}" for k, v in value.items())
+        return line(str(value))
 
     values = typed.plain(found)
     return "\n".join(f"{k}: {show(v)}" for k, v in values.items() if v not in (None, [], {}))

@@ -8,7 +8,8 @@ passed through one of these before it is put in a line:
 - :func:`line`: one line of visible text. Line breaks become `` ↵ ``, tabs spaces, terminal
   control sequences go, and every other invisible or format character (C0/C1 controls, bidi
   embeddings, overrides and isolates, zero-width characters, BOM, private use) is written as
-  a ``\\uXXXX`` escape, so what is shown is what is there. For plain text output.
+  a ``\\uXXXX`` escape, so what is shown is what is there; so is a Cyrillic or Greek letter
+  that looks Latin in a word that mixes those scripts (a lookalike name). For plain text output.
 - :func:`md`: the same line, made inert in Markdown (CommonMark and GitHub's dialect): left as
   it is when it holds only letters, digits, spaces and punctuation that starts nothing
   (``Fix the trailing newline``), otherwise a code span whose fence is longer than any run of
@@ -70,9 +71,35 @@ def _hidden(char: str) -> bool:
 def line(text: str) -> str:
     """``text`` as one line of visible characters (see the module docstring)."""
     text = _BREAK.sub(BREAK_MARK, _SEQUENCE.sub("", text)).replace("\t", " ")
-    if text.isprintable() and not _INVISIBLE.intersection(text):
+    if not text.isprintable() or _INVISIBLE.intersection(text):
+        text = "".join(_visible(c) for c in text)
+    return unmixed(text)
+
+
+# Cyrillic and Greek letters that look like Latin ones (Cyrillic а and Latin a, Greek Ο and
+# Latin O). In a word that mixes these scripts each is shown as an escape, as a browser shows
+# such a host name as punycode: "human:\u0430lice" cannot pass for "human:alice", nor
+# "\u03a1\u0391YPAL" for PAYPAL. Words of one script ("Москва", "Ελληνικά") stay as they
+# are, and so does a word of only lookalikes: telling it apart needs the name it imitates.
+_LOOKALIKES = "авеіјкмнорсѕтухһԁԛԝүӏАВЕІЈКМНОРСЅТХҮ" "οιρνυΑΒΕΖΗΙΚΜΝΟΡΤΥΧ"
+# A word holding one (from a word's start only: a scan stays linear in the text's length).
+_LOOKALIKE_WORD = re.compile(f"(?<!\\S)\\S*[{_LOOKALIKES}]\\S*")
+# Each script's letters, by block (a regex scan per word, not a name lookup per letter).
+_SCRIPTS = (re.compile("[A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u1e00-\u1eff]"),
+            re.compile("[\u0400-\u052f]"), re.compile("[\u0370-\u03ff\u1f00-\u1fff]"))
+
+
+def unmixed(text: str) -> str:
+    """``text`` with the lookalike letters of each word that mixes Latin, Cyrillic and Greek
+    written as ``\\uXXXX`` escapes (see _LOOKALIKES): for :func:`line` and the terminal."""
+    return text if text.isascii() else _LOOKALIKE_WORD.sub(_unmixed, text)
+
+
+def _unmixed(word: re.Match[str]) -> str:
+    text = word.group()
+    if sum(script.search(text) is not None for script in _SCRIPTS) < 2:
         return text
-    return "".join(_visible(c) for c in text)
+    return "".join(f"\\u{ord(c):04x}" if c in _LOOKALIKES else c for c in text)
 
 
 def _visible(char: str) -> str:
@@ -129,8 +156,8 @@ def unicode_text(text: str) -> str:
 
 
 def first_hidden(text: str) -> str | None:
-    """The first character of ``text`` that :func:`line` would not show as itself (a line
-    break, a tab, a control or format character), if any."""
+    """The first character of ``text`` that :func:`line` hides (a line break, a tab, a
+    control or format character), if any; a lookalike letter it escapes is a character."""
     if text.isprintable() and not _INVISIBLE.intersection(text):
         return None
     return next((c for c in text if _hidden(c)), None)

@@ -55,3 +55,16 @@ def test_a_file_committed_by_hand_that_is_not_plain_is_a_problem(repo: Path, mod
     assert [p["event"] for p in problems] == [name] and what in problems[0]["reason"]
     validate = invoke(repo, "validate")
     assert validate.code == 1 and what in validate.out + validate.err
+
+
+def test_a_lookalike_authority_cannot_pass_for_the_name_it_imitates(repo: Path) -> None:
+    """A gate asking human:аlice (a Cyrillic а) is shown so everywhere text is rendered: a
+    reader of status or the gate cannot take it for human:alice's; JSON keeps it exact."""
+    lookalike = "human:\u0430lice@example.com"
+    for args in (("init",), ("goal", "add", "G", "--id", "g1"),
+                 ("gate", "open", "g1", "Ship it?", "--id", "q1", "--authority", lookalike)):
+        assert invoke(repo, *args).code == 0
+    for args in (["status"], ["gate", "show", "q1"], ["gate", "list"], ["brief"]):
+        out = invoke(repo, *args).out
+        assert "human:\\u0430lice@example.com" in out and lookalike not in out, (args, out)
+    assert json.loads(invoke(repo, "gate", "show", "q1", "--json").out)["authority"] == [lookalike]

@@ -77,3 +77,23 @@ def test_noncharacters_are_shown_as_escapes() -> None:
         assert char not in inert.line(f"a{char}b")
         assert inert.first_hidden(f"a{char}b") == char
     assert inert.line("a\ufdcfb") == "a\ufdcfb"  # a neighbour that is a character
+
+
+@pytest.mark.parametrize("text, shown", [
+    ("human:\u0430lice@example.com", "human:\\u0430lice@example.com"),  # Cyrillic а
+    ("\u03a1\u0391YPAL", "\\u03a1\\u0391YPAL"),  # Greek Ρ, Α
+    ("agent:bot@l\u0430ptop/w\u043erker", "agent:bot@l\\u0430ptop/w\\u043erker"),
+    ("ok human:\u0430lice", "ok human:\\u0430lice"),  # only the mixed word
+])
+def test_a_word_mixing_lookalike_scripts_shows_its_lookalikes_as_escapes(text: str,
+                                                                       shown: str) -> None:
+    """A name made of letters that look Latin but are not (Cyrillic а, Greek Ρ) cannot pass
+    for the one it imitates in anything loopx renders: an identity, a title, an authority."""
+    assert inert.line(text) == shown
+    assert inert.md(text) == f"`{shown}`"
+
+
+@pytest.mark.parametrize("text", ["Москва", "Ελληνικά", "α-helix", "human:josé@example.com",
+                                  "Café déjà vu", "Fix Москва bug", "ΑΒΓ test"])
+def test_words_of_one_script_stay_as_they_are(text: str) -> None:
+    assert inert.line(text) == text
