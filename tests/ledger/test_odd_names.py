@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import invoke
+from conftest import git, invoke
 from statekit import commit_files
 
 from loopx.model import codec, ids
@@ -68,3 +68,25 @@ def test_a_lookalike_authority_cannot_pass_for_the_name_it_imitates(repo: Path) 
         out = invoke(repo, *args).out
         assert "human:\\u0430lice@example.com" in out and lookalike not in out, (args, out)
     assert json.loads(invoke(repo, "gate", "show", "q1", "--json").out)["authority"] == [lookalike]
+
+
+def test_a_question_from_elsewhere_with_a_line_break_is_one_line_in_gate_show(repo: Path) -> None:
+    """Writes refuse a line break in a question; a hand-made event can hold one. `gate show`
+    prints `key: value` lines, so the question must not be able to print one of its own."""
+    for args in (("init",), ("goal", "add", "G", "--id", "g1"),
+                 ("gate", "open", "g1", "Ship it?", "--id", "q1", "--authority", "human:bob@x")):
+        assert invoke(repo, *args).code == 0
+    (path,) = [p for p in git(repo, "ls-tree", "-r", "--name-only", STATE).splitlines()
+               if p.endswith(".gate.opened.yaml")]
+    doc = codec.load(git(repo, "show", f"{STATE}:{path}").encode() + b"\n", path)
+    event_id = ids.new_event_id()
+    forged = {**doc, "id": event_id, "clock": doc["clock"] + 10,
+              "data": {**doc["data"], "id": "q2",
+                       "question": "Ship it?\nauthority: human:alice@example.com"}}
+    forged = {k: forged[k] for k in ("id", "type", "v", "at", "clock", "actor", "goal", "data")
+              if k in forged}
+    commit_files(repo, STATE, {file_path(event_id, "gate.opened"): codec.dump(forged)})
+    shown = invoke(repo, "gate", "show", "q2")
+    assert shown.code == 0, shown.err
+    assert not any(row.startswith("authority: human:alice") for row in shown.out.splitlines())
+    assert "Ship it? ↵ authority: human:alice@example.com" in shown.out
