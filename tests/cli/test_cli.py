@@ -69,6 +69,24 @@ def test_a_criterion_that_passed_is_not_met_while_work_serving_it_is_open(projec
     assert (a2["met"], a2["open_work"]) == (True, [])
 
 
+def test_a_criterion_with_work_open_reads_the_same_in_status_brief_and_web(project: Path) -> None:
+    from loopx.web import page
+
+    for criterion in ("a1", "a2"):  # a1: work open, no evidence; a2: work open, a fresh pass
+        assert invoke(project, "todo", "add", "json", f"Serve {criterion}", "--id", f"s{criterion}",
+                      "--criterion", criterion).code == 0
+    assert run_loopx(project, "run", "--goal", "json", "--criterion", "a2", "--", "true").code == 0
+    text = run_loopx(project, "status", "--no-ci").out
+    assert "[ ] a1  text unchanged  (work open: sa1)\n" in text  # nothing passed for a1
+    assert "[ ] a2  json validates  (passed, work open: sa2)\n" in text
+    brief = run_loopx(project, "brief", "--no-ci").out
+    assert "- [ ] **a1** text unchanged — unmet (work open: sa1)\n" in brief
+    assert "- [ ] **a2** json validates — fresh (work open: sa2)\n" in brief  # not [x]: unmet
+    snap = run_loopx(project, "status", "--format", "json", "--no-ci").json()
+    html = page.main(snap, actor=AGENT, token="t")  # type: ignore[arg-type]
+    assert "work open: sa1" in html and "work open: sa2" in html
+
+
 def test_json_alias_and_write_commands_print_the_event(project: Path) -> None:
     result = invoke(project, "note", "add", "hello", "--json", actor=AGENT)
     doc = json.loads(result.out)
