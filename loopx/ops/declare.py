@@ -443,10 +443,12 @@ def validate(op: Operation, raw: dict[str, Any], *, what: Optional[str] = None) 
     every parameter present). UsageError names each problem."""
     from pydantic import ValidationError  # loaded with the model
 
+    from loopx.model.events import describe_error  # loads pydantic too: only here
+
     try:
         checked = model(op).model_validate(raw)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
+        problems = "; ".join(describe_error(e) if e["loc"] else f"arguments: {e['msg']}"
                              for e in exc.errors(include_url=False)[:5])
         raise ArgumentError(f"invalid arguments for {what or op.name}: {problems}") from None
     values = Values({p.name: getattr(checked, p.name, _default(p)) for p in op.params})

@@ -124,11 +124,17 @@ def test_a_unique_prefix_resolves_like_git(project: Path) -> None:
     (["todo", "depend", "output", "--on", "tests"], MAINT, "would make a cycle"),
     (["goal", "close", "json", "--achieved"], MAINT, "criteria without passing evidence"),
     (["goal", "add", "Dup", "--id", "json"], MAINT, "goal json already exists"),
+    # an empty text, said so (not pydantic's "String should have at least 1 character")
+    (["todo", "add", "json", ""], MAINT, "data.title is empty"),
+    (["goal", "add", "G", "--accept", ""], MAINT, "data.acceptance.0.text is empty"),
+    (["note", "add", ""], MAINT, "data.text is empty"),
+    (["batch"], MAINT, "line 1: invalid arguments for todo add: title is empty"),
 ])
 def test_invalid_writes_are_refused_with_one_clear_line_and_exit_1(
         project: Path, args: list[str], actor: str, message: str) -> None:
     before = git(project, "rev-parse", "loopx/state")
-    result = invoke(project, *args, actor=actor)
+    line = '["todo", "add", "json", ""]\n' if args == ["batch"] else None
+    result = invoke(project, *args, actor=actor, input=line)
     assert result.code == 1
     assert message in result.err and result.err.count("\n") == 1
     assert git(project, "rev-parse", "loopx/state") == before
