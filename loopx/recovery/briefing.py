@@ -171,8 +171,9 @@ def _environment_section(env: dict[str, Any]) -> list[str]:
     lines = [
         "## Environment (inspected now)", "",
         f"- host: {md(str(env.get('host')))}, work tree: {md(env.get('worktree') or '(bare)')}",
-        f"- HEAD: {md(env.get('head') or '(none)')} "
-        + (f"on branch {md(env['branch'])}" if env.get("branch") else "(detached)"),
+        f"- HEAD: {md(env.get('head') or '(none)')}"
+        + (f" on branch {md(env['branch'])}" if env.get("branch") else
+           " (detached)" if env.get("detached") else ""),  # neither in a bare repository
         f"- uncommitted changes: {_listed(env.get('dirty', [])[:20]) or 'none'}",
         f"- untracked files: {len(env.get('untracked', []))}",
     ]
