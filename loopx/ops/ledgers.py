@@ -39,6 +39,8 @@ def open_ledger(path: Path | str = ".", *, ref: Optional[str] = None,
     branch (after the incoming check), so handing work over is a ``git clone``. Work the git
     hooks queued is applied first (:func:`apply_spool`, waiting up to ``wait`` seconds).
     ``report`` hears how far long work got (:mod:`loopx.ledger.progress`)."""
+    if ref is not None:
+        _check_ref_name(path, ref)
     ledger = Ledger.open(path, ref=state_ref(ref), scrub=scrub)
     ledger.progress.report = report
     # The ref's file says "there is a ledger" without a git process; whether its commit is
@@ -53,6 +55,14 @@ def open_ledger(path: Path | str = ".", *, ref: Optional[str] = None,
     if done is not None and done.found:
         ledger.notices.append(found_line(done))
     return ledger
+
+
+def _check_ref_name(path: Path | str, ref: str) -> None:
+    """UsageError unless ``ref`` names a ref git can have (asked of git itself, only for a ref
+    given: `--state-ref 'a..b'` was git's update-ref failing, exit 3, after the events were built)."""
+    if gateway.run(path, "check-ref-format", state_ref(ref), check=False).returncode != 0:
+        raise UsageError(f"--state-ref: {ref!r} is not a valid ref name (see `git help "
+                         "check-ref-format`), e.g. proposal/x")
 
 
 def found_line(done: Drained) -> str:

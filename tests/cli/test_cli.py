@@ -129,6 +129,9 @@ def test_a_unique_prefix_resolves_like_git(project: Path) -> None:
     (["goal", "add", "G", "--accept", ""], MAINT, "data.acceptance.0.text is empty"),
     (["note", "add", ""], MAINT, "data.text is empty"),
     (["batch"], MAINT, "line 1: invalid arguments for todo add: title is empty"),
+    # a state ref git cannot have: not git's update-ref failing (exit 3)
+    (["--state-ref", "bad..ref", "note", "add", "x"], MAINT, "--state-ref: 'bad..ref' is not a valid ref name"),
+    (["note", "add", "x", "--state-ref", "x.lock"], MAINT, "--state-ref: 'x.lock' is not a valid ref name"),
 ])
 def test_invalid_writes_are_refused_with_one_clear_line_and_exit_1(
         project: Path, args: list[str], actor: str, message: str) -> None:
