@@ -143,6 +143,20 @@ def test_invalid_writes_are_refused_with_one_clear_line_and_exit_1(
     assert git(project, "rev-parse", "loopx/state") == before
 
 
+def test_a_branch_of_code_is_no_state_ref_and_gets_no_ledger_commit(project: Path) -> None:
+    git(project, "branch", "feature")
+    before = git(project, "rev-parse", "feature")
+    for args in (["--state-ref", "feature", "note", "add", "x"], ["status", "--state-ref", "feature"]):
+        refused = invoke(project, *args, actor=MAINT)
+        assert refused.code == 1 and refused.err == (
+            "error: --state-ref: refs/heads/feature is not a state branch (it holds README); "
+            "nothing was read or written: name a new branch, e.g. proposal/x\n"), refused.err
+    assert git(project, "rev-parse", "feature") == before
+    proposal = invoke(project, "--state-ref", "proposal/x", "note", "add", "x", actor=MAINT)
+    assert proposal.code == 0, proposal.err  # a new one starts at loopx/state's tip
+    assert invoke(project, "--state-ref", "proposal/x", "note", "add", "y", actor=MAINT).code == 0
+
+
 def test_claiming_a_done_todo_is_refused(project: Path) -> None:
     invoke(project, "todo", "claim", "output", actor=AGENT)
     assert invoke(project, "todo", "done", "output", "--reason", "tracked elsewhere",
