@@ -24,6 +24,8 @@ from conftest import git
 ROOT = Path(__file__).resolve().parents[1]
 FENCE = re.compile(r"(?P<skip><!--\s*not run[^>]*-->[ \t]*\n)?^```(?P<lang>sh|python)\n(?P<code>.*?)^```",
                    re.S | re.M)
+# A comment line in a block that quotes what loopx prints ("..." stands for what varies: ids).
+QUOTED = re.compile(r"^# (loopx: .*)$", re.M)
 PAGES = ["agents.md", "hooks.md", "sync.md", "recovery.md", "sessions.md", "review.md", "cli.md", "status.md",
          "design.md", "library.md", "benchmarks.md", "security.md"]
 
@@ -53,6 +55,11 @@ def paste(repo: Path, path: Path, lang: str, code: str, line: int) -> str:
     where = f"{path.relative_to(ROOT)}:{line}"
     assert proc.returncode == 0, f"{where} failed (exit {proc.returncode}):\n{code}\n--- stdout\n" \
         f"{proc.stdout}\n--- stderr\n{proc.stderr}"
+    printed = (proc.stdout + proc.stderr).splitlines()
+    for quoted in QUOTED.findall(code):  # a line the page says loopx prints, is printed
+        pattern = ".*".join(re.escape(part) for part in quoted.split("..."))
+        assert any(re.fullmatch(pattern, line) for line in printed), \
+            f"{where}: the block says loopx prints {quoted!r}; it printed:\n" + "\n".join(printed)
     return proc.stdout
 
 
@@ -102,6 +109,12 @@ def test_the_runner_skips_only_blocks_marked_not_run(tmp_path: Path) -> None:
     page.write_text("<!-- not run: a synopsis -->\n```sh\ngit loopx nope [X]\n```\n\n"
                     "```sh\necho pasted\n```\n```text\nnot a shell block\n```\n")
     assert [(lang, code) for lang, code, _ in blocks(page)] == [("sh", "echo pasted\n")]
+
+
+def test_a_quoted_output_line_must_be_printed(tmp_path: Path) -> None:
+    paste(tmp_path, ROOT / "README.md", "sh", "echo 'loopx: did e-123 now' >&2\n# loopx: did ... now\n", 1)
+    with pytest.raises(AssertionError, match="the block says loopx prints"):
+        paste(tmp_path, ROOT / "README.md", "sh", "echo 'loopx: did it'\n# loopx: did e-1 then\n", 1)
 
 
 # `pip install loopx` resolves to an unrelated project (which also installs a `loopx` import

@@ -181,6 +181,13 @@ def optional_duration(text: Optional[str]) -> Optional[int]:
     return duration(text) if text else None
 
 
+def _bounded(p: Param, value: Optional[int]) -> Optional[int]:
+    try:
+        return declare.bounded(p, value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
 def declared(op: Operation) -> Callable[[Callable[[App, Values], None]], Callable[..., Any]]:
     """Decorator: the click parameters of ``op``'s declaration (and --format/--json/
     --state-ref), its help, and the body called with the App and the arguments by name."""
@@ -252,7 +259,7 @@ def _int(bound: Optional[float]) -> Optional[int]:
 
 def _click_callback(p: Param) -> Optional[Callable[..., Any]]:
     if p.kind == "duration":
-        return lambda ctx, param, value: optional_duration(value)
+        return lambda ctx, param, value: _bounded(p, optional_duration(value))
     if p.kind == "event_id":
         return _event_id
     if p.kind == "file":

@@ -166,8 +166,9 @@ _CONVENTIONS = """\
   says so). `--now TIME` (or `$LOOPX_NOW`, RFC 3339) pins the clock, for tests and scripted
   histories; it is hidden from `-h`.
 - **Durations** (`--ttl`, `--in`, `--every`, `--idle`, `--lease-ttl`) take a unit: `90s`,
-  `45m`, `2h30m`, `1d`; a bare number other than 0 is a usage error (is `45` minutes?).
-  `wait` and `watch` take `--timeout` and `--backoff` in seconds (`0.5`) or with a unit.
+  `45m`, `2h30m`, `1d`; a bare number other than 0 is a usage error (is `45` minutes?), and
+  so is one outside the bounds of the setting it fills, said in units (`--lease-ttl`: at least
+  10s, not 0s; `--every` 1m to 366d; `--grace`, `--hold` at most 7d). `wait` and `watch` take `--timeout` and `--backoff` in seconds (`0.5`) or with a unit.
 - **JSON.** Every command takes `--format json` (or `--json`), before or after the command
   name. Every `list` prints a JSON
   list of objects (`session list` included: the slots in use are in `session stats`); a

@@ -74,8 +74,9 @@ def _criterion_note(crit: answers.Criterion) -> str:
         return f"  (evidence is stale{shown}: re-run)"
     if crit.verdict == "fail":
         return f"  (latest evidence {crit.latest} failed)"
-    if crit.open_work:
-        return f"  (passed, work open: {line(', '.join(crit.open_work))})"
+    if crit.open_work:  # "passed" only when a verdict passed: work open is not evidence
+        work = f"work open: {line(', '.join(crit.open_work))}"
+        return f"  (passed, {work})" if crit.verdict == "pass" else f"  ({work})"
     return ""
 
 

@@ -124,7 +124,8 @@ def status_text(snap: answers.StatusDoc, ledger_text: str, *, color: bool = Fals
 def environment_lines(env: environment.Environment, paint: Any) -> list[str]:
     head = (env.head or "")[:12] or "no commits yet"
     where = f"on branch {env.branch}" if env.branch else "HEAD detached"
-    lines = [f"Work tree: {where} at {head}"]
+    # A bare repository (a hub) has no work tree, and its HEAD is no checkout, detached or not.
+    lines = [f"Work tree: {where} at {head}" if env.worktree else "Work tree: none (a bare repository)"]
     upstream = env.upstream
     if upstream and (upstream.ahead or upstream.behind):
         lines.append(f"  {upstream.ahead} ahead, {upstream.behind} behind {upstream.name}")

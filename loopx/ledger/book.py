@@ -515,8 +515,11 @@ class Ledger:
         except GitError as exc:
             if not txn.sign:
                 raise
+            # What git said, not its argv cut at three words ("git commit-tree TREE -p").
+            said = exc.stderr.strip().splitlines()[-1] if exc.stderr.strip() else (
+                f"exit {exc.returncode}")
             raise UsageError(
-                f"could not sign the commit ({exc}); this ledger requires signed commits for "
+                f"could not sign the commit (git: {said}); this ledger requires signed commits for "
                 "authority acts (gate decisions, overrides, finishing gated work, changes to "
                 "roles, signers or policy): set `git config gpg.format ssh` and "
                 "`git config user.signingkey <key>`") from None

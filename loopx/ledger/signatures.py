@@ -73,9 +73,10 @@ def verify_own(store: Store, commit: str, txn: Txn) -> None:
         if principal is None or not authority.signer_matches(principal, txn.actor):
             raise TransitionError(
                 f"this change must be signed by {txn.actor}'s key in the ledger's "
-                f"allowed_signers, but git verified the commit as "
-                f"{principal or 'not validly signed'}; set `git config user.signingkey` (and "
-                "gpg.format ssh) to that key")
+                f"allowed_signers, but git "
+                + (f"verified the commit as signed by {principal}" if principal else
+                   "found it signed by no key listed there")
+                + "; set `git config user.signingkey` (and gpg.format ssh) to that key")
         for event in events:
             claimed[event.id] = {digest: principal}
 

@@ -63,15 +63,18 @@ class Config:
 
 def schema(model: type[BaseModel]) -> dict[str, Any]:
     """A tool's input schema: the JSON Schema of its arguments' model, references inlined
-    (clients up to protocol 2025-11-25 read only type/properties/required reliably)."""
+    (clients up to protocol 2025-11-25 read only type/properties/required reliably), without
+    the titles pydantic makes of each name ("todo" titled "Todo"): the list of tools goes into
+    every agent's context, and they were a tenth of it."""
     doc = model.model_json_schema(by_alias=True)
     defs = doc.pop("$defs", {})
 
-    def inline(node: Any) -> Any:
+    def inline(node: Any, names: bool = False) -> Any:
         if isinstance(node, dict):
             if "$ref" in node:
                 return inline(defs[node["$ref"].rsplit("/", 1)[1]])
-            return {k: inline(v) for k, v in node.items()}
+            return {k: inline(v, names=k == "properties" and not names) for k, v in node.items()
+                    if names or k != "title"}  # (a property may be named title)
         if isinstance(node, list):
             return [inline(v) for v in node]
         return node

@@ -348,15 +348,20 @@ _PATTERN_MEANS = {
 
 
 def _describe(exc: ValidationError, prefix: tuple[str, ...] = ()) -> str:
-    parts = []
-    for err in exc.errors()[:5]:
-        where = ".".join(str(p) for p in (*prefix, *err["loc"])) or "document"
-        means = _PATTERN_MEANS.get((err.get("ctx") or {}).get("pattern", ""))
-        if err["type"] == "string_pattern_mismatch" and means:
-            parts.append(f"{where}: {err['input']!r} is not {means}")
-        else:
-            parts.append(f"{where}: {err['msg']}")
-    return "; ".join(parts)
+    return "; ".join(describe_error(err, prefix) for err in exc.errors()[:5])
+
+
+def describe_error(err: Any, prefix: tuple[str, ...] = ()) -> str:
+    """One of pydantic's errors as a person reads it: ``data.title is empty``, not "String
+    should have at least 1 character"; a pattern by what it means."""
+    where = ".".join(str(p) for p in (*prefix, *err["loc"])) or "document"
+    ctx = err.get("ctx") or {}
+    means = _PATTERN_MEANS.get(ctx.get("pattern", ""))
+    if err["type"] == "string_pattern_mismatch" and means:
+        return f"{where}: {err['input']!r} is not {means}"
+    if err["type"] == "string_too_short" and ctx.get("min_length") == 1:
+        return f"{where} is empty"
+    return f"{where}: {err['msg']}"
 
 
 def parse_event(doc: Any, name: str = "<event>", *, owned: bool = False) -> Event:

@@ -30,3 +30,7 @@ READBACK_PATTERN = r"^(http:https?://\S+|github:[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+(
 LINK_PATTERN = r"^github:[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}#[1-9][0-9]{0,9}$"
 LINKS_MAX = 20  # links one goal or todo carries
 GRACE_MAX_S = 7 * 24 * 3600  # an effect's grace period and its owner's hold, at most
+LEASE_TTL_MIN_S, LEASE_TTL_MAX_S = 10, 30 * 86400  # the ledger's default lease length
+SESSION_IDLE_MIN_S = 60  # how long a session may await input before `session reap`, at least
+SESSION_SLOTS_MAX = 10_000  # open sessions per owner
+WAKE_EVERY_MIN_S, WAKE_EVERY_MAX_S = 60, 366 * 86400  # a recurring wake's period

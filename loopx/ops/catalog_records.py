@@ -12,7 +12,9 @@ from typing import IO, Any, Optional
 
 from loopx.errors import ArgumentError, NotFound, UsageError
 from loopx.model.limits import (
-    ACTOR_PATTERN, GRACE_MAX_S, LINK_PATTERN, MAX_EXIT, MIN_EXIT, READBACK_PATTERN, TEXT_MAX,
+    ACTOR_PATTERN, GRACE_MAX_S, LEASE_TTL_MAX_S, LEASE_TTL_MIN_S, LINK_PATTERN, MAX_EXIT,
+    MAX_SECONDS, MIN_EXIT, READBACK_PATTERN, SESSION_IDLE_MIN_S, SESSION_SLOTS_MAX, TEXT_MAX, WAKE_EVERY_MAX_S,
+    WAKE_EVERY_MIN_S,
 )
 from loopx.model.paths import TRANSCRIPT_MAX_BYTES
 from loopx.ops import config, effects, evidence, quotas, review, sessions, wakes
@@ -200,7 +202,8 @@ RECORD_OPS = [
             "When CI finishes for this commit (a sha, HEAD, a branch: resolved to its full "
             "commit now).")),
         ref("on_todo", metavar="TODO", help="When this todo is done."),
-        opt("every", "duration", metavar="DURATION", help=(
+        opt("every", "duration", metavar="DURATION", lo=WAKE_EVERY_MIN_S, hi=WAKE_EVERY_MAX_S,
+            field="wake.set:every", help=(
             "Recur: due again this long after each time it is acted on (`wake ack`), e.g. "
             "30m; first due --at/--in, else one DURATION from now.")),
         ref("goal", dest="goal_id", metavar="GOAL", help="The goal it is about."),
@@ -257,10 +260,12 @@ RECORD_OPS = [
                 "carrying it) or cmd:COMMAND (exit 0; its first line is the receipt).")),
         opt("owner", metavar="WHO", pattern=ACTOR_PATTERN, max_length=233, help=(
             "Who reads it back first (default: you).")),
-        opt("grace", "duration", metavar="DURATION", lo=0, hi=GRACE_MAX_S, help=(
+        opt("grace", "duration", metavar="DURATION", lo=0, hi=GRACE_MAX_S,
+            field="effect.intended:grace", help=(
             "How long after the intent the owner's status reads it back when no outcome is "
             "recorded (default 1m).")),
-        opt("hold", "duration", metavar="DURATION", lo=0, hi=GRACE_MAX_S, help=(
+        opt("hold", "duration", metavar="DURATION", lo=0, hi=GRACE_MAX_S,
+            field="effect.intended:hold", help=(
             "How long after the intent only the owner reads it back; anyone's status after "
             "(default 30m).")),
         EVENT_ID),
@@ -524,9 +529,12 @@ SETTINGS_OPS = [
     Operation("config set", "Change ledger settings.", writes=True, run=_config_set, params=(
         opt("role", many=True, dest="roles", metavar="NAME=ACTOR[,ACTOR]", max_items=50, help=(
             "Who holds a role, e.g. maintainer=human:alice@example.com (replaces it).")),
-        opt("lease_ttl", "duration", metavar="DURATION", help="Default lease length, e.g. 45m."),
-        opt("session_slots", "int", lo=1, help="Open sessions per owner."),
-        opt("session_idle", "duration", metavar="DURATION", help=(
+        opt("lease_ttl", "duration", metavar="DURATION", lo=LEASE_TTL_MIN_S, hi=LEASE_TTL_MAX_S,
+            field="config.set:lease_ttl_seconds", help="Default lease length, e.g. 45m."),
+        opt("session_slots", "int", lo=1, hi=SESSION_SLOTS_MAX, field="config.set:session_slots",
+            help="Open sessions per owner."),
+        opt("session_idle", "duration", metavar="DURATION", lo=SESSION_IDLE_MIN_S, hi=MAX_SECONDS,
+            field="config.set:session_idle_seconds", help=(
             "How long a session may await input before `session reap` closes it.")),
         opt("signed_answers", metavar="all|off|GATE,...", max_length=TEXT_MAX, help=(
             "Require signed commits for gate answers (all, off, or gate ids).")),

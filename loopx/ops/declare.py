@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Optional, TypeVar
 
 from loopx.errors import ArgumentError, LoopxError, UsageError
@@ -267,6 +267,19 @@ def seconds(value: Any) -> Optional[int]:
     return int(clock.parse_duration(text).total_seconds())
 
 
+def bounded(p: Param, value: Optional[int]) -> Optional[int]:
+    """``value``, seconds of the duration parameter ``p``, inside ``p``'s bounds (the event
+    field's it fills: a ValueError in the units it was given, not the field's seconds)."""
+    def shown(s: float) -> str:
+        return clock.format_duration(timedelta(seconds=s))
+
+    if value is not None and p.lo is not None and value < p.lo:
+        raise ValueError(f"at least {shown(p.lo)}, not {shown(value)}")
+    if value is not None and p.hi is not None and value > p.hi:
+        raise ValueError(f"at most {shown(p.hi)}, not {shown(value)}")
+    return value
+
+
 # --- batch lines --------------------------------------------------------------------------------
 
 
@@ -432,17 +445,19 @@ def validate(op: Operation, raw: dict[str, Any], *, what: Optional[str] = None) 
     every parameter present). UsageError names each problem."""
     from pydantic import ValidationError  # loaded with the model
 
+    from loopx.model.events import describe_error  # loads pydantic too: only here
+
     try:
         checked = model(op).model_validate(raw)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
+        problems = "; ".join(describe_error(e) if e["loc"] else f"arguments: {e['msg']}"
                              for e in exc.errors(include_url=False)[:5])
         raise ArgumentError(f"invalid arguments for {what or op.name}: {problems}") from None
     values = Values({p.name: getattr(checked, p.name, _default(p)) for p in op.params})
     for p in op.params:
         if p.kind == "duration" and values[p.name] is not None:
             try:
-                values[p.name] = seconds(values[p.name])
+                values[p.name] = bounded(p, seconds(values[p.name]))
             except ValueError as exc:
                 raise ArgumentError(f"{p.name}: {exc}") from None
         if p.kind == "pair":

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Optional
 
 from loopx.errors import (CheckedOut, LockTimeout, LoopxError, Quarantined, RefRaceError,
                           SyncError, UsageError)
-from loopx.ledger import progress
+from loopx.ledger import layout, progress
 from loopx.ledger.book import Ledger
 from loopx.storage import gateway, settings
 from loopx.storage.store import STATE_REF
@@ -39,6 +39,8 @@ def open_ledger(path: Path | str = ".", *, ref: Optional[str] = None,
     branch (after the incoming check), so handing work over is a ``git clone``. Work the git
     hooks queued is applied first (:func:`apply_spool`, waiting up to ``wait`` seconds).
     ``report`` hears how far long work got (:mod:`loopx.ledger.progress`)."""
+    if ref is not None:
+        _check_state_ref(path, ref)
     ledger = Ledger.open(path, ref=state_ref(ref), scrub=scrub)
     ledger.progress.report = report
     # The ref's file says "there is a ledger" without a git process; whether its commit is
@@ -53,6 +55,28 @@ def open_ledger(path: Path | str = ".", *, ref: Optional[str] = None,
     if done is not None and done.found:
         ledger.notices.append(found_line(done))
     return ledger
+
+
+def _check_state_ref(path: Path | str, ref: str) -> None:
+    """UsageError unless the ref given (``--state-ref``) is one git can have and is a state
+    branch or none yet: `--state-ref 'a..b'` was git's update-ref failing (exit 3) after the
+    events were built, and `--state-ref feature`, a branch of code, got a ledger commit on top
+    of its code. Asked of git (two processes), only for a ref given."""
+    full = state_ref(ref)
+    if gateway.run(path, "check-ref-format", full, check=False).returncode != 0:
+        raise UsageError(f"--state-ref: {ref!r} is not a valid ref name (see `git help "
+                         "check-ref-format`), e.g. proposal/x")
+    if full == STATE_REF:
+        return
+    listed = gateway.run(path, "ls-tree", "-z", "--name-only", full, "--", check=False)
+    if listed.returncode != 0:
+        return  # no such ref yet (a proposal starts at loopx/state's tip), or not a repository
+    foreign = [name for name in listed.stdout.decode("utf-8", "replace").split("\0")
+               if name and name not in layout.AREAS]
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+        raise UsageError(f"--state-ref: {full} is not a state branch (it holds {shown}); "
+                         "nothing was read or written: name a new branch, e.g. proposal/x")
 
 
 def found_line(done: Drained) -> str:

@@ -138,7 +138,8 @@ def lease_seconds(fold: entities.Fold, ttl: Optional[int]) -> int:
         raise UsageError(f"a lease must last a positive time, not {ttl}s (e.g. --ttl 45m)")
     if ttl is not None and ttl > entities.MAX_LEASE_TTL_S:
         raise UsageError(f"a lease lasts at most {entities.MAX_LEASE_TTL_S // 86400} days, not "
-                         f"{ttl}s; renew it before it runs out (git loopx todo renew)")
+                         f"{clock.format_duration(timedelta(seconds=ttl))}; renew it before it runs out "
+                         "(git loopx todo renew)")
     return ttl or int(fold.config.get("lease_ttl_seconds") or entities.DEFAULT_LEASE_TTL_S)
 
 

@@ -11,8 +11,10 @@ from dataclasses import dataclass, field
 from collections.abc import MutableMapping, MutableSequence
 from typing import Any, Optional, Protocol, runtime_checkable
 
+from loopx.model.limits import LEASE_TTL_MAX_S
+
 DEFAULT_LEASE_TTL_S = 45 * 60
-MAX_LEASE_TTL_S = 30 * 86400  # as ConfigSet.lease_ttl_seconds allows
+MAX_LEASE_TTL_S = LEASE_TTL_MAX_S  # as ConfigSet.lease_ttl_seconds allows
 DEFAULT_SESSION_SLOTS = 20
 DEFAULT_PRIORITY = 2  # todo priorities run from 0 (most urgent) to 4
 

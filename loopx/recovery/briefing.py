@@ -50,8 +50,9 @@ def _goal_section(snap: dict[str, Any], goal: dict[str, Any]) -> list[str]:
     evidence = {e["id"]: e for e in snap["evidence"]}
     judged = snap.get("environment", {}).get("evidence") or {}
     for crit in goal["acceptance"]:
-        # As in `status`: [x] met by fresh evidence, [~] met only by evidence gone stale.
-        mark = {"fresh": "x", "stale": "~", "unknown": "~"}.get(crit.get("freshness") or "", " ")
+        # As in `status`: [x] met, [~] passed only by evidence gone stale; a fresh pass with
+        # work serving it still open is not met.
+        mark = "~" if crit.get("needs_rerun") else "x" if crit.get("met") else " "
         out.append(f"- [{mark}] **{md(crit['id'])}** {md(crit['text'])} — "
                    f"{md(str(crit.get('freshness', 'unmet')))}"
                    + _criterion_detail(goal, crit))
@@ -89,6 +90,8 @@ def _evidence_line(ev: dict[str, Any], judged: dict[str, Any]) -> str:
 def _criterion_detail(goal: dict[str, Any], crit: dict[str, Any]) -> str:
     """Why a criterion is not simply met: its scope, what changed, a failure, unrecorded CI."""
     parts = [f"judged on {_listed(crit['paths'])}"] if crit.get("paths") else []
+    if crit.get("open_work"):
+        parts.append(f"work open: {_listed(crit['open_work'])}")
     if crit.get("changed"):
         parts.append(f"changed since: {_listed(crit['changed'][:5])}")
     if crit.get("verdict") == "fail" and not crit.get("ci"):
@@ -168,8 +171,9 @@ def _environment_section(env: dict[str, Any]) -> list[str]:
     lines = [
         "## Environment (inspected now)", "",
         f"- host: {md(str(env.get('host')))}, work tree: {md(env.get('worktree') or '(bare)')}",
-        f"- HEAD: {md(env.get('head') or '(none)')} "
-        + (f"on branch {md(env['branch'])}" if env.get("branch") else "(detached)"),
+        f"- HEAD: {md(env.get('head') or '(none)')}"
+        + (f" on branch {md(env['branch'])}" if env.get("branch") else
+           " (detached)" if env.get("detached") else ""),  # neither in a bare repository
         f"- uncommitted changes: {_listed(env.get('dirty', [])[:20]) or 'none'}",
         f"- untracked files: {len(env.get('untracked', []))}",
     ]

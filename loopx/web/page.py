@@ -154,7 +154,10 @@ def _goals(snap: dict[str, Any]) -> str:
             fresh = c.get("freshness") or "unmet"
             crits.append(f'<code>{esc(c["id"])}</code> {esc(c["text"])} '
                          f'<b class="{esc(fresh)}">{esc(fresh)}</b>'
-                         + (f' <span class="muted">{esc(c["why"])}</span>' if c.get("why") else ""))
+                         + (f' <span class="muted">{esc(c["why"])}</span>' if c.get("why") else "")
+                         # a fresh pass with work serving it open is not met (as in status)
+                         + (f' <span class="muted">work open: {esc(", ".join(c["open_work"]))}'
+                            '</span>' if c.get("open_work") else ""))
         out.append(f'<h3 data-goal="{esc(goal["id"])}"><code>{esc(goal["id"])}</code> '
                    f'{esc(goal["title"])} <span class="muted">({esc(goal["state"])})</span></h3>'
                    + _list(crits, "No acceptance criteria.") + _evidence(snap, goal["id"]))

@@ -69,6 +69,24 @@ def test_a_criterion_that_passed_is_not_met_while_work_serving_it_is_open(projec
     assert (a2["met"], a2["open_work"]) == (True, [])
 
 
+def test_a_criterion_with_work_open_reads_the_same_in_status_brief_and_web(project: Path) -> None:
+    from loopx.web import page
+
+    for criterion in ("a1", "a2"):  # a1: work open, no evidence; a2: work open, a fresh pass
+        assert invoke(project, "todo", "add", "json", f"Serve {criterion}", "--id", f"s{criterion}",
+                      "--criterion", criterion).code == 0
+    assert run_loopx(project, "run", "--goal", "json", "--criterion", "a2", "--", "true").code == 0
+    text = run_loopx(project, "status", "--no-ci").out
+    assert "[ ] a1  text unchanged  (work open: sa1)\n" in text  # nothing passed for a1
+    assert "[ ] a2  json validates  (passed, work open: sa2)\n" in text
+    brief = run_loopx(project, "brief", "--no-ci").out
+    assert "- [ ] **a1** text unchanged — unmet (work open: sa1)\n" in brief
+    assert "- [ ] **a2** json validates — fresh (work open: sa2)\n" in brief  # not [x]: unmet
+    snap = run_loopx(project, "status", "--format", "json", "--no-ci").json()
+    html = page.main(snap, actor=AGENT, token="t")  # type: ignore[arg-type]
+    assert "work open: sa1" in html and "work open: sa2" in html
+
+
 def test_json_alias_and_write_commands_print_the_event(project: Path) -> None:
     result = invoke(project, "note", "add", "hello", "--json", actor=AGENT)
     doc = json.loads(result.out)
@@ -106,14 +124,37 @@ def test_a_unique_prefix_resolves_like_git(project: Path) -> None:
     (["todo", "depend", "output", "--on", "tests"], MAINT, "would make a cycle"),
     (["goal", "close", "json", "--achieved"], MAINT, "criteria without passing evidence"),
     (["goal", "add", "Dup", "--id", "json"], MAINT, "goal json already exists"),
+    # an empty text, said so (not pydantic's "String should have at least 1 character")
+    (["todo", "add", "json", ""], MAINT, "data.title is empty"),
+    (["goal", "add", "G", "--accept", ""], MAINT, "data.acceptance.0.text is empty"),
+    (["note", "add", ""], MAINT, "data.text is empty"),
+    (["batch"], MAINT, "line 1: invalid arguments for todo add: title is empty"),
+    # a state ref git cannot have: not git's update-ref failing (exit 3)
+    (["--state-ref", "bad..ref", "note", "add", "x"], MAINT, "--state-ref: 'bad..ref' is not a valid ref name"),
+    (["note", "add", "x", "--state-ref", "x.lock"], MAINT, "--state-ref: 'x.lock' is not a valid ref name"),
 ])
 def test_invalid_writes_are_refused_with_one_clear_line_and_exit_1(
         project: Path, args: list[str], actor: str, message: str) -> None:
     before = git(project, "rev-parse", "loopx/state")
-    result = invoke(project, *args, actor=actor)
+    line = '["todo", "add", "json", ""]\n' if args == ["batch"] else None
+    result = invoke(project, *args, actor=actor, input=line)
     assert result.code == 1
     assert message in result.err and result.err.count("\n") == 1
     assert git(project, "rev-parse", "loopx/state") == before
+
+
+def test_a_branch_of_code_is_no_state_ref_and_gets_no_ledger_commit(project: Path) -> None:
+    git(project, "branch", "feature")
+    before = git(project, "rev-parse", "feature")
+    for args in (["--state-ref", "feature", "note", "add", "x"], ["status", "--state-ref", "feature"]):
+        refused = invoke(project, *args, actor=MAINT)
+        assert refused.code == 1 and refused.err == (
+            "error: --state-ref: refs/heads/feature is not a state branch (it holds README); "
+            "nothing was read or written: name a new branch, e.g. proposal/x\n"), refused.err
+    assert git(project, "rev-parse", "feature") == before
+    proposal = invoke(project, "--state-ref", "proposal/x", "note", "add", "x", actor=MAINT)
+    assert proposal.code == 0, proposal.err  # a new one starts at loopx/state's tip
+    assert invoke(project, "--state-ref", "proposal/x", "note", "add", "y", actor=MAINT).code == 0
 
 
 def test_claiming_a_done_todo_is_refused(project: Path) -> None:

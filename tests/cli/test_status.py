@@ -160,3 +160,18 @@ def test_a_session_awaiting_input_is_an_action(repo: Path) -> None:
     assert waiting and waiting[0]["session"] == sid
     assert "waiting for your instruction" in waiting[0]["reason"]
     assert waiting[0]["command"] == f"git loopx session send {sid} MESSAGE"
+
+
+def test_in_a_bare_hub_status_and_brief_say_there_is_no_work_tree(repo: Path, tmp_path: Path) -> None:
+    """Not 'HEAD detached': a bare repository's HEAD names a branch and checks nothing out."""
+    _project(repo)
+    hub = tmp_path / "hub.git"
+    git(tmp_path, "init", "-q", "--bare", str(hub))
+    git(repo, "push", "-q", str(hub), "loopx/state")
+    text = invoke(hub, "status", "--no-ci", actor=AGENT).out
+    assert "Work tree: none (a bare repository)\n" in text and "detached" not in text
+    brief = invoke(hub, "brief", "--no-ci", actor=AGENT).out
+    assert "- HEAD: (none)\n" in brief and "(detached)" not in brief
+    git(repo, "checkout", "-q", "--detach")
+    assert "Work tree: HEAD detached at " in invoke(repo, "status", "--no-ci", actor=AGENT).out
+    assert " (detached)\n" in invoke(repo, "brief", "--no-ci", actor=AGENT).out

@@ -100,7 +100,7 @@ def test_later_signer_changes_must_be_signed_by_a_listed_key(repo: Path,
     for who in (ALICE, BOB):
         refused = invoke(repo, "signer", "add", who, "--key", f"{keys['mallory']}.pub",
                          actor=ALICE)
-        assert refused.code == 1 and "not validly signed" in refused.err, refused.err
+        assert refused.code == 1 and "signed by no key listed there" in refused.err, refused.err
     assert _tip(repo) == before
     _sign_with(repo, keys["alice"])
     added = invoke(repo, "signer", "add", BOB, "--key", f"{keys['bob']}.pub", actor=ALICE)
@@ -303,3 +303,16 @@ def test_validate_rejects_a_range_that_adds_a_signer_and_uses_it(repo: Path,
                   actor=BOB).code == 0
     assert invoke(repo, "validate", "--range", f"{STATE}..refs/heads/proposal/later",
                   actor=ALICE).code == 0
+
+
+def test_an_act_that_cannot_be_signed_says_what_git_said_in_one_line(
+        repo: Path, keys: dict[str, Path]) -> None:
+    before = _tip(repo)
+    _sign_with(repo, keys["alice"])
+    _sign_with(repo, None)  # ssh signing on, and no key to sign with
+    refused = invoke(repo, "gate", "answer", "q-1", "--approve", actor=ALICE)
+    assert refused.code == 1 and refused.err.count("\n") == 1, refused.err
+    assert refused.err.startswith("error: could not sign the commit (git: fatal: either "
+                                  "user.signingkey or gpg.ssh.defaultKeyCommand needs to be "
+                                  "configured); "), refused.err
+    assert "commit-tree" not in refused.err and _tip(repo) == before

@@ -315,6 +315,9 @@ async def test_every_agent_operation_is_a_tool_with_the_commands_parameters(
         assert tools[name].annotations.read_only_hint is (not op.writes), name  # type: ignore[union-attr]
     priority = tools["todo_add"].input_schema["properties"]["priority"]["anyOf"][0]
     assert (priority["minimum"], priority["maximum"]) == (0, 4)  # the event model's bounds
+    # No "title" annotation repeats a name (the list goes into a context); a property so named stays.
+    listed = json.dumps([t.input_schema for t in tools.values()])
+    assert '"title": "' not in listed and "title" in tools["todo_add"].input_schema["properties"]
 
 
 async def test_goals_todos_and_review_through_tools(session: ClientSession) -> None:

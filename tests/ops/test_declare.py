@@ -11,7 +11,7 @@ import annotated_types
 import click
 import pytest
 
-from conftest import invoke
+from conftest import git, invoke
 from loopx.cli.root import cli
 from loopx.errors import UsageError
 from loopx.ledger.book import Ledger
@@ -156,6 +156,27 @@ def test_durations_need_a_unit_in_text_and_are_seconds_as_numbers() -> None:
         declare.seconds("45")
     values = declare.validate(catalog.find("todo claim"), {"todo": "t", "ttl": "1h"})
     assert values.ttl == 3600
+
+
+
+@pytest.mark.parametrize("argv, flag, message", [
+    (["config", "set", "--lease-ttl", "0s"], "--lease-ttl", "at least 10s, not 0s"),
+    (["config", "set", "--lease-ttl", "31d"], "--lease-ttl", "at most 30d, not 31d"),
+    (["config", "set", "--session-idle", "30s"], "--session-idle", "at least 1m, not 30s"),
+    (["wake", "set", "--every", "400d"], "--every", "at most 366d, not 400d"),
+    (["effect", "intend", "t:x", "--action", "a", "--grace", "8d"], "--grace", "at most 7d, not 8d"),
+])
+def test_a_duration_outside_its_fields_bounds_is_refused_in_its_own_units(
+        repo: Path, argv: list[str], flag: str, message: str) -> None:
+    """Not the event's "data.lease_ttl_seconds: Input should be greater than or equal to 10"."""
+    assert invoke(repo, "init").code == 0
+    before = git(repo, "rev-parse", "loopx/state")
+    refused = invoke(repo, *argv)
+    assert refused.code == 2 and f"Invalid value for '{flag}': {message}" in refused.err, refused.err
+    op = catalog.find(" ".join(argv[:2]))
+    with pytest.raises(UsageError, match=message):  # a batch line and an MCP call alike
+        declare.validate(op, declare.parse(op, argv[2:]))
+    assert git(repo, "rev-parse", "loopx/state") == before
 
 
 EVENT_ID = "01J0000000000000000000000A"  # the same write, asked for three times

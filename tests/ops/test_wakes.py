@@ -98,4 +98,5 @@ def test_cli_wake_every_and_ack(repo: Path) -> None:
     assert "at=2030-01-01T10:30:00Z" in listed.out and "every=1800" in listed.out
     assert "acted on wake w-1; due again at 2030-01-01 10:30Z" in invoke(repo, "log").out
     bad = invoke(repo, "wake", "set", "--every", "10s")
-    assert bad.code == 1 and "at most once a minute" in bad.err
+    # the option's bounds, the event field's, said in the units it was given (a usage error)
+    assert bad.code == 2 and "Invalid value for '--every': at least 1m, not 10s" in bad.err

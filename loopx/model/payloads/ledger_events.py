@@ -7,6 +7,9 @@ from typing import Annotated, Literal, Optional
 from pydantic import Field
 
 from loopx.model.globs import MAX_GLOBS
+from loopx.model.limits import (
+    LEASE_TTL_MAX_S, LEASE_TTL_MIN_S, SESSION_IDLE_MIN_S, SESSION_SLOTS_MAX,
+)
 from loopx.model.payloads.base import (
     CRITERION_REF_PATTERN, ID_PATTERN, MAX_SECONDS, ONE_LINE, CheckName, Glob, Identity,
     Model,
@@ -26,9 +29,9 @@ class ConfigSet(Model):
     roles: Optional[dict[Annotated[str, Field(pattern=ID_PATTERN)], list[Identity]]] = Field(
         default=None, description="role name -> actor identities, e.g. maintainer: [human:a@x]"
     )
-    lease_ttl_seconds: Optional[int] = Field(default=None, ge=10, le=30 * 86400)
-    session_slots: Optional[int] = Field(default=None, ge=1, le=10_000)
-    session_idle_seconds: Optional[int] = Field(default=None, ge=60, le=MAX_SECONDS)
+    lease_ttl_seconds: Optional[int] = Field(default=None, ge=LEASE_TTL_MIN_S, le=LEASE_TTL_MAX_S)
+    session_slots: Optional[int] = Field(default=None, ge=1, le=SESSION_SLOTS_MAX)
+    session_idle_seconds: Optional[int] = Field(default=None, ge=SESSION_IDLE_MIN_S, le=MAX_SECONDS)
     signed_answers: Optional[Literal["off", "all"] | list[str]] = Field(
         default=None, description="'all', 'off', or the gate ids whose answers must be signed"
     )

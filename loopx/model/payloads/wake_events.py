@@ -6,6 +6,7 @@ from typing import Optional
 
 from pydantic import Field
 
+from loopx.model.limits import WAKE_EVERY_MAX_S, WAKE_EVERY_MIN_S
 from loopx.model.payloads.base import ID_PATTERN, ONE_LINE, TS_PATTERN, EntityId, Model
 
 
@@ -18,7 +19,7 @@ class WakeSet(Model):
     on_todo: Optional[str] = Field(default=None, pattern=ID_PATTERN)
     reason: Optional[str] = Field(default=None, max_length=2_000, json_schema_extra=ONE_LINE)
     every: Optional[int] = Field(
-        default=None, ge=60, le=366 * 86400,
+        default=None, ge=WAKE_EVERY_MIN_S, le=WAKE_EVERY_MAX_S,
         description="seconds: a recurring time wake, next due this long after it last fired")
 
 
