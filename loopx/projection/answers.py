@@ -25,7 +25,8 @@ EvidenceKind = Literal["test", "ci", "commit", "review", "receipt", "note"]
 ActionKind = Literal[
     "repair", "finish_operation", "stop_quota", "read_back_effect", "replan", "release_lease",
     "renew_lease", "read_inbox", "session_waiting", "answer_gate", "sync", "fix_ci", "record_ci",
-    "rerun_evidence", "close_goal", "wake_due", "continue", "work", "wait_ci", "wait_gate",
+    "rerun_evidence", "close_goal", "wake_due", "continue", "work", "plan_criterion", "wait_ci",
+    "wait_gate",
     "wait_lease", "wait_host", "notice",
 ]
 

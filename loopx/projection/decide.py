@@ -26,7 +26,7 @@ PRIORITY = {
     "replan": 25, "release_lease": 30, "renew_lease": 32, "read_inbox": 34, "session_waiting": 35,
     "answer_gate": 40, "sync": 45, "fix_ci": 48, "record_ci": 49, "rerun_evidence": 50,
     "close_goal": 55,
-    "wake_due": 60, "continue": 65, "work": 70, "wait_ci": 80, "wait_gate": 85,
+    "wake_due": 60, "continue": 65, "work": 70, "plan_criterion": 75, "wait_ci": 80, "wait_gate": 85,
     "wait_lease": 88, "wait_host": 90, "notice": 95,
 }
 # Things to wait for rather than do (`git loopx next` exits 10). A spent budget is one: more
@@ -393,12 +393,13 @@ def _criteria(ctx: _Ctx) -> Iterable[Action]:
     for goal in ctx.goals.values():
         if goal["state"] != "active":
             continue
+        idle = not _unfinished(ctx, goal)
         for crit in goal["acceptance"]:
-            action = _criterion_action(goal, crit)
+            action = _criterion_action(goal, crit, idle)
             if action is not None:
                 yield action
         if goal["acceptance"] and all(_state(c) == "fresh" and not c.get("ci")
-                                      for c in goal["acceptance"]) and not _unfinished(ctx, goal):
+                                      for c in goal["acceptance"]) and idle:
             yield _action("close_goal", f"every criterion of goal {goal['id']} is met by fresh "
                           "evidence", f"git loopx goal close {goal['id']} --achieved",
                           goal=goal["id"])
@@ -410,7 +411,9 @@ def _state(crit: dict[str, Any]) -> str:
     return str(crit.get("freshness") or ("fresh" if crit.get("met") else "unmet"))
 
 
-def _criterion_action(goal: dict[str, Any], crit: dict[str, Any]) -> Optional[Action]:
+def _criterion_action(goal: dict[str, Any], crit: dict[str, Any],
+                      idle: bool) -> Optional[Action]:
+    """What a criterion asks for; ``idle``: no todo or gate of its goal is still open."""
     where = f"criterion {crit['id']} of goal {goal['id']}"
     rerun = f"git loopx rerun --criterion {goal['id']}:{crit['id']}"
     state, latest = _state(crit), crit.get("latest")
@@ -430,6 +433,13 @@ def _criterion_action(goal: dict[str, Any], crit: dict[str, Any]) -> Optional[Ac
         why = crit.get("why") or f"{latest} failed"
         return _action("rerun_evidence", f"{where} is not met: {why}; fix it, then re-run",
                        rerun, goal=goal["id"], evidence=latest)
+    if state == "unmet" and idle:
+        # Nothing passed it and nothing of its goal is open: without this the goal stayed
+        # open while `next` said there was nothing left to do (exit 20): an agent loop stops.
+        return _action("plan_criterion", f"{where} is not met and nothing of its goal is open "
+                       f"to meet it: record what shows it (git loopx run --goal {goal['id']} --criterion "
+                       f"{crit['id']} -- COMMAND) or add work for it (git loopx todo add "
+                       f"{goal['id']} TITLE --criterion {crit['id']})", None, goal=goal["id"])
     return None
 
 

@@ -103,8 +103,11 @@ def test_a_claim_that_lost_a_race_is_told_by_sync_and_its_notice_can_be_dismisse
     ok(one, "todo", "done", "t2", "--reason", "nothing to test", actor=A)
     ok(one, "sync", actor=A)
     ok(two, "sync", actor=B)
-    best = json.loads(ok(two, "next", "--json", actor=B))["action"]  # nothing else for B now
-    assert (best["kind"], best["event"]) == ("notice", lost)
+    # Nothing else for B now but the notice, and the goal's criteria: done without
+    # evidence, nothing met them, so they are to plan (before a notice).
+    actions = json.loads(ok(two, "status", "--json", actor=B))["actions"]
+    assert {a["kind"] for a in actions[:-1]} == {"plan_criterion"}
+    assert (actions[-1]["kind"], actions[-1]["event"]) == ("notice", lost)
     assert invoke(two, "next", actor=B).code == 0
 
     ok(two, "notice", "dismiss", lost[:12], actor=B)

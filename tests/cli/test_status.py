@@ -78,6 +78,27 @@ def test_next_exit_codes_do_wait_nothing(repo: Path) -> None:
     assert done.code == 20 and "nothing left" in done.out
 
 
+def test_next_is_not_done_while_a_goal_is_unmet_and_nothing_is_open(repo: Path) -> None:
+    """A goal with a criterion nothing has met and no todo left (none added yet, or the one
+    for it finished without evidence) is work still to plan: `next` said "nothing left to
+    do" (exit 20), and the agent loop of docs/agents.md stopped with the goal open."""
+    for args in (("init",), ("goal", "add", "G", "--id", "g", "--accept", "tests pass")):
+        assert invoke(repo, *args).code == 0
+    found = invoke(repo, "next", "--json", actor=AGENT)
+    assert found.code == 0, found.out
+    action = found.json()["action"]
+    assert action["kind"] == "plan_criterion" and action["goal"] == "g"
+    assert "git loopx todo add g TITLE --criterion a1" in action["reason"]
+    assert invoke(repo, "todo", "add", "g", "Make tests pass", "--id", "t").code == 0
+    assert invoke(repo, "next", "--json", actor=AGENT).json()["action"]["kind"] == "work"
+    assert invoke(repo, "todo", "claim", "t", actor=AGENT).code == 0
+    assert invoke(repo, "todo", "done", "t", "--reason", "no evidence", actor=AGENT).code == 0
+    again = invoke(repo, "next", "--json", actor=AGENT)
+    assert again.code == 0 and again.json()["action"]["kind"] == "plan_criterion"
+    assert invoke(repo, "run", "--goal", "g", "--criterion", "a1", "--", "true").code == 0
+    assert invoke(repo, "next", "--json", actor=AGENT).json()["action"]["kind"] == "close_goal"
+
+
 def test_next_claim_claims_the_top_frontier_todo(repo: Path) -> None:
     _project(repo)
     result = run_loopx(repo, "next", "--claim", "--format", "json", actor=AGENT)

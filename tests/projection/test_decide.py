@@ -39,7 +39,8 @@ def _half_met() -> dict[str, Any]:
 
 
 def snap(**parts: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {"goals": [goal()], "todos": [], "frontier": [], "gates": [],
+    # (the goal in the background has no criteria: one unmet with nothing open is an action)
+    base: dict[str, Any] = {"goals": [goal(criteria=0)], "todos": [], "frontier": [], "gates": [],
                             "evidence": [], "wakes": [], "quota": {}, "effects": [],
                             "problems": [], "unknown_events": []}
     base.update(parts)
@@ -109,8 +110,16 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], str, list[str]]] = [
     ("an unrecorded CI result is recorded before the goal closes",
      snap(goals=[goal(evidence=["e-1"], ci={"verdict": "pass", "checks": [{"name": "tests"}]})],
           evidence=EVIDENCE), {}, ME, ["record_ci"]),
-    ("one fresh criterion is not enough", snap(goals=[_half_met()], evidence=EVIDENCE),
-     {}, ME, []),
+    ("one fresh criterion is not enough: the other, with nothing open for it, is to plan",
+     snap(goals=[_half_met()], evidence=EVIDENCE), {}, ME, ["plan_criterion"]),
+    ("an unmet criterion with work open for its goal is that work's",
+     snap(goals=[_half_met()], evidence=EVIDENCE, todos=[todo("t-1")]), {}, ME, ["work"]),
+    ("an unmet criterion of a goal whose todos are all done is to plan",
+     snap(goals=[goal()], todos=[todo("t-1", state="done", ready=False)]), {}, ME,
+     ["plan_criterion"]),
+    ("a failed verdict is to fix, not to plan",
+     snap(goals=[goal(evidence=["e-1"], verdict="fail", met=False, freshness="unmet")]), {}, ME,
+     ["rerun_evidence"]),
     ("state branch behind and ahead", snap(), {"state": {"ref": "r", "unmerged": 2, "unpushed": 1}},
      ME, ["sync", "sync"]),
     ("CI pending is waited for", snap(todos=[todo("t-1")]), {"ci": {"state": "pending"}}, ME,
