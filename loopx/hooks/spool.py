@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from loopx.model import clock, ids
-from loopx.storage import locks
+from loopx.storage import files, locks
 
 VERSION = 1
 # How long a hook (or a drain) waits for the clone lock, a ref's .lock or a running gc
@@ -98,12 +98,7 @@ def append(loopx_dir: Path, *, hook: str, inputs: dict[str, Any], actor: str,
     doc = {"v": VERSION, "id": entry_id, "hook": hook, "inputs": inputs, "actor": actor,
            "at": clock.format_ts(at or clock.now()), "state_ref": state_ref}
     path = where / f"{entry_id}.json"
-    tmp = where / f".{entry_id}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(doc, handle)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    files.replace(path, json.dumps(doc).encode(), durable=True)
     _fsync_dir(where)
     return _entry(doc, path)
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from loopx.storage import locks
+from loopx.storage import files, locks
 
 WATCH = "commits-watch.json"
 DONE = "hooks.done"  # one sha a line: commits post-commit finished for
@@ -95,9 +95,8 @@ def done(loopx_dir: Path) -> set[str]:
     except OSError:
         return set()
     if len(lines) > _DONE_KEEP * 4:
-        tmp = loopx_dir / f".{DONE}.{os.getpid()}.tmp"
-        tmp.write_text("\n".join(lines[-_DONE_KEEP:]) + "\n", "ascii")
-        os.replace(tmp, path)  # (a line appended meanwhile is lost: that commit is checked)
+        # (a line appended meanwhile is lost: that commit is checked)
+        files.replace(path, ("\n".join(lines[-_DONE_KEEP:]) + "\n").encode("ascii"))
     return set(lines)
 
 
@@ -261,8 +260,6 @@ def _locked(loopx_dir: Path) -> Iterator[dict[str, Any]]:
         before = json.dumps(doc, sort_keys=True)
         yield doc
         if json.dumps(doc, sort_keys=True) != before:
-            tmp = loopx_dir / f".{WATCH}.{os.getpid()}.tmp"
-            tmp.write_text(json.dumps(doc), "utf-8")
-            os.replace(tmp, loopx_dir / WATCH)
+            files.replace(loopx_dir / WATCH, json.dumps(doc).encode())
     finally:
         os.close(fd)

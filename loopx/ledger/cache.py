@@ -30,6 +30,7 @@ from typing import Any, Optional, overload
 
 from loopx.model import clock
 from loopx.projection import entities
+from loopx.storage import files
 from loopx.version import SCHEMA_VERSION, __version__
 
 _LIVE_MAGIC = b"LOOPXL2\n"
@@ -182,22 +183,10 @@ def save_live(path: Path, tip: str, fold: entities.Fold) -> None:
     try:
         body = marshal.dumps((_LIVE_KEY, tip, _fold_to_data(fold)))
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
         seal = _live_seal(seal_key(path.parent), body)
-        _write_then_rename(tmp, path, _LIVE_MAGIC + seal + body)
+        files.replace(path, _LIVE_MAGIC + seal + body)
     except (OSError, ValueError):
         pass
-
-
-def _write_then_rename(tmp: Path, path: Path, data: bytes) -> None:
-    """Write ``data`` to ``tmp`` and rename it over ``path``; a failed write (no room, a
-    file-size limit) leaves no partial ``tmp`` behind."""
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    except OSError:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def hooks_state_path(loopx_dir: Path) -> Path:
@@ -235,10 +224,8 @@ def save_hooks_state(path: Path, tip: str, live: entities.Fold) -> None:
     lines.append(f"ids {_blob_id(named)}")
     body = ("\n".join(lines) + "\n").encode()
     try:
-        ids = hooks_ids_path(path.parent)
-        _write_then_rename(ids.with_name(f"hooks.ids.{os.getpid()}.tmp"), ids, named)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        _write_then_rename(tmp, path, body + f"check {_blob_id(body)}\n".encode())
+        files.replace(hooks_ids_path(path.parent), named)
+        files.replace(path, body + f"check {_blob_id(body)}\n".encode())
     except OSError:
         pass  # without the file the shim asks loopx itself: slower, never wrong
 

@@ -15,13 +15,13 @@ it is first seen now, which errs on the side of a live lease, for at most its tt
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 
 from loopx.model import clock
+from loopx.storage import files
 
 _MAGIC = "loopx-seen-1"
 _ULID = re.compile(r"^[0-7][0-9A-HJKMNP-TV-Z]{25}$")
@@ -70,8 +70,6 @@ def _save(path: Path, seen: dict[str, str]) -> None:
     """Write atomically (temp file + rename); a failure only means "first seen" again later."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.seen-tmp")
-        tmp.write_text(json.dumps({"format": _MAGIC, "seen": seen}, sort_keys=True), "utf-8")
-        os.replace(tmp, path)
+        files.replace(path, json.dumps({"format": _MAGIC, "seen": seen}, sort_keys=True).encode())
     except OSError:
         pass

@@ -23,7 +23,7 @@ from typing import Any, Optional
 
 from loopx.errors import GitError, LoopxError
 from loopx.model import needs as needs_
-from loopx.storage import gateway, settings
+from loopx.storage import files, gateway, settings
 
 TTL = 60.0  # seconds a probe stays good: a host rarely changes within a turn
 CACHE = "host.json"
@@ -158,9 +158,7 @@ def _save(path: Optional[Path], doc: dict[str, Any]) -> None:
         return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{CACHE}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(doc, sort_keys=True), encoding="utf-8")
-        os.replace(tmp, path)
+        files.replace(path, json.dumps(doc, sort_keys=True).encode())
     except OSError:
         pass  # never required: the next status probes again
 

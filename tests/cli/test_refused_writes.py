@@ -75,6 +75,28 @@ def test_a_full_disk_is_named_and_nothing_is_half_written(small_disk: Path) -> N
     assert "before" in listed and "after" in listed
 
 
+def _temporary_files(repo: Path) -> list[Path]:
+    """loopx's temporary files anywhere under .git (git's own tmp_obj_* are git's to remove)."""
+    return [p for p in (repo / ".git").rglob("*tmp*")
+            if p.is_file() and not p.name.startswith("tmp_obj_")]
+
+
+def test_a_full_disk_leaves_no_temporary_file_of_a_derived_file(small_disk: Path) -> None:
+    """status writes host.json and hooks install the hook files, each through a temporary
+    file renamed into place: on a full disk each left its temporary file behind, one more
+    per command."""
+    fill = _fill(small_disk)
+    assert run_loopx(small_disk, "status").code == 0  # host.json is never required
+    _refused(small_disk, "no space left on device", "hooks", "install")
+    assert run_loopx(small_disk, "status").code == 0
+    assert _temporary_files(small_disk) == []
+    fill.unlink()
+    assert run_loopx(small_disk, "hooks", "install").code == 0
+    assert run_loopx(small_disk, "status").code == 0
+    assert (small_disk / ".git" / "loopx" / "host.json").is_file()
+    assert _temporary_files(small_disk) == []
+
+
 def test_a_file_size_limit_is_named(small_disk: Path) -> None:
     noise = subprocess.run(["sh", "-c", "head -c 6000 /dev/urandom | base64 -w0"],
                            capture_output=True, text=True).stdout
