@@ -76,6 +76,15 @@ class ForeignStateDir(LoopxError):
     """The loopx folder is another repository's (a symlink or bind mount shared by two)."""
 
 
+class NotAFile(OSError):
+    """A fifo, a device, a folder or a symbolic link where loopx keeps a plain file of its own
+    (a lock, a cache file): never waited on, read or written through."""
+
+    def __init__(self, path: os.PathLike[str] | str) -> None:
+        super().__init__(f"{os.fspath(path)}: not a plain file")
+        self.filename = os.fspath(path)
+
+
 class LockTimeout(LoopxError):
     """Another loopx writer held this clone's lock for longer than we were willing to wait."""
 
@@ -132,6 +141,9 @@ def refused_write(exc: BaseException) -> str | None:
             if said in exc.stderr:
                 return f"git {exc.argv[0]}: {meaning}; nothing was changed"
         return None
+    if isinstance(exc, NotAFile):
+        return (f"cannot write {exc.filename}: it is not a plain file (a fifo, a device, a "
+                "link?) (move it aside); nothing was changed")
     if isinstance(exc, OSError) and exc.errno in _REFUSED_ERRNOS:
         where = f" {exc.filename}" if exc.filename else ""
         return (f"cannot write{where}: {_REFUSALS[_REFUSED_ERRNOS[exc.errno]][1]}; "

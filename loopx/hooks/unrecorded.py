@@ -91,7 +91,7 @@ def done(loopx_dir: Path) -> set[str]:
     """The commits post-commit finished for (the file is cut to its last lines when long)."""
     path = loopx_dir / DONE
     try:
-        lines = path.read_text("ascii", "replace").split()
+        lines = files.read(path, 1 << 20).decode("ascii", "replace").split()
     except OSError:
         return set()
     if len(lines) > _DONE_KEEP * 4:
@@ -239,7 +239,7 @@ def _size(loopx_dir: Path, branch: str) -> int:
 
 def _read(loopx_dir: Path) -> dict[str, Any]:
     try:
-        doc = json.loads((loopx_dir / WATCH).read_text("utf-8"))
+        doc = json.loads(files.read(loopx_dir / WATCH, 1 << 24))
         if doc.get("v") == VERSION and isinstance(doc.get("branches"), dict) and all(
                 isinstance(w.get("offset"), int) and isinstance(w.get("holders"), list)
                 for w in doc["branches"].values()):
@@ -253,7 +253,7 @@ def _read(loopx_dir: Path) -> dict[str, Any]:
 def _locked(loopx_dir: Path) -> Iterator[dict[str, Any]]:
     """The watch file, read under its lock and written back (atomically) when the block ends."""
     loopx_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(loopx_dir / f"{WATCH}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    fd = locks.open_file(loopx_dir / f"{WATCH}.lock")
     try:
         locks.wait_for(fd, _LOCK_WAIT_S)  # held or not: the worst is a commit checked twice
         doc = _read(loopx_dir)

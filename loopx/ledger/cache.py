@@ -34,6 +34,7 @@ from loopx.storage import files
 from loopx.version import SCHEMA_VERSION, __version__
 
 _LIVE_MAGIC = b"LOOPXL2\n"
+LIVE_MOST = 1 << 28  # bytes: a bigger live file is not read (the fold is rebuilt)
 _LIVE_KEY = f"{SCHEMA_VERSION}:{__version__}:live-3:{sys.version_info[:2]}".encode()
 
 # Entity tables of the fold: kind -> dataclass. Their rows carry the goal they belong to, so
@@ -62,7 +63,7 @@ def seal_key(cache_dir: Path, *, create: bool = True) -> Optional[bytes]:
     beside them, never in them, so a file edited or copied in does not carry a valid seal."""
     path = cache_dir / "seal.key"
     try:
-        key = path.read_bytes()
+        key = files.read(path, 32)
         if len(key) == 32:
             return key
     except OSError:
@@ -78,7 +79,7 @@ def seal_key(cache_dir: Path, *, create: bool = True) -> Optional[bytes]:
         pass
     finally:
         tmp.unlink(missing_ok=True)
-    key = path.read_bytes()
+    key = files.read(path, 32)
     if len(key) != 32:
         raise OSError(f"{path} is not a cache key; remove it")
     return key
@@ -159,7 +160,7 @@ def copy(fold: entities.Fold) -> entities.Fold:
 def load_live(path: Path) -> Optional[tuple[str, entities.Fold]]:
     """(tip, live fold) from the live file, or None when absent or not trustworthy."""
     try:
-        raw = path.read_bytes()
+        raw = files.read(path, LIVE_MOST)
     except OSError:
         return None
     head = len(_LIVE_MAGIC) + 32
@@ -195,6 +196,7 @@ def hooks_state_path(loopx_dir: Path) -> Path:
 
 
 HOOKS_STATE_FORMAT = "2"
+HOOKS_STATE_MOST = 1 << 24  # bytes: a line per live lease
 
 
 def hooks_ids_path(loopx_dir: Path) -> Path:
@@ -241,7 +243,7 @@ def hooks_state_trouble(path: Path, tip: str) -> Optional[str]:
     be of it (damaged, truncated, another format); None when it checks out, is absent, or
     is plainly of another tip (then it is only out of date, which the shim sees itself)."""
     try:
-        raw = path.read_bytes()
+        raw = files.read(path, HOOKS_STATE_MOST)
     except OSError:
         return None
     body, _, last = raw.rstrip(b"\n").rpartition(b"\n")

@@ -24,6 +24,7 @@ from loopx.model import clock
 from loopx.storage import files
 
 _MAGIC = "loopx-seen-1"
+MOST = 1 << 25  # bytes: MAX_ENTRIES entries fit; a bigger file is not read
 _ULID = re.compile(r"^[0-7][0-9A-HJKMNP-TV-Z]{25}$")
 _TS = re.compile(clock.TS_PATTERN)  # a date that is not real is not kept
 MAX_ENTRIES = 100_000  # a file that claims more is not ours to trust
@@ -37,7 +38,7 @@ def path_for(live_path: Path) -> Path:
 def load(path: Path) -> dict[str, str]:
     """event id -> first sight, from ``path``; {} when absent or not trustworthy."""
     try:
-        doc = json.loads(path.read_text("utf-8"))
+        doc = json.loads(files.read(path, MOST))
     except (OSError, ValueError):
         return {}
     if not isinstance(doc, dict) or doc.get("format") != _MAGIC:

@@ -27,6 +27,7 @@ from loopx.storage import files, gateway, settings
 
 TTL = 60.0  # seconds a probe stays good: a host rarely changes within a turn
 CACHE = "host.json"
+MOST = 1 << 20  # bytes: a few tools' versions; a bigger file is not read
 VERSION_TIMEOUT = 3.0  # a `TOOL --version` that takes longer is a tool of unknown version
 REMOTE_TIMEOUT = 5.0
 _VERSION_RE = re.compile(r"\d+(?:\.\d+)+[0-9A-Za-z.+-]*|\d+")
@@ -132,7 +133,7 @@ def _load(path: Optional[Path], now: float, ttl: float) -> dict[str, Any]:
     if path is None:
         return {}
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = json.loads(files.read(path, MOST))
     except (OSError, ValueError):
         return {}
     if not _sound(doc) or not (0 <= now - doc["at"] < ttl):

@@ -93,7 +93,7 @@ def _load(path: Path, *, offline: bool) -> Optional[dict[str, Any]]:
     """A cached state still within its time to live (any age when offline); derived data,
     so anything not of the documented shape is ignored."""
     try:
-        doc = json.loads(path.read_text("utf-8"))
+        doc = json.loads(files.read(path, 1 << 20))  # one pull request's state
         found, at = doc["state"], float(doc["at"])
     except (OSError, ValueError, TypeError, KeyError):
         return None

@@ -34,7 +34,7 @@ def checked(loopx_dir: Path, common_dir: Path) -> Path:
         return loopx_dir
     try:
         ours = os.stat(common_dir)
-        recorded = (loopx_dir / "owner").read_text("utf-8", "replace").splitlines()
+        recorded = files.read(loopx_dir / "owner", 1 << 16).decode("utf-8", "replace").splitlines()
     except FileNotFoundError:
         _claim(loopx_dir, common_dir)
         _CHECKED.add(key)
