@@ -17,10 +17,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
-from loopx.model import clock
+from loopx.model import clock, ids
 from loopx.storage import files
 
 _MAGIC = "loopx-seen-1"
@@ -54,17 +54,35 @@ def observe(path: Path, events: Iterable[str], now: datetime, *,
             prune: bool = False) -> dict[str, str]:
     """First sight of each of ``events``: as recorded, or ``now`` for those seen for the first
     time (recorded then). A recorded time after ``now`` (this clock was set back) counts as
-    ``now``. ``prune``: ``events`` are all the timed events of the tip; forget the others."""
+    ``now``, and is recorded no earlier than the event was written (its id's time): a
+    clock wrong for one command (set back a century, a machine up before its clock is set,
+    ``--now`` in the past) would otherwise stamp every lease in play as seen then, and once
+    the clock is right those leases would have ended long ago for this clone, for good.
+    ``prune``: ``events`` are all the timed events of the tip; forget the others."""
     recorded = load(path)
     stamp = clock.format_ts(now)
     found: dict[str, str] = {}
+    kept = {} if prune else dict(recorded)
     for event in events:
         when = recorded.get(event)
-        found[event] = stamp if when is None or clock.parse_ts(when) > now else when
-    kept = found if prune else {**recorded, **found}
+        if when is None:
+            found[event] = kept[event] = stamp
+        elif clock.parse_ts(when) > now:
+            found[event], kept[event] = stamp, _lowered(when, event, now)
+        else:
+            found[event] = kept[event] = when
     if kept != recorded:
         _save(path, kept)
     return found
+
+
+def _lowered(when: str, event: str, now: datetime) -> str:
+    """What a first sight recorded at ``when``, after ``now``, is kept as: ``now``, but not
+    before ``event`` was written (by its id), nor after ``when``."""
+    floor = max(now.timestamp(), ids.ulid_ms(event) / 1000)
+    if floor >= clock.parse_ts(when).timestamp():
+        return when
+    return clock.format_ts(datetime.fromtimestamp(floor, timezone.utc))
 
 
 def _save(path: Path, seen: dict[str, str]) -> None:
