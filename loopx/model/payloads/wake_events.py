@@ -8,6 +8,9 @@ from pydantic import Field
 
 from loopx.model.payloads.base import ID_PATTERN, ONE_LINE, TS_PATTERN, EntityId, Model
 
+MIN_EVERY_S = 60  # a recurring wake repeats at most once a minute
+MAX_EVERY_S = 366 * 86400  # and at least once a year
+
 
 class WakeSet(Model):
     id: str = EntityId
@@ -18,7 +21,7 @@ class WakeSet(Model):
     on_todo: Optional[str] = Field(default=None, pattern=ID_PATTERN)
     reason: Optional[str] = Field(default=None, max_length=2_000, json_schema_extra=ONE_LINE)
     every: Optional[int] = Field(
-        default=None, ge=60, le=366 * 86400,
+        default=None, ge=MIN_EVERY_S, le=MAX_EVERY_S,
         description="seconds: a recurring time wake, next due this long after it last fired")
 
 
