@@ -97,6 +97,59 @@ def test_a_full_disk_leaves_no_temporary_file_of_a_derived_file(small_disk: Path
     assert _temporary_files(small_disk) == []
 
 
+@pytest.fixture
+def small_hub(tmp_path: Path) -> Iterator[Path]:
+    """A bare hub on a 4 MiB tmpfs of its own, unmounted afterwards."""
+    mount = tmp_path / "hub-disk"
+    mount.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        git(mount, "init", "-q", "--bare", str(mount / "hub.git"))
+        yield mount / "hub.git"
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def _synced(result: object, said: str) -> None:
+    code, err = result.code, result.err  # type: ignore[attr-defined]
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert code == 1 and len(errors) == 1, err
+    assert said in errors[0] and "nothing was changed" in errors[0], err
+    assert "could not reach" not in err and "may be missing here" not in err, err
+
+
+def test_a_full_disk_on_either_side_of_a_sync_is_named_as_that_side(
+        small_disk: Path, small_hub: Path, tmp_path: Path) -> None:
+    """A full hub was "origin refused loopx/state: [remote rejected] (unpacker error); objects
+    it needs may be missing here: `git loopx doctor` names them", a full clone "could not
+    reach origin": neither disk was named, and both sent the user the wrong way."""
+    git(small_disk, "remote", "add", "origin", str(small_hub))
+    assert run_loopx(small_disk, "sync").code == 0
+    noise = subprocess.run(["sh", "-c", "head -c 3000 /dev/urandom | base64 -w0 | tr -d /+"],
+                           capture_output=True, text=True).stdout
+    assert run_loopx(small_disk, "note", "add", "to push " + noise).code == 0
+    hub_fill = small_hub.parent / "fill"
+    subprocess.run(["dd", "if=/dev/zero", f"of={hub_fill}", "bs=4k"], capture_output=True)
+    hub_tip = git(small_hub, "rev-parse", STATE)
+    _synced(run_loopx(small_disk, "sync"), "origin's side: no space left on device")
+    assert git(small_hub, "rev-parse", STATE) == hub_tip
+    hub_fill.unlink()
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", str(small_hub), str(other))
+    assert run_loopx(other, "sync").code == 0
+    assert run_loopx(other, "note", "add", "to fetch " + noise).code == 0
+    assert run_loopx(other, "sync").code == 0
+    fill, tip = _fill(small_disk), git(small_disk, "rev-parse", STATE)
+    _synced(run_loopx(small_disk, "sync"), "this clone: no space left on device")
+    assert git(small_disk, "rev-parse", STATE) == tip
+    fill.unlink()
+    assert run_loopx(small_disk, "sync").code == 0
+    listed = run_loopx(small_disk, "note", "list").out
+    assert "to push" in listed and "to fetch" in listed
+
+
 def test_a_file_size_limit_is_named(small_disk: Path) -> None:
     noise = subprocess.run(["sh", "-c", "head -c 6000 /dev/urandom | base64 -w0"],
                            capture_output=True, text=True).stdout
