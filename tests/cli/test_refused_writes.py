@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import pytest
 
 from conftest import git, run_loopx
 from syncutil import STATE, event_ids
+from loopx.hooks import unrecorded
 
 
 @pytest.fixture
@@ -148,6 +150,40 @@ def test_a_full_disk_on_either_side_of_a_sync_is_named_as_that_side(
     assert run_loopx(small_disk, "sync").code == 0
     listed = run_loopx(small_disk, "note", "list").out
     assert "to push" in listed and "to fetch" in listed
+
+
+def test_a_commit_on_a_held_lease_with_the_loopx_folder_full_says_so_and_is_recorded_later(
+        leased: Path, tmp_path: Path) -> None:
+    """Only <git common dir>/loopx is full (its own tmpfs): git commits, the shim cannot queue
+    the record and loopx cannot write it. The commit said "printf: I/O error" (the shim's
+    printf) and "post-commit hook failed: [Errno 28] No space left on device"; the next
+    command after room is made records the commit."""
+    folder = leased / ".git" / "loopx"
+    kept = tmp_path / "kept"
+    shutil.copytree(folder, kept, symlinks=True)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=400k", "tmpfs", str(folder)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        shutil.copytree(kept, folder, symlinks=True, dirs_exist_ok=True)
+        fill = folder / "fill"
+        subprocess.run(["dd", "if=/dev/zero", f"of={fill}", "bs=1k"], capture_output=True)
+        (leased / "a.txt").write_text("a\n")
+        git(leased, "add", "a.txt")
+        proc = subprocess.run(["git", "commit", "-q", "-m", "on a full loopx folder"], cwd=leased,
+                              capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        lines = [line for line in proc.stderr.splitlines() if line.strip()]
+        assert len(lines) == 1 and "no space left on device; nothing was changed" in lines[0], lines
+        assert "Errno" not in proc.stderr and "printf" not in proc.stderr
+        fill.unlink()
+        time.sleep(unrecorded.GRACE_S + 0.5)  # the reflog line is no longer young
+        assert run_loopx(leased, "status").code == 0
+        evidence = run_loopx(leased, "evidence", "list").out
+        assert "on a full loopx folder" in evidence, evidence
+        assert _temporary_files(leased) == []
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
 
 
 def test_a_file_size_limit_is_named(small_disk: Path) -> None:
