@@ -7,6 +7,7 @@ does not allow them.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import time
@@ -184,6 +185,34 @@ def test_a_commit_on_a_held_lease_with_the_loopx_folder_full_says_so_and_is_reco
         assert _temporary_files(leased) == []
     finally:
         subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+def test_run_with_its_temporary_folder_nearly_full_ends_and_records_nothing(
+        ledger: object, repo: Path, tmp_path: Path) -> None:
+    """`run` keeps the command's output in a temporary file: once that file could not grow,
+    its reader thread died, the command blocked on its full pipe and `run` waited for it,
+    both forever. (A TMPDIR with no room at all is passed over by Python itself.)"""
+    mount = tmp_path / "tmpdir"
+    mount.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        (mount / "fill").write_bytes(b"\0" * 40 * 1024)
+        tip = git(repo, "rev-parse", STATE)
+        try:
+            proc = subprocess.run(["git", "loopx", "run", "--", "seq", "1", "400000"], cwd=repo,
+                                  capture_output=True, text=True, timeout=60,
+                                  env={**os.environ, "TMPDIR": str(mount)})
+        except subprocess.TimeoutExpired:
+            pytest.fail("`git loopx run` hung on a full temporary folder")
+        assert proc.returncode == 1, proc.stderr
+        assert proc.stdout.endswith("399999\n400000\n")  # the output still went through
+        assert proc.stderr.strip() == (f"error: cannot write {mount}: no space left on device; "
+                                       "nothing was changed")
+        assert git(repo, "rev-parse", STATE) == tip
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 def test_a_file_size_limit_is_named(small_disk: Path) -> None:
