@@ -345,12 +345,17 @@ def _wait(proc: subprocess.Popen[bytes]) -> int:
 def _pump(src: IO[bytes], dst: IO[bytes], spool: "_Spool") -> None:
     fd = src.fileno()
     partial = b""  # the spool takes whole lines, so stdout and stderr interleave by line
+    passing = True
     while chunk := os.read(fd, 65536):
         try:
-            dst.write(chunk)
-            dst.flush()
-        except (BrokenPipeError, ValueError):
-            pass  # our reader went away; keep capturing so the record is complete
+            if passing:
+                dst.write(chunk)
+                dst.flush()
+        except (OSError, ValueError):
+            # Our reader went away, or our stdout is a file on a full disk: keep capturing
+            # so the record is complete (an exception here ended the thread, and the command
+            # blocked on its full pipe forever).
+            passing = False
         lines, _, partial = (partial + chunk).rpartition(b"\n")
         if lines:
             spool.add(lines + b"\n")

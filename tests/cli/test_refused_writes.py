@@ -215,6 +215,28 @@ def test_run_with_its_temporary_folder_nearly_full_ends_and_records_nothing(
         subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
+def test_run_whose_stdout_is_a_file_on_a_full_disk_ends_and_records_the_whole_output(
+        ledger: object, repo: Path, small_disk: Path) -> None:
+    """Writing the command's output to our stdout failed (ENOSPC) in the reader thread: the
+    thread ended, the command blocked on its full pipe and `run` waited, both forever. Then
+    its answer could not be printed either: that said "nothing was changed" of a recorded
+    write, and a traceback followed (the JSON error went to the same stdout)."""
+    fill = _fill(small_disk)
+    with open(small_disk.parent / "fill", "ab") as full:
+        try:
+            proc = subprocess.run(["git", "loopx", "run", "--json", "--", "seq", "1", "400000"],
+                                  cwd=repo, stdout=full, stderr=subprocess.PIPE, text=True,
+                                  timeout=60)
+        except subprocess.TimeoutExpired:
+            pytest.fail("`git loopx run` hung on a stdout it cannot write")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.strip() == ("error: cannot write: no space left on device, after this "
+                                   "command's write was recorded (`git loopx log` shows it)")
+    recorded = git(repo, "show", STATE)  # the evidence event, with its output's tail
+    assert "evidence.recorded" in recorded and "399999" in recorded and "400000" in recorded
+    fill.unlink()
+
+
 def test_a_file_size_limit_is_named(small_disk: Path) -> None:
     noise = subprocess.run(["sh", "-c", "head -c 6000 /dev/urandom | base64 -w0"],
                            capture_output=True, text=True).stdout
