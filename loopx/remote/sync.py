@@ -491,8 +491,7 @@ def _push(store: Store, report: Report, tip: Oid) -> _Pushed:
         # [rejected] (fetch first / non-fast-forward): someone pushed first. A remote that
         # could not take its ref lock in time is busy with another push: also worth a retry.
         retry = "[rejected]" in summary or "lock" in summary or "failed to update" in summary
-        refused = None if retry else pushing.refusal(proc.stderr, report.remote)
-        return _Pushed(False, retry, f"{summary}: {refused}" if refused else summary)
+        return _Pushed(False, retry, not retry and pushing.refusal(proc.stderr, report.remote) or summary)
     return _Pushed(False, False, pushing.unreachable(store, report.remote, proc.stderr, "push"),
                    reached=False)
 
@@ -535,8 +534,7 @@ def _give_up_unless_retryable(report: Report, outcome: _Pushed, attempt: int,
         raise SyncError(outcome.detail)
     if not outcome.retryable:
         hint = ("; objects it needs may be missing here: `git loopx doctor` names them"
-                if _UNSENDABLE.search(outcome.detail) and "nothing was changed" not in outcome.detail
-                else "")
+                if _UNSENDABLE.search(outcome.detail) else "")
         raise SyncError(f"{report.remote} refused loopx/state: {outcome.detail}{hint}")
     if (retries is not None and attempt >= retries) or time.monotonic() >= deadline:
         waiting = (f"; our tip waits on {report.remote} as {report.parked}, and the next sync "
