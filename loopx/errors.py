@@ -76,6 +76,15 @@ class ForeignStateDir(LoopxError):
     """The loopx folder is another repository's (a symlink or bind mount shared by two)."""
 
 
+class NotAFile(OSError):
+    """A fifo, a device, a folder or a symbolic link where loopx keeps a plain file of its own
+    (a lock, a cache file): never waited on, read or written through."""
+
+    def __init__(self, path: os.PathLike[str] | str) -> None:
+        super().__init__(f"{os.fspath(path)}: not a plain file")
+        self.filename = os.fspath(path)
+
+
 class LockTimeout(LoopxError):
     """Another loopx writer held this clone's lock for longer than we were willing to wait."""
 
@@ -122,16 +131,26 @@ _IN_THE_WAY = {20: "a file (not a folder) is in the way of this path",  # ENOTDI
                17: "it is a file or a broken link, not a folder"}  # EEXIST
 
 
+def refusal(text: str) -> str | None:
+    """loopx's words for the refused write git's ``text`` (its stderr, or a line of it)
+    names, or None when it names none."""
+    for said, meaning in _REFUSALS:
+        if said in text:
+            return meaning
+    return None
+
+
 def refused_write(exc: BaseException) -> str | None:
     """One line for a write the machine refused (disk full, file too large, permission
     denied, read-only), or None when ``exc`` is something else."""
     if isinstance(exc, GitError):
         if exc.returncode == -_SIGXFSZ:
             return f"git {exc.argv[0]}: {_REFUSALS[2][1]}; nothing was changed"
-        for said, meaning in _REFUSALS:
-            if said in exc.stderr:
-                return f"git {exc.argv[0]}: {meaning}; nothing was changed"
-        return None
+        meaning = refusal(exc.stderr)
+        return f"git {exc.argv[0]}: {meaning}; nothing was changed" if meaning else None
+    if isinstance(exc, NotAFile):
+        return (f"cannot write {exc.filename}: it is not a plain file (a fifo, a device, a "
+                "link?) (move it aside); nothing was changed")
     if isinstance(exc, OSError) and exc.errno in _REFUSED_ERRNOS:
         where = f" {exc.filename}" if exc.filename else ""
         return (f"cannot write{where}: {_REFUSALS[_REFUSED_ERRNOS[exc.errno]][1]}; "

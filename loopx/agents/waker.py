@@ -29,6 +29,7 @@ from typing import Any, Optional, Protocol
 from loopx.errors import LoopxError, Quarantined, SyncError
 from loopx.model import clock
 from loopx.projection.answers import StatusDoc
+from loopx.storage import locks
 
 CAUSES = ("wake", "gate", "state", "ci", "timeout")
 FINAL_CI = ("success", "failure")
@@ -288,12 +289,12 @@ def runner_lock(path: Path) -> Iterator[None]:
     """One watch per repository: an exclusive lock on ``path``, refused (not waited for) when
     another process holds it. Released when the process exits, however it exits."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = locks.open_file(path)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = path.read_text().strip() or "unknown"
+            holder = locks.read_holder(path) or "unknown"
             raise LoopxError(f"another `git loopx watch` (pid {holder}) is already running for "
                              "this repository; one runner per repository (stop it first)") from None
         os.ftruncate(fd, 0)

@@ -6,6 +6,7 @@ Each command group lives in its own module and is registered in ``_GROUPS`` belo
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import io
 import os
@@ -168,6 +169,8 @@ def main(argv: Optional[list[str]] = None) -> None:
     debug = "--debug" in args or bool(os.environ.get("LOOPX_DEBUG"))
     as_json = "--json" in args or "--format=json" in args or any(
         a == "--format" and b == "json" for a, b in zip(args, args[1:]))
+    global _PUBLISHED_BEFORE
+    _PUBLISHED_BEFORE = _published()
     try:
         code = _run_once_more_on_cache_trouble(argv)
         if isinstance(code, int) and code:  # click returns Exit(n)'s code when not standalone
@@ -259,8 +262,21 @@ def _hint_global_option(exc: click.ClickException) -> click.ClickException:
         f"e.g. `git loopx {exc.option_name} ... {path or 'COMMAND'} ...`", ctx=exc.ctx)
 
 
+_PUBLISHED_BEFORE = 0  # the ledger's count of published writes when this command started
+
+
+def _published() -> int:
+    loaded = sys.modules.get("loopx.ledger.book")  # not loaded: nothing was written
+    return int(getattr(loaded, "published", 0))
+
+
 def _fail(kind: str, message: str, code: int, as_json: bool, hint: Optional[str] = None) -> None:
     """One clear line on stderr (plus a hint); with --json also a JSON error on stdout."""
+    if message.endswith("; nothing was changed") and _published() != _PUBLISHED_BEFORE:
+        # The write was recorded and then printing its answer failed (stdout a file on a
+        # full disk): "nothing was changed" would have the user write it again.
+        message = (f"{message.removesuffix('; nothing was changed')}, after this command's "
+                   "write was recorded (`git loopx log` shows it)")
     terminal.echo(f"error: {inert.line(message)}", err=True)  # it may quote a title
     if hint:
         terminal.echo(hint, err=True)
@@ -270,5 +286,6 @@ def _fail(kind: str, message: str, code: int, as_json: bool, hint: Optional[str]
 
 
 def _json_error(code: int, message: str, kind: str) -> None:
-    click.echo(terminal.json_text({"error": {"message": message, "kind": kind,
-                                             "exit_code": code}}))
+    with contextlib.suppress(OSError):  # stdout may be what failed: stderr has said it
+        click.echo(terminal.json_text({"error": {"message": message, "kind": kind,
+                                                 "exit_code": code}}))

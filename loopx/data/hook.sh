@@ -125,7 +125,7 @@ queue_entry() {
     [ -d "$spool" ] || mkdir -p "$spool" || return 1
     tmp="$spool/.$id.$$.tmp"
     printf '{"v": 1, "id": "%s", "hook": "post-commit", "inputs": {"commit": "%s", "branch": "%s", "amended": %s}, "actor": "%s", "at": "%s", "state_ref": "refs/heads/loopx/state"}\n' \
-        "$id" "$sha" "$branch" "$amended" "$actor" "$at" > "$tmp" || { rm -f "$tmp"; return 1; }
+        "$id" "$sha" "$branch" "$amended" "$actor" "$at" 2>/dev/null >"$tmp" || { rm -f "$tmp"; return 1; }  # loopx names it
     case $fsync in *ref*|*commit*|*add*|*all*) sync "$tmp" ;; esac
     mv -f "$tmp" "$spool/$id.json" || { rm -f "$tmp"; return 1; }
     case $fsync in *ref*|*commit*|*add*|*all*) sync "$spool" ;; esac

@@ -345,12 +345,17 @@ def _wait(proc: subprocess.Popen[bytes]) -> int:
 def _pump(src: IO[bytes], dst: IO[bytes], spool: "_Spool") -> None:
     fd = src.fileno()
     partial = b""  # the spool takes whole lines, so stdout and stderr interleave by line
+    passing = True
     while chunk := os.read(fd, 65536):
         try:
-            dst.write(chunk)
-            dst.flush()
-        except (BrokenPipeError, ValueError):
-            pass  # our reader went away; keep capturing so the record is complete
+            if passing:
+                dst.write(chunk)
+                dst.flush()
+        except (OSError, ValueError):
+            # Our reader went away, or our stdout is a file on a full disk: keep capturing
+            # so the record is complete (an exception here ended the thread, and the command
+            # blocked on its full pipe forever).
+            passing = False
         lines, _, partial = (partial + chunk).rpartition(b"\n")
         if lines:
             spool.add(lines + b"\n")
@@ -360,18 +365,33 @@ def _pump(src: IO[bytes], dst: IO[bytes], spool: "_Spool") -> None:
 
 
 class _Spool:
-    """Interleaved output of both streams, kept in a temporary file (outputs can be large)."""
+    """Interleaved output of both streams, kept in a temporary file (outputs can be large).
+
+    A write that fails (the temporary folder full) is kept, not raised: raised in a pump
+    thread it ended that thread, nobody read the command's pipe any more, and the command
+    and `git loopx run` waited on each other forever. The pumps go on passing the output
+    through; ``summarise`` raises it, so nothing is recorded from part of the output."""
 
     def __init__(self) -> None:
         self._file = tempfile.TemporaryFile()
         self._lock = threading.Lock()
+        self._failed: Optional[OSError] = None
 
     def add(self, chunk: bytes) -> None:
         with self._lock:
-            self._file.write(chunk)
+            if self._failed is None:
+                try:
+                    self._file.write(chunk)
+                    self._file.flush()  # so that a write that fails fails here
+                except OSError as exc:
+                    self._failed = OSError(exc.errno, exc.strerror, tempfile.gettempdir())
 
     def summarise(self, redactor: redact.Redactor) -> tuple[str, str]:
-        """sha256 and tail of the redacted output, reading it back line by line."""
+        """sha256 and tail of the redacted output, reading it back line by line; the
+        OSError of a write that failed, when one did."""
+        if self._failed is not None:
+            self._file.close()
+            raise self._failed
         self._file.seek(0)
         digest = hashlib.sha256()
         tail: deque[str] = deque(maxlen=TAIL_LINES)

@@ -18,7 +18,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Optional
 
-from loopx.storage import gateway
+from loopx.storage import files, gateway
 from loopx.errors import UsageError
 
 
@@ -148,10 +148,7 @@ def _install_one(folder: Path, name: str, force: bool, python: str) -> str:
 
 
 def _write_executable(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".loopx-tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.chmod(0o755)
-    os.replace(tmp, path)
+    files.replace(path, text.encode(), mode=0o755)
 
 
 def uninstall(*, cwd: Path | str) -> list[str]:

@@ -41,9 +41,10 @@ from pathlib import Path
 from typing import Any, Optional
 
 from loopx.model import clock, ids
-from loopx.storage import locks
+from loopx.storage import files, locks
 
 VERSION = 1
+ENTRY_MOST = 1 << 24  # bytes: a hook's inputs; a bigger entry is set aside unread
 # How long a hook (or a drain) waits for the clone lock, a ref's .lock or a running gc
 # before it queues its work instead (docs/hooks.md).
 WAIT_S = 2.0
@@ -98,12 +99,7 @@ def append(loopx_dir: Path, *, hook: str, inputs: dict[str, Any], actor: str,
     doc = {"v": VERSION, "id": entry_id, "hook": hook, "inputs": inputs, "actor": actor,
            "at": clock.format_ts(at or clock.now()), "state_ref": state_ref}
     path = where / f"{entry_id}.json"
-    tmp = where / f".{entry_id}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(doc, handle)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    files.replace(path, json.dumps(doc).encode(), durable=True)
     _fsync_dir(where)
     return _entry(doc, path)
 
@@ -132,7 +128,7 @@ def pending(loopx_dir: Path, *, draining: bool = False) -> list[Entry]:
     entries = []
     for path in sorted(where.glob("*.json")):
         try:
-            entries.append(_entry(json.loads(path.read_text("utf-8")), path))
+            entries.append(_entry(json.loads(files.read(path, ENTRY_MOST)), path))
         except (OSError, ValueError, KeyError, TypeError) as exc:
             _set_aside(path, f"unreadable entry: {exc}")
     return entries
@@ -146,7 +142,7 @@ def failed(loopx_dir: Path) -> list[Path]:
 def reason(path: Path) -> str:
     """Why the entry at ``path`` (in ``failed/``) was set aside."""
     try:
-        return path.with_suffix(".reason.txt").read_text("utf-8").strip()
+        return files.read(path.with_suffix(".reason.txt"), 1 << 16).decode("utf-8", "replace").strip()
     except OSError:
         return "no reason recorded"
 
@@ -257,7 +253,7 @@ def _drain_lock(loopx_dir: Path, wait: float) -> Iterator[bool]:
     (released when the block ends, or when the process dies)."""
     where = folder(loopx_dir)
     where.mkdir(parents=True, exist_ok=True)
-    fd = os.open(where / ".drain.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    fd = locks.open_file(where / ".drain.lock")
     try:
         yield locks.wait_for(fd, wait)
     finally:

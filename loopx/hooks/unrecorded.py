@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from loopx.storage import locks
+from loopx.storage import files, locks
 
 WATCH = "commits-watch.json"
 DONE = "hooks.done"  # one sha a line: commits post-commit finished for
@@ -91,13 +91,12 @@ def done(loopx_dir: Path) -> set[str]:
     """The commits post-commit finished for (the file is cut to its last lines when long)."""
     path = loopx_dir / DONE
     try:
-        lines = path.read_text("ascii", "replace").split()
+        lines = files.read(path, 1 << 20).decode("ascii", "replace").split()
     except OSError:
         return set()
     if len(lines) > _DONE_KEEP * 4:
-        tmp = loopx_dir / f".{DONE}.{os.getpid()}.tmp"
-        tmp.write_text("\n".join(lines[-_DONE_KEEP:]) + "\n", "ascii")
-        os.replace(tmp, path)  # (a line appended meanwhile is lost: that commit is checked)
+        # (a line appended meanwhile is lost: that commit is checked)
+        files.replace(path, ("\n".join(lines[-_DONE_KEEP:]) + "\n").encode("ascii"))
     return set(lines)
 
 
@@ -228,7 +227,7 @@ def _size(loopx_dir: Path, branch: str) -> int:
 
 def _read(loopx_dir: Path) -> dict[str, Any]:
     try:
-        doc = json.loads((loopx_dir / WATCH).read_text("utf-8"))
+        doc = json.loads(files.read(loopx_dir / WATCH, 1 << 24))
         if doc.get("v") == VERSION and isinstance(doc.get("branches"), dict) and all(
                 isinstance(w.get("offset"), int) and isinstance(w.get("holders"), list)
                 for w in doc["branches"].values()):
@@ -242,15 +241,13 @@ def _read(loopx_dir: Path) -> dict[str, Any]:
 def _locked(loopx_dir: Path) -> Iterator[dict[str, Any]]:
     """The watch file, read under its lock and written back (atomically) when the block ends."""
     loopx_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(loopx_dir / f"{WATCH}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    fd = locks.open_file(loopx_dir / f"{WATCH}.lock")
     try:
         locks.wait_for(fd, _LOCK_WAIT_S)  # held or not: the worst is a commit checked twice
         doc = _read(loopx_dir)
         before = json.dumps(doc, sort_keys=True)
         yield doc
         if json.dumps(doc, sort_keys=True) != before:
-            tmp = loopx_dir / f".{WATCH}.{os.getpid()}.tmp"
-            tmp.write_text(json.dumps(doc), "utf-8")
-            os.replace(tmp, loopx_dir / WATCH)
+            files.replace(loopx_dir / WATCH, json.dumps(doc).encode())
     finally:
         os.close(fd)

@@ -30,9 +30,11 @@ from typing import Any, Optional, overload
 
 from loopx.model import clock
 from loopx.projection import entities
+from loopx.storage import files
 from loopx.version import SCHEMA_VERSION, __version__
 
 _LIVE_MAGIC = b"LOOPXL2\n"
+LIVE_MOST = 1 << 28  # bytes: a bigger live file is not read (the fold is rebuilt)
 _LIVE_KEY = f"{SCHEMA_VERSION}:{__version__}:live-3:{sys.version_info[:2]}".encode()
 
 # Entity tables of the fold: kind -> dataclass. Their rows carry the goal they belong to, so
@@ -61,7 +63,7 @@ def seal_key(cache_dir: Path, *, create: bool = True) -> Optional[bytes]:
     beside them, never in them, so a file edited or copied in does not carry a valid seal."""
     path = cache_dir / "seal.key"
     try:
-        key = path.read_bytes()
+        key = files.read(path, 32)
         if len(key) == 32:
             return key
     except OSError:
@@ -77,7 +79,7 @@ def seal_key(cache_dir: Path, *, create: bool = True) -> Optional[bytes]:
         pass
     finally:
         tmp.unlink(missing_ok=True)
-    key = path.read_bytes()
+    key = files.read(path, 32)
     if len(key) != 32:
         raise OSError(f"{path} is not a cache key; remove it")
     return key
@@ -158,7 +160,7 @@ def copy(fold: entities.Fold) -> entities.Fold:
 def load_live(path: Path) -> Optional[tuple[str, entities.Fold]]:
     """(tip, live fold) from the live file, or None when absent or not trustworthy."""
     try:
-        raw = path.read_bytes()
+        raw = files.read(path, LIVE_MOST)
     except OSError:
         return None
     head = len(_LIVE_MAGIC) + 32
@@ -182,22 +184,10 @@ def save_live(path: Path, tip: str, fold: entities.Fold) -> None:
     try:
         body = marshal.dumps((_LIVE_KEY, tip, _fold_to_data(fold)))
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
         seal = _live_seal(seal_key(path.parent), body)
-        _write_then_rename(tmp, path, _LIVE_MAGIC + seal + body)
+        files.replace(path, _LIVE_MAGIC + seal + body)
     except (OSError, ValueError):
         pass
-
-
-def _write_then_rename(tmp: Path, path: Path, data: bytes) -> None:
-    """Write ``data`` to ``tmp`` and rename it over ``path``; a failed write (no room, a
-    file-size limit) leaves no partial ``tmp`` behind."""
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    except OSError:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def hooks_state_path(loopx_dir: Path) -> Path:
@@ -206,6 +196,7 @@ def hooks_state_path(loopx_dir: Path) -> Path:
 
 
 HOOKS_STATE_FORMAT = "2"
+HOOKS_STATE_MOST = 1 << 24  # bytes: a line per live lease
 
 
 def hooks_ids_path(loopx_dir: Path) -> Path:
@@ -235,10 +226,8 @@ def save_hooks_state(path: Path, tip: str, live: entities.Fold) -> None:
     lines.append(f"ids {_blob_id(named)}")
     body = ("\n".join(lines) + "\n").encode()
     try:
-        ids = hooks_ids_path(path.parent)
-        _write_then_rename(ids.with_name(f"hooks.ids.{os.getpid()}.tmp"), ids, named)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        _write_then_rename(tmp, path, body + f"check {_blob_id(body)}\n".encode())
+        files.replace(hooks_ids_path(path.parent), named)
+        files.replace(path, body + f"check {_blob_id(body)}\n".encode())
     except OSError:
         pass  # without the file the shim asks loopx itself: slower, never wrong
 
@@ -254,7 +243,7 @@ def hooks_state_trouble(path: Path, tip: str) -> Optional[str]:
     be of it (damaged, truncated, another format); None when it checks out, is absent, or
     is plainly of another tip (then it is only out of date, which the shim sees itself)."""
     try:
-        raw = path.read_bytes()
+        raw = files.read(path, HOOKS_STATE_MOST)
     except OSError:
         return None
     body, _, last = raw.rstrip(b"\n").rpartition(b"\n")

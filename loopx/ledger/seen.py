@@ -15,15 +15,16 @@ it is first seen now, which errs on the side of a live lease, for at most its tt
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 from loopx.model import clock, ids
+from loopx.storage import files
 
 _MAGIC = "loopx-seen-1"
+MOST = 1 << 25  # bytes: MAX_ENTRIES entries fit; a bigger file is not read
 _TS = re.compile(clock.TS_PATTERN)  # a date that is not real is not kept
 MAX_ENTRIES = 100_000  # a file that claims more is not ours to trust
 
@@ -36,7 +37,7 @@ def path_for(live_path: Path) -> Path:
 def load(path: Path) -> dict[str, str]:
     """event id -> first sight, from ``path``; {} when absent or not trustworthy."""
     try:
-        doc = json.loads(path.read_text("utf-8"))
+        doc = json.loads(files.read(path, MOST))
     except (OSError, ValueError):
         return {}
     if not isinstance(doc, dict) or doc.get("format") != _MAGIC:
@@ -52,25 +53,41 @@ def observe(path: Path, events: Iterable[str], now: datetime, *,
             prune: bool = False) -> dict[str, str]:
     """First sight of each of ``events``: as recorded, or ``now`` for those seen for the first
     time (recorded then). A recorded time after ``now`` (this clock was set back) counts as
-    ``now``. ``prune``: ``events`` are all the timed events of the tip; forget the others."""
+    ``now``, and is recorded no earlier than the event was written (its id's time): a
+    clock wrong for one command (set back a century, a machine up before its clock is set,
+    ``--now`` in the past) would otherwise stamp every lease in play as seen then, and once
+    the clock is right those leases would have ended long ago for this clone, for good.
+    ``prune``: ``events`` are all the timed events of the tip; forget the others."""
     recorded = load(path)
     stamp = clock.format_ts(now)
     found: dict[str, str] = {}
+    kept = {} if prune else dict(recorded)
     for event in events:
         when = recorded.get(event)
-        found[event] = stamp if when is None or clock.parse_ts(when) > now else when
-    kept = found if prune else {**recorded, **found}
+        if when is None:
+            found[event] = kept[event] = stamp
+        elif clock.parse_ts(when) > now:
+            found[event], kept[event] = stamp, _lowered(when, event, now)
+        else:
+            found[event] = kept[event] = when
     if kept != recorded:
         _save(path, kept)
     return found
+
+
+def _lowered(when: str, event: str, now: datetime) -> str:
+    """What a first sight recorded at ``when``, after ``now``, is kept as: ``now``, but not
+    before ``event`` was written (by its id), nor after ``when``."""
+    floor = max(now.timestamp(), ids.ulid_ms(event) / 1000)
+    if floor >= clock.parse_ts(when).timestamp():
+        return when
+    return clock.format_ts(datetime.fromtimestamp(floor, timezone.utc))
 
 
 def _save(path: Path, seen: dict[str, str]) -> None:
     """Write atomically (temp file + rename); a failure only means "first seen" again later."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.seen-tmp")
-        tmp.write_text(json.dumps({"format": _MAGIC, "seen": seen}, sort_keys=True), "utf-8")
-        os.replace(tmp, path)
+        files.replace(path, json.dumps({"format": _MAGIC, "seen": seen}, sort_keys=True).encode())
     except OSError:
         pass

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, NamedTuple, Optional
 
-from loopx.errors import CheckedOut, LockTimeout, LoopxError, RefRaceError
+from loopx.errors import CheckedOut, LockTimeout, LoopxError, RefRaceError, refused_write
 from loopx.hooks import capture, shims, spool, unrecorded
 from loopx.ledger import cache
 from loopx.ledger.book import Ledger
@@ -88,7 +88,10 @@ def run(hook: Hook) -> HookResult:
             raise RuntimeError(f"forced failure ({FAIL_ENV}={hook.environ[FAIL_ENV]})")
         return HookResult(_HANDLERS[hook.name](hook))
     except Exception as exc:  # noqa: BLE001 - fail open is the point
-        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        # A write the machine refused is named as every command names it ("[Errno 28] No
+        # space left on device" said neither which file nor that nothing was changed).
+        message = refused_write(exc) or (
+            str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
         return HookResult(failed=message, strict=_config_true(hook.cwd, "loopx.hooks.strict"))
 
 

@@ -18,6 +18,7 @@ from loopx.ledger.book import Ledger
 from loopx.ledger.draft import Draft
 from loopx.model import clock, inert, typed
 from loopx.model.ids import new_short_id
+from loopx.model.limits import WAKE_EVERY_MAX_S, WAKE_EVERY_MIN_S
 from loopx.ops import lookup, notify, quotas, status, sync
 from loopx.projection import answers, views
 
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
         Event, WakeCleared, WakeFired, WakeSet,
     )
 
-MIN_EVERY_S = 60
 _FULL_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 
 
@@ -52,8 +52,11 @@ def set_(txn: Txn, *, at: Optional[str] = None, after: Optional[int] = None,
             raise UsageError(f"not a time: {at!r} (use RFC 3339, e.g. 2026-12-01T09:00:00Z)") \
                 from None
     if every is not None:
-        if every < MIN_EVERY_S:
+        if every < WAKE_EVERY_MIN_S:
             raise UsageError(f"a recurring wake repeats at most once a minute, not every {every}s")
+        if every > WAKE_EVERY_MAX_S:  # the event's bound: the CLI's durations go up to a century
+            raise UsageError(f"a recurring wake repeats at least once a year ({WAKE_EVERY_MAX_S // 86400}d), "
+                             f"not every {every // 86400}d")
         when = when or clock.format_ts(txn.now + timedelta(seconds=every))
     fold = txn.fold
     data = {"id": id or new_short_id("w", event_id), "at": when, "reason": reason,

@@ -23,10 +23,11 @@ from typing import Any, Optional
 
 from loopx.errors import GitError, LoopxError
 from loopx.model import needs as needs_
-from loopx.storage import gateway, settings
+from loopx.storage import files, gateway, settings
 
 TTL = 60.0  # seconds a probe stays good: a host rarely changes within a turn
 CACHE = "host.json"
+MOST = 1 << 20  # bytes: a few tools' versions; a bigger file is not read
 VERSION_TIMEOUT = 3.0  # a `TOOL --version` that takes longer is a tool of unknown version
 REMOTE_TIMEOUT = 5.0
 _VERSION_RE = re.compile(r"\d+(?:\.\d+)+[0-9A-Za-z.+-]*|\d+")
@@ -132,7 +133,7 @@ def _load(path: Optional[Path], now: float, ttl: float) -> dict[str, Any]:
     if path is None:
         return {}
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = json.loads(files.read(path, MOST))
     except (OSError, ValueError):
         return {}
     if not _sound(doc) or not (0 <= now - doc["at"] < ttl):
@@ -158,9 +159,7 @@ def _save(path: Optional[Path], doc: dict[str, Any]) -> None:
         return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{CACHE}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(doc, sort_keys=True), encoding="utf-8")
-        os.replace(tmp, path)
+        files.replace(path, json.dumps(doc, sort_keys=True).encode())
     except OSError:
         pass  # never required: the next status probes again
 

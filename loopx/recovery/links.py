@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Optional
 
 from loopx.recovery import githubapi
-from loopx.storage import gateway
+from loopx.storage import files, gateway
 
 OPEN_TTL_S = 60
 FINAL_TTL_S = 600  # closed or merged: it seldom changes back
@@ -94,7 +93,7 @@ def _load(path: Path, *, offline: bool) -> Optional[dict[str, Any]]:
     """A cached state still within its time to live (any age when offline); derived data,
     so anything not of the documented shape is ignored."""
     try:
-        doc = json.loads(path.read_text("utf-8"))
+        doc = json.loads(files.read(path, 1 << 20))  # one pull request's state
         found, at = doc["state"], float(doc["at"])
     except (OSError, ValueError, TypeError, KeyError):
         return None
@@ -109,8 +108,6 @@ def _load(path: Path, *, offline: bool) -> Optional[dict[str, Any]]:
 def _save(path: Path, found: dict[str, Any]) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"at": time.time(), "state": found}), "utf-8")
-        os.replace(tmp, path)
+        files.replace(path, json.dumps({"at": time.time(), "state": found}).encode())
     except OSError:
         pass  # a cache we cannot write only costs another request

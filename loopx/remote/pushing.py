@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 from typing import Optional
 
+from loopx import errors
 from loopx.errors import LoopxError, SyncError
 from loopx.ledger import layout
 from loopx.storage import gateway
@@ -69,11 +70,27 @@ _BOILERPLATE = ("Could not read from remote repository.",
 
 def unreachable(store: Store, remote: str, stderr: bytes, doing: str) -> str:
     """One line saying that ``remote`` could not be reached to ``doing`` loopx/state, naming it
-    (with its URL, credentials left out) and git's own cause."""
+    (with its URL, credentials left out) and git's own cause; or, when a disk refused the
+    write, which one and why (the remote was reached: "could not reach" would send the user
+    to the network)."""
     url = gateway.out(store.cwd, "remote", "get-url", remote, check=False).strip()
     url = re.sub(r"//[^/@]*@", "//", url)  # https://user:token@host: never print the token
+    refused = refusal(stderr, remote)
+    if refused:
+        return f"could not {doing} loopx/state ({remote}, {url or 'no URL'}): {refused}"
     return (f"could not reach {remote} ({url or 'no URL'}) to {doing} loopx/state: "
             f"{_cause(stderr.decode('utf-8', 'replace'))}")
+
+
+def refusal(stderr: bytes, remote: str) -> Optional[str]:
+    """Which side's disk refused a fetch or push, and why, when git's ``stderr`` says so
+    (a line of the remote's own git starts ``remote:``); None otherwise."""
+    for line in stderr.decode("utf-8", "replace").splitlines():
+        meaning = errors.refusal(line)
+        if meaning:
+            side = f"{remote}'s side" if line.startswith("remote:") else "this clone"
+            return f"{side}: {meaning}; nothing was changed"
+    return None
 
 
 def _cause(text: str) -> str:

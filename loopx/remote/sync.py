@@ -491,7 +491,7 @@ def _push(store: Store, report: Report, tip: Oid) -> _Pushed:
         # [rejected] (fetch first / non-fast-forward): someone pushed first. A remote that
         # could not take its ref lock in time is busy with another push: also worth a retry.
         retry = "[rejected]" in summary or "lock" in summary or "failed to update" in summary
-        return _Pushed(False, retry, summary)
+        return _Pushed(False, retry, not retry and pushing.refusal(proc.stderr, report.remote) or summary)
     return _Pushed(False, False, pushing.unreachable(store, report.remote, proc.stderr, "push"),
                    reached=False)
 

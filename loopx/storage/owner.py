@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 
 from loopx.errors import ForeignStateDir
+from loopx.storage import files
 
 _MAGIC = "loopx-owner v1"
 _CHECKED: set[str] = set()  # loopx folders (path, device and inode) checked by this process
@@ -33,7 +34,7 @@ def checked(loopx_dir: Path, common_dir: Path) -> Path:
         return loopx_dir
     try:
         ours = os.stat(common_dir)
-        recorded = (loopx_dir / "owner").read_text("utf-8", "replace").splitlines()
+        recorded = files.read(loopx_dir / "owner", 1 << 16).decode("utf-8", "replace").splitlines()
     except FileNotFoundError:
         _claim(loopx_dir, common_dir)
         _CHECKED.add(key)
@@ -73,9 +74,4 @@ def _claim(loopx_dir: Path, common_dir: Path) -> None:
         return
     with contextlib.suppress(OSError):
         body = f"{_MAGIC}\n{common_dir}\n{_identity(os.stat(common_dir))}\n"
-        tmp = loopx_dir / f"owner.{os.getpid()}.tmp"
-        try:
-            tmp.write_text(body, "utf-8")
-            os.replace(tmp, loopx_dir / "owner")
-        finally:
-            tmp.unlink(missing_ok=True)
+        files.replace(loopx_dir / "owner", body.encode())

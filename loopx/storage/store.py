@@ -570,7 +570,7 @@ class Store:
         """Serialise loopx writers of this clone (all worktrees share it)."""
         self.repo.loopx_dir.mkdir(parents=True, exist_ok=True)
         path = self.repo.loopx_dir / "write.lock"
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = locks.open_file(path)
         try:
             locks.acquire(fd, path, self.max_wait(timeout), patient=self.wait_limit is None)
             os.ftruncate(fd, 0)

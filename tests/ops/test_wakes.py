@@ -57,6 +57,11 @@ def test_recurring_wakes_are_time_wakes_of_a_minute_or_more(ledger: Ledger) -> N
     ledger.run(gates.open_, "g", "ok?", id="q", authority=["role:m"], actor=ALICE)
     with pytest.raises(UsageError, match="at most once a minute, not every 30s"):
         ledger.run(wakes.set_, every=30, actor=AGENT)
+    # The CLI's durations go up to a century, the event's period to a year: over it was the
+    # model's words ("data.every: Input should be less than or equal to 31622400").
+    with pytest.raises(UsageError, match=r"at least once a year \(366d\), not every 400d"):
+        ledger.run(wakes.set_, every=400 * 86400, actor=AGENT)
+    assert ledger.run(wakes.set_, every=366 * 86400, actor=AGENT).data.every == 366 * 86400
     with pytest.raises(TransitionError, match="a recurring wake is a time wake"):
         ledger.run(wakes.set_, every=600, on_gate="q", actor=AGENT)
     one_shot = ledger.run(wakes.set_, on_gate="q", id="w-q", actor=AGENT)

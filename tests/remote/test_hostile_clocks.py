@@ -224,3 +224,32 @@ def test_a_wake_set_by_a_clock_a_year_fast_is_due_its_delay_after_it_was_first_s
     snap = _at(right, right_now + timedelta(minutes=61), "agent:right", "status", "--json").json()  # type: ignore[attr-defined]
     assert snap["wakes"][0]["at"] == clock.format_ts(right_now + timedelta(hours=1))
     assert any(a["kind"] == "wake_due" for a in snap["actions"])
+
+
+@pytest.mark.parametrize("wrong", [datetime(1970, 1, 1, tzinfo=timezone.utc), -YEAR,
+                                   -timedelta(hours=1)],
+                         ids=["1970 (a clock not set yet)", "a year slow", "an hour slow"])
+def test_one_command_on_a_clock_set_back_ends_no_lease_for_good(
+        tmp_path: Path, wrong: datetime | timedelta) -> None:
+    """First sights were recorded again at the wrong clock's now: once the clock was right,
+    every lease in play had ended for this clone (its own live lease 'expired', another's
+    open to a takeover) and every wake came due, for good."""
+    repo, right_now = tmp_path, _right()
+    git(repo, "init", "-q", "r")
+    repo = repo / "r"
+    git(repo, "commit", "-q", "--allow-empty", "-m", "initial")
+    for args in (("init",), ("goal", "add", "G", "--id", "g", "--accept", "ok"),
+                 ("todo", "add", "g", "T", "--id", "t1"), ("todo", "claim", "t1", "--ttl", "45m"),
+                 ("wake", "set", "--in", "2h", "--id", "w1"), ("status",)):
+        assert _at(repo, right_now, "agent:one", *args).code == 0  # type: ignore[attr-defined]
+    back = wrong if isinstance(wrong, datetime) else right_now + wrong
+    assert _at(repo, back, "agent:one", "status").code == 0  # type: ignore[attr-defined]
+    later = right_now + timedelta(minutes=10)
+    todo = _at(repo, later, "agent:one", "todo", "show", "t1", "--json").json()  # type: ignore[attr-defined]
+    assert todo["claimed_by"] == "agent:one"
+    assert todo["lease_expires"] == clock.format_ts(right_now + timedelta(minutes=45))
+    taken = _at(repo, later, "agent:two", "todo", "claim", "t1")
+    assert taken.code == 1 and "claimed by agent:one" in taken.err  # type: ignore[attr-defined]
+    snap = _at(repo, later, "agent:one", "status", "--json").json()  # type: ignore[attr-defined]
+    assert snap["wakes"][0]["at"] == clock.format_ts(right_now + timedelta(hours=2))
+    assert not any(a["kind"] == "wake_due" for a in snap["actions"])

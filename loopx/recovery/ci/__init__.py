@@ -13,12 +13,11 @@ import dataclasses
 import hashlib
 import importlib
 import json
-import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from loopx.storage import gateway
+from loopx.storage import files, gateway
 
 STATES = ("success", "failure", "pending", "unknown")
 PROVIDERS = {"github": "loopx.recovery.ci.github", "command": "loopx.recovery.ci.command", "ledger": "loopx.recovery.ci.recorded"}
@@ -103,7 +102,7 @@ def _load(path: Any, *, offline: bool) -> Optional[CiStatus]:
     if path is None:
         return None
     try:
-        doc = json.loads(path.read_text("utf-8"))
+        doc = json.loads(files.read(path, 1 << 20))  # one commit's checks
         status = CiStatus(**doc["status"])
     except (OSError, ValueError, TypeError, KeyError):
         return None
@@ -132,8 +131,6 @@ def _well_formed(status: CiStatus) -> bool:
 def _save(path: Any, status: CiStatus) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"at": time.time(), "status": status.as_dict()}), "utf-8")
-        os.replace(tmp, path)
+        files.replace(path, json.dumps({"at": time.time(), "status": status.as_dict()}).encode())
     except OSError:
         pass  # a cache we cannot write only costs another request
