@@ -7,6 +7,7 @@ does not allow them.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -21,24 +22,30 @@ from syncutil import STATE, event_ids
 from loopx.hooks import unrecorded
 
 
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 4 MiB tmpfs with a repository and a ledger on it, unmounted afterwards."""
-    mount = tmp_path / "disk"
+@contextlib.contextmanager
+def _tmpfs(mount: Path) -> Iterator[Path]:
+    """A 4 MiB tmpfs at ``mount``, unmounted afterwards (the test is skipped without root)."""
     mount.mkdir()
     if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)],
                       capture_output=True).returncode != 0:
         pytest.skip("cannot mount a tmpfs here (needs root)")
     try:
+        yield mount
+    finally:
+        subprocess.run(["chattr", "-R", "-i", str(mount)], capture_output=True)
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 4 MiB tmpfs with a repository and a ledger on it, unmounted afterwards."""
+    with _tmpfs(tmp_path / "disk") as mount:
         repo = mount / "repo"
         git(mount, "init", "-q", str(repo))
         git(repo, "commit", "-q", "--allow-empty", "-m", "initial")
         assert run_loopx(repo, "init").code == 0
         assert run_loopx(repo, "note", "add", "before").code == 0
         yield repo
-    finally:
-        subprocess.run(["chattr", "-R", "-i", str(mount)], capture_output=True)
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 def _refused(repo: Path, said: str, *args: str, shell: str = "") -> None:
@@ -103,16 +110,9 @@ def test_a_full_disk_leaves_no_temporary_file_of_a_derived_file(small_disk: Path
 @pytest.fixture
 def small_hub(tmp_path: Path) -> Iterator[Path]:
     """A bare hub on a 4 MiB tmpfs of its own, unmounted afterwards."""
-    mount = tmp_path / "hub-disk"
-    mount.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)],
-                      capture_output=True).returncode != 0:
-        pytest.skip("cannot mount a tmpfs here (needs root)")
-    try:
+    with _tmpfs(tmp_path / "hub-disk") as mount:
         git(mount, "init", "-q", "--bare", str(mount / "hub.git"))
         yield mount / "hub.git"
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 def _synced(result: object, said: str) -> None:
