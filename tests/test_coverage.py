@@ -21,6 +21,9 @@ COVERED_ELSEWHERE = {
     "agents/hosts/gemini.py": "tests/cli/test_watch_host.py (a stand-in `gemini -p`)",
     "agents/hosts/custom.py": "tests/cli/test_watch_host.py (`--host command -- CMD`)",
     "cli/quota.py": "tests/ops/test_enforced.py (`quota set|spend|show`)",
+    "storage/files.py": "tests/ledger/test_not_a_file.py (a fifo, device or link in place of "
+                        "each file read), tests/cli/test_refused_writes.py (a full disk "
+                        "leaves no temporary file)",
     "cli/wake.py": "tests/cli/test_waiting.py, tests/ops/test_wakes.py "
                    "(`wake set|clear|ack|list`)",
     "cli/config.py": "tests/cli/test_cli.py, tests/ledger/test_signatures.py "
