@@ -57,19 +57,29 @@ def observe(path: Path, events: Iterable[str], now: datetime, *,
     clock wrong for one command (set back a century, a machine up before its clock is set,
     ``--now`` in the past) would otherwise stamp every lease in play as seen then, and once
     the clock is right those leases would have ended long ago for this clone, for good.
-    ``prune``: ``events`` are all the timed events of the tip; forget the others."""
+    ``prune``: ``events`` are all the timed events of the tip; forget the others.
+
+    Such a clock (one behind a first sight this clone recorded) records no new first sight
+    either: an event fetched now is seen now for this command only, and first seen for good
+    by the next command whose clock has caught up with what was recorded."""
     recorded = load(path)
     stamp = clock.format_ts(now)
     found: dict[str, str] = {}
     kept = {} if prune else dict(recorded)
+    new: list[str] = []
+    behind = False
     for event in events:
         when = recorded.get(event)
         if when is None:
-            found[event] = kept[event] = stamp
+            found[event] = stamp
+            new.append(event)
         elif clock.parse_ts(when) > now:
             found[event], kept[event] = stamp, _lowered(when, event, now)
+            behind = True
         else:
             found[event] = kept[event] = when
+    if not behind:
+        kept.update(dict.fromkeys(new, stamp))
     if kept != recorded:
         _save(path, kept)
     return found

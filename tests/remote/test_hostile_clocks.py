@@ -253,3 +253,26 @@ def test_one_command_on_a_clock_set_back_ends_no_lease_for_good(
     snap = _at(repo, later, "agent:one", "status", "--json").json()  # type: ignore[attr-defined]
     assert snap["wakes"][0]["at"] == clock.format_ts(right_now + timedelta(hours=2))
     assert not any(a["kind"] == "wake_due" for a in snap["actions"])
+
+
+def test_a_lease_first_seen_on_a_clock_set_back_is_not_recorded_as_seen_then(
+        tmp_path: Path) -> None:
+    """A neighbour of the case above: a claim another clone made, fetched by a command whose
+    clock was set back (behind a first sight this clone recorded), was recorded as first seen
+    at that wrong time; once the clock was right the lease had ended long ago here, and this
+    clone could take the todo over."""
+    right, _, slow = _fleet(tmp_path)
+    right_now = _right()
+    # slow has seen a timed event at the right time (its clock was right then)
+    assert _at(right, right_now, "agent:right", "wake", "set", "--in", "2h").code == 0  # type: ignore[attr-defined]
+    do_sync(right)
+    assert _at(slow, right_now, "agent:slow", "sync").code == 0  # type: ignore[attr-defined]
+    assert _at(slow, right_now, "agent:slow", "status").code == 0  # type: ignore[attr-defined]
+    assert _claim(right, right_now, "agent:right").code == 0  # type: ignore[attr-defined]
+    do_sync(right)
+    back = datetime(1970, 1, 1, tzinfo=timezone.utc)
+    assert _at(slow, back, "agent:slow", "sync").code == 0  # type: ignore[attr-defined]
+    assert _at(slow, back, "agent:slow", "status").code == 0  # type: ignore[attr-defined]
+    later = right_now + timedelta(minutes=10)
+    taken = _claim(slow, later, "agent:slow")
+    assert taken.code == 1 and "claimed by agent:right" in taken.err  # type: ignore[attr-defined]
