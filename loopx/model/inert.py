@@ -149,6 +149,16 @@ def json_text(data: Any, **options: Any) -> str:
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
+def escaped(text: str) -> str:
+    """``text`` with each character :func:`line` writes as an escape (a zero-width or format
+    character, a soft hyphen, a Hangul filler, private use, a lone surrogate) so written, its
+    tabs and line breaks kept: for the terminal, which prints a renderer's whole output, so an
+    identity ``human:alice\\u200b`` cannot pass for ``human:alice`` in a listing."""
+    if text.isascii():  # ASCII's hidden characters are controls, which the terminal removes
+        return text
+    return "".join(_escape(c) if c not in "\t\n" and _hidden(c) else c for c in text)
+
+
 def encodable(text: str) -> str:
     """``text`` with its lone surrogates (see _JSON_UNSAFE) as ``\\uXXXX`` escapes, printable
     on any stream: in JSON text (json.dumps with ensure_ascii=False leaves them raw) the same
