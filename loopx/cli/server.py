@@ -36,6 +36,7 @@ import subprocess
 import sys
 import time
 import traceback
+from pathlib import Path
 from typing import Any, Optional
 
 import click
@@ -46,6 +47,7 @@ from loopx.cli.app import App, pass_app
 from loopx.errors import LoopxError
 from loopx.model import typed
 from loopx.ops import ledgers
+from loopx.storage import files, locks
 from loopx.version import __version__
 
 IDLE_SECONDS = 600
@@ -129,16 +131,20 @@ def _socket(app: App) -> str:
 
 def running(path: str) -> Optional[int]:
     """The pid of the server listening on ``path``, or None."""
+    # Read as every pid file of ours is (a fifo is not waited on, /dev/zero not read without
+    # end, the text ASCII digits): int() took " -1", which `server stop` sent SIGTERM to, and
+    # os.kill(-1) signals every process of the user.
+    pid = locks.pid_of(locks.read_holder(Path(path + ".pid")))
+    if pid is None:
+        return None
     try:
-        with open(path + ".pid", encoding="utf-8") as text:
-            pid = int(text.read().strip())
         probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         with probe:
             probe.settimeout(2.0)
             probe.connect(path)
             probe.sendall(struct.pack("!I", 0))  # an empty request: "are you there?"
             return pid if probe.recv(16).startswith(b"here") else None
-    except (OSError, ValueError):
+    except OSError:
         return None
 
 
@@ -211,8 +217,7 @@ def serve(path: str, idle: int) -> None:
     finally:
         _unlink(path + ".starting")  # (start_detached's): listening, or never will
     inode = os.stat(path).st_ino
-    with open(path + ".pid", "w", encoding="utf-8") as text:
-        text.write(f"{os.getpid()}\n")
+    files.replace(Path(path + ".pid"), f"{os.getpid()}\n".encode())  # never through a link
     stop: list[bool] = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(True))
     signal.signal(signal.SIGCHLD, lambda *_: _reap())

@@ -29,11 +29,12 @@ _UNSAFE = re.compile(f"({_STYLE})|{SEQUENCE}|{_CONTROL}")
 
 
 def safe(text: str) -> str:
-    """``text`` without control sequences or control characters (our own colours stay), its
-    lone surrogates (a forged file name not in UTF-8, as git listed it) as ``\\uXXXX``: no
-    output stream can encode them; and a lookalike name's letters as escapes
+    """``text`` without control sequences or control characters (our own colours stay); every
+    other character that is not shown as itself (zero-width and format characters, and lone
+    surrogates, from a forged file name not in UTF-8, which no output stream can encode) as a
+    ``\\uXXXX`` escape (:func:`inert.escaped`), and a lookalike name's letters too
     (:func:`inert.unmixed`), wherever a renderer put it."""
-    return inert.encodable(inert.unmixed(_UNSAFE.sub(lambda m: m.group(1) or "", text)))
+    return inert.escaped(inert.unmixed(_UNSAFE.sub(lambda m: m.group(1) or "", text)))
 
 
 def json_text(data: Any, **options: Any) -> str:

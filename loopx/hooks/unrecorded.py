@@ -27,6 +27,7 @@ post-rewrite's (not watched); a repository without files reflogs (reftable) watc
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import time
@@ -83,8 +84,16 @@ def mark_done(loopx_dir: Path, sha: str) -> None:
     branch is watched: the sweep keeps the file short."""
     if not (loopx_dir / WATCH).is_file():
         return
-    with open(loopx_dir / DONE, "a", encoding="ascii") as fh:
-        fh.write(sha + "\n")
+    # Opened as a lock file is (a fifo there hung post-commit, and the commit with it, for
+    # good; a link is not written through); a mark not written only means the sweep checks
+    # that commit.
+    with contextlib.suppress(OSError):
+        fd = locks.open_file(loopx_dir / DONE)
+        try:
+            fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_APPEND)
+            os.write(fd, (sha + "\n").encode("ascii"))
+        finally:
+            os.close(fd)
 
 
 def done(loopx_dir: Path) -> set[str]:

@@ -76,22 +76,34 @@ def line(text: str) -> str:
     return unmixed(text)
 
 
-# Cyrillic and Greek letters that look like Latin ones (Cyrillic а and Latin a, Greek Ο and
-# Latin O). In a word that mixes these scripts each is shown as an escape, as a browser shows
-# such a host name as punycode: "human:\u0430lice" cannot pass for "human:alice", nor
-# "\u03a1\u0391YPAL" for PAYPAL. Words of one script ("Москва", "Ελληνικά") stay as they
-# are, and so does a word of only lookalikes: telling it apart needs the name it imitates.
-_LOOKALIKES = "авеіјкмнорсѕтухһԁԛԝүӏАВЕІЈКМНОРСЅТХҮ" "οιρνυΑΒΕΖΗΙΚΜΝΟΡΤΥΧ"
+# Letters that look like Latin ones: Cyrillic а and Latin a, Greek Ο and Latin O, Armenian օ,
+# Cherokee Ꭺ, fullwidth ａ, mathematical 𝐚. In a word that mixes these scripts each is shown as
+# an escape, as a browser shows such a host name as punycode: "human:\u0430lice" cannot pass
+# for "human:alice", nor "human:\uff41lice" (fullwidth ａ) for it, nor "\u03a1\u0391YPAL" for
+# PAYPAL. Words of one script ("Москва", "Ελληνικά", "ＡＢＣ") stay as they are, and so does a
+# word of only lookalikes: telling it apart needs the name it imitates. Of Cyrillic and Greek
+# only the letters listed look Latin; every Armenian and Cherokee letter is counted (a word
+# mixing them with Latin has no other reading), and so is each fullwidth or mathematical
+# Latin letter or digit (Unicode's compatibility forms of ASCII ones).
+_COMPATIBLE = "\uff10-\uff19\uff21-\uff3a\uff41-\uff5a\U0001d400-\U0001d7ff"
+_ARMENIAN = "\u0531-\u058f\ufb13-\ufb17"
+_CHEROKEE = "\u13a0-\u13ff\uab70-\uabbf"
+_LOOKALIKES = ("авеіјкмнорсѕтухһԁԛԝүӏАВЕІЈКМНОРСЅТХҮ" "οιρνυΑΒΕΖΗΙΚΜΝΟΡΤΥΧ"
+               + _ARMENIAN + _CHEROKEE + _COMPATIBLE)
+_LOOKALIKE = re.compile(f"[{_LOOKALIKES}]")
 # A word holding one (from a word's start only: a scan stays linear in the text's length).
 _LOOKALIKE_WORD = re.compile(f"(?<!\\S)\\S*[{_LOOKALIKES}]\\S*")
 # Each script's letters, by block (a regex scan per word, not a name lookup per letter).
 _SCRIPTS = (re.compile("[A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u1e00-\u1eff]"),
-            re.compile("[\u0400-\u052f]"), re.compile("[\u0370-\u03ff\u1f00-\u1fff]"))
+            re.compile("[\u0400-\u052f]"), re.compile("[\u0370-\u03ff\u1f00-\u1fff]"),
+            re.compile(f"[{_ARMENIAN}]"), re.compile(f"[{_CHEROKEE}]"),
+            re.compile(f"[{_COMPATIBLE}]"))
 
 
 def unmixed(text: str) -> str:
-    """``text`` with the lookalike letters of each word that mixes Latin, Cyrillic and Greek
-    written as ``\\uXXXX`` escapes (see _LOOKALIKES): for :func:`line` and the terminal."""
+    """``text`` with the lookalike letters of each word that mixes Latin, Cyrillic, Greek,
+    Armenian, Cherokee and the compatibility forms of Latin written as ``\\uXXXX`` escapes
+    (see _LOOKALIKES): for :func:`line` and the terminal."""
     return text if text.isascii() else _LOOKALIKE_WORD.sub(_unmixed, text)
 
 
@@ -99,7 +111,12 @@ def _unmixed(word: re.Match[str]) -> str:
     text = word.group()
     if sum(script.search(text) is not None for script in _SCRIPTS) < 2:
         return text
-    return "".join(f"\\u{ord(c):04x}" if c in _LOOKALIKES else c for c in text)
+    return _LOOKALIKE.sub(lambda m: _escape(m.group()), text)
+
+
+def _escape(char: str) -> str:
+    point = ord(char)
+    return f"\\u{point:04x}" if point <= 0xFFFF else f"\\U{point:08x}"
 
 
 def _visible(char: str) -> str:
@@ -108,8 +125,7 @@ def _visible(char: str) -> str:
         return " "
     if not _hidden(char):
         return char
-    point = ord(char)
-    return f"\\u{point:04x}" if point <= 0xFFFF else f"\\U{point:08x}"
+    return _escape(char)
 
 
 def indented(text: str, prefix: str = "    ") -> str:
@@ -131,6 +147,16 @@ def json_text(data: Any, **options: Any) -> str:
     cannot see) written as a ``\\uXXXX`` escape: the same strings, decoded."""
     text = json.dumps(data, ensure_ascii=False, default=typed.json_default, **options)
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def escaped(text: str) -> str:
+    """``text`` with each character :func:`line` writes as an escape (a zero-width or format
+    character, a soft hyphen, a Hangul filler, private use, a lone surrogate) so written, its
+    tabs and line breaks kept: for the terminal, which prints a renderer's whole output, so an
+    identity ``human:alice\\u200b`` cannot pass for ``human:alice`` in a listing."""
+    if text.isascii():  # ASCII's hidden characters are controls, which the terminal removes
+        return text
+    return "".join(_escape(c) if c not in "\t\n" and _hidden(c) else c for c in text)
 
 
 def encodable(text: str) -> str:

@@ -68,6 +68,10 @@ def _check_state_ref(path: Path | str, ref: str) -> None:
                          "check-ref-format`), e.g. proposal/x")
     if full == STATE_REF:
         return
+    if not full.startswith("refs/heads/"):  # a tag, a remote-tracking ref, refs/notes/...
+        raise UsageError(f"--state-ref: {full} is not a branch (a tag never moves, a "
+                         "remote-tracking ref is its remote's: a ledger write there is moved or "
+                         "lost); nothing was read or written: name a branch, e.g. proposal/x")
     listed = gateway.run(path, "ls-tree", "-z", "--name-only", full, "--", check=False)
     if listed.returncode != 0:
         return  # no such ref yet (a proposal starts at loopx/state's tip), or not a repository

@@ -11,11 +11,12 @@ import contextlib
 import os
 import random
 import re
+from pathlib import Path
 from typing import Optional
 
 from loopx.errors import RefRaceError
 from loopx.model import ids
-from loopx.storage import gateway
+from loopx.storage import files, gateway
 from loopx.storage.gateway import Oid
 from loopx.storage.store import Store
 
@@ -28,7 +29,7 @@ def name(repo: gateway.Repo) -> str:
     clone (worktrees share it) and kept in loopx's private directory."""
     path = repo.loopx_dir / "inbox-id"
     with contextlib.suppress(FileNotFoundError):
-        made = path.read_text("ascii").strip()
+        made = _read(path)
         if _ID.fullmatch(made):
             return PREFIX + made
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -37,7 +38,13 @@ def name(repo: gateway.Repo) -> str:
     with contextlib.suppress(FileExistsError):
         os.link(fresh, path)  # the first of two racing creators wins; both read its id
     fresh.unlink()
-    return PREFIX + path.read_text("ascii").strip()
+    return PREFIX + _read(path)
+
+
+def _read(path: Path) -> str:
+    # Read as loopx's other files are: a fifo there hung sync for good, and a link to
+    # /dev/zero grew it until killed; now NotAFile, one line.
+    return files.read(path, 4096).decode("ascii", "replace").strip()
 
 
 def tracking(remote: str) -> str:

@@ -16,6 +16,7 @@ the caller's bound; anything else is an OSError, as a missing file is, so every 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 from pathlib import Path
@@ -48,7 +49,12 @@ def read(path: Path, most: int) -> bytes:
     """The content of the regular file at ``path`` (a symlink followed); OSError when there
     is none, when it is anything else (a fifo is not waited on, a device not read) or when
     it holds more than ``most`` bytes."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # a link to itself (or a loop of them): no file at all
+            raise NotAFile(path) from None
+        raise
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise NotAFile(path)

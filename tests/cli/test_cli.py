@@ -157,6 +157,27 @@ def test_a_branch_of_code_is_no_state_ref_and_gets_no_ledger_commit(project: Pat
     assert invoke(project, "--state-ref", "proposal/x", "note", "add", "y", actor=MAINT).code == 0
 
 
+@pytest.mark.parametrize("ref", ["refs/tags/light", "refs/tags/annotated",
+                                 "refs/remotes/origin/loopx/state", "refs/notes/x"])
+def test_a_ref_that_is_no_branch_is_no_state_ref(project: Path, ref: str) -> None:
+    """A state ref is a branch: a note written with --state-ref refs/tags/T moved the tag, one
+    on a remote-tracking ref was lost at the next fetch, and an annotated tag read as damage
+    that `git loopx doctor` offered to repair."""
+    assert invoke(project, "note", "add", "first", actor=MAINT).code == 0
+    git(project, "tag", "light", "loopx/state")
+    git(project, "tag", "-a", "-m", "t", "annotated", "loopx/state")
+    git(project, "update-ref", "refs/remotes/origin/loopx/state", "loopx/state")
+    git(project, "update-ref", "refs/notes/x", "loopx/state")
+    before = git(project, "rev-parse", ref)
+    for args in (["--state-ref", ref, "note", "add", "x"], ["status", "--state-ref", ref]):
+        refused = invoke(project, *args, actor=MAINT)
+        assert refused.code == 1 and refused.err == (
+            f"error: --state-ref: {ref} is not a branch (a tag never moves, a remote-tracking "
+            "ref is its remote's: a ledger write there is moved or lost); nothing was read or "
+            "written: name a branch, e.g. proposal/x\n"), refused.err
+    assert git(project, "rev-parse", ref) == before
+
+
 def test_claiming_a_done_todo_is_refused(project: Path) -> None:
     invoke(project, "todo", "claim", "output", actor=AGENT)
     assert invoke(project, "todo", "done", "output", "--reason", "tracked elsewhere",

@@ -305,3 +305,29 @@ def test_first_commands_racing_past_a_dead_start_start_one_server(served: Path) 
     said = [proc.communicate(timeout=120)[0].strip() for proc in procs]
     assert sorted(said) == ["not"] * 7 + ["started"]
     assert _wait_listening(served) is not None
+
+
+@pytest.mark.parametrize("kind", ["fifo", "zero", "minus one", "underscores"])
+def test_a_pid_file_that_is_no_pid_file_names_no_server(served: Path, kind: str) -> None:
+    """The server's pid file is read as loopx's other files are: a fifo there hung `server
+    status` (and start and stop) for good, a link to /dev/zero grew it until killed, and
+    int() took ' -1' (a live server's pid file rewritten), which `server stop` would have
+    sent SIGTERM to: os.kill(-1) signals every process of the user."""
+    from loopx.cli import server
+
+    pidfile = Path(f"{socket(served)}.pid")
+    if kind in ("minus one", "underscores"):
+        pid = start(served)
+        pidfile.write_text(" -1\n" if kind == "minus one" else "1_0\n")
+        try:
+            assert server.running(str(socket(served))) is None
+        finally:  # (the fixture's `server stop` must not read -1)
+            pidfile.write_text(f"{pid}\n")
+        return
+    if kind == "fifo":
+        os.mkfifo(pidfile)
+    else:
+        pidfile.symlink_to("/dev/zero")
+    got = subprocess.run(["git", "loopx", "server", "status"], cwd=served, capture_output=True,
+                         text=True, timeout=30, env=dict(os.environ, LOOPX_ACTOR=ACTOR))
+    assert got.returncode == 0 and got.stdout.startswith("no loopx server runs"), got

@@ -91,3 +91,25 @@ def test_json_output_keeps_the_remote_text_exactly(tmp_path: Path) -> None:
     doc = json.loads(result.out)
     assert doc["goals"][0]["title"] == f"Ship {OSC_TITLE}{BIDI}"
     assert doc["gates"][0]["question"] == f"Ok? {OSC_CLIPBOARD}"
+
+
+@pytest.mark.parametrize("char", ["\u200b", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u3164",
+                                  "\ue000", "\U000e0041", "\udcff"])
+def test_safe_shows_an_invisible_character_as_an_escape(char: str) -> None:
+    """An identity holding one (human:alice\u200b, which the actor pattern's \\S lets through)
+    cannot pass for human:alice in gate list or a write's confirmation, which print through
+    safe() and not inert.line."""
+    out = terminal.safe(f"human:alice{char}@example.com\n\tok")
+    assert char not in out and out.endswith("@example.com\n\tok")
+    assert f"\\u{ord(char):04x}" in out or f"\\U{ord(char):08x}" in out
+
+
+def test_an_invisible_character_in_an_authority_is_an_escape_in_gate_list(repo: Path) -> None:
+    name = "human:alice\u200b@example.com"
+    for args in (("init",), ("goal", "add", "G", "--id", "g1"),
+                 ("gate", "open", "g1", "Ship it?", "--id", "q1", "--authority", name)):
+        result = run_loopx(repo, *args)
+        assert result.code == 0 and name not in result.out, result.out
+    for args in (("gate", "list"), ("gate", "show", "q1"), ("status",)):
+        out = run_loopx(repo, *args).out
+        assert "human:alice\\u200b@example.com" in out and name not in out, (args, out)

@@ -364,3 +364,27 @@ def test_a_reflog_line_dated_ahead_does_not_hold_back_the_lines_after_it(
                     "-m", "young"], cwd=leased, check=True)
     found, _ = unrecorded.sweep(loopx_dir, now=int(git(leased, "log", "-1", "--format=%ct")))
     assert found == []  # a line seconds old still waits out the grace
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link"])
+def test_a_done_file_that_is_no_plain_file_stops_no_commit(tmp_path: Path, kind: str) -> None:
+    """post-commit notes the commits it finished in hooks.done while a branch is watched: a
+    fifo there was opened for appending, which waits for a reader, so every commit on a held
+    lease hung for good; a link there was written through. Neither is waited on or written."""
+    loopx_dir = tmp_path / "loopx"
+    loopx_dir.mkdir()
+    (loopx_dir / unrecorded.WATCH).write_text("{}")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.write_text("kept\n")
+    if kind == "fifo":
+        os.mkfifo(loopx_dir / unrecorded.DONE)
+    else:
+        (loopx_dir / unrecorded.DONE).symlink_to(elsewhere)
+    code = ("import sys; from pathlib import Path; from loopx.hooks import unrecorded; "
+            "unrecorded.mark_done(Path(sys.argv[1]), 'a' * 40)")
+    subprocess.run([sys.executable, "-c", code, str(loopx_dir)], check=True, timeout=30)
+    assert elsewhere.read_text() == "kept\n"
+    (loopx_dir / unrecorded.DONE).unlink()
+    for sha in ("a" * 40, "b" * 40):
+        unrecorded.mark_done(loopx_dir, sha)
+    assert unrecorded.done(loopx_dir) == {"a" * 40, "b" * 40}

@@ -101,3 +101,21 @@ def test_a_lock_file_linked_elsewhere_truncates_nothing(repo: Path, tmp_path: Pa
     _no_crash(result)
     assert result.returncode == 1 and "not a plain file" in result.stderr, result.stderr
     assert precious.read_text() == "keep me\n"
+
+
+@pytest.mark.parametrize("damage", DAMAGE)
+def test_an_inbox_id_that_is_not_a_file_stops_sync_in_one_line(repo: Path, tmp_path: Path,
+                                                               damage: str) -> None:
+    """sync reads this clone's inbox id (.git/loopx/inbox-id): a fifo there hung it for good,
+    a link to /dev/zero grew it until killed."""
+    loopx_dir = _ledger(repo)
+    hub = tmp_path / "hub.git"
+    git(tmp_path, "init", "-q", "--bare", str(hub))
+    git(repo, "remote", "add", "origin", str(hub))
+    _put(loopx_dir / "inbox-id", damage)
+    result = _loopx(repo, "sync")
+    _no_crash(result)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert result.returncode == 1 and len(errors) == 1 and "not a plain file" in errors[0], result
+    (loopx_dir / "inbox-id").unlink()
+    assert _loopx(repo, "sync").returncode == 0

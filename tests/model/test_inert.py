@@ -84,6 +84,10 @@ def test_noncharacters_are_shown_as_escapes() -> None:
     ("\u03a1\u0391YPAL", "\\u03a1\\u0391YPAL"),  # Greek Ρ, Α
     ("agent:bot@l\u0430ptop/w\u043erker", "agent:bot@l\\u0430ptop/w\\u043erker"),
     ("ok human:\u0430lice", "ok human:\\u0430lice"),  # only the mixed word
+    ("human:\uff41lice", "human:\\uff41lice"),  # fullwidth ａ
+    ("human:\U0001d41alice", "human:\\U0001d41alice"),  # mathematical bold 𝐚
+    ("human:\u0585scar", "human:\\u0585scar"),  # Armenian օ
+    ("\u13aaDMIN", "\\u13aaDMIN"),  # Cherokee Ꭺ
 ])
 def test_a_word_mixing_lookalike_scripts_shows_its_lookalikes_as_escapes(text: str,
                                                                        shown: str) -> None:
@@ -94,6 +98,7 @@ def test_a_word_mixing_lookalike_scripts_shows_its_lookalikes_as_escapes(text: s
 
 
 @pytest.mark.parametrize("text", ["Москва", "Ελληνικά", "α-helix", "human:josé@example.com",
-                                  "Café déjà vu", "Fix Москва bug", "ΑΒΓ test"])
+                                  "Café déjà vu", "Fix Москва bug", "ΑΒΓ test",
+                                  "ＡＢＣ社", "Հայերեն", "ᏣᎳᎩ"])
 def test_words_of_one_script_stay_as_they_are(text: str) -> None:
     assert inert.line(text) == text
