@@ -109,7 +109,8 @@ def unmixed(text: str) -> str:
 
 def _unmixed(word: re.Match[str]) -> str:
     text = word.group()
-    if sum(script.search(text) is not None for script in _SCRIPTS) < 2:
+    bare = _SEQUENCE.sub("", text)  # the terminal's colour codes are no letters of the word
+    if sum(script.search(bare) is not None for script in _SCRIPTS) < 2:
         return text
     return _LOOKALIKE.sub(lambda m: _escape(m.group()), text)
 
@@ -153,10 +154,11 @@ def escaped(text: str) -> str:
     """``text`` with each character :func:`line` writes as an escape (a zero-width or format
     character, a soft hyphen, a Hangul filler, private use, a lone surrogate) so written, its
     tabs and line breaks kept: for the terminal, which prints a renderer's whole output, so an
-    identity ``human:alice\\u200b`` cannot pass for ``human:alice`` in a listing."""
+    identity ``human:alice\\u200b`` cannot pass for ``human:alice`` in a listing. ESC stays:
+    the terminal removed every sequence but its own colour codes before."""
     if text.isascii():  # ASCII's hidden characters are controls, which the terminal removes
         return text
-    return "".join(_escape(c) if c not in "\t\n" and _hidden(c) else c for c in text)
+    return "".join(_escape(c) if c not in "\t\n\x1b" and _hidden(c) else c for c in text)
 
 
 def encodable(text: str) -> str:

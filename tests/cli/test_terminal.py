@@ -36,6 +36,10 @@ def test_safe_keeps_our_own_colours_tabs_and_newlines() -> None:
 
     styled = click.style("Ready:", fg="green", bold=True) + "\n\tx"
     assert terminal.safe(styled) == styled
+    # ...beside text that is not ASCII too, and a bold word of one script stays itself.
+    for word in ("Москва", "Café", "東京"):
+        styled = click.style(word, bold=True) + " " + click.style("ready", fg="green")
+        assert terminal.safe(styled) == styled
 
 
 def test_json_text_is_exact_and_escapes_what_a_terminal_acts_on() -> None:

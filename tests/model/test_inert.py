@@ -102,3 +102,10 @@ def test_a_word_mixing_lookalike_scripts_shows_its_lookalikes_as_escapes(text: s
                                   "ＡＢＣ社", "Հայերեն", "ᏣᎳᎩ"])
 def test_words_of_one_script_stay_as_they_are(text: str) -> None:
     assert inert.line(text) == text
+
+
+def test_a_word_in_colour_is_judged_by_its_letters() -> None:
+    """The terminal's own colour codes (``\\x1b[1m``) hold Latin letters: a bold "Москва" was
+    taken as a word mixing scripts and shown as escapes."""
+    assert inert.unmixed("\x1b[1mМосква\x1b[0m") == "\x1b[1mМосква\x1b[0m"
+    assert inert.unmixed("\x1b[32mhuman:\u0430lice\x1b[0m") == "\x1b[32mhuman:\\u0430lice\x1b[0m"
