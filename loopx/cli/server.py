@@ -184,7 +184,7 @@ def _starting(marker: str) -> bool:
 def _spawn(path: str, idle: int, *, wait: bool = True) -> int:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     env = {k: v for k, v in os.environ.items() if k != "LOOPX_DEBUG"}
-    with open(os.devnull, "rb") as null, open(path + ".log", "ab") as log:
+    with open(os.devnull, "rb") as null, files.log(Path(path + ".log")) as log:
         proc = subprocess.Popen(
             [sys.executable, "-c", "import sys; from loopx.cli import server; "
              "server.serve(sys.argv[1], int(sys.argv[2]))", path, str(idle)],

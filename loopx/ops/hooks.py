@@ -32,7 +32,7 @@ from loopx.ledger.book import Ledger
 from loopx.model import plural, typed
 from loopx.ops import ledgers
 from loopx.projection import environment
-from loopx.storage import gateway, owner, settings
+from loopx.storage import files, gateway, owner, settings
 
 HOOKS = shims.HOOK_NAMES
 # Tests set this to a hook name (or "all") to make that hook's handler fail on purpose, to
@@ -260,7 +260,7 @@ def _drain_in_background(hook: Hook, loopx_dir: Path) -> None:
     env[BACKGROUND_ENV] = "1"
     if hook.state_ref:
         env["LOOPX_STATE_REF"] = hook.state_ref
-    with open(log_path, "ab") as log:
+    with files.log(log_path) as log:
         subprocess.Popen([sys.executable, "-m", "loopx", "hooks", "drain", "--quiet"],
                          cwd=hook.cwd, env=env,
                          stdin=subprocess.DEVNULL, stdout=log, stderr=log,

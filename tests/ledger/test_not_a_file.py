@@ -119,3 +119,27 @@ def test_an_inbox_id_that_is_not_a_file_stops_sync_in_one_line(repo: Path, tmp_p
     assert result.returncode == 1 and len(errors) == 1 and "not a plain file" in errors[0], result
     (loopx_dir / "inbox-id").unlink()
     assert _loopx(repo, "sync").returncode == 0
+
+
+@pytest.mark.parametrize("damage", DAMAGE)
+def test_a_log_that_is_not_a_file_is_not_written(tmp_path: Path, damage: str) -> None:
+    """The detached drain's and the server's logs were opened with open(path, "ab"): a fifo
+    there waited for a reader forever (the post-commit hook starting a drain, and its commit
+    with it), and a link was written through. Now such a log is the null device."""
+    from loopx.storage import files
+
+    log = tmp_path / "hooks.log"
+    _put(log, damage)
+    target = tmp_path / "elsewhere"
+    target.write_bytes(b"kept")
+    if damage == "a link to itself":
+        log.unlink()
+        log.symlink_to(target)
+    with files.log(log) as handle:  # would block on the fifo
+        handle.write(b"a line\n")
+    assert target.read_bytes() == b"kept"
+    plain = tmp_path / "plain.log"
+    for line in (b"one\n", b"two\n"):
+        with files.log(plain) as handle:
+            handle.write(line)
+    assert plain.read_bytes() == b"one\ntwo\n"
