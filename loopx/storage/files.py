@@ -69,17 +69,28 @@ def read(path: Path, most: int) -> bytes:
         os.close(fd)
 
 
-def log(path: Path) -> BinaryIO:
-    """``path`` open to append to (a detached process's log), made when missing; the null
-    device when anything but a plain file is there: opening a fifo to write waits for a
-    reader forever (the hook that starts a drain, and the commit with it), and a link would
-    be written through. A log not written loses nothing."""
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+def open_plain(path: Path, flags: int) -> int:
+    """A descriptor of the plain file at ``path`` opened with ``flags`` (made when missing),
+    never waited on and never through a link: NotAFile for a link, a fifo or a device."""
     try:
-        fd = os.open(path, flags, 0o644)
-    except OSError:  # a link (ELOOP), a fifo with no reader (ENXIO), no room
-        return open(os.devnull, "ab")
+        fd = os.open(path, flags | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                     0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # O_NOFOLLOW's answer for a link
+            raise NotAFile(path) from None
+        raise
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
+        raise NotAFile(path)
+    return fd
+
+
+def log(path: Path) -> BinaryIO:
+    """``path`` open to append to (a detached process's log); the null device when anything
+    but a plain file is there: opening a fifo to write waits for a reader forever (the hook
+    that starts a drain, and the commit with it), and a link would be written through. A log
+    not written loses nothing."""
+    try:
+        return os.fdopen(open_plain(path, os.O_WRONLY | os.O_APPEND), "ab")
+    except OSError:  # not a plain file, a fifo with no reader (ENXIO), no room
         return open(os.devnull, "ab")
-    return os.fdopen(fd, "ab")

@@ -9,11 +9,10 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-import stat
 import time
 from pathlib import Path
 
-from loopx.errors import LockTimeout, NotAFile
+from loopx.errors import LockTimeout
 from loopx.storage import files
 
 
@@ -21,17 +20,7 @@ def open_file(path: Path) -> int:
     """A descriptor of the lock file at ``path``, made when missing. NotAFile when something
     else is there: a fifo or a device cannot be written as a lock file (``ftruncate``
     fails), and a symbolic link is not followed, so no file elsewhere is truncated."""
-    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-    try:
-        fd = os.open(path, flags, 0o644)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:  # O_NOFOLLOW's answer for a link
-            raise NotAFile(path) from None
-        raise
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise NotAFile(path)
-    return fd
+    return files.open_plain(path, os.O_RDWR)
 
 
 def flock(fd: int, *, blocking: bool) -> None:
