@@ -27,7 +27,6 @@ post-rewrite's (not watched); a repository without files reflogs (reftable) watc
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import time
@@ -84,13 +83,11 @@ def mark_done(loopx_dir: Path, sha: str) -> None:
     branch is watched: the sweep keeps the file short."""
     if not (loopx_dir / WATCH).is_file():
         return
-    # Opened as a lock file is (a fifo there hung post-commit, and the commit with it, for
-    # good; a link is not written through); a mark not written only means the sweep checks
-    # that commit.
+    # A plain file only (a fifo there hung post-commit, and the commit with it, for good; a
+    # link is not written through); a mark not written only means the sweep checks that commit.
     with contextlib.suppress(OSError):
-        fd = locks.open_file(loopx_dir / DONE)
+        fd = files.open_plain(loopx_dir / DONE, os.O_WRONLY | os.O_APPEND)
         try:
-            fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_APPEND)
             os.write(fd, (sha + "\n").encode("ascii"))
         finally:
             os.close(fd)
