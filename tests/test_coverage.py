@@ -156,6 +156,8 @@ COVERED_ELSEWHERE = {
                           "(log walks, signatures)",
     "storage/locks.py": "tests/storage/test_store.py, tests/hooks/test_spool.py (a lock "
                         "held by another process, one left by a killed one)",
+    "storage/batches.py": "tests/storage/test_bulk_reads.py (each answer read at once and "
+                          "the checked way, cut short, padded or of another object)",
     "storage/packfile.py": "tests/storage/test_oracle.py (packs read back by GitPython)",
     "storage/trees.py": "tests/storage/test_oracle.py (trees read back by GitPython)",
     "storage/worktrees.py": "tests/ledger/test_checked_out_state.py",

@@ -17,7 +17,7 @@ from loopx.ledger.book import Ledger
 from loopx.model import clock
 from loopx.model.paths import TRANSCRIPT_CHUNK_BYTES
 from loopx.projection import entities, views
-from loopx.storage.gateway import Oversize
+from loopx.storage.batches import Oversize
 
 DEFAULT_IDLE_SECONDS = 24 * 3600
 DEFAULT_STATS_WINDOW_SECONDS = 3600

@@ -30,7 +30,7 @@ from loopx.errors import CodecError, SchemaError
 from loopx.model import codec
 from loopx.model.paths import (CHECKPOINT_CHUNK_BYTES, CHECKPOINT_FILE_RE, PATH_RE,
                                SESSION_FILE_RE, TRANSCRIPT_CHUNK_BYTES, is_file_path)
-from loopx.storage.gateway import Oversize
+from loopx.storage.batches import Oversize
 from loopx.storage.trees import BLOB_MODE
 
 if TYPE_CHECKING:

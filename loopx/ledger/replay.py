@@ -20,7 +20,7 @@ from loopx.model import ids
 from loopx.model.events import Event
 from loopx.model.paths import event_dirs
 from loopx.projection import entities, folding
-from loopx.storage.gateway import Oversize
+from loopx.storage.batches import Oversize
 from loopx.storage.store import MAX_FILE_BYTES, Entry, Store
 from loopx.storage.trees import BLOB_MODE
 

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any, Optional
 
 from loopx.storage import commits
-from loopx.storage.gateway import Oversize
+from loopx.storage.batches import Oversize
 from loopx.projection import history
 from loopx.projection import entities, views
 from loopx.errors import NotFound, SchemaError, UsageError

@@ -16,12 +16,14 @@ import stat
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import IO, NewType
 
-from loopx.errors import DamagedLedger, GitError, NotFound
+from loopx.errors import GitError, NotFound
+from loopx.storage import batches
+from loopx.storage.batches import Oversize
 from loopx.storage import owner
 
 Oid = NewType("Oid", str)
@@ -85,6 +87,29 @@ def _env(extra: dict[str, str] | None, cwd: Path | str | None = None) -> dict[st
     return env
 
 
+# Whether a git process's files can be capped (Linux: prlimit(2) on a child).
+CAN_LIMIT = sys.platform.startswith("linux")
+
+
+def _run_limited(argv: list[str], cwd: Path | str, input: bytes | None,
+                 stdout: IO[bytes] | None, env: dict[str, str],
+                 limit: int) -> subprocess.CompletedProcess[bytes]:
+    """:func:`run`'s ``file_limit``: git is started on an empty pipe, so it can write nothing
+    before the limit is set; only then is its input written."""
+    import resource  # (only the bulk reads cap a process)
+
+    proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.PIPE,
+                            stdout=stdout or subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        resource.prlimit(proc.pid, resource.RLIMIT_FSIZE, (limit, limit))
+    except BaseException:
+        proc.kill()
+        proc.communicate()
+        raise
+    out, err = proc.communicate(input)
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
 def _pin_repo(env: dict[str, str], cwd: str) -> None:
     """GIT_DIR and GIT_WORK_TREE of the repository discovered at ``cwd``; elsewhere none, so
     that ``cwd`` alone says which repository git works on."""
@@ -106,16 +131,24 @@ def run(
     timeout: float | None = None,
     stdin: IO[bytes] | None = None,
     stdout: IO[bytes] | None = None,
+    file_limit: int | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
     """Run ``git <args>`` in ``cwd`` and return the completed process (stdout as bytes, or
-    written to the open file ``stdout``; its input ``input``, or read from ``stdin``)."""
+    written to the open file ``stdout``; its input ``input``, or read from ``stdin``).
+
+    ``file_limit`` caps every file git writes (its ``stdout`` file included) at that many
+    bytes, by the kernel (RLIMIT_FSIZE, set before git reads its ``input``): git is killed
+    when it would write past it. Only where :data:`CAN_LIMIT` says the system has it."""
     argv = ["git", *_SAFE_CONFIG, *args]
     started = time.perf_counter()
     try:
-        proc = subprocess.run(
-            argv, cwd=cwd, input=input, stdin=stdin, stdout=stdout or subprocess.PIPE,
-            stderr=subprocess.PIPE, env=_env(env, cwd), timeout=timeout
-        )
+        if file_limit is not None:
+            proc = _run_limited(argv, cwd, input, stdout, _env(env, cwd), file_limit)
+        else:
+            proc = subprocess.run(
+                argv, cwd=cwd, input=input, stdin=stdin, stdout=stdout or subprocess.PIPE,
+                stderr=subprocess.PIPE, env=_env(env, cwd), timeout=timeout
+            )
     except FileNotFoundError as exc:
         if not os.path.isdir(cwd):
             raise NotFound(f"{cwd}: no such directory") from None
@@ -306,20 +339,6 @@ def loose_ref(repo: Repo, ref: str) -> str | None:
     return held if _OID.fullmatch(held) else None
 
 
-@dataclass(frozen=True)
-class Oversize:
-    """An object over the size a reader asked for: its type and size, from the object header;
-    its contents were never read."""
-
-    kind: str
-    size: int
-    oid: str = ""  # the object's full name (the one asked for may have been a revision)
-
-
-class _Died(Exception):
-    """The cat-file process ended in the middle of a request."""
-
-
 class ObjectReader:
     """One long-lived ``git cat-file --batch-command`` process for all object reads of a
     command (git >= 2.36).
@@ -366,7 +385,7 @@ class ObjectReader:
                 try:
                     result += self._read_chunk(chunk, max_size)
                     break
-                except (_Died, OSError):
+                except (batches.Died, OSError):
                     # cat-file dies when a `git gc` deletes a pack it was about to open
                     # ("packfile ... cannot be accessed"); reads are safe to ask again.
                     self._abandon()
@@ -387,12 +406,12 @@ class ObjectReader:
         proc.stdin.write(request)
         proc.stdin.flush()
         readline = proc.stdout.readline  # (bound once: a replay reads 100k objects twice)
-        headers = [self._header(readline()) for _ in chunk]
+        headers = [batches.info_header(readline()) for _ in chunk]
         wanted = [h for h in headers if h is not None and (max_size is None or h[2] <= max_size)]
         proc.stdin.write(b"".join(b"contents " + h[0] + b"\n" for h in wanted))
         proc.stdin.flush()
         read = proc.stdout.read
-        contents = {h[0]: self._contents(readline(), read) for h in wanted}
+        contents = {h[0]: batches.contents(readline(), read) for h in wanted}
         return [None if header is None else contents[header[0]] if header[0] in contents
                 else Oversize(header[1], header[2], header[0].decode()) for header in headers]
 
@@ -413,30 +432,6 @@ class ObjectReader:
                         stream.close()
             self._proc = None
 
-    @staticmethod
-    def _header(line: bytes) -> tuple[bytes, str, int] | None:
-        """(oid, type, size) from an ``info`` line; None for a missing or ambiguous name."""
-        if not line:
-            raise _Died()
-        # "<name> missing" or "<name> ambiguous": the name is echoed as asked, and a path in
-        # it may hold spaces and tabs ("<tip>:events/a b" from a forged tree split in three)
-        if line.endswith((b" missing\n", b" ambiguous\n")):
-            return None
-        parts = line.split()
-        if len(parts) != 3:
-            return None
-        return parts[0], parts[1].decode(), int(parts[2])
-
-    @staticmethod
-    def _contents(header: bytes, read: Callable[[int], bytes]) -> tuple[str, bytes] | None:
-        if not header:
-            raise _Died()
-        parts = header.split()
-        if len(parts) != 3:  # pruned between our two requests
-            return None
-        size = int(parts[2])
-        return parts[1].decode(), read(size + 1)[:size]
-
     def read(self, name: str) -> tuple[str, bytes] | None:
         return self.read_many([name])[0]
 
@@ -444,6 +439,7 @@ class ObjectReader:
     # this many bytes of answers through one `cat-file --batch`: what one chunk holds.
     BULK_NAMES = 16384
     BULK_BYTES = 32 << 20
+    HEADER_BYTES = 128  # room for each object's header line in a capped answer (sha256's too)
     # Fewer names are asked of the long-lived process: two process starts cost more than
     # the pipe's hand-overs below about a thousand objects (measured, git 2.39).
     BULK_MIN = 1000
@@ -451,17 +447,20 @@ class ObjectReader:
     def read_bulk(self, names: list[str], *, kind: str = "blob",
                   max_size: int | None = None) -> list[bytes | Oversize]:
         """The contents of many objects of type ``kind``, or an :class:`Oversize` where one is
-        over ``max_size`` bytes (never read), each chunk through two short-lived cat-file
-        processes whose answers go to a temporary file, not a pipe.
+        over ``max_size`` bytes, through short-lived cat-file processes whose answers go to a
+        temporary file, not a pipe.
 
         For reads of a whole ledger (a cold replay): git writes each object by itself, and
         on a pipe each of those writes is a hand-over to the reader (at 100k blobs, git's
-        CPU for the same answers was about twice a file's). Raises :class:`DamagedLedger`
-        naming the first object that is missing or of another type, and :class:`GitError`
-        when git fails or its answer is cut short: never a partial list.
+        CPU for the same answers was about twice a file's). Each chunk of names is one
+        ``--batch`` whose answer the kernel caps (:meth:`_bulk_at_once`); a chunk over the
+        cap, or where the system cannot cap, is read the checked way (:meth:`_bulk_checked`).
+        Raises :class:`DamagedLedger` naming the first object that is missing or of another
+        type, and :class:`GitError` when git fails or its answer is cut short: never a
+        partial list.
         """
         if len(names) < self.BULK_MIN:
-            return [_checked(name, found, kind)
+            return [batches.checked(name, found, kind)
                     for name, found in zip(names, self.read_capped(names, max_size))]
         # Imported here: tempfile costs 6 ms at import (shutil, random), which the warm
         # commands that import this module and never read in bulk must not pay.
@@ -470,19 +469,53 @@ class ObjectReader:
         found: list[bytes | Oversize] = []
         with tempfile.TemporaryFile() as request, tempfile.TemporaryFile() as answer:
             for start in range(0, len(names), self.BULK_NAMES):
-                headers = self._bulk_headers(names[start : start + self.BULK_NAMES], kind,
-                                             request, answer)
-                wanted = list({line: size for line, size in headers  # each object once
-                               if max_size is None or size <= max_size}.items())
-                contents: dict[bytes, bytes] = {}
-                for group in _by_bytes(wanted, self.BULK_BYTES):
-                    answers = self._bulk_batch(["--batch"], [h.split(b" ", 1)[0].decode()
-                                                             for h, _ in group], request, answer)
-                    contents.update(parse_batch(answers, group))
-                found += [contents[line] if line in contents
-                          else Oversize(kind, size, line.split(b" ", 1)[0].decode())
-                          for line, size in headers]
+                chunk = names[start : start + self.BULK_NAMES]
+                once = self._bulk_at_once(chunk, kind, max_size, answer)
+                found += (once if once is not None
+                          else self._bulk_checked(chunk, kind, max_size, request, answer))
         return found
+
+    def _bulk_at_once(self, names: list[str], kind: str, max_size: int | None,
+                      answer: IO[bytes]) -> list[bytes | Oversize] | None:
+        """Each object of ``names`` from one ``cat-file --batch`` whose answer file git may
+        not write past :data:`BULK_BYTES` and the header lines (:func:`run`'s
+        ``file_limit``): a hostile tree's huge blob costs the disk and the memory no more
+        than that, and the answer's own headers say each object's type and size, so no
+        ``--batch-check`` runs before it (a sixth of git's CPU in a 100k replay). None when
+        git went over the cap or failed (a gc deleting a pack as it opened it), for
+        :meth:`_bulk_checked` to read instead."""
+        if not CAN_LIMIT:
+            return None
+        unique = list(dict.fromkeys(names))  # each object once
+        answer.seek(0)
+        answer.truncate()
+        try:
+            proc = run(self._cwd, *self.DELTA_CACHE, "cat-file", "--batch",
+                       input="\n".join([*unique, ""]).encode(), stdout=answer, check=False,
+                       file_limit=self.BULK_BYTES + self.HEADER_BYTES * len(unique))
+        except OSError:  # (prlimit refused)
+            return None
+        if proc.returncode != 0:
+            return None
+        answer.seek(0)
+        contents = batches.parse_answers(answer.read(), unique, kind, max_size)
+        return [contents[name] for name in names]
+
+    def _bulk_checked(self, names: list[str], kind: str, max_size: int | None,
+                      request: IO[bytes], answer: IO[bytes]) -> list[bytes | Oversize]:
+        """Each object of ``names``, its size asked of ``--batch-check`` first: one over
+        ``max_size`` is never read, and the rest are read :data:`BULK_BYTES` at a time."""
+        headers = self._bulk_headers(names, kind, request, answer)
+        wanted = list({line: size for line, size in headers  # each object once
+                       if max_size is None or size <= max_size}.items())
+        contents: dict[bytes, bytes] = {}
+        for group in batches.by_bytes(wanted, self.BULK_BYTES):
+            answers = self._bulk_batch(["--batch"], [h.split(b" ", 1)[0].decode()
+                                                     for h, _ in group], request, answer)
+            contents.update(batches.parse_batch(answers, group))
+        return [contents[line] if line in contents
+                else Oversize(kind, size, line.split(b" ", 1)[0].decode())
+                for line, size in headers]
 
     def _bulk_headers(self, names: list[str], kind: str, request: IO[bytes],
                       answer: IO[bytes]) -> list[tuple[bytes, int]]:
@@ -499,7 +532,7 @@ class ObjectReader:
             _, _, rest = line.partition(b" ")
             found, _, size = rest.partition(b" ")
             if found != wanted:  # (no size: "<name> missing" or "<name> ambiguous")
-                raise _not_read(name, _PLACE.get(found, "is unreadable") if not size else
+                raise batches.not_read(name, batches.PLACE.get(found, "is unreadable") if not size else
                                 f"is a {found.decode()}, not a {kind}")
             headers.append((line, int(size)))
         return headers
@@ -538,61 +571,3 @@ class ObjectReader:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-
-def parse_batch(data: bytes, asked: list[tuple[bytes, int]]) -> dict[bytes, bytes]:
-    """Header line -> contents of each object ``cat-file --batch`` answered in ``data`` (its
-    header line, the contents, a newline), for the objects ``asked`` (header line and size,
-    as ``--batch-check`` gave them) in that order; raises :class:`GitError` when the answer
-    is cut short or is not of them."""
-    contents: dict[bytes, bytes] = {}
-    at = 0
-    for line, size in asked:
-        start = at + len(line) + 1
-        end = start + size
-        if data[at : start] != line + b"\n" or data[end : end + 1] != b"\n":
-            oid = line.split(b" ", 1)[0].decode()
-            raise GitError(["cat-file", "--batch"], 0,
-                           f"its answer was cut short or damaged at object {oid} "
-                           f"({len(contents)} of {len(asked)} read); nothing was used")
-        contents[line] = data[start:end]
-        at = end + 1
-    if at != len(data):
-        raise GitError(["cat-file", "--batch"], 0, f"its answer held {len(data) - at} bytes "
-                       f"after the {len(asked)} objects asked for; nothing was used")
-    return contents
-
-
-def _checked(name: str, found: tuple[str, bytes] | Oversize | None,
-             kind: str) -> bytes | Oversize:
-    """The contents (or size) the long-lived reader found for ``name``, if it is a ``kind``."""
-    if found is None:  # (read_capped says None for an ambiguous name too)
-        raise _not_read(name, _PLACE[b"missing"])
-    got = found.kind if isinstance(found, Oversize) else found[0]
-    if got != kind:
-        raise _not_read(name, f"is a {got}, not a {kind}")
-    return found if isinstance(found, Oversize) else found[1]
-
-
-_PLACE = {b"missing": "is missing from this repository",
-          b"ambiguous": "is ambiguous in this repository (more than one object has it)"}
-
-
-def _not_read(name: str, what: str) -> DamagedLedger:
-    """The one line for an object a bulk read cannot use (``what`` is wrong with it)."""
-    return DamagedLedger(f"object {name} {what}; nothing was read: run `git loopx doctor`")
-
-
-def _by_bytes(headers: list[tuple[bytes, int]],
-              limit: int) -> Iterator[list[tuple[bytes, int]]]:
-    """``headers`` in consecutive groups of at most ``limit`` bytes of contents (one object
-    over it alone)."""
-    group: list[tuple[bytes, int]] = []
-    held = 0
-    for header in headers:
-        if group and held + header[1] > limit:
-            yield group
-            group, held = [], 0
-        group.append(header)
-        held += header[1]
-    if group:
-        yield group

@@ -2,9 +2,8 @@
 
 Plumbing only: blobs (``hash-object``), trees (``mktree``), commits (``commit-tree``) and
 compare-and-swap ref updates (``update-ref <ref> <new> <old>``). The user's index, working
-tree, HEAD and current branch are never touched. Reads are batched: one ``ls-tree -r`` per
-tree listing and one long-lived ``cat-file --batch-command`` for contents (sizes first:
-nothing over :data:`MAX_FILE_BYTES` is read).
+tree, HEAD and current branch are never touched. Reads are batched: one ``ls-tree -r`` a
+listing, cat-file for contents (no object over :data:`MAX_FILE_BYTES` is returned).
 
 One clone's writers are serialised by :meth:`Store.lock`, an ``flock`` on a file in the common
 git dir: the kernel drops it when its holder dies, so a killed writer never leaves a lock that
@@ -33,7 +32,8 @@ from typing import NamedTuple
 from loopx.errors import (DamagedLedger, DamagedRef, GitError, LockTimeout, LoopxError,
                           RefRaceError)
 from loopx.storage import gateway, locks, packfile, refdamage, repacking, trees, worktrees
-from loopx.storage.gateway import Oid, Oversize, RefName
+from loopx.storage.batches import Oversize
+from loopx.storage.gateway import Oid, RefName
 
 STATE_REF = RefName("refs/heads/loopx/state")
 QUARANTINE_PREFIX = "refs/loopx/quarantine/"

@@ -155,7 +155,7 @@ def test_read_events_gives_each_file_what_read_event_gives_it_alone() -> None:
     """Files read stage by stage, together (what replay does), come out as each would alone:
     the same event, or the same error with the same words, in order, whatever their mix."""
     from loopx.errors import CodecError, SchemaError
-    from loopx.storage.gateway import Oversize
+    from loopx.storage.batches import Oversize
 
     good, data = _note()
     other, _ = _note()

@@ -1,7 +1,8 @@
 """ObjectReader.read_bulk: many objects through short-lived cat-file processes whose answers
 go to a temporary file (the cold replay's reads), against real git: the same bytes as the
-long-lived reader, in order, chunked; a missing object, another type or a cut answer is one
-error line and no partial result."""
+long-lived reader, in order, chunked, whether a chunk is read at once (its answer capped by
+the kernel) or the checked way (sizes first); a missing object, another type or a cut answer
+is one error line and no partial result."""
 
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ from loopx import Ledger
 from loopx.errors import DamagedLedger, GitError
 from loopx.ledger import cache
 from loopx.ledger.replay import Reader
-from loopx.storage import gateway
-from loopx.storage.gateway import ObjectReader, Oversize
+from loopx.storage import batches, gateway
+from loopx.storage.batches import Oversize
+from loopx.storage.gateway import ObjectReader
 from loopx.storage.store import STATE_REF
 
 
@@ -25,20 +27,26 @@ def _blob(repo: Path, data: bytes) -> str:
     return gateway.run(repo, "hash-object", "-w", "--stdin", input=data).stdout.decode().strip()
 
 
-@pytest.fixture(params=["bulk", "long-lived"])
+@pytest.fixture(params=["at once", "checked", "long-lived"])
 def reader(repo: Path, request: pytest.FixtureRequest,
            monkeypatch: pytest.MonkeyPatch) -> Iterator[ObjectReader]:
-    """A reader whose bulk reads go through short-lived processes (however few names) or,
-    as for fewer than BULK_MIN, through the long-lived one: both answer alike."""
-    monkeypatch.setattr(ObjectReader, "BULK_MIN", 0 if request.param == "bulk" else 10**9)
+    """A reader whose bulk reads go through short-lived processes (however few names), each
+    chunk at once or, as where the system cannot cap a process's files, the checked way;
+    or, as for fewer than BULK_MIN, through the long-lived one: all answer alike."""
+    monkeypatch.setattr(ObjectReader, "BULK_MIN", 10**9 if request.param == "long-lived" else 0)
+    if request.param == "checked":
+        monkeypatch.setattr(gateway, "CAN_LIMIT", False)
     with ObjectReader(repo) as objects:
         yield objects
 
 
-@pytest.fixture
-def bulk(repo: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ObjectReader]:
-    """A reader that reads in bulk whatever the count."""
+@pytest.fixture(params=["at once", "checked"])
+def bulk(repo: Path, request: pytest.FixtureRequest,
+         monkeypatch: pytest.MonkeyPatch) -> Iterator[ObjectReader]:
+    """A reader that reads in bulk whatever the count, at once or the checked way."""
     monkeypatch.setattr(ObjectReader, "BULK_MIN", 0)
+    if request.param == "checked":
+        monkeypatch.setattr(gateway, "CAN_LIMIT", False)
     with ObjectReader(repo) as objects:
         yield objects
 
@@ -75,8 +83,11 @@ def test_many_objects_come_back_in_order_across_chunks(repo: Path, bulk: ObjectR
     spawned.clear()
     assert bulk.read_bulk(oids) == contents
     checks = [a for a in spawned if "--batch-check" in a]
-    assert len(checks) == 7  # 44 names, 7 a chunk
-    assert len([a for a in spawned if "--batch" in a]) > len(checks)  # split by bytes too
+    batches_run = [a for a in spawned if "--batch" in a]
+    if gateway.CAN_LIMIT:  # each chunk of 7 in one process: its headers say the sizes
+        assert (len(checks), len(batches_run)) == (0, 7)
+    else:  # 44 names, 7 a chunk, and split by bytes too
+        assert len(checks) == 7 and len(batches_run) > len(checks)
 
 
 def test_duplicates_each_get_the_contents_and_are_read_once(repo: Path, bulk: ObjectReader,
@@ -84,32 +95,60 @@ def test_duplicates_each_get_the_contents_and_are_read_once(repo: Path, bulk: Ob
                                                             monkeypatch: pytest.MonkeyPatch
                                                             ) -> None:
     a, b = _blob(repo, b"a\n"), _blob(repo, b"b\n")
-    asked: list[list[bytes]] = []
-    real = gateway.parse_batch
-
-    def seen(data: bytes, wanted: list[tuple[bytes, int]]) -> dict[bytes, bytes]:
-        asked.append([line for line, _ in wanted])
-        return real(data, wanted)
-
-    monkeypatch.setattr(gateway, "parse_batch", seen)
+    asked: list[list[object]] = []
+    batch, answers = batches.parse_batch, batches.parse_answers
+    monkeypatch.setattr(batches, "parse_batch", lambda data, wanted: asked.append(
+        [line for line, _ in wanted]) or batch(data, wanted))
+    monkeypatch.setattr(batches, "parse_answers", lambda data, names, *rest: asked.append(
+        list(names)) or answers(data, names, *rest))
     assert bulk.read_bulk([a, b, a, a, b]) == [b"a\n", b"b\n", b"a\n", b"a\n", b"b\n"]
     assert [len(group) for group in asked] == [2]
 
 
-def test_a_large_blob_is_read_whole_and_one_over_the_limit_not_at_all(
-        repo: Path, reader: ObjectReader, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_large_blob_is_read_whole_and_one_over_the_limit_is_its_size(
+        repo: Path, reader: ObjectReader) -> None:
     big = bytes(range(256)) * (6 * 4096)  # 6 MiB
     small = _blob(repo, b"small\n")
     oid = _blob(repo, big)
     assert reader.read_bulk([small, oid]) == [b"small\n", big]
-    asked: list[list[tuple[bytes, int]]] = []
-    real = gateway.parse_batch
-    monkeypatch.setattr(gateway, "parse_batch",
-                        lambda data, wanted: asked.append(wanted) or real(data, wanted))
     assert reader.read_bulk([small, oid], max_size=1 << 20) == [
         b"small\n", Oversize("blob", len(big), oid)]
-    if ObjectReader.BULK_MIN == 0:
-        assert [size for group in asked for _, size in group] == [6]  # the big one not asked
+
+
+def test_checked_the_blob_over_the_limit_is_never_asked_for(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ObjectReader, "BULK_MIN", 0)
+    monkeypatch.setattr(gateway, "CAN_LIMIT", False)
+    big, small = _blob(repo, b"x" * (2 << 20)), _blob(repo, b"small\n")
+    asked: list[list[tuple[bytes, int]]] = []
+    real = batches.parse_batch
+    monkeypatch.setattr(batches, "parse_batch",
+                        lambda data, wanted: asked.append(wanted) or real(data, wanted))
+    with ObjectReader(repo) as objects:
+        assert objects.read_bulk([small, big], max_size=1 << 20) == [
+            b"small\n", Oversize("blob", 2 << 20, big)]
+    assert [size for group in asked for _, size in group] == [6]  # the big one not asked
+
+
+@pytest.mark.skipif(not gateway.CAN_LIMIT, reason="no prlimit(2) here")
+def test_an_answer_over_the_cap_is_cut_by_the_kernel_and_read_the_checked_way(
+        repo: Path, spawned: list[tuple[str, ...]], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hostile tree's huge blob: git may not write past the cap (it is killed there), and
+    the chunk is read again sizes first, so the blob is its size, never its bytes."""
+    monkeypatch.setattr(ObjectReader, "BULK_MIN", 0)
+    monkeypatch.setattr(ObjectReader, "BULK_BYTES", 4096)
+    huge = _blob(repo, b"\0" * (8 << 20))  # 8 MiB, a few KiB packed
+    small = [_blob(repo, f"small {n}\n".encode()) for n in range(3)]
+    with ObjectReader(repo) as objects, tempfile.TemporaryFile() as answer:
+        assert objects._bulk_at_once([small[0], huge], "blob", 1 << 20, answer) is None
+        answer.seek(0, 2)
+        assert 4096 <= answer.tell() <= 4096 + 2 * ObjectReader.HEADER_BYTES  # cut at the cap
+        spawned.clear()
+        assert objects.read_bulk([*small, huge], max_size=1 << 20) == [
+            b"small 0\n", b"small 1\n", b"small 2\n", Oversize("blob", 8 << 20, huge)]
+    assert [a[-1] for a in spawned] == ["--batch", "--batch-check", "--batch"]
+    with ObjectReader(repo) as objects:  # without a limit the huge one is read whole
+        assert objects.read_bulk([huge]) == [b"\0" * (8 << 20)]
 
 
 def test_a_missing_object_is_one_error_line_naming_it(repo: Path, reader: ObjectReader,
@@ -143,16 +182,40 @@ def test_an_answer_cut_short_or_padded_is_one_error_line_and_no_result(repo: Pat
     a, b = _blob(repo, b"first\n"), _blob(repo, b"second\n")
     wanted = [(f"{a} blob 6".encode(), 6), (f"{b} blob 7".encode(), 7)]
     whole = f"{a} blob 6\nfirst\n\n{b} blob 7\nsecond\n\n".encode()
-    assert list(gateway.parse_batch(whole, wanted).values()) == [b"first\n", b"second\n"]
+    assert list(batches.parse_batch(whole, wanted).values()) == [b"first\n", b"second\n"]
     second = whole.index(b"\n\n") + 2  # where the second object's answer starts
     for cut in (len(whole) - 1, len(whole) - 4, whole.index(b"second"), second, 50, 0):
         with pytest.raises(GitError, match="cut short") as caught:
-            gateway.parse_batch(whole[:cut], wanted)
+            batches.parse_batch(whole[:cut], wanted)
         assert "\n" not in str(caught.value) and (a if cut < second else b) in str(caught.value)
     with pytest.raises(GitError, match="bytes after the 2 objects"):
-        gateway.parse_batch(whole + b"junk", wanted)
+        batches.parse_batch(whole + b"junk", wanted)
     with pytest.raises(GitError, match="cut short or damaged"):  # another object's answer
-        gateway.parse_batch(whole.replace(a.encode(), b.encode()), wanted)
+        batches.parse_batch(whole.replace(a.encode(), b.encode()), wanted)
+
+
+def test_an_answer_read_at_once_cut_short_or_padded_is_one_error_line_and_no_result(
+        repo: Path) -> None:
+    a, b = _blob(repo, b"first\n"), _blob(repo, b"second\n")
+    whole = f"{a} blob 6\nfirst\n\n{b} blob 7\nsecond\n\n".encode()
+    assert batches.parse_answers(whole, [a, b], "blob", None) == {a: b"first\n",
+                                                                  b: b"second\n"}
+    assert batches.parse_answers(whole, [a, b], "blob", 6) == {
+        a: b"first\n", b: Oversize("blob", 7, b)}
+    second = whole.index(b"\n\n") + 2
+    for cut in (len(whole) - 1, len(whole) - 4, whole.index(b"second"), second, 50, 0):
+        with pytest.raises(GitError, match="cut short") as caught:
+            batches.parse_answers(whole[:cut], [a, b], "blob", None)
+        assert "\n" not in str(caught.value) and (a if cut < second else b) in str(caught.value)
+    with pytest.raises(GitError, match="bytes after the 2 objects"):
+        batches.parse_answers(whole + b"junk", [a, b], "blob", None)
+    with pytest.raises(GitError, match="cut short or damaged"):  # a size that lies
+        batches.parse_answers(whole.replace(b"blob 6", b"blob 5"), [a, b], "blob", None)
+    for answer, said in ((f"{a} missing\n".encode(), "is missing"),
+                         (f"{a} ambiguous\n".encode(), "is ambiguous"),
+                         (f"{a} tree 6\nfirst\n\n".encode(), "is a tree, not a blob")):
+        with pytest.raises(DamagedLedger, match=said):
+            batches.parse_answers(answer, [a], "blob", None)
 
 
 def test_a_few_names_are_asked_of_the_long_lived_process(repo: Path,

@@ -1,0 +1,143 @@
+"""The answers of ``git cat-file --batch`` and ``--batch-check`` read back: each object's
+header line, its contents and a newline, in the order asked. Parsing only: the processes are
+the gateway's (:meth:`loopx.storage.gateway.ObjectReader.read_bulk`). Anything cut short,
+padded or of another object is a :class:`GitError` and no partial result; a missing object or
+one of another type is the one :class:`DamagedLedger` line that names it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from loopx.errors import DamagedLedger, GitError
+
+
+@dataclass(frozen=True)
+class Oversize:
+    """An object over the size a reader asked for: its type and size, from the object header;
+    its contents are not returned (and never read when the header came first)."""
+
+    kind: str
+    size: int
+    oid: str = ""  # the object's full name (the one asked for may have been a revision)
+
+
+class Died(Exception):
+    """The cat-file process ended in the middle of a request."""
+
+
+def info_header(line: bytes) -> tuple[bytes, str, int] | None:
+    """(oid, type, size) from a ``--batch-command`` ``info`` line; None for a missing or
+    ambiguous name."""
+    if not line:
+        raise Died()
+    # "<name> missing" or "<name> ambiguous": the name is echoed as asked, and a path in
+    # it may hold spaces and tabs ("<tip>:events/a b" from a forged tree split in three)
+    if line.endswith((b" missing\n", b" ambiguous\n")):
+        return None
+    parts = line.split()
+    if len(parts) != 3:
+        return None
+    return parts[0], parts[1].decode(), int(parts[2])
+
+
+def contents(header: bytes, read: Callable[[int], bytes]) -> tuple[str, bytes] | None:
+    """(type, contents) after a ``contents`` request's header line, read with ``read``;
+    None for an object pruned between the ``info`` and ``contents`` requests."""
+    if not header:
+        raise Died()
+    parts = header.split()
+    if len(parts) != 3:  # pruned between our two requests
+        return None
+    size = int(parts[2])
+    return parts[1].decode(), read(size + 1)[:size]
+
+
+def checked(name: str, found: tuple[str, bytes] | Oversize | None,
+            kind: str) -> bytes | Oversize:
+    """The contents (or size) the long-lived reader found for ``name``, if it is a ``kind``."""
+    if found is None:  # (read_capped says None for an ambiguous name too)
+        raise not_read(name, PLACE[b"missing"])
+    got = found.kind if isinstance(found, Oversize) else found[0]
+    if got != kind:
+        raise not_read(name, f"is a {got}, not a {kind}")
+    return found if isinstance(found, Oversize) else found[1]
+
+
+PLACE = {b"missing": "is missing from this repository",
+         b"ambiguous": "is ambiguous in this repository (more than one object has it)"}
+
+
+def not_read(name: str, what: str) -> DamagedLedger:
+    """The one line for an object a bulk read cannot use (``what`` is wrong with it)."""
+    return DamagedLedger(f"object {name} {what}; nothing was read: run `git loopx doctor`")
+
+
+def parse_answers(data: bytes, names: list[str], kind: str,
+                  max_size: int | None) -> dict[str, bytes | Oversize]:
+    """Name -> contents (an :class:`Oversize` past ``max_size``) of each object
+    ``cat-file --batch`` answered in ``data`` for ``names``, asked in that order."""
+    found: dict[str, bytes | Oversize] = {}
+    wanted = kind.encode()
+    at = 0
+    for name in names:
+        ends = data.find(b"\n", at)
+        line = data[at:ends] if ends >= 0 else b""
+        asked, _, rest = line.rpartition(b" ")
+        if ends >= 0 and rest in PLACE and asked == name.encode():  # "<name> missing"
+            raise not_read(name, PLACE[rest])
+        oid, got, size = (line.split(b" ") + [b"", b""])[:3]
+        if not size.isdigit() or data[ends + 1 + int(size) : ends + 2 + int(size)] != b"\n":
+            raise GitError(["cat-file", "--batch"], 0,
+                           f"its answer was cut short or damaged at object {name} "
+                           f"({len(found)} of {len(names)} read); nothing was used")
+        if got != wanted:
+            raise not_read(name, f"is a {got.decode()}, not a {kind}")
+        start, end = ends + 1, ends + 1 + int(size)
+        found[name] = (data[start:end] if max_size is None or end - start <= max_size
+                       else Oversize(kind, end - start, oid.decode()))
+        at = end + 1
+    if at != len(data):
+        raise GitError(["cat-file", "--batch"], 0, f"its answer held {len(data) - at} bytes "
+                       f"after the {len(names)} objects asked for; nothing was used")
+    return found
+
+
+def parse_batch(data: bytes, asked: list[tuple[bytes, int]]) -> dict[bytes, bytes]:
+    """Header line -> contents of each object ``cat-file --batch`` answered in ``data`` (its
+    header line, the contents, a newline), for the objects ``asked`` (header line and size,
+    as ``--batch-check`` gave them) in that order; raises :class:`GitError` when the answer
+    is cut short or is not of them."""
+    contents: dict[bytes, bytes] = {}
+    at = 0
+    for line, size in asked:
+        start = at + len(line) + 1
+        end = start + size
+        if data[at : start] != line + b"\n" or data[end : end + 1] != b"\n":
+            oid = line.split(b" ", 1)[0].decode()
+            raise GitError(["cat-file", "--batch"], 0,
+                           f"its answer was cut short or damaged at object {oid} "
+                           f"({len(contents)} of {len(asked)} read); nothing was used")
+        contents[line] = data[start:end]
+        at = end + 1
+    if at != len(data):
+        raise GitError(["cat-file", "--batch"], 0, f"its answer held {len(data) - at} bytes "
+                       f"after the {len(asked)} objects asked for; nothing was used")
+    return contents
+
+
+def by_bytes(headers: list[tuple[bytes, int]],
+             limit: int) -> Iterator[list[tuple[bytes, int]]]:
+    """``headers`` in consecutive groups of at most ``limit`` bytes of contents (one object
+    over it alone)."""
+    group: list[tuple[bytes, int]] = []
+    held = 0
+    for header in headers:
+        if group and held + header[1] > limit:
+            yield group
+            group, held = [], 0
+        group.append(header)
+        held += header[1]
+    if group:
+        yield group
