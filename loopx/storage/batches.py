@@ -75,33 +75,41 @@ def not_read(name: str, what: str) -> DamagedLedger:
 
 
 def parse_answers(data: bytes, names: list[str], kind: str,
-                  max_size: int | None) -> dict[str, bytes | Oversize]:
-    """Name -> contents (an :class:`Oversize` past ``max_size``) of each object
+                  max_size: int | None) -> list[bytes | Oversize]:
+    """The contents (an :class:`Oversize` past ``max_size``) of each object
     ``cat-file --batch`` answered in ``data`` for ``names``, asked in that order."""
-    found: dict[str, bytes | Oversize] = {}
+    found: list[bytes | Oversize] = []
+    append, find = found.append, data.find  # (looked up once: a replay reads 100k)
     wanted = kind.encode()
     at = 0
     for name in names:
-        ends = data.find(b"\n", at)
-        line = data[at:ends] if ends >= 0 else b""
-        asked, _, rest = line.rpartition(b" ")
-        if ends >= 0 and rest in PLACE and asked == name.encode():  # "<name> missing"
-            raise not_read(name, PLACE[rest])
-        oid, got, size = (line.split(b" ") + [b"", b""])[:3]
-        if not size.isdigit() or data[ends + 1 + int(size) : ends + 2 + int(size)] != b"\n":
-            raise GitError(["cat-file", "--batch"], 0,
-                           f"its answer was cut short or damaged at object {name} "
-                           f"({len(found)} of {len(names)} read); nothing was used")
-        if got != wanted:
-            raise not_read(name, f"is a {got.decode()}, not a {kind}")
-        start, end = ends + 1, ends + 1 + int(size)
-        found[name] = (data[start:end] if max_size is None or end - start <= max_size
-                       else Oversize(kind, end - start, oid.decode()))
-        at = end + 1
+        ends = find(b"\n", at)
+        parts = data[at:ends].split(b" ")
+        if len(parts) == 3 and parts[1] == wanted and ends >= 0 and parts[2].isdigit():
+            end = ends + 1 + int(parts[2])
+            if data[end : end + 1] == b"\n":
+                append(data[ends + 1 : end] if max_size is None or end - ends - 1 <= max_size
+                       else Oversize(kind, end - ends - 1, parts[0].decode()))
+                at = end + 1
+                continue
+        raise _refusal(data[at:] if ends < 0 else data[at:ends], name, kind, len(found),
+                       len(names))
     if at != len(data):
         raise GitError(["cat-file", "--batch"], 0, f"its answer held {len(data) - at} bytes "
                        f"after the {len(names)} objects asked for; nothing was used")
     return found
+
+
+def _refusal(line: bytes, name: str, kind: str, done: int, asked: int) -> Exception:
+    """Why the answer for ``name`` (its header ``line``) cannot be used."""
+    said, _, rest = line.rpartition(b" ")
+    if rest in PLACE and said == name.encode("utf-8", "surrogateescape"):  # "<name> missing"
+        return not_read(name, PLACE[rest])
+    parts = line.split(b" ")
+    if len(parts) == 3 and parts[2].isdigit() and parts[1] != kind.encode():
+        return not_read(name, f"is a {parts[1].decode('utf-8', 'replace')}, not a {kind}")
+    return GitError(["cat-file", "--batch"], 0, f"its answer was cut short or damaged at "
+                    f"object {name} ({done} of {asked} read); nothing was used")
 
 
 def parse_batch(data: bytes, asked: list[tuple[bytes, int]]) -> dict[bytes, bytes]:

@@ -102,6 +102,7 @@ def _run_limited(argv: list[str], cwd: Path | str, input: bytes | None,
                             stdout=stdout or subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     try:
         resource.prlimit(proc.pid, resource.RLIMIT_FSIZE, (limit, limit))
+        resource.prlimit(proc.pid, resource.RLIMIT_CORE, (0, 0))  # (killed there: no core)
     except BaseException:
         proc.kill()
         proc.communicate()
@@ -498,7 +499,10 @@ class ObjectReader:
         if proc.returncode != 0:
             return None
         answer.seek(0)
-        contents = batches.parse_answers(answer.read(), unique, kind, max_size)
+        found = batches.parse_answers(answer.read(), unique, kind, max_size)
+        if len(unique) == len(names):
+            return found
+        contents = dict(zip(unique, found))
         return [contents[name] for name in names]
 
     def _bulk_checked(self, names: list[str], kind: str, max_size: int | None,

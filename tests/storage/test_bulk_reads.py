@@ -198,10 +198,9 @@ def test_an_answer_read_at_once_cut_short_or_padded_is_one_error_line_and_no_res
         repo: Path) -> None:
     a, b = _blob(repo, b"first\n"), _blob(repo, b"second\n")
     whole = f"{a} blob 6\nfirst\n\n{b} blob 7\nsecond\n\n".encode()
-    assert batches.parse_answers(whole, [a, b], "blob", None) == {a: b"first\n",
-                                                                  b: b"second\n"}
-    assert batches.parse_answers(whole, [a, b], "blob", 6) == {
-        a: b"first\n", b: Oversize("blob", 7, b)}
+    assert batches.parse_answers(whole, [a, b], "blob", None) == [b"first\n", b"second\n"]
+    assert batches.parse_answers(whole, [a, b], "blob", 6) == [b"first\n",
+                                                               Oversize("blob", 7, b)]
     second = whole.index(b"\n\n") + 2
     for cut in (len(whole) - 1, len(whole) - 4, whole.index(b"second"), second, 50, 0):
         with pytest.raises(GitError, match="cut short") as caught:
