@@ -278,7 +278,8 @@ def _set_aside(path: Path, reason: str, *, name: Optional[str] = None) -> None:
     target = aside / (name or path.name)
     with contextlib.suppress(OSError):
         os.replace(path, target)
-        target.with_suffix(".reason.txt").write_text(reason + "\n", "utf-8")
+        # (replaced, never written through a link or waited on as a fifo would be)
+        files.replace(target.with_suffix(".reason.txt"), (reason + "\n").encode())
 
 
 def _fsync_dir(path: Path) -> None:

@@ -244,6 +244,32 @@ def test_a_refused_entry_is_set_aside_with_its_reason_and_the_rest_goes_on(tmp_p
     assert aside.name == f"{bad.id}.json" and spool.reason(aside) == "no inputs"
 
 
+@pytest.mark.parametrize("there", ["a link", "a fifo"])
+def test_a_reason_is_never_written_through_what_stands_in_its_place(tmp_path: Path,
+                                                                    there: str) -> None:
+    """A link (or a fifo) where the reason file goes: replaced, not written through (the
+    link's target is left as it was) and not waited on."""
+    bad = spool.append(tmp_path, hook="h", inputs={}, actor="a")
+    outside = tmp_path / "outside.txt"
+    outside.write_text("mine\n")
+    aside = spool.folder(tmp_path) / "failed"
+    aside.mkdir()
+    reason_file = aside / f"{bad.id}.reason.txt"
+    if there == "a link":
+        reason_file.symlink_to(outside)
+    else:
+        os.mkfifo(reason_file)
+
+    def refuse(entry: spool.Entry) -> None:
+        raise ValueError("no inputs")
+
+    done = spool.drain(tmp_path, {"h": refuse})
+    assert done.failed == {bad.id: "no inputs"}
+    (kept,) = spool.failed(tmp_path)
+    assert spool.reason(kept) == "no inputs" and outside.read_text() == "mine\n"
+    assert not reason_file.is_symlink() and reason_file.is_file()
+
+
 def test_a_claim_left_by_a_killed_drain_is_taken_back(tmp_path: Path) -> None:
     entry = spool.append(tmp_path, hook="h", inputs={}, actor="a")
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
