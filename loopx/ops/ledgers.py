@@ -10,6 +10,7 @@ from loopx.errors import (CheckedOut, LockTimeout, LoopxError, Quarantined, RefR
                           SyncError, UsageError)
 from loopx.ledger import layout, progress
 from loopx.ledger.book import Ledger
+from loopx.model import inert
 from loopx.storage import gateway, settings
 from loopx.storage.store import STATE_REF
 
@@ -61,7 +62,8 @@ def _check_state_ref(path: Path | str, ref: str) -> None:
     """UsageError unless the ref given (``--state-ref``) is one git can have and is a state
     branch or none yet: `--state-ref 'a..b'` was git's update-ref failing (exit 3) after the
     events were built, and `--state-ref feature`, a branch of code, got a ledger commit on top
-    of its code. Asked of git (two processes), only for a ref given."""
+    of its code; a symbolic ref read as damage doctor would "repair". Asked of git (three
+    processes), only for a ref given."""
     full = state_ref(ref)
     if gateway.run(path, "check-ref-format", full, check=False).returncode != 0:
         raise UsageError(f"--state-ref: {ref!r} is not a valid ref name (see `git help "
@@ -72,6 +74,11 @@ def _check_state_ref(path: Path | str, ref: str) -> None:
         raise UsageError(f"--state-ref: {full} is not a branch (a tag never moves, a "
                          "remote-tracking ref is its remote's: a ledger write there is moved or "
                          "lost); nothing was read or written: name a branch, e.g. proposal/x")
+    pointed = gateway.run(path, "symbolic-ref", "-q", "--no-recurse", full, check=False)
+    if pointed.returncode == 0:
+        target = pointed.stdout.decode("utf-8", "replace").strip()
+        raise UsageError(f"--state-ref: {full} is a symbolic ref (to {inert.line(target)}); "
+                         "nothing was read or written: name the branch itself")
     listed = gateway.run(path, "ls-tree", "-z", "--name-only", full, "--", check=False)
     if listed.returncode != 0:
         return  # no such ref yet (a proposal starts at loopx/state's tip), or not a repository

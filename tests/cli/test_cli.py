@@ -178,6 +178,25 @@ def test_a_ref_that_is_no_branch_is_no_state_ref(project: Path, ref: str) -> Non
     assert git(project, "rev-parse", ref) == before
 
 
+@pytest.mark.parametrize("target", ["refs/heads/loopx/state", "refs/heads/main",
+                                    "refs/heads/nowhere"])
+def test_a_symbolic_ref_is_no_state_ref(project: Path, target: str) -> None:
+    """A symbolic ref given as --state-ref is refused as one, before anything is read: it was
+    "not a ref to a commit ... `git loopx doctor` offers the repair", of a ref that is not
+    the ledger's to repair, and a write would have gone to the branch it points at."""
+    assert invoke(project, "note", "add", "first", actor=MAINT).code == 0
+    git(project, "symbolic-ref", "refs/heads/alias", target)
+    state, code = git(project, "rev-parse", "loopx/state"), git(project, "rev-parse", "main")
+    for args in (["--state-ref", "alias", "note", "add", "x"], ["status", "--state-ref", "alias"]):
+        refused = invoke(project, *args, actor=MAINT)
+        assert refused.code == 1 and refused.err == (
+            f"error: --state-ref: refs/heads/alias is a symbolic ref (to {target}); nothing "
+            "was read or written: name the branch itself\n"), refused.err
+    assert (git(project, "rev-parse", "loopx/state"), git(project, "rev-parse", "main")) == (
+        state, code)
+    assert git(project, "symbolic-ref", "refs/heads/alias") == target
+
+
 def test_claiming_a_done_todo_is_refused(project: Path) -> None:
     invoke(project, "todo", "claim", "output", actor=AGENT)
     assert invoke(project, "todo", "done", "output", "--reason", "tracked elsewhere",
