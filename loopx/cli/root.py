@@ -158,9 +158,15 @@ def _parse_now(text: str) -> datetime:
     from loopx.model import clock  # only under --now
 
     try:
-        return clock.parse_ts(text)
+        pinned = clock.parse_ts(text)
     except ValueError:
         raise click.BadParameter(f"not an RFC 3339 time: {text!r}", param_hint="--now") from None
+    if pinned in (clock.EARLIEST, clock.LATEST):  # (held there: it was that or beyond)
+        raise click.BadParameter(
+            f"{text!r} must be after {clock.format_ts(clock.EARLIEST)} and before "
+            f"{clock.format_ts(clock.LATEST)}, the times loopx holds (it would be recorded "
+            "as the nearer of them)", param_hint="--now")
+    return pinned
 
 
 def main(argv: Optional[list[str]] = None) -> None:

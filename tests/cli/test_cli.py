@@ -197,6 +197,20 @@ def test_a_symbolic_ref_is_no_state_ref(project: Path, target: str) -> None:
     assert git(project, "symbolic-ref", "refs/heads/alias") == target
 
 
+@pytest.mark.parametrize("when", ["9999-12-31T23:59:59Z", "5000-01-01T00:00:00Z",
+                                  "1899-12-31T23:59:59Z", "0001-01-01T00:00:00Z"])
+def test_a_pinned_clock_past_the_times_loopx_holds_is_refused(project: Path, when: str) -> None:
+    """--now beyond 1900..5000 was recorded as the bound it is held to: a note made "at 9999"
+    said 5000-01-01 and no word of it."""
+    before = git(project, "rev-parse", "loopx/state")
+    refused = invoke(project, "--now", when, "note", "add", "x", actor=MAINT)
+    assert refused.code == 2 and f"'{when}' must be after 1900-01-01T00:00:00Z and before " \
+        "5000-01-01T00:00:00Z" in refused.err, refused.err
+    assert git(project, "rev-parse", "loopx/state") == before
+    kept = invoke(project, "--now", "4999-12-31T23:59:59Z", "note", "add", "x", actor=MAINT)
+    assert kept.code == 0, kept.err
+
+
 def test_claiming_a_done_todo_is_refused(project: Path) -> None:
     invoke(project, "todo", "claim", "output", actor=AGENT)
     assert invoke(project, "todo", "done", "output", "--reason", "tracked elsewhere",
