@@ -22,9 +22,8 @@ from dataclasses import dataclass
 from typing import IO, NewType
 
 from loopx.errors import GitError, NotFound
-from loopx.storage import batches
+from loopx.storage import batches, owner
 from loopx.storage.batches import Oversize
-from loopx.storage import owner
 
 Oid = NewType("Oid", str)
 RefName = NewType("RefName", str)
@@ -92,8 +91,8 @@ CAN_LIMIT = sys.platform.startswith("linux")
 
 
 def _run_limited(argv: list[str], cwd: Path | str, input: bytes | None,
-                 stdout: IO[bytes] | None, env: dict[str, str],
-                 limit: int) -> subprocess.CompletedProcess[bytes]:
+                 stdout: IO[bytes] | None, env: dict[str, str], limit: int,
+                 timeout: float | None) -> subprocess.CompletedProcess[bytes]:
     """:func:`run`'s ``file_limit``: git is started on an empty pipe, so it can write nothing
     before the limit is set; only then is its input written."""
     import resource  # (only the bulk reads cap a process)
@@ -107,7 +106,12 @@ def _run_limited(argv: list[str], cwd: Path | str, input: bytes | None,
         proc.kill()
         proc.communicate()
         raise
-    out, err = proc.communicate(input)
+    try:
+        out, err = proc.communicate(input, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
@@ -144,7 +148,7 @@ def run(
     started = time.perf_counter()
     try:
         if file_limit is not None:
-            proc = _run_limited(argv, cwd, input, stdout, _env(env, cwd), file_limit)
+            proc = _run_limited(argv, cwd, input, stdout, _env(env, cwd), file_limit, timeout)
         else:
             proc = subprocess.run(
                 argv, cwd=cwd, input=input, stdin=stdin, stdout=stdout or subprocess.PIPE,
