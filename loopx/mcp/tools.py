@@ -23,13 +23,14 @@ from loopx.ops import catalog, declare, ledgers
 # Said on every tool, so in few words (the rule: docs/agents.md); its pattern is checked by
 # ledgers.within rather than advertised.
 ACTOR_HELP = "Default: the server's identity; or IDENTITY/NAME under it."
-# Patterns many arguments of many tools share, each with the length it already bounds: said
-# once, in the server's instructions (SAID), rather than on each argument (the models still
-# check every call against them).
+# What many arguments of many tools share is said once, in the server's instructions (SAID),
+# rather than on each argument: the id and event-id patterns (each with the length it already
+# bounds) and event_id's help. The models still check every call against the patterns.
 SAID_ONCE = {limits.ID_PATTERN: "maxLength", ids.ULID_RE.pattern: None}
+SAID_HELP = {declare.EVENT_ID.help}
 SAID = (f"An id (of a goal, todo, gate, ...) matches {limits.ID_PATTERN} or is a unique prefix "
-        f"of one; `event_id` matches {ids.ULID_RE.pattern}; leave `actor` out to act as the "
-        "server's identity.")
+        f"of one. Every write takes `event_id`, matching {ids.ULID_RE.pattern}: "
+        f"{declare.EVENT_ID.help} Leave `actor` out to act as the server's identity.")
 NULL = {"type": "null"}
 # What tools/list may weigh, in bytes (tests/mcp/test_server.py; benchmarks/bench_tools.py):
 # a client puts all of it into the agent's context at the start of every session.
@@ -86,8 +87,9 @@ def _terse(node: dict[str, Any]) -> dict[str, Any]:
     """One schema node less what says nothing to an agent: the title pydantic makes of each
     name ("todo" titled "Todo": a tenth of the list); an optional argument's null alternative
     with its null default (``anyOf: [X, {type: null}], default: null``: leaving it out says the
-    same; a fifth); a flag's default false; a pattern said once (:data:`SAID_ONCE`)."""
-    node = {k: v for k, v in node.items() if k != "title"}
+    same; a fifth); a flag's default false; a pattern or a help said once (:data:`SAID`)."""
+    node = {k: v for k, v in node.items() if k != "title"
+            and not (k == "description" and v in SAID_HELP)}
     if node.get("pattern") in SAID_ONCE:
         said = ("pattern", SAID_ONCE[node["pattern"]])
         node = {k: v for k, v in node.items() if k not in said}

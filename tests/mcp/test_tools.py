@@ -57,11 +57,13 @@ def test_the_schemas_leave_out_titles_null_defaults_and_patterns_said_once() -> 
     assert not [n for n in nodes if "default" in n and (n["default"] is None
                                                         or n["default"] is False)]
     assert not [n for n in nodes if n.get("pattern") in tools.SAID_ONCE]
+    assert not [n for n in nodes if n.get("description") in tools.SAID_HELP]
+    assert tools.TOOLS["note_add"].input_schema["properties"]["event_id"] == {"type": "string"}
     # A property may be named title, and a default that says something stays.
     assert "title" in tools.TOOLS["todo_add"].input_schema["properties"]
     assert tools.TOOLS["status"].input_schema["properties"]["ci"]["default"] is True
-    for pattern in tools.SAID_ONCE:
-        assert pattern in tools.SAID
+    for said in (*tools.SAID_ONCE, *tools.SAID_HELP):
+        assert said in tools.SAID
 
 
 def _nodes(node: Any) -> list[dict[str, Any]]:
