@@ -61,9 +61,9 @@ class Config:
 def tool_list() -> list[Tool]:
     """Every tool as tools/list advertises it. No tool declares an output schema (the
     protocol makes it optional; each result is its JSON text and the same structured content):
-    `status` had one, the whole of .loopx-schema/status.schema.json, and it was a quarter of
-    the list in every session's context, for clients that do not show it to the agent. A
-    write says nothing of annotations: readOnlyHint is false unless said."""
+    `status` had one, the whole of .loopx-schema/status.schema.json (28 KB, a quarter of the
+    list in every session's context); that file stays its contract. A write says nothing of
+    annotations: readOnlyHint is false unless said."""
     return [Tool(name=spec.name, description=spec.description, input_schema=spec.input_schema,
                  annotations=ToolAnnotations(read_only_hint=True) if spec.read_only else None)
             for spec in tools.TOOLS.values()]

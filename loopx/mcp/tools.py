@@ -77,7 +77,7 @@ def input_schema(model: type[BaseModel]) -> dict[str, Any]:
             return node
         if "$ref" in node:
             return inline(defs[node["$ref"].rsplit("/", 1)[1]])
-        return _terse({k: ({name: inline(v) for name, v in v.items()} if k == "properties"
+        return _terse({k: ({name: inline(p) for name, p in v.items()} if k == "properties"
                            else inline(v)) for k, v in node.items()})
 
     return {"properties": {}, **inline(doc)}
@@ -87,7 +87,7 @@ def _terse(node: dict[str, Any]) -> dict[str, Any]:
     """One schema node less what says nothing to an agent: the title pydantic makes of each
     name ("todo" titled "Todo": a tenth of the list); an optional argument's null alternative
     with its null default (``anyOf: [X, {type: null}], default: null``: leaving it out says the
-    same; a fifth); a flag's default false; a pattern or a help said once (:data:`SAID`)."""
+    same; another tenth); a flag's default false; a pattern or a help said once (:data:`SAID`)."""
     node = {k: v for k, v in node.items() if k != "title"
             and not (k == "description" and v in SAID_HELP)}
     if node.get("pattern") in SAID_ONCE:
