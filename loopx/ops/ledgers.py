@@ -282,7 +282,7 @@ def within(principal: str, named: object) -> str:
     if (isinstance(named, str) and named.startswith(principal + "/")
             and named != principal + "/" and re.fullmatch(limits.ACTOR_PATTERN, named)):
         return named
-    shown = named if isinstance(named, str) else repr(named)
+    shown = named if isinstance(named, str) and named else repr(named)  # (not '' as nothing)
     raise UsageError(f"this server acts as {principal}; a call may name {principal} or a "
                      f"sub-identity {principal}/NAME, not {shown}")
 

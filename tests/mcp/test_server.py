@@ -143,13 +143,14 @@ async def test_the_server_acts_as_its_principal_or_a_sub_identity_under_it(
         # ... and so is a name under it that is no identity, or no name at all (the schema
         # does not carry the pattern: it is checked here, once, reads included).
         for other in (ALICE, "agent:claude@laptopX", "agent:claude@laptop.evil/x", f"{AGENT}/",
-                      f"{AGENT}/a b", f"{AGENT}/{'w' * 300}", 5, [AGENT]):
+                      f"{AGENT}/a b", f"{AGENT}/{'w' * 300}", "", 5, [AGENT]):
             named = await session.call_tool(tool, {**arguments, "actor": other})
             assert named.is_error, (tool, other)
             assert named.structured_content["error"]["kind"] == "UsageError"  # type: ignore[index]
+            shown = other if isinstance(other, str) and other else repr(other)
             assert named.content[0].text == (  # type: ignore[union-attr]
                 f"this server acts as {AGENT}; a call may name {AGENT} or a sub-identity "
-                f"{AGENT}/NAME, not {other}")
+                f"{AGENT}/NAME, not {shown}")
     assert (await _call(session, "gate_show", gate="ship"))["state"] == "open"
     worker = await _call(session, "note_add", text="from a worker", actor=f"{AGENT}/worker-2")
     assert worker["actor"] == f"{AGENT}/worker-2"
