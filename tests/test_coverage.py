@@ -85,7 +85,7 @@ COVERED_ELSEWHERE = {
     "upkeep/salvage.py": "tests/ledger/test_gc_prune.py (doctor names each lost event, "
                            "repair keeps every other), tests/upkeep/test_doctor.py",
     "upkeep/schema.py": "tests/cli/test_cli.py (`schema export|check`), "
-                          "tests/mcp/test_server.py (the status output schema)",
+                          "tests/projection/test_answers.py (the status schema)",
     "agents/transcripts.py": "tests/ops/test_sessions.py (session transcripts)",
     "ledger/seen.py": "tests/projection/test_clocks.py, tests/remote/test_hostile_clocks.py (first "
                       "sight of leases, wakes and sessions by skewed clones)",
@@ -95,7 +95,6 @@ COVERED_ELSEWHERE = {
     "ledger/rows.py": "tests/ledger/test_cache.py (the SQLite rows of the cache)",
     "ledger/txn.py": "tests/ledger/test_book.py, tests/ops/test_library.py (one write, all "
                      "or nothing)",
-    "mcp/tools.py": "tests/mcp/test_server.py (every tool through the SDK's client)",
     "web/page.py": "tests/web/test_server_http.py, tests/web/test_browser.py (the page served)",
     "model/paths.py": "tests/ledger/test_layout.py, tests/remote/test_incoming_paths.py "
                       "(event paths)",

@@ -1,6 +1,6 @@
 """`git loopx mcp`: the Model Context Protocol server over stdio, on the official SDK's
-low-level ``Server`` (each tool's input schema is the model of its arguments, derived from the
-declaration of its operation: see :mod:`loopx.mcp.tools`).
+low-level ``Server`` (each tool's input schema is derived from the model of its arguments,
+itself derived from the declaration of its operation: see :mod:`loopx.mcp.tools`).
 
 One long-lived process per repository. Every call re-reads the state ref, so a write by any
 other process is seen by the next call (``Ledger.fold`` reloads when the tip moved; nothing
@@ -27,10 +27,7 @@ from mcp.types import (
     ReadResourceRequestParams, ReadResourceResult, Resource, ResourceTemplate, TextContent,
     TextResourceContents, Tool, ToolAnnotations,
 )
-from pydantic import BaseModel
-
 from loopx.errors import LoopxError, describe
-from loopx.upkeep.schema import status_schema
 from loopx.ledger.book import Ledger
 from loopx.model import inert
 from loopx.mcp import tools
@@ -45,7 +42,7 @@ INSTRUCTIONS = (
     "loopx keeps this repository's goals, todos, gates (questions for a named human) and "
     "evidence on the git branch loopx/state; it outlives your session. Start with `prime` (or "
     "read loopx://prime), then `next` with claim=true. Record results with `evidence_run`, "
-    "finish with `todo_done`; ask a human with `gate_open` instead of guessing.")
+    f"finish with `todo_done`; ask a human with `gate_open` instead of guessing. {tools.SAID}")
 BRIEF = "loopx://brief"
 PRIME = "loopx://prime"
 GOAL = UriTemplate.parse("loopx://goal/{id}")
@@ -61,38 +58,15 @@ class Config:
     worker: Worker
 
 
-def schema(model: type[BaseModel]) -> dict[str, Any]:
-    """A tool's input schema: the JSON Schema of its arguments' model, references inlined
-    (clients up to protocol 2025-11-25 read only type/properties/required reliably), without
-    the titles pydantic makes of each name ("todo" titled "Todo"): the list of tools goes into
-    every agent's context, and they were a tenth of it."""
-    doc = model.model_json_schema(by_alias=True)
-    defs = doc.pop("$defs", {})
-
-    def inline(node: Any, names: bool = False) -> Any:
-        if isinstance(node, dict):
-            if "$ref" in node:
-                return inline(defs[node["$ref"].rsplit("/", 1)[1]])
-            return {k: inline(v, names=k == "properties" and not names) for k, v in node.items()
-                    if names or k != "title"}  # (a property may be named title)
-        if isinstance(node, list):
-            return [inline(v) for v in node]
-        return node
-
-    doc = inline(doc)
-    doc.setdefault("properties", {})
-    return doc  # type: ignore[no-any-return]
-
-
 def tool_list() -> list[Tool]:
-    """Every tool as tools/list advertises it."""
-    out = []
-    for spec in tools.TOOLS.values():
-        out.append(Tool(
-            name=spec.name, description=spec.description, input_schema=schema(spec.args),
-            output_schema=status_schema() if spec.name == "status" else None,
-            annotations=ToolAnnotations(read_only_hint=spec.read_only)))
-    return out
+    """Every tool as tools/list advertises it. No tool declares an output schema (the
+    protocol makes it optional; each result is its JSON text and the same structured content):
+    `status` had one, the whole of .loopx-schema/status.schema.json (28 KB, a quarter of the
+    list in every session's context); that file stays its contract. A write says nothing of
+    annotations: readOnlyHint is false unless said."""
+    return [Tool(name=spec.name, description=spec.description, input_schema=spec.input_schema,
+                 annotations=ToolAnnotations(read_only_hint=True) if spec.read_only else None)
+            for spec in tools.TOOLS.values()]
 
 
 def call(config: Config, name: str, arguments: Optional[dict[str, Any]]) -> CallToolResult:

@@ -376,7 +376,7 @@ def model(op: Operation) -> Any:
         if not p.mcp:
             continue
         kind, default = _annotation(p), _default(p)
-        extra: dict[str, Any] = {"description": p.help or None}
+        extra: dict[str, Any] = {"description": _argument_help(p) or None}
         if p.many or p.kind in ("argv", "lines"):
             extra["max_length"] = p.max_items
             if p.kind in ("argv", "lines"):
@@ -391,6 +391,15 @@ def model(op: Operation) -> Any:
             fields[p.name] = (Optional[kind], Field(default=default, **extra))
     name = "".join(w.capitalize() for w in op.name.replace("-", " ").split()) + "Args"
     return create_model(name, __config__=ConfigDict(extra="forbid"), **fields)
+
+
+def _argument_help(p: Param) -> str:
+    """``p``'s help as an argument (MCP, batch): a flag that only turns a thing off (--no-ci,
+    "Do not ask CI about HEAD.") is, as an argument, the thing itself (``ci``, true unless
+    given), so its help says what false does; read as it is, it said the opposite."""
+    if p.kind == "bool" and p.off and not p.flag and p.help:
+        return f"False: {p.help[0].lower()}{p.help[1:]}"
+    return p.help
 
 
 def _default(p: Param) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
@@ -10,7 +11,7 @@ from loopx.errors import (CheckedOut, LockTimeout, LoopxError, Quarantined, RefR
                           SyncError, UsageError)
 from loopx.ledger import layout, progress
 from loopx.ledger.book import Ledger
-from loopx.model import inert
+from loopx.model import inert, limits
 from loopx.storage import gateway, settings
 from loopx.storage.store import STATE_REF
 
@@ -276,14 +277,20 @@ def git_setting(cwd: Path | str, key: str) -> Optional[str]:
     return None if value is None else value.strip()
 
 
-def within(principal: str, named: Optional[str]) -> str:
+def within(principal: str, named: object) -> str:
     """Who acts for one call of a process that acts as ``principal`` (an MCP server): the
     principal itself, or a sub-identity under it that the call ``named``
-    (``agent:claude@laptop/worker-2`` under ``agent:claude@laptop``); anyone else is refused."""
-    if named is None or named == principal or named.startswith(principal + "/"):
-        return named or principal
+    (``agent:claude@laptop/worker-2`` under ``agent:claude@laptop``); anyone else is refused,
+    and so is a name that is not an identity (the tool's schema no longer carries the pattern:
+    this is where it is checked, for reads too)."""
+    if named is None or named == principal:
+        return principal
+    if (isinstance(named, str) and named.startswith(principal + "/")
+            and named != principal + "/" and re.fullmatch(limits.ACTOR_PATTERN, named)):
+        return named
+    shown = named if isinstance(named, str) and named else repr(named)  # (not '' as nothing)
     raise UsageError(f"this server acts as {principal}; a call may name {principal} or a "
-                     f"sub-identity {principal}/NAME, not {named}")
+                     f"sub-identity {principal}/NAME, not {shown}")
 
 
 def remote(ledger: Ledger) -> Optional[str]:

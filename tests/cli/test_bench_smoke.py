@@ -54,6 +54,15 @@ def test_bench_mcp_runs_and_prints_its_figures(tmp_path: Path) -> None:
     assert "(write seen)" in proc.stdout and "median warm status <= 20 ms" in proc.stdout
 
 
+@pytest.mark.slow
+def test_bench_tools_prints_the_bytes_of_tools_list_within_its_budget(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_tools.py")],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr  # bytes, not time: no busy-machine 1
+    assert proc.stdout.startswith("tools/list: ") and " tools (budget " in proc.stdout
+    assert "\nactor " in proc.stdout and "evidence_add" in proc.stdout
+
+
 def test_the_benchmark_ledgers_are_legal_and_tell_their_story(tmp_path: Path) -> None:
     """benchmarks/ledgers.py builds what the figures are measured on: every event must be
     one loopx accepts where it falls, or the figures measure error paths."""

@@ -140,12 +140,17 @@ async def test_the_server_acts_as_its_principal_or_a_sub_identity_under_it(
     # and nothing is written.
     for tool, arguments in (("gate_answer", {"gate": "ship", "approve": True}),
                             ("note_add", {"text": "hi"}), ("status", {"ci": False})):
-        for other in (ALICE, "agent:claude@laptopX", "agent:claude@laptop.evil/x"):
+        # ... and so is a name under it that is no identity, or no name at all (the schema
+        # does not carry the pattern: it is checked here, once, reads included).
+        for other in (ALICE, "agent:claude@laptopX", "agent:claude@laptop.evil/x", f"{AGENT}/",
+                      f"{AGENT}/a b", f"{AGENT}/{'w' * 300}", "", 5, [AGENT]):
             named = await session.call_tool(tool, {**arguments, "actor": other})
             assert named.is_error, (tool, other)
+            assert named.structured_content["error"]["kind"] == "UsageError"  # type: ignore[index]
+            shown = other if isinstance(other, str) and other else repr(other)
             assert named.content[0].text == (  # type: ignore[union-attr]
                 f"this server acts as {AGENT}; a call may name {AGENT} or a sub-identity "
-                f"{AGENT}/NAME, not {other}")
+                f"{AGENT}/NAME, not {shown}")
     assert (await _call(session, "gate_show", gate="ship"))["state"] == "open"
     worker = await _call(session, "note_add", text="from a worker", actor=f"{AGENT}/worker-2")
     assert worker["actor"] == f"{AGENT}/worker-2"
@@ -312,12 +317,36 @@ async def test_every_agent_operation_is_a_tool_with_the_commands_parameters(
         schema = tools[name].input_schema
         assert set(schema["properties"]) == {p.name for p in op.params if p.mcp} | {"actor"}
         assert set(schema.get("required", [])) == {p.name for p in op.params if p.required}
-        assert tools[name].annotations.read_only_hint is (not op.writes), name  # type: ignore[union-attr]
-    priority = tools["todo_add"].input_schema["properties"]["priority"]["anyOf"][0]
+        # A write says nothing: readOnlyHint is false unless said.
+        hint = tools[name].annotations
+        assert (hint is not None and hint.read_only_hint is True) is (not op.writes), name
+    priority = tools["todo_add"].input_schema["properties"]["priority"]
     assert (priority["minimum"], priority["maximum"]) == (0, 4)  # the event model's bounds
     # No "title" annotation repeats a name (the list goes into a context); a property so named stays.
     listed = json.dumps([t.input_schema for t in tools.values()])
     assert '"title": "' not in listed and "title" in tools["todo_add"].input_schema["properties"]
+
+
+async def test_the_list_of_tools_fits_an_agents_context(session: ClientSession) -> None:
+    """tools/list goes into the agent's context at the start of every session: it has a
+    budget in bytes (benchmarks/bench_tools.py shows where they go)."""
+    from loopx.mcp import tools as declared
+
+    listed = await session.list_tools()
+    wire = listed.model_dump_json(by_alias=True, exclude_none=True)
+    assert len(wire.encode()) <= declared.BUDGET, len(wire.encode())
+    for tool in listed.tools:
+        entry = tool.model_dump_json(by_alias=True, exclude_none=True)
+        assert len(entry.encode()) <= declared.BUDGET // 25, tool.name  # no tool takes a lot
+        assert tool.output_schema is None, tool.name  # status's was a quarter of the list
+        actor = json.dumps(tool.input_schema["properties"]["actor"], separators=(",", ":"))
+        assert len(actor) <= 100, actor  # it is on every tool
+    # Nothing that tells an agent nothing: a title repeating a name, a null default, a
+    # flag's default false, the patterns said once in the instructions.
+    assert '"title":"' not in wire and '"default":null' not in wire
+    assert '"default":false' not in wire and declared.SAID in str(session.instructions)
+    for pattern in declared.SAID_ONCE:
+        assert json.dumps(pattern) not in wire
 
 
 async def test_goals_todos_and_review_through_tools(session: ClientSession) -> None:

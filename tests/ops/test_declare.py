@@ -61,6 +61,19 @@ def test_mcp_and_batch_validate_with_the_declared_parameters(op: declare.Operati
     assert set(schema.get("required", [])) == required
 
 
+def test_an_argument_only_a_flag_turns_off_says_what_false_does() -> None:
+    # `--no-ci` says "Do not ask CI about HEAD."; the argument is `ci`, true unless given, and
+    # its help read as the flag's said the opposite of what ci=true does.
+    ops = {op.name: op for op in catalog.operations()}
+    ci = declare.model(ops["status"]).model_json_schema()["properties"]["ci"]
+    assert (ci["default"], ci["description"]) == (True, "False: do not ask CI about HEAD.")
+    for op in catalog.operations():
+        for p in op.params:
+            if p.kind == "bool" and p.off and not p.flag and p.mcp:
+                said = declare.model(op).model_json_schema()["properties"][p.name]
+                assert said["description"].startswith("False: "), (op.name, p.name)
+
+
 def _unwrapped(prop: dict[str, Any]) -> dict[str, Any]:
     """A property's own schema: not its ``anyOf`` with null (optional), nor its array."""
     found = next((p for p in prop.get("anyOf", []) if p.get("type") != "null"), prop)
