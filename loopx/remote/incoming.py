@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 from loopx.storage import gateway
-from loopx.ledger import layout
+from loopx.ledger import layout, signatures
 from loopx.storage.gateway import Oid
 from loopx.ledger.progress import Progress
 from loopx.ledger.layout import AREAS, Broken  # noqa: F401  (AREAS: re-exported, the layout's areas)
@@ -128,7 +128,30 @@ def check(store: Store, *, theirs: str, ours: Optional[str], previous: Optional[
     _check_contents(store, [e for e in added if e.path in verdict.new_files], verdict, parse,
                     progress)
     _check_clocks(verdict, known_events + verdict.new_events)
+    _check_unsigned_past(store, mine, verdict)
     return verdict
+
+
+def _check_unsigned_past(store: Store, mine: str, verdict: Verdict) -> None:
+    """Refuse an authority act (or a change to roles or signing) that arrives dated before the
+    config that turned our signing on, where signing was off: it would count unsigned, and a
+    signer config there would take the key trusted on first use over
+    (:func:`signatures.unsigned_past`). One written before the key was trusted and synced
+    late (a clone offline meanwhile) is refused too: let its writer act again, signed."""
+    acts = [(path, event) for (path, _), event in verdict.parsed.items()
+            if event.type in signatures.SIGNED_TYPES]
+    if not acts:
+        return
+    stretches = signatures.unsigned_past(store, mine)
+    for path, event in acts:
+        key = event.sort_key()
+        for start, end in stretches:
+            if start < key < end:
+                verdict.findings.append(Finding(path, (
+                    f"{event.type} dated before {end[1]}, the config that turned signing on "
+                    "here, where it would count unsigned: an authority act written into the "
+                    "past"), "unsigned-past"))
+                break
 
 
 # A state commit is a few hundred bytes (a signed one about a kilobyte); a far bigger one
