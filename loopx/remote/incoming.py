@@ -33,6 +33,7 @@ from loopx.ledger import layout, signatures
 from loopx.storage.gateway import Oid
 from loopx.ledger.progress import Progress
 from loopx.ledger.layout import AREAS, Broken  # noqa: F401  (AREAS: re-exported, the layout's areas)
+from loopx.model.paths import PATH_RE, event_dirs
 from loopx.projection import folding
 from loopx.storage.store import QUARANTINE_PREFIX, Entry, Store
 
@@ -125,6 +126,7 @@ def check(store: Store, *, theirs: str, ours: Optional[str], previous: Optional[
     for entry in added:
         _check_entry(entry, ours_dirs, verdict)
     _check_case(ours_dirs, added, verdict)
+    _check_once(ours_dirs, added, verdict)
     _check_contents(store, [e for e in added if e.path in verdict.new_files], verdict, parse,
                     progress)
     _check_clocks(verdict, known_events + verdict.new_events)
@@ -339,6 +341,30 @@ def _check_case(ours: TreeDirs, added: list[Entry], verdict: Verdict) -> None:
     names = names_along(ours, [entry.path for entry in added])
     for path, broken in layout.case_collisions(names):
         verdict.findings.append(Finding.of(path, broken))
+
+
+def _check_once(ours: TreeDirs, added: list[Entry], verdict: Verdict) -> None:
+    """Refuse a second file of one event id: the same event at the fan-out path and at the
+    one before it (both layouts are read), or under another type. Replay counts each id
+    once; a copy beside it doubled a spend, a note count, an answer."""
+    named: dict[str, str] = {}
+    for entry in added:
+        match = PATH_RE.match(entry.path)
+        if match is not None:
+            named.setdefault(match.group(4), entry.path)
+    for entry in added:
+        match = PATH_RE.match(entry.path)
+        if match is None:
+            continue
+        event_id = match.group(4)
+        others = [f"{directory}/{name}" for directory in event_dirs(event_id)
+                  for name in ours.entries(directory) if name.startswith(event_id + ".")]
+        if named[event_id] != entry.path:
+            others.append(named[event_id])
+        others = [other for other in others if other != entry.path]
+        if others:
+            verdict.findings.append(Finding(entry.path, (
+                f"event {event_id} is also {others[0]}: an event is one file"), "duplicate"))
 
 
 def names_along(tree: TreeDirs, paths: list[str]) -> dict[str, set[str]]:
