@@ -188,3 +188,21 @@ def test_an_act_dated_after_the_key_and_other_early_events_still_merge(
     assert synced.code == 0, synced.err
     shown = json.loads(invoke(repo, "gate", "show", "q-2", "--format", "json", actor=ALICE).out)
     assert shown["state"] == "answered"
+
+
+def test_a_signer_dated_where_signing_was_off_again_is_refused(
+        repo: Path, fleet: dict[str, Any]) -> None:
+    """Not only before the first key: alice turns signing off (signed) and on again; a config
+    dated between the two, listing another key as hers, would turn it on first again."""
+    assert invoke(repo, "config", "set", "--signed-answers", "off", actor=ALICE).code == 0
+    assert invoke(repo, "note", "add", "unsigned for a while", actor=ALICE).code == 0
+    assert invoke(repo, "config", "set", "--signed-answers", "all", actor=ALICE).code == 0
+    assert invoke(repo, "sync", actor=ALICE).code == 0
+    tip = fleet["tip"] = run(repo, "rev-parse", STATE)
+    git(fleet["agent"], "fetch", "-q", "origin", f"+{STATE}:{STATE}")
+    again = max(i for i, (kind, _, _) in _events(repo, tip).items() if kind == "config.set")
+    _forge(repo, fleet, again, "config.set", {
+        "signed_answers": "all", "allowed_signers": _signers(fleet["agent_key"][1])})
+    synced = invoke(repo, "sync", actor=ALICE)
+    assert synced.code == 1 and "written into the past" in synced.err, synced.err
+    assert run(repo, "rev-parse", STATE) == tip
