@@ -34,7 +34,8 @@ from loopx.storage.gateway import Oid
 from loopx.ledger.progress import Progress
 from loopx.ledger.layout import AREAS, Broken  # noqa: F401  (AREAS: re-exported, the layout's areas)
 from loopx.model.paths import PATH_RE, event_dirs
-from loopx.projection import folding
+from loopx.projection import authority, folding
+from loopx.projection.entities import Fold
 from loopx.storage.store import QUARANTINE_PREFIX, Entry, Store
 
 if TYPE_CHECKING:
@@ -91,7 +92,7 @@ class Verdict:
 
 def check(store: Store, *, theirs: str, ours: Optional[str], previous: Optional[str] = None,
           parse: bool = True, known_events: int = 0,
-          progress: Optional[Progress] = None) -> Verdict:
+          progress: Optional[Progress] = None, ours_fold: Optional[Fold] = None) -> Verdict:
     """Judge the tip ``theirs`` before merging it into ``ours`` (None: we have no state yet).
 
     ``previous`` is the remote tip we accepted last time; a ``theirs`` that no longer contains
@@ -100,7 +101,9 @@ def check(store: Store, *, theirs: str, ours: Optional[str], previous: Optional[
     refuses the ones that do not parse (:func:`loopx.remote.sync.adopt`), so reading each
     twice would double the first command's cost. ``known_events`` is how many events ``ours``
     holds: no event that arrives may have a clock far ahead of all the events together.
-    ``progress`` hears how far reading the new event files got.
+    ``progress`` hears how far reading the new event files got. ``ours_fold``, the fold of
+    ``ours`` when the caller has it, spares reading our signing policy when it signs nothing
+    or nothing arrives dated before our clock.
     """
     tip = store.resolve(theirs)
     if tip is None:
@@ -130,18 +133,22 @@ def check(store: Store, *, theirs: str, ours: Optional[str], previous: Optional[
     _check_contents(store, [e for e in added if e.path in verdict.new_files], verdict, parse,
                     progress)
     _check_clocks(verdict, known_events + verdict.new_events)
-    _check_unsigned_past(store, mine, verdict)
+    _check_unsigned_past(store, mine, verdict, ours_fold)
     return verdict
 
 
-def _check_unsigned_past(store: Store, mine: str, verdict: Verdict) -> None:
+def _check_unsigned_past(store: Store, mine: str, verdict: Verdict,
+                         fold: Optional[Fold]) -> None:
     """Refuse an authority act (or a change to roles or signing) that arrives dated before the
     config that turned our signing on, where signing was off: it would count unsigned, and a
     signer config there would take the key trusted on first use over
     (:func:`signatures.unsigned_past`). One written before the key was trusted and synced
     late (a clone offline meanwhile) is refused too: let its writer act again, signed."""
+    if fold is not None and not authority.signing_on(fold.config):
+        return  # (no stretch ends in a key now: our policy signs nothing)
     acts = [(path, event) for (path, _), event in verdict.parsed.items()
-            if event.type in signatures.SIGNED_TYPES]
+            if event.type in signatures.SIGNED_TYPES
+            and (fold is None or event.env.clock <= fold.max_clock)]  # (else after all ours)
     if not acts:
         return
     stretches = signatures.unsigned_past(store, mine)

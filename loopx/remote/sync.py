@@ -389,9 +389,10 @@ def _merge(ledger: Ledger, report: Report, theirs: Oid, *, previous: Optional[st
     for _ in range(MERGE_ATTEMPTS):
         with store.lock():
             ours = ledger.tip()
-            known = ledger.live_fold().events if ours else 0
+            live = ledger.live_fold() if ours else None
             verdict = incoming.check(store, theirs=theirs, ours=ours, previous=previous,
-                                     known_events=known, progress=ledger.progress)
+                                     known_events=live.events if live else 0,
+                                     progress=ledger.progress, ours_fold=live)
             report.unknown_events += [p for p in verdict.unknown if p not in report.unknown_events]
             if not verdict.ok:
                 _refuse(store, report, verdict)
