@@ -121,3 +121,12 @@ def resolve(config: dict[str, Any], authority: list[str]) -> set[str]:
         else:
             people.add(who)
     return people
+
+
+def named(config: dict[str, Any], authority: list[str]) -> str:
+    """A gate's authority as a refusal names it: each role with who holds it, so that an
+    actor called ``role:maintainer`` reads why it is not the maintainer."""
+    roles: dict[str, list[str]] = config.get("roles") or {}
+    return ", ".join(
+        f"{who} ({', '.join(roles.get(who[5:]) or ['held by nobody'])})"
+        if who.startswith("role:") else who for who in authority)
