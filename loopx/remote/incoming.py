@@ -21,7 +21,7 @@ the ledger can check a remote state before adopting it.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -124,10 +124,15 @@ def check(store: Store, *, theirs: str, ours: Optional[str], previous: Optional[
     if base == tip:
         return verdict  # nothing new on their side
     _check_commits(store, base, tip, verdict)
-    added = _changes(store, base, tip, verdict)
+    added = []
     ours_dirs = TreeDirs(store, mine)
-    for entry in added:
+    for entry in _changes(store, base, tip, verdict):
         _check_entry(entry, ours_dirs, verdict)
+        added.append(entry)
+        if _enough(verdict):
+            return verdict
+    if _enough(verdict):
+        return verdict
     _check_case(ours_dirs, added, verdict)
     _check_once(ours_dirs, added, verdict)
     _check_contents(store, [e for e in added if e.path in verdict.new_files], verdict, parse,
@@ -230,6 +235,8 @@ def _check_whole(store: Store, tip: Oid, parse: bool, *, bulk: bool = True) -> V
                     return _check_whole(store, tip, parse, bulk=False)
                 _check_line(line, names, chunk, verdict, parse)
                 pos = stop + 1
+                if _enough(verdict):
+                    return verdict
             if len(chunk) >= 1000:
                 _parse_events(store, chunk, verdict)
                 chunk = []
@@ -291,17 +298,33 @@ def _parse_events(store: Store, entries: Sequence[Entry], verdict: Verdict, *,
             verdict.unknown.append(entry.path)
 
 
-def _changes(store: Store, base: Optional[str], tip: str, verdict: Verdict) -> list[Entry]:
-    """The files ``tip`` added since ``base``; anything else becomes a finding."""
+def _changes(store: Store, base: Optional[str], tip: str, verdict: Verdict) -> Iterator[Entry]:
+    """The files ``tip`` added since ``base``, one at a time; anything else becomes a finding
+    (and stops the listing once there are enough of them to refuse the tip)."""
     start = base or store.hash_tree(b"")  # the empty tree: everything in tip is an addition
-    added = []
-    for status, _, entry in store.added_files(start, tip):
+    for status, _, entry in store.changed_files(start, tip):
         broken = layout.change_rule(status)
         if broken is None:
-            added.append(entry)
+            yield entry
         else:
             verdict.findings.append(Finding.of(entry.path, broken))
-    return added
+            if len(verdict.findings) >= MAX_FINDINGS:
+                return
+
+
+# A tip refused this many times over is refused: judging (and reporting) the rest of a tip of
+# a million junk files took a minute, 300 MB and a 27 MB report per clone for 300,000.
+MAX_FINDINGS = 100
+
+
+def _enough(verdict: Verdict) -> bool:
+    """Whether the check has found enough to refuse the tip and stops; says so once."""
+    if len(verdict.findings) < MAX_FINDINGS:
+        return False
+    if verdict.findings[-1].rule != "many":
+        verdict.findings.append(Finding(
+            "<tip>", f"and perhaps more: the check stops at {MAX_FINDINGS} findings", "many"))
+    return True
 
 
 def path_problem(path: str, mode: str) -> Optional[str]:
