@@ -137,6 +137,8 @@ def check(store: Store, *, theirs: str, ours: Optional[str], previous: Optional[
     _check_once(ours_dirs, added, verdict)
     _check_contents(store, [e for e in added if e.path in verdict.new_files], verdict, parse,
                     progress)
+    if _enough(verdict):
+        return verdict
     _check_clocks(verdict, known_events + verdict.new_events)
     _check_unsigned_past(store, mine, verdict, ours_fold)
     return verdict
@@ -240,7 +242,10 @@ def _check_whole(store: Store, tip: Oid, parse: bool, *, bulk: bool = True) -> V
             if len(chunk) >= 1000:
                 _parse_events(store, chunk, verdict)
                 chunk = []
+                if _enough(verdict):
+                    return verdict
     _parse_events(store, chunk, verdict)
+    _enough(verdict)
     return verdict
 
 
@@ -321,7 +326,8 @@ def _enough(verdict: Verdict) -> bool:
     """Whether the check has found enough to refuse the tip and stops; says so once."""
     if len(verdict.findings) < MAX_FINDINGS:
         return False
-    if verdict.findings[-1].rule != "many":
+    if verdict.findings[-1].rule != "many":  # (a chunk of files judged at once may add more)
+        del verdict.findings[MAX_FINDINGS:]
         verdict.findings.append(Finding(
             "<tip>", f"and perhaps more: the check stops at {MAX_FINDINGS} findings", "many"))
     return True
@@ -428,6 +434,8 @@ def _check_contents(store: Store, entries: list[Entry], verdict: Verdict, parse:
             readable.append(entry)
     for chunk in (progress or Progress()).chunks(readable):  # reported while a fetch is big
         _parse_events(store, chunk, verdict, keep=True)
+        if _enough(verdict):
+            return
 
 
 def _check_clocks(verdict: Verdict, events: int) -> None:
@@ -459,8 +467,10 @@ def blob_sizes(store: Store, oids: list[str]) -> dict[str, int]:
 def quarantine(store: Store, *, remote: str, verdict: Verdict) -> str:
     """Keep a refused tip under ``refs/loopx/quarantine/<remote>/<stamp>`` with its report.
 
-    The same tip quarantined again reuses its ref. Returns the ref name.
+    The same tip quarantined again reuses its ref. Returns the ref name. The report holds
+    at most :data:`MAX_FINDINGS` (the files a replay refused are added after the check).
     """
+    _enough(verdict)
     for ref in quarantined(store):
         if store.tip(ref) == verdict.theirs:
             return ref

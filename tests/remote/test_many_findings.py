@@ -11,6 +11,7 @@ import pytest
 from conftest import git, invoke
 from statekit import run
 
+from loopx.model.ids import new_event_id
 from loopx.remote import incoming
 
 STATE = "refs/heads/loopx/state"
@@ -24,7 +25,9 @@ def _plant(repo: Path, where: str) -> None:
     index = repo / ".git" / "junk-index"
     env = {"GIT_INDEX_FILE": str(index)}
     run(repo, "read-tree", tip, env=env)
-    lines = "".join(f"100644 {blob}\t{where}/f{n:05d}.yaml\n" for n in range(MANY))
+    names = ([f"{where}/f{n:05d}.yaml" for n in range(MANY)] if where != "garbage" else
+             [f"events/2026/11/29/{new_event_id()}.note.added.yaml" for _ in range(MANY)])
+    lines = "".join(f"100644 {blob}\t{name}\n" for name in names)
     run(repo, "update-index", "--index-info", input=lines.encode(), env=env)
     tree = run(repo, "write-tree", env=env)
     index.unlink()
@@ -47,7 +50,8 @@ def _judged(report: Path) -> list[str]:
     return [line for line in report.read_text().splitlines() if line.startswith("  ")]
 
 
-@pytest.mark.parametrize("where", ["junk", "events/2026/11/29"])
+# junk beside the layout, bad names in it, and event paths of the right shape that hold garbage
+@pytest.mark.parametrize("where", ["junk", "events/2026/11/29", "garbage"])
 def test_a_tip_refused_many_times_over_is_judged_and_reported_up_to_a_bound(
         repo: Path, tmp_path: Path, hub: Path, where: str) -> None:
     pusher = tmp_path / "pusher"
