@@ -150,12 +150,14 @@ def _check_unsigned_past(store: Store, mine: str, verdict: Verdict,
     config that turned our signing on, where signing was off: it would count unsigned, and a
     signer config there would take the key trusted on first use over
     (:func:`signatures.unsigned_past`). One written before the key was trusted and synced
-    late (a clone offline meanwhile) is refused too: let its writer act again, signed."""
+    late (a clone offline meanwhile) is refused too: let its writer act again, signed. What
+    decides nothing (a todo with no gate finished, a note) still merges."""
     if fold is not None and not authority.signing_on(fold.config):
         return  # (no stretch ends in a key now: our policy signs nothing)
     acts = [(path, event) for (path, _), event in verdict.parsed.items()
-            if event.type in signatures.SIGNED_TYPES
-            and (fold is None or event.env.clock <= fold.max_clock)]  # (else after all ours)
+            if event.type in signatures.SIGNED_TYPES and event.known
+            and (fold is None or event.env.clock <= fold.max_clock)  # (else after all ours)
+            and authority.could_decide(fold, event)]
     if not acts:
         return
     stretches = signatures.unsigned_past(store, mine)

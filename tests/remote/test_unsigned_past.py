@@ -43,15 +43,16 @@ def _events(repo: Path, tip: str) -> dict[str, tuple[str, str, int]]:
     return found
 
 
-def _before(repo: Path, tip: str, target: str) -> tuple[str, int, str]:
+def _before(repo: Path, tip: str, target: str, step: int = 1) -> tuple[str, int, str]:
     """(a parent to fork from, a clock, an id) that sort an event just before ``target``."""
     events = _events(repo, tip)
     _, commit, clock = events[target]
     parent = run(repo, "rev-parse", f"{commit}^")
-    # Same clock, an id one step lower: the last character's predecessor in Crockford base32.
+    # Same clock, an id ``step`` lower (a ULID is a number in Crockford base32).
     alphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-    forged = target[:-1] + alphabet[alphabet.index(target[-1]) - 1]
-    assert target[-1] != "0" and forged < target
+    number = sum(alphabet.index(c) * 32 ** n for n, c in enumerate(reversed(target))) - step
+    forged = "".join(alphabet[number // 32 ** n % 32] for n in reversed(range(len(target))))
+    assert forged < target
     return parent, clock, forged
 
 
@@ -65,7 +66,8 @@ def fleet(repo: Path, tmp_path: Path) -> dict[str, Any]:
     git(tmp_path, "init", "-q", "--bare", str(hub))
     git(repo, "remote", "add", "origin", str(hub))
     for args in (["init"], ["config", "set", "--role", f"maintainer={ALICE}"],
-                 ["goal", "add", "Ship", "--id", "g-1"], ["todo", "add", "g-1", "Build", "--id", "t-1"]):
+                 ["goal", "add", "Ship", "--id", "g-1"], ["todo", "add", "g-1", "Build", "--id", "t-1"],
+                 ["todo", "add", "g-1", "Plain", "--id", "t-0"]):
         assert invoke(repo, *args, actor=ALICE).code == 0
     assert invoke(repo, "gate", "open", "g-1", "Ship it?", "--id", "q-1", "--authority",
                   "role:maintainer", "--blocks", "t-1", actor=AGENT).code == 0
@@ -93,11 +95,11 @@ def _path(repo: Path, tip: str, event_id: str) -> str:
 
 
 def _forge(repo: Path, fleet: dict[str, Any], target: str, type: str, data: dict[str, Any],
-           actor: str = ALICE) -> None:
+           actor: str = ALICE, step: int = 1) -> None:
     """In the agent's clone: an event dated just before ``target``, on a fork from before
     it, merged with the hub's tip and pushed there (plain git, never through loopx)."""
     agent, tip = fleet["agent"], fleet["tip"]
-    parent, clock, forged = _before(repo, tip, target)
+    parent, clock, forged = _before(repo, tip, target, step)
     ev = make_event(type=type, data=data, event_id=forged, at="2026-11-29T12:00:00Z",
                     clock=clock, actor=actor, goal=None)
     side = commit_files(agent, "refs/heads/forged", dict([file_of(ev)]), parent=parent)
@@ -169,12 +171,20 @@ def test_an_authority_act_dated_before_the_first_key_is_refused(
 
 def test_an_act_dated_after_the_key_and_other_early_events_still_merge(
         repo: Path, fleet: dict[str, Any]) -> None:
-    """Not every late arrival is refused: a note dated before the key (not an authority act),
-    and a signed answer from a clone that did not see the latest events, merge as before."""
+    """Not every late arrival is refused: a note and a todo with no gate finished, dated
+    before the key (they decide nothing), and a signed answer from a clone that did not see
+    the latest events, merge as before."""
     _forge(repo, fleet, fleet["signer_add"], "note.added", {"id": "n-early", "text": "hi"},
            actor=AGENT)
     synced = invoke(repo, "sync", actor=ALICE)
     assert synced.code == 0, synced.err
+    fleet["tip"] = run(repo, "rev-parse", STATE)
+    git(fleet["agent"], "fetch", "-q", "origin", f"+{STATE}:{STATE}")
+    _forge(repo, fleet, fleet["signer_add"], "todo.done", {"id": "t-0"}, actor=AGENT, step=2)
+    synced = invoke(repo, "sync", actor=ALICE)
+    assert synced.code == 0, synced.err
+    with Ledger.open(repo) as led:  # merged (whatever the fold's own rules make of it)
+        assert any(e.type == "todo.done" for e in led.reader.read_events(led.tip() or "", []))
     late = repo.parent / "alice-laptop"
     git(repo.parent, "clone", "-q", str(fleet["hub"]), str(late))
     git(late, "fetch", "-q", "origin", f"{STATE}:{STATE}")
