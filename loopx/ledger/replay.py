@@ -61,6 +61,40 @@ def _file_id(entry: Entry) -> str:
     return entry.path.rsplit("/", 1)[-1].split(".", 1)[0]
 
 
+def _once(entries: list[Entry], order: list[tuple[tuple[int, str], int]],
+          problems: dict[int, entities.Problem]) -> list[tuple[tuple[int, str], int]]:
+    """``order`` with each event id once (:func:`single`); the others' problems by index."""
+    names = [_file_id(entries[index]) for _, index in order]
+    if len(set(names)) == len(names):
+        return order  # (the usual ledger: one set, no problem)
+    kept, found = single([(name, entries[index].path, entries[index].oid)
+                          for name, (_, index) in zip(names, order)])
+    problems.update((order[n][1], problem) for n, problem in found.items())
+    return [order[n] for n in sorted(kept)]
+
+
+def single(files: list[tuple[str, str, str]]) -> tuple[set[int], dict[int, entities.Problem]]:
+    """Which of the ``(event id, path, blob)`` files, in replay order, to apply: each id once,
+    and the problem of each file not applied. A second file of an id (by hand: the same event
+    at both layouts' paths, or another event under its id) is never applied twice; when the
+    files of an id differ, none is, so a copy can neither double an event nor stand in for
+    it."""
+    by_id: dict[str, list[int]] = {}
+    for n, (event_id, _, _) in enumerate(files):
+        by_id.setdefault(event_id, []).append(n)
+    kept, problems = set(), {}
+    for event_id, ns in by_id.items():
+        same = len({files[n][2] for n in ns}) == 1
+        if same:
+            kept.add(ns[0])
+        for n in ns[1:] if same else ns:
+            path, other = files[n][1], files[ns[1] if n == ns[0] else ns[0]][1]
+            problems[n] = entities.Problem(
+                path, "file", "", 0, f"{path}: event {event_id} is also {other}: "
+                + ("counted once" if same else "they differ, so none is applied"))
+    return kept, problems
+
+
 class Reader:
     """Reads and folds the event files of one repository's state commits."""
 
@@ -93,7 +127,8 @@ class Reader:
             held, keys, problems = self._read_keyed(entries)
         except DamagedLedger:  # a file's blob missing or not a blob: the plain path names it
             return self.fold_at(tip)
-        order = sorted((key, index) for index, key in enumerate(keys) if key is not None)
+        order = _once(entries, sorted(
+            (key, index) for index, key in enumerate(keys) if key is not None), problems)
         fold = self._apply_in_order(entries, held, order, problems, signed)
         if fold is None:  # a clock line that lied: replay the plain way
             fold = self.fold_at(tip)
@@ -221,8 +256,19 @@ class Reader:
 
     def _fold_merged(self, tips: list[str], held: frozenset[str]) -> entities.Fold:
         file_problems: list[entities.Problem] = []
-        found = {tip: self.read_events(tip, file_problems) for tip in tips}
-        events = list({e.id: e for tip_events in found.values() for e in tip_events}.values())
+        by_path: dict[str, Event] = {}
+        event_oid: dict[str, str] = {}
+        for tip in tips:
+            entries = [e for e in self.store.list_files(tip) if e.path.startswith("events/")]
+            self._parse_entries(entries, file_problems)
+            for entry in entries:
+                if (entry.path, entry.oid) in self._parsed:
+                    by_path[entry.path] = self._parsed[(entry.path, entry.oid)]
+                    event_oid[entry.path] = entry.oid
+        located = sorted(by_path.items(), key=lambda item: (item[1].sort_key(), item[0]))
+        kept, copies = single([(event.id, path, event_oid[path]) for path, event in located])
+        events = [located[n][1] for n in sorted(kept)]
+        file_problems += [copies[n] for n in sorted(copies)]
         fold = entities.Fold()
         if held:
             fold.extra["held"] = held

@@ -18,7 +18,7 @@ from loopx.errors import CodecError, SchemaError, TransitionError, UsageError
 from loopx.ledger import layout
 from loopx.projection import authority, entities, folding
 from loopx.storage import commits, gateway
-from loopx.storage.store import Store
+from loopx.storage.store import Entry, Store
 
 if TYPE_CHECKING:
     from loopx.ledger.txn import Txn
@@ -31,20 +31,22 @@ SIGNED_TYPES = ("gate.answered", "gate.withdrawn", "config.set", "todo.done", "t
 Verdicts = dict[str, dict[str, str]]  # event id -> {signers digest: principal}
 
 
-def verify(store: Store, commit: str, events: list[Event]) -> Verdicts:
-    """Verdicts for the events of SIGNED_TYPES in signed commits of ``commit``'s history.
+def verify(store: Store, commit: str, events: list[Event],
+           types: tuple[str, ...] = SIGNED_TYPES) -> Verdicts:
+    """Verdicts for the events of ``types`` (SIGNED_TYPES) in signed commits of ``commit``'s
+    history.
 
     Asks git only when some config in ``events`` turns signed answers on.
     """
     texts = signer_texts(events)
-    if not texts or not any(e.type in SIGNED_TYPES for e in events):
+    if not texts or not any(e.type in types for e in events):
         return {}
     # A signature vouches for the bytes its commit added: bind each verdict to the blob the
     # tip holds, so a file rewritten after signing is not covered by the old signature.
     current = {e.path: e.oid for e in store.list_files(commit)
-               if e.path.endswith(tuple(f".{t}.yaml" for t in SIGNED_TYPES))}
+               if e.path.endswith(tuple(f".{t}.yaml" for t in types))}
     adders: dict[str, list[str]] = {}
-    paths = [f":(glob)events/**/*.{t}.yaml" for t in SIGNED_TYPES]
+    paths = [f":(glob)events/**/*.{t}.yaml" for t in types]
     for found in commits.walk(store.cwd, [commit], paths=paths):
         for change in found.added:
             if current.get(change.path) == change.oid:
@@ -123,15 +125,7 @@ def policy_at(store: Store, tip: str) -> Optional[dict[str, Any]]:
     """The config in force at ``tip``, from its config events alone (few, and named by their
     file names), folded as a replay folds them, signatures included: what a fresh clone knows
     of the policy before it has folded anything else. None when only a replay can tell."""
-    entries = [e for e in store.list_files(tip) if e.path.startswith("events/")]
-    configs = [e for e in entries if e.path.endswith(".config.set.yaml")]
-    events = []
-    for entry, data in zip(configs, store.read_blobs([e.oid for e in configs])):
-        try:
-            events.append(layout.read_event(entry.path, data))
-        except (CodecError, SchemaError):
-            continue  # a replay lists it as a problem and applies nothing of it either
-    events.sort(key=lambda e: e.sort_key())
+    entries, events = _config_events(store, tip)
     others = len(entries) - len(events)
     # A replay refuses an event whose clock is far ahead of the events before it, which this
     # fold does not count: the n-th config event has between n and n + others before it. Where
@@ -144,6 +138,47 @@ def policy_at(store: Store, tip: str) -> Optional[dict[str, Any]]:
     fold.extra["signed"] = verify(store, tip, events)
     folding.replay(events, fold)
     return fold.config
+
+
+def _config_events(store: Store, tip: str) -> tuple[list[Entry], list[Event]]:
+    """Every event file of ``tip``, and its config events parsed, in replay order."""
+    entries = [e for e in store.list_files(tip) if e.path.startswith("events/")]
+    configs = [e for e in entries if e.path.endswith(".config.set.yaml")]
+    events = []
+    for entry, data in zip(configs, store.read_blobs([e.oid for e in configs])):
+        try:
+            events.append(layout.read_event(entry.path, data))
+        except (CodecError, SchemaError):
+            continue  # a replay lists it as a problem and applies nothing of it either
+    events.sort(key=lambda e: e.sort_key())
+    return entries, events
+
+
+def unsigned_past(store: Store, tip: str) -> list[tuple[tuple[int, str], tuple[int, str]]]:
+    """The stretches of ``tip``'s order where signing was off and a later config turned it on
+    (the first key of each trusted on first use): ``(from, to)`` order keys, ``from`` the
+    config that turned it off ((0, "") for the start) and ``to`` the one that turned it on.
+    Empty when the policy in force at the tip signs nothing.
+
+    Replay orders events by ``(clock, id)``, and a clock is the writer's word: an authority
+    act that arrives dated in such a stretch counts unsigned, however long after the key was
+    trusted it was written. So a clone that holds the key refuses it (:mod:`loopx.remote.
+    incoming`): a config there that lists another key as ``human:alice`` would turn signing on
+    first, and alice's own registration would then need that key's signature."""
+    _, events = _config_events(store, tip)
+    fold = entities.Fold()
+    fold.extra["signed"] = verify(store, tip, events, types=("config.set",))
+    stretches = []
+    start, on = (0, ""), False
+    for event in events:
+        folding.apply(fold, event)
+        now = authority.signing_on(fold.config)
+        if now and not on:
+            stretches.append((start, event.sort_key()))
+        elif on and not now:
+            start = event.sort_key()
+        on = now
+    return stretches if on else []
 
 
 def signer_texts(events: list[Event]) -> list[str]:

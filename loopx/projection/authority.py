@@ -82,6 +82,24 @@ def needs_signature(fold: Fold, event: Event) -> bool:
     return False
 
 
+def could_decide(fold: Optional[Fold], event: Event) -> bool:
+    """Whether ``event`` would be an authority act under a policy that signs everything, as
+    far as ``fold`` (the receiver's, perhaps only the part in play) tells: a gate's decision,
+    a change to roles or signing, an override, a forced spend, and finishing or cancelling a
+    todo that has a gate (or that ``fold`` does not hold)."""
+    data: Any = event.data
+    if event.type in ("gate.answered", "gate.withdrawn"):
+        return True
+    if event.type == "config.set":
+        return bool(GUARDED_CONFIG & set(data.model_dump(exclude_none=True)))
+    if event.type in ("goal.closed", "quota.spent"):
+        return bool(data.override if event.type == "goal.closed" else data.force)
+    if event.type in ("todo.done", "todo.cancelled"):
+        todo = fold.todos.get(data.id) if fold is not None else None
+        return todo is None or bool(todo.gates)
+    return False
+
+
 def signers_digest(allowed_signers: str) -> str:
     """A short name for one allowed_signers text (keys rotate: each answer is checked against
     the list in force where it falls in the order)."""
@@ -121,3 +139,12 @@ def resolve(config: dict[str, Any], authority: list[str]) -> set[str]:
         else:
             people.add(who)
     return people
+
+
+def named(config: dict[str, Any], authority: list[str]) -> str:
+    """A gate's authority as a refusal names it: each role with who holds it, so that an
+    actor called ``role:maintainer`` reads why it is not the maintainer."""
+    roles: dict[str, list[str]] = config.get("roles") or {}
+    return ", ".join(
+        f"{who} ({', '.join(roles.get(who[5:]) or ['held by nobody'])})"
+        if who.startswith("role:") else who for who in authority)

@@ -271,7 +271,7 @@ def _past_gates(fold: Fold, event: Event, todo: Todo, verb: str) -> Optional[str
         if event.env.actor not in authority.resolve(fold.config, gate.authority):
             return (f"todo {todo.id} waits for gate {gate.id} ({gate.state}"
                     f"{' ' + gate.decision if gate.decision and gate.state == 'answered' else ''}); "
-                    f"{verb} it is decided by {', '.join(gate.authority)} only; "
+                    f"{verb} it is decided by {authority.named(fold.config, gate.authority)} only; "
                     f"you are {event.env.actor}")
     if not held:
         return None
@@ -341,7 +341,7 @@ def _check_gate_answered(fold: Fold, event: Event) -> Optional[str]:
     # `supersedes` it replaces it, else the two did not see each other and the gate becomes
     # conflicted (appliers.decide_gate) until its authority decides again.
     if event.env.actor not in authority.resolve(fold.config, gate.authority):
-        return (f"gate {gate.id} is answered by {', '.join(gate.authority)} only; "
+        return (f"gate {gate.id} is answered by {authority.named(fold.config, gate.authority)} only; "
                 f"you are {event.env.actor}")
     if data.decision == "answer" and not data.answer:
         return "a free answer needs its text"
@@ -367,10 +367,10 @@ def _check_gate_withdrawn(fold: Fold, event: Event) -> Optional[str]:
     if event.env.actor not in deciders:
         if gate.state != "open":
             return (f"gate {gate.id} is {gate.state} ({views.conflict_summary(gate)}): it is "
-                    f"withdrawn now by {', '.join(gate.authority)} only; you are "
+                    f"withdrawn now by {authority.named(fold.config, gate.authority)} only; you are "
                     f"{event.env.actor}")
         return (f"gate {gate.id} is withdrawn by its opener {gate.opened_by} or by "
-                f"{', '.join(gate.authority)} only; you are {event.env.actor}")
+                f"{authority.named(fold.config, gate.authority)} only; you are {event.env.actor}")
     return authority.check_signature(fold, event, f"the withdrawal of gate {gate.id}")
 
 

@@ -21,7 +21,7 @@ the ledger can check a remote state before adopting it.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -29,11 +29,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 from loopx.storage import gateway
-from loopx.ledger import layout
+from loopx.ledger import layout, signatures
 from loopx.storage.gateway import Oid
 from loopx.ledger.progress import Progress
 from loopx.ledger.layout import AREAS, Broken  # noqa: F401  (AREAS: re-exported, the layout's areas)
-from loopx.projection import folding
+from loopx.model.paths import PATH_RE, event_dirs
+from loopx.projection import authority, folding
+from loopx.projection.entities import Fold
 from loopx.storage.store import QUARANTINE_PREFIX, Entry, Store
 
 if TYPE_CHECKING:
@@ -90,7 +92,7 @@ class Verdict:
 
 def check(store: Store, *, theirs: str, ours: Optional[str], previous: Optional[str] = None,
           parse: bool = True, known_events: int = 0,
-          progress: Optional[Progress] = None) -> Verdict:
+          progress: Optional[Progress] = None, ours_fold: Optional[Fold] = None) -> Verdict:
     """Judge the tip ``theirs`` before merging it into ``ours`` (None: we have no state yet).
 
     ``previous`` is the remote tip we accepted last time; a ``theirs`` that no longer contains
@@ -99,7 +101,9 @@ def check(store: Store, *, theirs: str, ours: Optional[str], previous: Optional[
     refuses the ones that do not parse (:func:`loopx.remote.sync.adopt`), so reading each
     twice would double the first command's cost. ``known_events`` is how many events ``ours``
     holds: no event that arrives may have a clock far ahead of all the events together.
-    ``progress`` hears how far reading the new event files got.
+    ``progress`` hears how far reading the new event files got. ``ours_fold``, the fold of
+    ``ours`` when the caller has it, spares reading our signing policy when it signs nothing
+    or nothing arrives dated before our clock.
     """
     tip = store.resolve(theirs)
     if tip is None:
@@ -120,15 +124,52 @@ def check(store: Store, *, theirs: str, ours: Optional[str], previous: Optional[
     if base == tip:
         return verdict  # nothing new on their side
     _check_commits(store, base, tip, verdict)
-    added = _changes(store, base, tip, verdict)
+    added = []
     ours_dirs = TreeDirs(store, mine)
-    for entry in added:
+    for entry in _changes(store, base, tip, verdict):
         _check_entry(entry, ours_dirs, verdict)
+        added.append(entry)
+        if _enough(verdict):
+            return verdict
+    if _enough(verdict):
+        return verdict
     _check_case(ours_dirs, added, verdict)
+    _check_once(ours_dirs, added, verdict)
     _check_contents(store, [e for e in added if e.path in verdict.new_files], verdict, parse,
                     progress)
+    if _enough(verdict):
+        return verdict
     _check_clocks(verdict, known_events + verdict.new_events)
+    _check_unsigned_past(store, mine, verdict, ours_fold)
     return verdict
+
+
+def _check_unsigned_past(store: Store, mine: str, verdict: Verdict,
+                         fold: Optional[Fold]) -> None:
+    """Refuse an authority act (or a change to roles or signing) that arrives dated before the
+    config that turned our signing on, where signing was off: it would count unsigned, and a
+    signer config there would take the key trusted on first use over
+    (:func:`signatures.unsigned_past`). One written before the key was trusted and synced
+    late (a clone offline meanwhile) is refused too: let its writer act again, signed. What
+    decides nothing (a todo with no gate finished, a note) still merges."""
+    if fold is not None and not authority.signing_on(fold.config):
+        return  # (no stretch ends in a key now: our policy signs nothing)
+    acts = [(path, event) for (path, _), event in verdict.parsed.items()
+            if event.type in signatures.SIGNED_TYPES and event.known
+            and (fold is None or event.env.clock <= fold.max_clock)  # (else after all ours)
+            and authority.could_decide(fold, event)]
+    if not acts:
+        return
+    stretches = signatures.unsigned_past(store, mine)
+    for path, event in acts:
+        key = event.sort_key()
+        for start, end in stretches:
+            if start < key < end:
+                verdict.findings.append(Finding(path, (
+                    f"{event.type} dated before {end[1]}, the config that turned signing on "
+                    "here, where it would count unsigned: an authority act written into the "
+                    "past"), "unsigned-past"))
+                break
 
 
 # A state commit is a few hundred bytes (a signed one about a kilobyte); a far bigger one
@@ -198,10 +239,15 @@ def _check_whole(store: Store, tip: Oid, parse: bool, *, bulk: bool = True) -> V
                     return _check_whole(store, tip, parse, bulk=False)
                 _check_line(line, names, chunk, verdict, parse)
                 pos = stop + 1
+                if _enough(verdict):
+                    return verdict
             if len(chunk) >= 1000:
                 _parse_events(store, chunk, verdict)
                 chunk = []
+                if _enough(verdict):
+                    return verdict
     _parse_events(store, chunk, verdict)
+    _enough(verdict)
     return verdict
 
 
@@ -259,17 +305,34 @@ def _parse_events(store: Store, entries: Sequence[Entry], verdict: Verdict, *,
             verdict.unknown.append(entry.path)
 
 
-def _changes(store: Store, base: Optional[str], tip: str, verdict: Verdict) -> list[Entry]:
-    """The files ``tip`` added since ``base``; anything else becomes a finding."""
+def _changes(store: Store, base: Optional[str], tip: str, verdict: Verdict) -> Iterator[Entry]:
+    """The files ``tip`` added since ``base``, one at a time; anything else becomes a finding
+    (and stops the listing once there are enough of them to refuse the tip)."""
     start = base or store.hash_tree(b"")  # the empty tree: everything in tip is an addition
-    added = []
-    for status, _, entry in store.added_files(start, tip):
+    for status, _, entry in store.changed_files(start, tip):
         broken = layout.change_rule(status)
         if broken is None:
-            added.append(entry)
+            yield entry
         else:
             verdict.findings.append(Finding.of(entry.path, broken))
-    return added
+            if len(verdict.findings) >= MAX_FINDINGS:
+                return
+
+
+# A tip refused this many times over is refused: judging (and reporting) the rest of a tip of
+# a million junk files took a minute, 300 MB and a 27 MB report per clone for 300,000.
+MAX_FINDINGS = 100
+
+
+def _enough(verdict: Verdict) -> bool:
+    """Whether the check has found enough to refuse the tip and stops; says so once."""
+    if len(verdict.findings) < MAX_FINDINGS:
+        return False
+    if verdict.findings[-1].rule != "many":  # (a chunk of files judged at once may add more)
+        del verdict.findings[MAX_FINDINGS:]
+        verdict.findings.append(Finding(
+            "<tip>", f"and perhaps more: the check stops at {MAX_FINDINGS} findings", "many"))
+    return True
 
 
 def path_problem(path: str, mode: str) -> Optional[str]:
@@ -318,6 +381,30 @@ def _check_case(ours: TreeDirs, added: list[Entry], verdict: Verdict) -> None:
         verdict.findings.append(Finding.of(path, broken))
 
 
+def _check_once(ours: TreeDirs, added: list[Entry], verdict: Verdict) -> None:
+    """Refuse a second file of one event id: the same event at the fan-out path and at the
+    one before it (both layouts are read), or under another type. Replay counts each id
+    once; a copy beside it doubled a spend, a note count, an answer."""
+    named: dict[str, str] = {}
+    for entry in added:
+        match = PATH_RE.match(entry.path)
+        if match is not None:
+            named.setdefault(match.group(4), entry.path)
+    for entry in added:
+        match = PATH_RE.match(entry.path)
+        if match is None:
+            continue
+        event_id = match.group(4)
+        others = [f"{directory}/{name}" for directory in event_dirs(event_id)
+                  for name in ours.entries(directory) if name.startswith(event_id + ".")]
+        if named[event_id] != entry.path:
+            others.append(named[event_id])
+        others = [other for other in others if other != entry.path]
+        if others:
+            verdict.findings.append(Finding(entry.path, (
+                f"event {event_id} is also {others[0]}: an event is one file"), "duplicate"))
+
+
 def names_along(tree: TreeDirs, paths: list[str]) -> dict[str, set[str]]:
     """directory -> the names it will hold: ``tree``'s plus ``paths``', for every directory
     on the way to each of ``paths`` (what :func:`loopx.rules.case_collisions` judges)."""
@@ -349,6 +436,8 @@ def _check_contents(store: Store, entries: list[Entry], verdict: Verdict, parse:
             readable.append(entry)
     for chunk in (progress or Progress()).chunks(readable):  # reported while a fetch is big
         _parse_events(store, chunk, verdict, keep=True)
+        if _enough(verdict):
+            return
 
 
 def _check_clocks(verdict: Verdict, events: int) -> None:
@@ -380,8 +469,10 @@ def blob_sizes(store: Store, oids: list[str]) -> dict[str, int]:
 def quarantine(store: Store, *, remote: str, verdict: Verdict) -> str:
     """Keep a refused tip under ``refs/loopx/quarantine/<remote>/<stamp>`` with its report.
 
-    The same tip quarantined again reuses its ref. Returns the ref name.
+    The same tip quarantined again reuses its ref. Returns the ref name. The report holds
+    at most :data:`MAX_FINDINGS` (the files a replay refused are added after the check).
     """
+    _enough(verdict)
     for ref in quarantined(store):
         if store.tip(ref) == verdict.theirs:
             return ref

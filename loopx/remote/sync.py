@@ -179,8 +179,7 @@ def push_along(*, ledger: Ledger, remote: str) -> str:
             f"{plural.counted(report.received, 'event')}, sent {report.sent})")
 
 
-def fetch(*, ledger: Ledger, remote: Optional[str] = None,
-          allow_unrelated: bool = False) -> Report:
+def fetch(*, ledger: Ledger, remote: Optional[str] = None, allow_unrelated: bool = False) -> Report:
     """Fetch the remote's state, check it and merge it into local state (no push)."""
     report = _start(ledger, remote)
     _fetch_merge(ledger, report, allow_unrelated)
@@ -389,9 +388,10 @@ def _merge(ledger: Ledger, report: Report, theirs: Oid, *, previous: Optional[st
     for _ in range(MERGE_ATTEMPTS):
         with store.lock():
             ours = ledger.tip()
-            known = ledger.live_fold().events if ours else 0
+            live = ledger.live_fold() if ours else None
             verdict = incoming.check(store, theirs=theirs, ours=ours, previous=previous,
-                                     known_events=known, progress=ledger.progress)
+                                     known_events=live.events if live else 0, ours_fold=live,
+                                     progress=ledger.progress)
             report.unknown_events += [p for p in verdict.unknown if p not in report.unknown_events]
             if not verdict.ok:
                 _refuse(store, report, verdict)

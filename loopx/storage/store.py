@@ -192,18 +192,13 @@ class Store:
         return found
 
     def added_files(self, old: str, new: str) -> list[tuple[str, str, Entry]]:
-        """(status, old_oid, entry) for each file that differs between two commits' trees."""
-        raw = gateway.run(
-            self.cwd, "diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", old, new
-        ).stdout.split(b"\0")
-        changes = []
-        for meta, path in zip(raw[0::2], raw[1::2]):
-            if not meta:
-                continue
-            src_mode, dst_mode, src_oid, dst_oid, status = meta.decode().lstrip(":").split(" ")
-            entry = Entry(path.decode("utf-8", "surrogateescape"), dst_mode, "blob", Oid(dst_oid))
-            changes.append((status, src_oid, entry))
-        return changes
+        return list(self.changed_files(old, new))
+
+    def changed_files(self, old: str, new: str) -> Iterator[tuple[str, str, Entry]]:
+        """(status, old_oid, entry) for each file that differs between two commits' trees,
+        read a block at a time (a caller may stop early: a tip refused many times over)."""
+        for status, src_oid, path, mode, oid in trees.changed(self.cwd, old, new):
+            yield status, src_oid, Entry(path, mode, "blob", Oid(oid))
 
     def read_blobs(self, oids: list[str], *,
                    max_size: int = MAX_FILE_BYTES) -> list[bytes | Oversize | None]:

@@ -1,14 +1,18 @@
 """Git tree objects as loopx writes them: parsed, formatted, and a base tree with files added.
 
 Pure formatting plus :class:`TreeBuilder`, which rewrites only the directories on the paths
-of the files it adds, reading them from and writing them through the :class:`Store`.
+of the files it adds, reading them from and writing them through the :class:`Store`; and
+:func:`changed`, the files two commits' trees differ in.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from loopx.errors import ConflictError, DamagedLedger, GitError
+from loopx.storage import gateway
 from loopx.storage.gateway import Oid
 
 if TYPE_CHECKING:
@@ -109,3 +113,18 @@ def format_tree(entries: dict[str, tuple[str, str]]) -> bytes:
         mode.encode() + b" " + name.encode("utf-8", "surrogateescape") + b"\0" + bytes.fromhex(oid)
         for name, (mode, oid) in sorted(entries.items(), key=_tree_sort_key)
     )
+
+
+def changed(cwd: Path | str, old: str, new: str) -> Iterator[tuple[str, str, str, str, str]]:
+    """(status, old oid, path, mode, new oid) of each file ``git diff-tree -r`` lists between
+    two commits, read a block at a time: a listing of millions is never held whole."""
+    meta = b""
+    for block in gateway.stream(cwd, "diff-tree", "-r", "-z", "--no-renames", "--no-commit-id",
+                                old, new):
+        for token in block.removesuffix(b"\0").split(b"\0"):
+            if not meta:
+                meta = token
+                continue
+            _, mode, src_oid, oid, status = meta.decode().lstrip(":").split(" ")
+            meta = b""
+            yield status, src_oid, token.decode("utf-8", "surrogateescape"), mode, oid

@@ -119,7 +119,7 @@ def test_a_unique_prefix_resolves_like_git(project: Path) -> None:
 @pytest.mark.parametrize("args,actor,message", [
     (["todo", "claim", "nope"], AGENT, "no todo matches 'nope'"),
     (["todo", "claim", "tests"], AGENT, "waits for todo output"),
-    (["gate", "answer", "names", "--approve"], AGENT, "answered by role:maintainer only; you are agent:codex@devbox"),
+    (["gate", "answer", "names", "--approve"], AGENT, "answered by role:maintainer (human:maint@example.com) only; you are agent:codex@devbox"),
     (["todo", "add", "json", "X", "--after", "ghost"], MAINT, "no todo matches 'ghost'"),
     (["todo", "depend", "output", "--on", "tests"], MAINT, "would make a cycle"),
     (["goal", "close", "json", "--achieved"], MAINT, "criteria without passing evidence"),

@@ -185,7 +185,7 @@ def test_only_the_authority_finishes_or_cancels_work_a_gate_holds(
         assert refused.code == 1
         assert refused.err.strip() == (
             f"error: todo t-1 waits for gate q-1 (open); {'finishing' if argv[1] == 'done' else 'cancelling'}"
-            f" it is decided by role:maintainer only; you are {AGENT}")
+            f" it is decided by role:maintainer ({ALICE}) only; you are {AGENT}")
     with Ledger.open(repo) as led:
         assert led.fold().todos["t-1"].state == "open"
 
@@ -201,7 +201,7 @@ def test_the_opener_cannot_reverse_the_authoritys_decision(repo: Path, tmp_path:
     assert invoke(repo, "gate", "answer", "q-1", "--reject", actor=ALICE).code == 0
     refused = invoke(repo, "gate", "withdraw", "q-1", "--supersede", actor=AGENT)
     assert refused.code == 1
-    assert "withdrawn now by role:maintainer only; you are agent:codex@devbox" in refused.err
+    assert "withdrawn now by role:maintainer (human:alice@example.com) only; you are agent:codex@devbox" in refused.err
     # Still rejected, the todo still held: finishing it past the reject is refused too.
     assert invoke(repo, "todo", "done", "t-1", "--reason", "x", actor=AGENT).code == 1
     with Ledger.open(repo) as led:

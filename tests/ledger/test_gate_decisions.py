@@ -77,7 +77,8 @@ def _gate(repo: Path, ref: str = STATE) -> dict[str, Any]:
 def test_an_outsider_cannot_withdraw_a_gate(repo: Path, keys: dict[str, Path]) -> None:
     result = invoke(repo, "gate", "withdraw", "q-1", actor=MALLORY)
     assert result.code == 1
-    assert "withdrawn by its opener agent:codex@devbox or by role:maintainer only" in result.err
+    assert ("withdrawn by its opener agent:codex@devbox or by role:maintainer "
+            "(human:alice@example.com, human:bob@example.com) only") in result.err
     assert _gate(repo)["gate"].state == "open"
 
 

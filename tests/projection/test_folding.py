@@ -291,3 +291,18 @@ def test_the_index_by_commit_stays_short_however_many_results_a_commit_has() -> 
                                            "tree": sha, "todo": "t1"}, clock=2000, goal="g"))
     fold = folding.replay(events)
     assert fold.by_commit == {sha: ["*", "c1"]}
+
+
+def test_a_refusal_names_who_holds_the_role_an_actor_is_named_after() -> None:
+    """An actor called ``role:maintainer`` is not the maintainer: the refusal said "answered
+    by role:maintainer only; you are role:maintainer", a line that reads as a contradiction.
+    It names who holds the role."""
+    events = base()[:1] + [
+        ev("config.set", {"roles": {"maintainer": ["human:bob@x"]}}, clock=2),
+        ev("gate.opened", {"id": "q", "goal": "g", "question": "Ok?",
+                           "authority": ["role:maintainer", "human:carol@x"]}, clock=4),
+        ev("gate.answered", {"id": "q", "decision": "approve"}, actor="role:maintainer", clock=5),
+    ]
+    reasons = [p["reason"] for p in views.snapshot(folding.replay(events), NOW)["problems"]]
+    assert reasons == ["gate q is answered by role:maintainer (human:bob@x), human:carol@x "
+                       "only; you are role:maintainer"]
