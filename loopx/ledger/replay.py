@@ -63,8 +63,10 @@ def _file_id(entry: Entry) -> str:
 
 def _once(entries: list[Entry], order: list[tuple[tuple[int, str], int]],
           problems: dict[int, entities.Problem]) -> list[tuple[tuple[int, str], int]]:
-    """``order`` with each event id once (:func:`single`); the others' problems by index."""
-    names = [_file_id(entries[index]) for _, index in order]
+    """``order`` with each event id once (:func:`single`); the others' problems by index.
+    Each key holds its file's event id (the name's, or the parsed event's, which is the
+    name's: read_events refuses a file whose name does not match)."""
+    names = [key[1] for key, _ in order]
     if len(set(names)) == len(names):
         return order  # (the usual ledger: one set, no problem)
     kept, found = single([(name, entries[index].path, entries[index].oid)
