@@ -141,7 +141,9 @@ EVIDENCE_OPS = [
               "lines. Secrets (credential-like environment values, token shapes) are redacted "
               "before anything is written. A command that could not start (not found, not "
               "executable: exit 127 or 126, from a shell too) is no evidence: nothing is "
-              "recorded and run exits 1.", tool="evidence_run", run=_run, batch=False,
+              "recorded and run exits 1. What recording would refuse (an unknown todo or "
+              "criterion, an id already taken) is refused before CMD starts.",
+              tool="evidence_run", run=_run, batch=False,
               writes=True, shape=_ran, agent_note=(
                   "Answers {exit_code, duration_s, output_tail, event, error}; the output is "
                   "not streamed, only its tail and digest are kept. It runs with the server's "
