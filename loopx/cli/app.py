@@ -29,10 +29,11 @@ class App:
     """The state of one `git loopx` invocation."""
 
     def __init__(self, *, cwd: str, actor: Optional[str], state_ref: Optional[str],
-                 debug: bool) -> None:
+                 debug: bool, actor_from: str = "--actor") -> None:
         self.cwd = cwd
-        self._actor = actor
+        self._actor: Optional[str] = None
         self.named_actor = actor  # --actor or $LOOPX_ACTOR as given, before any default
+        self.actor_from = actor_from  # which of the two named it, for the line refusing it
         self.state_ref = state_ref
         self.debug = debug
         self.format = "text"
@@ -72,9 +73,9 @@ class App:
         """Who is acting: --actor, else $LOOPX_ACTOR, else human:<git user.email>."""
         if self._actor:
             return self._actor
-        from loopx.ops import ledgers  # only when no actor was given (see `ledger`)
+        from loopx.ops import ledgers  # on first use (see `ledger`)
 
-        self._actor = ledgers.actor(self.cwd)
+        self._actor = ledgers.actor(self.cwd, self.named_actor, named=self.actor_from)
         return self._actor
 
     def actor_or_none(self) -> Optional[str]:

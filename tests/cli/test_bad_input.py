@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import invoke
+from conftest import git, invoke, run_loopx
 from loopx.model import codec
 
 BAD_IDS = [
@@ -124,3 +124,26 @@ def test_the_cli_refuses_a_title_with_a_line_break_in_one_line_and_writes_nothin
     assert question.code == 1 and "U+202E" in question.err
     note = invoke(repo, "note", "add", "## a note\n- [ ] may have lines")
     assert note.code == 0, note.err
+
+
+@pytest.mark.parametrize(("args", "env", "says"), [
+    (["--actor", "bob"], {}, "error: --actor 'bob' is not an identity: give KIND:NAME"),
+    ([], {"LOOPX_ACTOR": "bob"}, "error: $LOOPX_ACTOR 'bob' is not an identity: give KIND:NAME"),
+    (["--actor", "human:a b"], {}, "error: --actor 'human:a b' is not an identity"),
+    ([], {"LOOPX_ACTOR": "", "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "user.email",
+          "GIT_CONFIG_VALUE_0": "Alice Smith"},
+     "error: git config user.email 'Alice Smith' makes no identity (human:<email>, one word)"),
+])
+def test_an_identity_loopx_refuses_is_named_where_it_came_from(
+        ledger: object, repo: Path, args: list[str], env: dict[str, str], says: str) -> None:
+    """`--actor bob`, `LOOPX_ACTOR=bob` and a user.email with a space all said "new event:
+    actor: 'bob' is not an identity ...", naming neither the option nor the variable."""
+    before = git(repo, "rev-parse", "refs/heads/loopx/state")
+    for fmt in ([], ["--json"]):
+        result = run_loopx(repo, *args, *fmt, "note", "add", "hello", actor=None, env=env)
+        assert result.code == 1, result.err
+        if fmt:
+            assert says.removeprefix("error: ") in result.json()["error"]["message"]  # type: ignore[index]
+        else:
+            assert result.err.startswith(says) and len(result.err.splitlines()) == 1, result.err
+    assert git(repo, "rev-parse", "refs/heads/loopx/state") == before
