@@ -4,6 +4,7 @@ the few helpers that turn an operation's result into output."""
 from __future__ import annotations
 
 import os
+import re
 import sys
 import textwrap
 from datetime import datetime
@@ -13,7 +14,7 @@ import click
 
 from loopx.cli import terminal
 from loopx.errors import ArgumentError, LoopxError, UsageError
-from loopx.model import clock
+from loopx.model import clock, limits
 from loopx.ops import declare
 from loopx.ops.declare import Operation, Param, Values
 
@@ -219,7 +220,8 @@ def _click_params(p: Param) -> list[Callable[..., Any]]:
             return [click.argument(p.key, nargs=-1, required=True, type=click.UNPROCESSED,
                                    metavar=p.metavar)]
         return [click.argument(p.key, nargs=-1 if p.many else 1, required=p.required,
-                               metavar=p.metavar, type=_click_type(p))]
+                               metavar=p.metavar, type=_click_type(p),
+                               callback=_click_callback(p))]
     if p.kind == "switch":
         return [click.option(flag, p.key, flag_value=value, help=help_)
                 for flag, value, help_ in p.switches]
@@ -265,7 +267,20 @@ def _click_callback(p: Param) -> Optional[Callable[..., Any]]:
         return _event_id
     if p.kind == "file":
         return lambda ctx, param, value: _read(value)
+    if p.pattern and p.pattern != limits.ID_PATTERN:  # an id is looked up: "no todo matches"
+        return lambda ctx, param, value: _matching(p.pattern or "", value)
     return None
+
+
+def _matching(pattern: str, value: Any) -> Any:
+    """``value`` (one or several) when each matches ``pattern``: the event would refuse it
+    only after the command ran, naming its own field (``new event: gate.opened:
+    data.authority.0: ...``), not the option."""
+    for one in value if isinstance(value, (list, tuple)) else [value]:
+        if isinstance(one, str) and not re.fullmatch(pattern, one):
+            means = limits.PATTERN_MEANS.get(pattern, f"of the form {pattern}")
+            raise click.BadParameter(f"{one!r} is not {means}")
+    return value
 
 
 def _read(path: Optional[str]) -> Optional[bytes]:

@@ -147,3 +147,31 @@ def test_an_identity_loopx_refuses_is_named_where_it_came_from(
         else:
             assert result.err.startswith(says) and len(result.err.splitlines()) == 1, result.err
     assert git(repo, "rev-parse", "refs/heads/loopx/state") == before
+
+
+IDENTITY = "is not an identity like human:alice@example.com, agent:codex@devbox or role:NAME"
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["gate", "open", "g", "Q?", "--authority", "alice"], f"'--authority': 'alice' {IDENTITY}"),
+    (["todo", "assign", "t", "alice"], f"'WHO': 'alice' {IDENTITY}"),
+    (["todo", "handoff", "t", "--to", "alice"], f"'--to': 'alice' {IDENTITY}"),
+    (["todo", "list", "--claimed-by", "bob"], f"'--claimed-by': 'bob' {IDENTITY}"),
+    (["config", "set", "--role", "maintainer=alice"], f"'maintainer=alice': 'alice' {IDENTITY}"),
+    (["todo", "add", "g", "X", "--link", "issue-12"],
+     "'--link': 'issue-12' is not a GitHub issue or pull request like github:owner/repo#12"),
+    (["todo", "label", "t", "--add", "a label"], "'--add': 'a label' is not a label of letters"),
+])
+def test_a_value_the_event_would_refuse_is_refused_naming_the_option(
+        ledger: object, repo: Path, args: list[str], says: str) -> None:
+    """The CLI's options refuse what the event would (loopx.model.limits): the event's schema
+    said it instead, naming its own field ("new event: gate.opened: data.authority.0: ..."),
+    and a link by the raw regex."""
+    for setup in (["goal", "add", "G", "--id", "g"], ["todo", "add", "g", "T", "--id", "t"],
+                  ["todo", "claim", "t"]):
+        assert invoke(repo, *setup).code == 0
+    before = git(repo, "rev-parse", "refs/heads/loopx/state")
+    result = run_loopx(repo, *args)
+    assert result.code == 2 and says in result.err, result.err
+    assert "new event" not in result.err and "Traceback" not in result.err
+    assert git(repo, "rev-parse", "refs/heads/loopx/state") == before
