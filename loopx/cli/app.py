@@ -267,7 +267,8 @@ def _click_callback(p: Param) -> Optional[Callable[..., Any]]:
         return _event_id
     if p.kind == "file":
         return lambda ctx, param, value: _read(value)
-    if p.pattern and p.pattern != limits.ID_PATTERN:  # an id is looked up: "no todo matches"
+    # An id given to look up is answered "no todo matches ..."; a new one (--id) is checked.
+    if p.pattern and (p.pattern != limits.ID_PATTERN or p.name == "id"):
         return lambda ctx, param, value: _matching(p.pattern or "", value)
     return None
 
