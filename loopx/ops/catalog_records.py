@@ -365,6 +365,8 @@ def _checkpoint(c: Call) -> Any:
 
 def _session_show(c: Call) -> Any:
     v = c.values
+    if v.checkpoint is not None and not v.transcript:  # else shown as if it were not given
+        raise ArgumentError("--checkpoint N picks the transcript to print: give --transcript")
     if v.transcript:
         return sessions.transcript(c.ledger, v.session, v.checkpoint)
     return sessions.show(c.ledger, v.session, now=c.now)
