@@ -8,6 +8,7 @@ Plain values only (no pydantic): a warm read loads the declarations, and with th
 
 from __future__ import annotations
 
+from loopx.model.globs import GLOB_PATTERN
 from loopx.model.ids import ENTITY_ID_RE
 
 ACTOR_PATTERN = r"^[a-z][a-z0-9_-]{0,31}:\S{1,200}$"
@@ -37,6 +38,7 @@ PATTERN_MEANS = {
     LABEL_PATTERN: "a label of letters, digits and . _ : / - (at most 64), e.g. area:cli",
     LINK_PATTERN: "a GitHub issue or pull request like github:owner/repo#12",
     READBACK_PATTERN: "a readback like http:https://..., github:owner/repo#12 or cmd:COMMAND",
+    GLOB_PATTERN: "a path glob like 'src/**' (one line, not empty)",
 }
 GRACE_MAX_S = 7 * 24 * 3600  # an effect's grace period and its owner's hold, at most
 LEASE_TTL_MIN_S, LEASE_TTL_MAX_S = 10, 30 * 86400  # the ledger's default lease length

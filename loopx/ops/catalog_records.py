@@ -12,17 +12,18 @@ from typing import IO, Any, Optional
 
 from loopx.errors import ArgumentError, NotFound, UsageError
 from loopx.model.limits import (
-    ACTOR_PATTERN, GRACE_MAX_S, LEASE_TTL_MAX_S, LEASE_TTL_MIN_S, LINK_PATTERN, MAX_EXIT,
-    MAX_SECONDS, MIN_EXIT, READBACK_PATTERN, SESSION_IDLE_MIN_S, SESSION_SLOTS_MAX, TEXT_MAX, WAKE_EVERY_MAX_S,
+    ACTOR_PATTERN, GRACE_MAX_S, LEASE_TTL_MAX_S, LEASE_TTL_MIN_S, LINK_PATTERN,
+    MAX_EXIT, MAX_SECONDS, MIN_EXIT, READBACK_PATTERN, SESSION_IDLE_MIN_S, SESSION_SLOTS_MAX, TEXT_MAX, WAKE_EVERY_MAX_S,
     WAKE_EVERY_MIN_S,
 )
+from loopx.model.globs import GLOB_PATTERN
 from loopx.model.paths import TRANSCRIPT_MAX_BYTES
 from loopx.ops import config, effects, evidence, quotas, review, sessions, wakes
 from loopx.ops.catalog_plan import ON_GOAL, ON_TODO
 from loopx.ops.declare import EVENT_ID, REFS_MAX, Call, Operation, Param, arg, opt, ref, text
 
 CRITERIA = ref("criterion", many=True, metavar="ID", help="Acceptance criterion it meets.")
-PATHS = opt("paths", many=True, metavar="GLOB", min_length=1, max_length=1_000,
+PATHS = opt("paths", many=True, metavar="GLOB", pattern=GLOB_PATTERN, max_length=1_000,
             max_items=REFS_MAX, help=(
                 "The paths it covers (repeatable, e.g. 'src/**'); changes elsewhere leave it "
                 "fresh. Default: its criterion's paths, else the whole tree."))
@@ -545,10 +546,12 @@ SETTINGS_OPS = [
         opt("allowed_signers", "file", dest="signers_file", max_length=1_000_000, help=(
             "An ssh allowed_signers file whose keys may sign answers. (MCP: its text.)")),
         opt("evidence_ignore", many=True, dest="ignore", metavar="GLOB", max_items=REFS_MAX,
+            pattern=GLOB_PATTERN,
             help=("Paths whose changes leave evidence fresh unless it (or its criterion) names "
                   "its own paths, e.g. 'docs/**' (repeatable; replaces the list).")),
         opt("no_evidence_ignore", "bool", dest="no_ignore", help="Clear the evidence ignore list."),
         opt("evidence_scope", many=True, dest="scope", metavar="GLOB", max_items=REFS_MAX,
+            pattern=GLOB_PATTERN,
             help=("The repository's default evidence scope: the paths evidence is judged on "
                   "when neither it nor its criterion names its own, e.g. 'src/**' (repeatable; "
                   "replaces the list). Default: the whole tree.")),

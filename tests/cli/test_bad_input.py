@@ -162,6 +162,9 @@ IDENTITY = "is not an identity like human:alice@example.com, agent:codex@devbox 
      "'--link': 'issue-12' is not a GitHub issue or pull request like github:owner/repo#12"),
     (["todo", "label", "t", "--add", "a label"], "'--add': 'a label' is not a label of letters"),
     (["goal", "add", "G2", "--id", "Bad Id"], "'--id': 'Bad Id' is not an id of letters"),
+    (["config", "set", "--evidence-scope", ""], "'--evidence-scope': '' is not a path glob"),
+    (["config", "set", "--evidence-ignore", ""], "'--evidence-ignore': '' is not a path glob"),
+    (["run", "--paths", "", "--", "touch", "ran"], "'--paths': '' is not a path glob"),
     (["run", "--id", "Bad Id", "--", "touch", "ran"], "'--id': 'Bad Id' is not an id of letters"),
 ])
 def test_a_value_the_event_would_refuse_is_refused_naming_the_option(
