@@ -269,18 +269,19 @@ def _click_callback(p: Param) -> Optional[Callable[..., Any]]:
         return lambda ctx, param, value: _read(value)
     # An id given to look up is answered "no todo matches ..."; a new one (--id) is checked.
     if p.pattern and (p.pattern != limits.ID_PATTERN or p.name == "id"):
-        return lambda ctx, param, value: _matching(p.pattern or "", value)
+        return lambda ctx, param, value: _matching(p.pattern or "", param, value)
     return None
 
 
-def _matching(pattern: str, value: Any) -> Any:
+def _matching(pattern: str, param: click.Parameter, value: Any) -> Any:
     """``value`` (one or several) when each matches ``pattern``: the event would refuse it
-    only after the command ran, naming its own field (``new event: gate.opened:
-    data.authority.0: ...``), not the option."""
+    only after the lookups, naming its own field (``new event: gate.opened: data.authority.0:
+    ...``), not the option. Refused as the event is, in one line (exit 1)."""
     for one in value if isinstance(value, (list, tuple)) else [value]:
         if isinstance(one, str) and not re.fullmatch(pattern, one):
             means = limits.PATTERN_MEANS.get(pattern, f"of the form {pattern}")
-            raise click.BadParameter(f"{one!r} is not {means}")
+            named = param.opts[0] if isinstance(param, click.Option) else param.human_readable_name
+            raise UsageError(f"{named} {one!r} is not {means}")
     return value
 
 

@@ -489,6 +489,7 @@ def _config_set(c: Call) -> Any:
         roles = config.parse_roles(v.role)
     except UsageError as exc:
         raise ArgumentError(f"--role: {exc}") from None
+    config.check_roles(roles)
     try:
         ci_map = config.parse_ci_criteria(v.ci_criterion)
     except UsageError as exc:

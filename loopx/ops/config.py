@@ -194,10 +194,17 @@ def parse_roles(specs: Sequence[str]) -> dict[str, list[str]]:
         if not sep or not role:
             raise UsageError(f"{spec!r}: a role is NAME=ACTOR[,ACTOR]")
         roles[role] = [w.strip() for w in who.split(",") if w.strip()]
-        for one in roles[role]:
-            if not re.fullmatch(ACTOR_PATTERN, one):
-                raise UsageError(f"{spec!r}: {one!r} is not {PATTERN_MEANS[ACTOR_PATTERN]}")
     return roles
+
+
+def check_roles(roles: Mapping[str, Sequence[str]]) -> None:
+    """A UsageError (one line) naming a role's member that is no identity: the event refused
+    it as ``data.roles.maintainer.0: 'alice' is not ...``, naming no option."""
+    for role, who in roles.items():
+        for one in who:
+            if not re.fullmatch(ACTOR_PATTERN, one):
+                raise UsageError(f"--role {role}={','.join(who)}: {one!r} is not "
+                                 f"{PATTERN_MEANS[ACTOR_PATTERN]}")
 
 
 def parse_signed_answers(text: str) -> Union[str, list[str]]:

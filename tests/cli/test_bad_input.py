@@ -153,30 +153,31 @@ IDENTITY = "is not an identity like human:alice@example.com, agent:codex@devbox 
 
 
 @pytest.mark.parametrize(("args", "says"), [
-    (["gate", "open", "g", "Q?", "--authority", "alice"], f"'--authority': 'alice' {IDENTITY}"),
-    (["todo", "assign", "t", "alice"], f"'WHO': 'alice' {IDENTITY}"),
-    (["todo", "handoff", "t", "--to", "alice"], f"'--to': 'alice' {IDENTITY}"),
-    (["todo", "list", "--claimed-by", "bob"], f"'--claimed-by': 'bob' {IDENTITY}"),
-    (["config", "set", "--role", "maintainer=alice"], f"'maintainer=alice': 'alice' {IDENTITY}"),
+    (["gate", "open", "g", "Q?", "--authority", "alice"], f"--authority 'alice' {IDENTITY}"),
+    (["todo", "assign", "t", "alice"], f"WHO 'alice' {IDENTITY}"),
+    (["todo", "handoff", "t", "--to", "alice"], f"--to 'alice' {IDENTITY}"),
+    (["todo", "list", "--claimed-by", "bob"], f"--claimed-by 'bob' {IDENTITY}"),
+    (["config", "set", "--role", "maintainer=alice"], f"--role maintainer=alice: 'alice' {IDENTITY}"),
     (["todo", "add", "g", "X", "--link", "issue-12"],
-     "'--link': 'issue-12' is not a GitHub issue or pull request like github:owner/repo#12"),
-    (["todo", "label", "t", "--add", "a label"], "'--add': 'a label' is not a label of letters"),
-    (["goal", "add", "G2", "--id", "Bad Id"], "'--id': 'Bad Id' is not an id of letters"),
-    (["config", "set", "--evidence-scope", ""], "'--evidence-scope': '' is not a path glob"),
-    (["config", "set", "--evidence-ignore", ""], "'--evidence-ignore': '' is not a path glob"),
-    (["run", "--paths", "", "--", "touch", "ran"], "'--paths': '' is not a path glob"),
-    (["run", "--id", "Bad Id", "--", "touch", "ran"], "'--id': 'Bad Id' is not an id of letters"),
+     "--link 'issue-12' is not a GitHub issue or pull request like github:owner/repo#12"),
+    (["todo", "label", "t", "--add", "a label"], "--add 'a label' is not a label of letters"),
+    (["goal", "add", "G2", "--id", "Bad Id"], "--id 'Bad Id' is not an id of letters"),
+    (["run", "--id", "Bad Id", "--", "touch", "ran"], "--id 'Bad Id' is not an id of letters"),
+    (["config", "set", "--evidence-scope", ""], "--evidence-scope '' is not a path glob"),
+    (["config", "set", "--evidence-ignore", ""], "--evidence-ignore '' is not a path glob"),
+    (["run", "--paths", "", "--", "touch", "ran"], "--paths '' is not a path glob"),
 ])
 def test_a_value_the_event_would_refuse_is_refused_naming_the_option(
         ledger: object, repo: Path, args: list[str], says: str) -> None:
     """The CLI's options refuse what the event would (loopx.model.limits): the event's schema
     said it instead, naming its own field ("new event: gate.opened: data.authority.0: ..."),
-    and a link by the raw regex."""
+    a link or a glob by the raw regex."""
     for setup in (["goal", "add", "G", "--id", "g"], ["todo", "add", "g", "T", "--id", "t"],
                   ["todo", "claim", "t"]):
         assert invoke(repo, *setup).code == 0
     before = git(repo, "rev-parse", "refs/heads/loopx/state")
     result = run_loopx(repo, *args)
-    assert result.code == 2 and says in result.err, result.err
-    assert "new event" not in result.err and "Traceback" not in result.err
+    assert (result.code, result.out) == (1, ""), result.err
+    assert result.err.startswith(f"error: {says}") and result.err.count("\n") == 1, result.err
+    assert not (repo / "ran").exists()
     assert git(repo, "rev-parse", "refs/heads/loopx/state") == before

@@ -330,15 +330,15 @@ def test_errors_are_json_on_stdout_when_json_was_asked_for(project: Path) -> Non
     assert usage.code == 2 and usage.json()["error"]["kind"] == "MissingParameter"
 
 
-@pytest.mark.parametrize("args,code,message", [
-    (["gate", "open", "json", "Q?", "--authority", "bob"], 2, "'--authority': 'bob' is not an identity"),
-    (["gate", "open", "json", "Q?", "--authority", "role:nobody"], 1, "no one holds role:nobody"),
-    (["config", "set", "--role", "reviewer=bob"], 2, "'reviewer=bob': 'bob' is not an identity"),
+@pytest.mark.parametrize("args,message", [
+    (["gate", "open", "json", "Q?", "--authority", "bob"], "--authority 'bob' is not an identity"),
+    (["gate", "open", "json", "Q?", "--authority", "role:nobody"], "no one holds role:nobody"),
+    (["config", "set", "--role", "reviewer=bob"], "--role reviewer=bob: 'bob' is not an identity"),
 ])
 def test_authorities_must_be_identities_or_roles_someone_holds(
-        project: Path, args: list[str], code: int, message: str) -> None:
+        project: Path, args: list[str], message: str) -> None:
     result = invoke(project, *args, actor=MAINT)
-    assert result.code == code and message in result.err
+    assert result.code == 1 and message in result.err and result.err.count("\n") == 1
 
 
 def test_config_show_lists_effective_settings_readably(project: Path) -> None:
