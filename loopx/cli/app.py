@@ -4,6 +4,7 @@ the few helpers that turn an operation's result into output."""
 from __future__ import annotations
 
 import os
+import re
 import sys
 import textwrap
 from datetime import datetime
@@ -13,7 +14,7 @@ import click
 
 from loopx.cli import terminal
 from loopx.errors import ArgumentError, LoopxError, UsageError
-from loopx.model import clock
+from loopx.model import clock, limits
 from loopx.ops import declare
 from loopx.ops.declare import Operation, Param, Values
 
@@ -29,10 +30,11 @@ class App:
     """The state of one `git loopx` invocation."""
 
     def __init__(self, *, cwd: str, actor: Optional[str], state_ref: Optional[str],
-                 debug: bool) -> None:
+                 debug: bool, actor_from: str = "--actor") -> None:
         self.cwd = cwd
-        self._actor = actor
+        self._actor: Optional[str] = None
         self.named_actor = actor  # --actor or $LOOPX_ACTOR as given, before any default
+        self.actor_from = actor_from  # which of the two named it, for the line refusing it
         self.state_ref = state_ref
         self.debug = debug
         self.format = "text"
@@ -72,9 +74,9 @@ class App:
         """Who is acting: --actor, else $LOOPX_ACTOR, else human:<git user.email>."""
         if self._actor:
             return self._actor
-        from loopx.ops import ledgers  # only when no actor was given (see `ledger`)
+        from loopx.ops import ledgers  # on first use (see `ledger`)
 
-        self._actor = ledgers.actor(self.cwd)
+        self._actor = ledgers.actor(self.cwd, self.named_actor, named=self.actor_from)
         return self._actor
 
     def actor_or_none(self) -> Optional[str]:
@@ -218,7 +220,8 @@ def _click_params(p: Param) -> list[Callable[..., Any]]:
             return [click.argument(p.key, nargs=-1, required=True, type=click.UNPROCESSED,
                                    metavar=p.metavar)]
         return [click.argument(p.key, nargs=-1 if p.many else 1, required=p.required,
-                               metavar=p.metavar, type=_click_type(p))]
+                               metavar=p.metavar, type=_click_type(p),
+                               callback=_click_callback(p))]
     if p.kind == "switch":
         return [click.option(flag, p.key, flag_value=value, help=help_)
                 for flag, value, help_ in p.switches]
@@ -264,7 +267,22 @@ def _click_callback(p: Param) -> Optional[Callable[..., Any]]:
         return _event_id
     if p.kind == "file":
         return lambda ctx, param, value: _read(value)
+    # An id given to look up is answered "no todo matches ..."; a new one (--id) is checked.
+    if p.pattern and (p.pattern != limits.ID_PATTERN or p.name == "id"):
+        return lambda ctx, param, value: _matching(p.pattern or "", param, value)
     return None
+
+
+def _matching(pattern: str, param: click.Parameter, value: Any) -> Any:
+    """``value`` (one or several) when each matches ``pattern``: the event would refuse it
+    only after the lookups, naming its own field (``new event: gate.opened: data.authority.0:
+    ...``), not the option. Refused as the event is, in one line (exit 1)."""
+    for one in value if isinstance(value, (list, tuple)) else [value]:
+        if isinstance(one, str) and not re.fullmatch(pattern, one):
+            means = limits.PATTERN_MEANS.get(pattern, f"of the form {pattern}")
+            named = param.opts[0] if isinstance(param, click.Option) else param.human_readable_name
+            raise UsageError(f"{named} {one!r} is not {means}")
+    return value
 
 
 def _read(path: Optional[str]) -> Optional[bytes]:

@@ -10,6 +10,7 @@ import click
 
 from loopx.cli import terminal
 from loopx.cli.app import App, pass_app
+from loopx.errors import LoopxError, UsageError
 from loopx.model import plural
 from loopx.ops import hooks
 
@@ -119,8 +120,14 @@ def hook(app: App, name: str, args: tuple[str, ...]) -> None:
     Fails open: a loopx problem prints one line and exits 0, unless loopx.hooks.strict=true.
     """
     stdin = sys.stdin.read() if name in ("pre-push", "post-rewrite") else ""
-    result = hooks.run(hooks.Hook(name, app.cwd, app.actor_or_none(), app.state_ref,
-                                      args, stdin))
+    try:
+        actor, refused = app.actor, None
+    except UsageError as exc:  # an identity loopx refuses: said once one is needed
+        actor, refused = None, str(exc)
+    except LoopxError:  # no identity yet: the hook says so if it needs one
+        actor, refused = None, None
+    result = hooks.run(hooks.Hook(name, app.cwd, actor, app.state_ref, args, stdin,
+                                  no_actor=refused))
     for line in result.lines:
         terminal.echo(f"loopx: {line}", err=True)
     if result.failed:

@@ -223,15 +223,19 @@ def _post_commit() -> None:
     cost a recording commit tens of milliseconds; docs/benchmarks.md)."""
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     from loopx.cli.terminal import safe
-    from loopx.errors import LoopxError
+    from loopx.errors import LoopxError, UsageError
     from loopx.ops import hooks, ledgers
 
+    actor: str | None = None
+    refused: str | None = None
     try:
-        actor: str | None = ledgers.actor(".", os.environ.get("LOOPX_ACTOR") or None)
+        actor = ledgers.actor(".", os.environ.get("LOOPX_ACTOR") or None, named="$LOOPX_ACTOR")
+    except UsageError as exc:  # an identity loopx refuses: said once one is needed
+        refused = str(exc)
     except (LoopxError, OSError):  # no identity yet: the hook says so if it needs one
-        actor = None
+        pass
     result = hooks.run(hooks.Hook("post-commit", ".", actor,
-                                  os.environ.get("LOOPX_STATE_REF") or None))
+                                  os.environ.get("LOOPX_STATE_REF") or None, no_actor=refused))
     for line in result.lines:
         sys.stderr.write(safe(f"loopx: {line}") + "\n")
     if result.failed:

@@ -169,7 +169,8 @@ _CONVENTIONS = """\
   `45m`, `2h30m`, `1d`; a bare number other than 0 is a usage error (is `45` minutes?), and
   so is one outside the bounds of the setting it fills, said in units (`--lease-ttl`: at least
   10s, not 0s; `--every` 1m to 366d; `--grace`, `--hold` at most 7d). `wait` and `watch` take `--timeout` and `--backoff` in seconds (`0.5`) or with a unit.
-- **JSON.** Every command takes `--format json` (or `--json`), before or after the command
+- **JSON.** Every command but `help` and `completion` (usage, a shell script: text only) takes
+  `--format json` (or `--json`), before or after the command
   name. Every `list` prints a JSON
   list of objects (`session list` included: the slots in use are in `session stats`); a
   write prints the event it recorded; `status` prints the documented status document

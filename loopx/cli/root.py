@@ -147,7 +147,9 @@ def cli(ctx: click.Context, cwd: str, actor: Optional[str], state_ref: Optional[
 
         gateway.DEBUG = True
     if ctx.obj is None:  # a caller may pass its own App (click's obj)
-        ctx.obj = App(cwd=cwd, actor=actor, state_ref=state_ref, debug=debug)
+        from_env = ctx.get_parameter_source("actor") == click.core.ParameterSource.ENVIRONMENT
+        ctx.obj = App(cwd=cwd, actor=actor, state_ref=state_ref, debug=debug,
+                      actor_from="$LOOPX_ACTOR" if from_env else "--actor")
         ctx.call_on_close(ctx.obj.close)  # (ours to close: a caller's App is the caller's)
         ctx.obj.now = _parse_now(now_text) if now_text else None
         if as_json or fmt == "json":

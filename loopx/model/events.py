@@ -22,6 +22,7 @@ from typing_extensions import TypeVar
 from loopx.errors import SchemaError
 from loopx.model import inert
 from loopx.model.ids import ULID_RE, EVENT_ID_RULE, EventId, is_dated
+from loopx.model.limits import PATTERN_MEANS
 from loopx.model.paths import file_path
 from loopx.model.payloads.base import (
     ACTOR_PATTERN, ID_PATTERN, MAX_CLOCK, OID_PATTERN, ONE_LINE, TS_PATTERN, Model,
@@ -339,8 +340,7 @@ class Event(Generic[P]):
 
 # What a pattern means, for messages a person can act on.
 _PATTERN_MEANS = {
-    ACTOR_PATTERN: "an identity like human:alice@example.com, agent:codex@devbox or role:NAME",
-    ID_PATTERN: "an id of letters, digits, '-' and '_' (at most 64)",
+    **PATTERN_MEANS,
     TS_PATTERN: "a UTC time like 2026-01-01T12:00:00Z",
     ULID_RE.pattern: "a ULID (26 characters, e.g. 01JD5Z3Q1T8E0000000000ABCD)",
     OID_PATTERN: "a full commit or tree id (40 or 64 hex digits)",

@@ -8,6 +8,7 @@ Plain values only (no pydantic): a warm read loads the declarations, and with th
 
 from __future__ import annotations
 
+from loopx.model.globs import GLOB_PATTERN
 from loopx.model.ids import ENTITY_ID_RE
 
 ACTOR_PATTERN = r"^[a-z][a-z0-9_-]{0,31}:\S{1,200}$"
@@ -29,6 +30,16 @@ MIN_EXIT, MAX_EXIT = -(2**31), 2**32 - 1  # signed POSIX statuses, unsigned Wind
 READBACK_PATTERN = r"^(http:https?://\S+|github:[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+(#[1-9][0-9]*)?|cmd:.+)$"
 LINK_PATTERN = r"^github:[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}#[1-9][0-9]{0,9}$"
 LINKS_MAX = 20  # links one goal or todo carries
+# What a pattern means, for messages a person can act on (the CLI's options and the events'
+# schema say the same words; loopx.model.events adds its own patterns').
+PATTERN_MEANS = {
+    ACTOR_PATTERN: "an identity like human:alice@example.com, agent:codex@devbox or role:NAME",
+    ID_PATTERN: "an id of letters, digits, '-' and '_' (at most 64)",
+    LABEL_PATTERN: "a label of letters, digits and . _ : / - (at most 64), e.g. area:cli",
+    LINK_PATTERN: "a GitHub issue or pull request like github:owner/repo#12",
+    READBACK_PATTERN: "a readback like http:https://..., github:owner/repo#12 or cmd:COMMAND",
+    GLOB_PATTERN: "a path glob like 'src/**' (one line, not empty)",
+}
 GRACE_MAX_S = 7 * 24 * 3600  # an effect's grace period and its owner's hold, at most
 LEASE_TTL_MIN_S, LEASE_TTL_MAX_S = 10, 30 * 86400  # the ledger's default lease length
 SESSION_IDLE_MIN_S = 60  # how long a session may await input before `session reap`, at least

@@ -12,17 +12,18 @@ from typing import IO, Any, Optional
 
 from loopx.errors import ArgumentError, NotFound, UsageError
 from loopx.model.limits import (
-    ACTOR_PATTERN, GRACE_MAX_S, LEASE_TTL_MAX_S, LEASE_TTL_MIN_S, LINK_PATTERN, MAX_EXIT,
-    MAX_SECONDS, MIN_EXIT, READBACK_PATTERN, SESSION_IDLE_MIN_S, SESSION_SLOTS_MAX, TEXT_MAX, WAKE_EVERY_MAX_S,
+    ACTOR_PATTERN, GRACE_MAX_S, LEASE_TTL_MAX_S, LEASE_TTL_MIN_S, LINK_PATTERN,
+    MAX_EXIT, MAX_SECONDS, MIN_EXIT, READBACK_PATTERN, SESSION_IDLE_MIN_S, SESSION_SLOTS_MAX, TEXT_MAX, WAKE_EVERY_MAX_S,
     WAKE_EVERY_MIN_S,
 )
+from loopx.model.globs import GLOB_PATTERN
 from loopx.model.paths import TRANSCRIPT_MAX_BYTES
 from loopx.ops import config, effects, evidence, quotas, review, sessions, wakes
 from loopx.ops.catalog_plan import ON_GOAL, ON_TODO
 from loopx.ops.declare import EVENT_ID, REFS_MAX, Call, Operation, Param, arg, opt, ref, text
 
 CRITERIA = ref("criterion", many=True, metavar="ID", help="Acceptance criterion it meets.")
-PATHS = opt("paths", many=True, metavar="GLOB", min_length=1, max_length=1_000,
+PATHS = opt("paths", many=True, metavar="GLOB", pattern=GLOB_PATTERN, max_length=1_000,
             max_items=REFS_MAX, help=(
                 "The paths it covers (repeatable, e.g. 'src/**'); changes elsewhere leave it "
                 "fresh. Default: its criterion's paths, else the whole tree."))
@@ -141,7 +142,9 @@ EVIDENCE_OPS = [
               "lines. Secrets (credential-like environment values, token shapes) are redacted "
               "before anything is written. A command that could not start (not found, not "
               "executable: exit 127 or 126, from a shell too) is no evidence: nothing is "
-              "recorded and run exits 1.", tool="evidence_run", run=_run, batch=False,
+              "recorded and run exits 1. What recording would refuse (an unknown todo or "
+              "criterion, an id already taken) is refused before CMD starts.",
+              tool="evidence_run", run=_run, batch=False,
               writes=True, shape=_ran, agent_note=(
                   "Answers {exit_code, duration_s, output_tail, event, error}; the output is "
                   "not streamed, only its tail and digest are kept. It runs with the server's "
@@ -363,6 +366,8 @@ def _checkpoint(c: Call) -> Any:
 
 def _session_show(c: Call) -> Any:
     v = c.values
+    if v.checkpoint is not None and not v.transcript:  # else shown as if it were not given
+        raise ArgumentError("--checkpoint N picks the transcript to print: give --transcript")
     if v.transcript:
         return sessions.transcript(c.ledger, v.session, v.checkpoint)
     return sessions.show(c.ledger, v.session, now=c.now)
@@ -484,6 +489,7 @@ def _config_set(c: Call) -> Any:
         roles = config.parse_roles(v.role)
     except UsageError as exc:
         raise ArgumentError(f"--role: {exc}") from None
+    config.check_roles(roles)
     try:
         ci_map = config.parse_ci_criteria(v.ci_criterion)
     except UsageError as exc:
@@ -541,10 +547,12 @@ SETTINGS_OPS = [
         opt("allowed_signers", "file", dest="signers_file", max_length=1_000_000, help=(
             "An ssh allowed_signers file whose keys may sign answers. (MCP: its text.)")),
         opt("evidence_ignore", many=True, dest="ignore", metavar="GLOB", max_items=REFS_MAX,
+            pattern=GLOB_PATTERN,
             help=("Paths whose changes leave evidence fresh unless it (or its criterion) names "
                   "its own paths, e.g. 'docs/**' (repeatable; replaces the list).")),
         opt("no_evidence_ignore", "bool", dest="no_ignore", help="Clear the evidence ignore list."),
         opt("evidence_scope", many=True, dest="scope", metavar="GLOB", max_items=REFS_MAX,
+            pattern=GLOB_PATTERN,
             help=("The repository's default evidence scope: the paths evidence is judged on "
                   "when neither it nor its criterion names its own, e.g. 'src/**' (repeatable; "
                   "replaces the list). Default: the whole tree.")),

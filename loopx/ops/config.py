@@ -16,6 +16,7 @@ from loopx.errors import UsageError
 from loopx.ledger.book import Ledger
 from loopx.ledger.draft import Draft
 from loopx.model import typed
+from loopx.model.limits import ACTOR_PATTERN, PATTERN_MEANS
 from loopx.projection import entities
 
 if TYPE_CHECKING:
@@ -127,10 +128,6 @@ def add_signer(txn: Txn, identity: str, key_text: str, *,
     and whether it is the first key (trusted on first use: nothing vouches for it). The
     first key also turns signing on for every authority act (``signed_answers: all``) unless
     a policy was set; later changes are themselves signed by a listed key."""
-    # Imported here: the payload patterns load pydantic, which `config show` and `help`
-    # (same CLI module) do not need.
-    from loopx.model.payloads.base import ACTOR_PATTERN
-
     if not re.fullmatch(ACTOR_PATTERN, identity):
         raise UsageError(f"{identity!r} is not an identity: give KIND:NAME, e.g. "
                          "human:alice@example.com")
@@ -198,6 +195,16 @@ def parse_roles(specs: Sequence[str]) -> dict[str, list[str]]:
             raise UsageError(f"{spec!r}: a role is NAME=ACTOR[,ACTOR]")
         roles[role] = [w.strip() for w in who.split(",") if w.strip()]
     return roles
+
+
+def check_roles(roles: Mapping[str, Sequence[str]]) -> None:
+    """A UsageError (one line) naming a role's member that is no identity: the event refused
+    it as ``data.roles.maintainer.0: 'alice' is not ...``, naming no option."""
+    for role, who in roles.items():
+        for one in who:
+            if not re.fullmatch(ACTOR_PATTERN, one):
+                raise UsageError(f"--role {role}={','.join(who)}: {one!r} is not "
+                                 f"{PATTERN_MEANS[ACTOR_PATTERN]}")
 
 
 def parse_signed_answers(text: str) -> Union[str, list[str]]:

@@ -8,7 +8,7 @@ import os
 import re
 import shlex
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -128,9 +128,20 @@ def run(ledger: Ledger, argv: Sequence[str], *, actor: str, kind: str = "test",
         held = held_by(ledger, actor, now=now)
         todo = held[0] if len(held) == 1 else None
     bound = binding(ledger)  # before the command runs: it may change the work tree
+    where = _relative(ledger.repo, cwd or Path.cwd())
+
+    def record(outcome: capture.RunOutcome, text: str) -> Callable[[Txn], Event[EvidenceRecorded]]:
+        return lambda txn: add(txn, kind, bound=bound, todo=todo, goal=goal, criteria=criteria,
+                               command=outcome.command, exit_code=outcome.exit_code,
+                               duration_s=outcome.duration_s, summary=text,
+                               digest=outcome.digest, output_tail=outcome.tail or None,
+                               paths=paths, cwd=where, id=id, event_id=event_id)
+
+    # Checked before the command runs: refused only after it, a typo would cost its whole run.
+    _rehearse(ledger, record(capture.RunOutcome(shlex.join(argv), 0, 0.0, "sha256:" + "0" * 64,
+                                                ""), "-"), actor=actor, now=now)
     environ = {**(os.environ if environ is None else environ), **(env or {})}
     passed = redact.secret_values(env or {}, every=True)
-    where = _relative(ledger.repo, cwd or Path.cwd())
     outcome = capture.run_command(list(argv), environ=environ, cwd=cwd,
                                   stdout=stdout or sys.stdout.buffer,
                                   stderr=stderr or sys.stderr.buffer, secrets=passed)
@@ -140,20 +151,30 @@ def run(ledger: Ledger, argv: Sequence[str], *, actor: str, kind: str = "test",
     text = (redact.Redactor({**redact.secret_values(environ), **passed}).text(summary)
             if summary else capture.run_summary(outcome))
 
-    def build(txn: Txn) -> Event[EvidenceRecorded]:
-        return add(txn, kind, bound=bound, todo=todo, goal=goal, criteria=criteria,
-                   command=outcome.command, exit_code=outcome.exit_code,
-                   duration_s=outcome.duration_s, summary=text, digest=outcome.digest,
-                   output_tail=outcome.tail or None, paths=paths, cwd=where, id=id,
-                   event_id=event_id)
-
     try:
-        event, _ = ledger.write(build, actor=actor, now=now)
+        event, _ = ledger.write(record(outcome, text), actor=actor, now=now)
     except LoopxError as exc:
         if not outcome.exit_code:
             raise
         return RunResult(outcome, None, exc)
     return RunResult(outcome, event)
+
+
+class _Rehearsed(Exception):
+    """Ends a rehearsal's transaction: the event passed every check and is not written."""
+
+
+def _rehearse(ledger: Ledger, build: Callable[[Txn], object], *, actor: str,
+              now: Optional[datetime]) -> None:
+    """Check the event ``build`` stages as a write would (its schema, the actor, an id already
+    taken, a criterion the goal does not have) and write nothing."""
+    def staged(txn: Txn) -> None:
+        build(txn)
+        raise _Rehearsed
+    try:
+        ledger.write(staged, actor=actor, now=now)
+    except _Rehearsed:
+        pass
 
 
 def _why_not_started(outcome: capture.RunOutcome) -> str:

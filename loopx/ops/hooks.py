@@ -56,6 +56,7 @@ class Hook:
     args: tuple[str, ...] = ()
     stdin: str = ""
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    no_actor: Optional[str] = None  # why ``actor`` is None (an identity refused), if known
 
     @property
     def ref(self) -> str:
@@ -64,7 +65,8 @@ class Hook:
     def who(self) -> str:
         """The actor, needed once there is something to record."""
         if not self.actor:
-            raise LoopxError("who is acting? set LOOPX_ACTOR or `git config user.email`")
+            raise LoopxError(self.no_actor or
+                             "who is acting? set LOOPX_ACTOR or `git config user.email`")
         return self.actor
 
 

@@ -11,7 +11,8 @@ from loopx.errors import (CheckedOut, LockTimeout, LoopxError, Quarantined, RefR
                           SyncError, UsageError)
 from loopx.ledger import layout, progress
 from loopx.ledger.book import Ledger
-from loopx.model import inert, limits
+from loopx.model import inert
+from loopx.model.limits import ACTOR_PATTERN
 from loopx.storage import gateway, settings
 from loopx.storage.store import STATE_REF
 
@@ -253,15 +254,23 @@ def init(ledger: Ledger, *, actor: str, name: Optional[str] = None,
     return ledger.init(actor=actor, name=name)
 
 
-def actor(cwd: Path | str, given: Optional[str] = None) -> str:
+def actor(cwd: Path | str, given: Optional[str] = None, *, named: str = "--actor") -> str:
     """Who is acting, the same for every interface: ``given`` (``--actor``, else
-    ``$LOOPX_ACTOR``, which the interface reads), else ``human:<git user.email>``."""
+    ``$LOOPX_ACTOR``, which the interface reads and names in ``named``), else
+    ``human:<git user.email>``. Checked here, where the one line can say where it came from
+    (refused by the event's schema, it read "new event: actor: ...")."""
     if given:
+        if not re.fullmatch(ACTOR_PATTERN, given):
+            raise UsageError(f"{named} {given!r} is not an identity: give KIND:NAME, e.g. "
+                             "agent:claude@laptop or human:alice@example.com")
         return given
     email = (settings.get(cwd, "user.email") or "").strip()
     if not email:
         raise LoopxError(
             "who is acting? pass --actor KIND:NAME, set LOOPX_ACTOR, or `git config user.email`")
+    if not re.fullmatch(ACTOR_PATTERN, f"human:{email}"):
+        raise UsageError(f"git config user.email {email!r} makes no identity (human:<email>, "
+                         "one word): set your email there, or pass --actor KIND:NAME")
     return f"human:{email}"
 
 
@@ -286,7 +295,7 @@ def within(principal: str, named: object) -> str:
     if named is None or named == principal:
         return principal
     if (isinstance(named, str) and named.startswith(principal + "/")
-            and named != principal + "/" and re.fullmatch(limits.ACTOR_PATTERN, named)):
+            and named != principal + "/" and re.fullmatch(ACTOR_PATTERN, named)):
         return named
     shown = named if isinstance(named, str) and named else repr(named)  # (not '' as nothing)
     raise UsageError(f"this server acts as {principal}; a call may name {principal} or a "

@@ -101,7 +101,10 @@ def configured(*, webhook: Optional[str] = None, desktop: Optional[bool] = None,
     """The channels to send through: ``webhook`` (a URL, default git's
     ``loopx.notify.webhook``) and ``desktop`` (default ``loopx.notify.desktop``); none is a
     UsageError that says how to name one (``flags``: --webhook and --desktop too)."""
+    named = "--webhook" if webhook else "git config loopx.notify.webhook"
     webhook = webhook or ledgers.git_setting(cwd, "loopx.notify.webhook")
+    if webhook and not channels.is_webhook(webhook):  # else recorded as a failed send
+        raise UsageError(f"{named} {channels.NOT_A_WEBHOOK}")
     if desktop is None:
         desktop = (ledgers.git_setting(cwd, "loopx.notify.desktop") or "").lower() in (
             "true", "yes", "on", "1")

@@ -42,6 +42,10 @@ def set_(txn: Txn, *, at: Optional[str] = None, after: Optional[int] = None,
     With ``every`` (seconds) the wake recurs: first due at ``at``/``after`` (default: ``every``
     from now), then ``every`` after each time it is acted on (:func:`ack`).
     """
+    if at is None and after is None and every is None and not (on_gate or on_ci or on_todo):
+        # (the event's own rule says "a time, a gate, CI or a todo", naming no option)
+        raise UsageError("say when to look again: --in DURATION, --at TIME, --every DURATION, "
+                         "--on-gate GATE, --on-ci REV or --on-todo TODO")
     when = at
     if after is not None:
         when = clock.format_ts(txn.now + timedelta(seconds=after))

@@ -403,6 +403,14 @@ def _criteria(ctx: _Ctx) -> Iterable[Action]:
             yield _action("close_goal", f"every criterion of goal {goal['id']} is met by fresh "
                           "evidence", f"git loopx goal close {goal['id']} --achieved",
                           goal=goal["id"])
+        elif not goal["acceptance"] and idle:
+            done = [t["id"] for t in ctx.todos.values()
+                    if t["goal"] == goal["id"] and t["state"] == "done"]
+            if done:  # else `next` said "nothing left to do" (exit 20), the goal left open
+                shown = ", ".join(done[:3]) + (", ..." if len(done) > 3 else "")
+                yield _action("close_goal", f"goal {goal['id']} has no criteria and its work "
+                              f"is done ({shown})", f"git loopx goal close {goal['id']} "
+                              "--achieved", goal=goal["id"])
 
 
 def _state(crit: dict[str, Any]) -> str:

@@ -23,13 +23,27 @@ class SendFailed(LoopxError):
 def webhook_target(url: str) -> str:
     """What the ledger records of a webhook: its host only (a Slack webhook's path is its
     secret)."""
-    return "webhook:" + (rest.split(url).hostname or "?")
+    return "webhook:" + ((rest.split(url).hostname if is_webhook(url) else None) or "?")
+
+
+NOT_A_WEBHOOK = ("is not an http(s) URL with a host, like https://hooks.slack.com/services/... "
+                 "(not shown: a webhook's path is its secret)")
+
+
+def is_webhook(url: str) -> bool:
+    """Whether ``url`` is one a webhook can be POSTed to: http(s) and a host. A message that
+    refuses one never quotes it: pasted without its scheme, all of it is the secret path."""
+    try:
+        parts = rest.split(url)
+        return parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:  # an unclosed [ in the host
+        return False
 
 
 def send_webhook(url: str, text: str, *, timeout: float = TIMEOUT_S) -> str:
     """POST ``{"text": text}`` to ``url``; the receipt names the answer's status."""
-    if rest.split(url).scheme not in ("http", "https"):
-        raise SendFailed(f"a webhook is an http(s) URL, not {url.split(':', 1)[0]!r}")
+    if not is_webhook(url):
+        raise SendFailed(f"the webhook {NOT_A_WEBHOOK}")
     try:
         answer = rest.request("POST", url, headers={}, timeout=timeout, body={"text": text})
     except rest.Trouble as exc:

@@ -161,14 +161,14 @@ def adopt(*, ledger: Ledger, remote: str = "origin") -> bool:
 
 def push_along(*, ledger: Ledger, remote: str) -> str:
     """Fast-forward ``remote``'s state branch to ours as code is pushed (pre-push); when the
-    remote has other state changes, sync once. Returns a line for the user ("" if nothing
-    moved)."""
-    ref = ledger.ref
+    remote has other state changes, sync once. A line for the user ("" if nothing moved)."""
+    ref, tip = ledger.ref, ledger.tip() or ""
     seen = ledger.store.tip(accepted_ref(ref, remote)) or ledger.store.tip(tracking_ref(ref, remote))
-    pushing.refuse_unsendable(ledger.store, remote, seen, ledger.tip())
+    pushing.refuse_unsendable(ledger.store, remote, seen, tip)
     proc = gateway.run(ledger.repo.cwd, "push", "--porcelain", "--no-verify", remote,
-                       f"{ref}:{ref}", check=False)
-    if proc.returncode == 0:
+                       f"{tip}:{ref}", check=False)
+    if proc.returncode == 0:  # the remote holds our tip: what sync next counts from, as its own
+        _accept(ledger.store, Report(remote=remote, ref=ref), tip, last=seen)
         return "" if b"[up to date]" in proc.stdout else f"pushed {ref} to {remote}"
     if b"[rejected]" not in proc.stdout:  # not a lost race: unreachable remote, no permission...
         raise SyncError(pushing.unreachable(ledger.store, remote, proc.stderr, "push"))

@@ -82,7 +82,19 @@ def _revs(ledger: Ledger, spec: Optional[str]) -> tuple[list[str], str]:
         raise NotFound(
             f"no such revision in {spec!r} (is the ledger initialised, the branch fetched?)"
         )
+    state_commit(ledger, tip, end)
     return ([tip, f"^{start}"] if sep and start else [tip]), tip
+
+
+def state_commit(ledger: Ledger, oid: str, name: str) -> str:
+    """``oid`` (given as ``name``) when it is a commit of a state branch, whose tree always
+    holds ``events/``; else a UsageError. A code commit (``HEAD~1..HEAD``, ``master``) was read
+    as a ledger of 0 events: its log had no events, a diff to it said every goal was gone."""
+    if oid != ledger.tip() and "events" not in ledger.store.read_tree(f"{oid}^{{tree}}"):
+        raise UsageError(f"{name} is not a commit of a loopx state branch (its tree has no "
+                         f"events/): name one like loopx/state, loopx/state~1 or "
+                         "origin/loopx/state")
+    return oid
 
 
 def _event_row(
@@ -215,6 +227,8 @@ def diff(ledger: Ledger, spec: str, *, now: datetime) -> Diff:
     a, b = ledger.store.resolve(start), ledger.store.resolve(end or ledger.tip() or ledger.ref)
     if a is None or b is None:
         raise NotFound(f"no such revision in {spec!r}")
+    state_commit(ledger, a, start)
+    state_commit(ledger, b, end or "the state ref")
     return compare(ledger, a, b, now=now)[0]
 
 

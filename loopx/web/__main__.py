@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import importlib.util
 import os
+import socket
 import sys
 from typing import TYPE_CHECKING, Optional
 
@@ -46,12 +48,18 @@ def main(argv: Optional[list[str]] = None) -> int:
     except LoopxError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    try:
+        sock = _listen(args.port)
+    except OSError as exc:
+        worker.call(ledger.close)
+        print(f"error: {_refused(args.port, exc)}", file=sys.stderr)
+        return 1
     config = server.Config(ledger, args.actor, worker, server.new_token(), os.getcwd())
     web = uvicorn.Server(uvicorn.Config(
         server.build(config), host=HOST, port=args.port, log_level="warning",
         access_log=False, timeout_graceful_shutdown=1, lifespan="off"))
     try:
-        asyncio.run(_serve(web, config.token))
+        asyncio.run(_serve(web, config.token, sock))
     except KeyboardInterrupt:
         pass
     finally:
@@ -59,8 +67,29 @@ def main(argv: Optional[list[str]] = None) -> int:
     return 0
 
 
-async def _serve(web: uvicorn.Server, token: str) -> None:
-    task = asyncio.create_task(web.serve())
+def _listen(port: int) -> socket.socket:
+    """The page's socket, bound here (as uvicorn would bind it) so that a port already in use
+    is one line, not uvicorn's traceback of its own start-up failure (exit 3)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((HOST, port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def _refused(port: int, exc: OSError) -> str:
+    why = exc.strerror or str(exc)
+    if exc.errno == errno.EADDRINUSE:
+        return (f"port {port} on {HOST} is in use ({why}): give another --port, or none for "
+                "a free one")
+    return f"cannot listen on {HOST}:{port} ({why})"
+
+
+async def _serve(web: uvicorn.Server, token: str, sock: socket.socket) -> None:
+    task = asyncio.create_task(web.serve(sockets=[sock]))
     while not web.started and not task.done():
         await asyncio.sleep(0.05)
     if web.started:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import invoke
+from conftest import git, invoke, run_loopx
 from loopx.model import codec
 
 BAD_IDS = [
@@ -124,3 +124,60 @@ def test_the_cli_refuses_a_title_with_a_line_break_in_one_line_and_writes_nothin
     assert question.code == 1 and "U+202E" in question.err
     note = invoke(repo, "note", "add", "## a note\n- [ ] may have lines")
     assert note.code == 0, note.err
+
+
+@pytest.mark.parametrize(("args", "env", "says"), [
+    (["--actor", "bob"], {}, "error: --actor 'bob' is not an identity: give KIND:NAME"),
+    ([], {"LOOPX_ACTOR": "bob"}, "error: $LOOPX_ACTOR 'bob' is not an identity: give KIND:NAME"),
+    (["--actor", "human:a b"], {}, "error: --actor 'human:a b' is not an identity"),
+    ([], {"LOOPX_ACTOR": "", "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "user.email",
+          "GIT_CONFIG_VALUE_0": "Alice Smith"},
+     "error: git config user.email 'Alice Smith' makes no identity (human:<email>, one word)"),
+])
+def test_an_identity_loopx_refuses_is_named_where_it_came_from(
+        ledger: object, repo: Path, args: list[str], env: dict[str, str], says: str) -> None:
+    """`--actor bob`, `LOOPX_ACTOR=bob` and a user.email with a space all said "new event:
+    actor: 'bob' is not an identity ...", naming neither the option nor the variable."""
+    before = git(repo, "rev-parse", "refs/heads/loopx/state")
+    for fmt in ([], ["--json"]):
+        result = run_loopx(repo, *args, *fmt, "note", "add", "hello", actor=None, env=env)
+        assert result.code == 1, result.err
+        if fmt:
+            assert says.removeprefix("error: ") in result.json()["error"]["message"]  # type: ignore[index]
+        else:
+            assert result.err.startswith(says) and len(result.err.splitlines()) == 1, result.err
+    assert git(repo, "rev-parse", "refs/heads/loopx/state") == before
+
+
+IDENTITY = "is not an identity like human:alice@example.com, agent:codex@devbox or role:NAME"
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["gate", "open", "g", "Q?", "--authority", "alice"], f"--authority 'alice' {IDENTITY}"),
+    (["todo", "assign", "t", "alice"], f"WHO 'alice' {IDENTITY}"),
+    (["todo", "handoff", "t", "--to", "alice"], f"--to 'alice' {IDENTITY}"),
+    (["todo", "list", "--claimed-by", "bob"], f"--claimed-by 'bob' {IDENTITY}"),
+    (["config", "set", "--role", "maintainer=alice"], f"--role maintainer=alice: 'alice' {IDENTITY}"),
+    (["todo", "add", "g", "X", "--link", "issue-12"],
+     "--link 'issue-12' is not a GitHub issue or pull request like github:owner/repo#12"),
+    (["todo", "label", "t", "--add", "a label"], "--add 'a label' is not a label of letters"),
+    (["goal", "add", "G2", "--id", "Bad Id"], "--id 'Bad Id' is not an id of letters"),
+    (["run", "--id", "Bad Id", "--", "touch", "ran"], "--id 'Bad Id' is not an id of letters"),
+    (["config", "set", "--evidence-scope", ""], "--evidence-scope '' is not a path glob"),
+    (["config", "set", "--evidence-ignore", ""], "--evidence-ignore '' is not a path glob"),
+    (["run", "--paths", "", "--", "touch", "ran"], "--paths '' is not a path glob"),
+])
+def test_a_value_the_event_would_refuse_is_refused_naming_the_option(
+        ledger: object, repo: Path, args: list[str], says: str) -> None:
+    """The CLI's options refuse what the event would (loopx.model.limits): the event's schema
+    said it instead, naming its own field ("new event: gate.opened: data.authority.0: ..."),
+    a link or a glob by the raw regex."""
+    for setup in (["goal", "add", "G", "--id", "g"], ["todo", "add", "g", "T", "--id", "t"],
+                  ["todo", "claim", "t"]):
+        assert invoke(repo, *setup).code == 0
+    before = git(repo, "rev-parse", "refs/heads/loopx/state")
+    result = run_loopx(repo, *args)
+    assert (result.code, result.out) == (1, ""), result.err
+    assert result.err.startswith(f"error: {says}") and result.err.count("\n") == 1, result.err
+    assert not (repo / "ran").exists()
+    assert git(repo, "rev-parse", "refs/heads/loopx/state") == before

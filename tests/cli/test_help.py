@@ -111,3 +111,31 @@ def test_help_install_viewer_global_covers_repositories_without_loopx(tmp_path: 
                            text=True)
     assert after.returncode == 0 and "Usage: git loopx" in after.stdout
     assert "set already" in run_loopx(plain, "help", "--install-viewer", "global").out
+
+
+def test_the_docs_name_every_command_that_takes_no_json() -> None:
+    """The README and docs/cli.md said every command takes --format json; `help` and
+    `completion` (usage, a shell script) do not."""
+    import click
+
+    from loopx.cli.root import cli
+
+    def leaves(group: click.Group, ctx: click.Context, path: str) -> list[tuple[str, click.Command]]:
+        found = []
+        for name in group.list_commands(ctx):
+            command = group.get_command(ctx, name)
+            if command is None or command.hidden:
+                continue
+            found += (leaves(command, ctx, f"{path}{name} ") if isinstance(command, click.Group)
+                      else [(f"{path}{name}", command)])
+        return found
+
+    ctx = click.Context(cli)
+    without = {name for name, command in leaves(cli, ctx, "")
+               if not any("--json" in p.opts for p in command.params)}
+    assert without == {"help", "completion"}
+    root = Path(__file__).resolve().parents[2]
+    for doc in ("README.md", "docs/cli.md"):
+        text = " ".join((root / doc).read_text().split())
+        assert "Every command takes" not in text
+        assert "Every command but `help` and `completion`" in text, doc

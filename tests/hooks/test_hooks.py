@@ -310,6 +310,20 @@ def test_pushing_code_carries_the_state_branch_along(work: Path, remote: Path) -
     assert "pushed refs/heads/loopx/state to origin" in proc.stderr
 
 
+def test_a_sync_after_the_state_went_along_finds_nothing_moved(work: Path, remote: Path) -> None:
+    """The hook's push did not move what sync last accepted from origin, so the next sync
+    pushed again and said "already in step with origin" beside "origin's OLD -> NEW"."""
+    assert run_loopx(work, "sync").code == 0
+    assert run_loopx(work, "note", "add", "after the sync").code == 0
+    tip = git(work, "rev-parse", "refs/heads/loopx/state")
+    git(work, "push", "-q", "origin", "main")  # the state goes along
+    assert git(remote, "rev-parse", "refs/heads/loopx/state") == tip
+    report = run_loopx(work, "sync", "--json").json()
+    assert (report["remote_before"], report["remote_after"]) == (tip, tip), report
+    assert report["sent"] == 0 and report["received"] == 0
+    assert git(work, "rev-parse", "refs/loopx/accepted/origin/loopx/state") == tip
+
+
 def test_push_state_false_keeps_the_state_branch_home(work: Path, remote: Path) -> None:
     git(work, "config", "loopx.pushState", "false")
     git(work, "push", "-q", "origin", "main")

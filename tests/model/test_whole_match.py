@@ -38,7 +38,7 @@ def test_a_label_ending_in_a_line_break_is_refused(repo: Path) -> None:
     for args in (("init",), ("goal", "add", "G", "--id", "g1")):
         assert invoke(repo, *args).code == 0
     result = invoke(repo, "todo", "add", "g1", "T", "--label", "ready\n")
-    assert result.code == 1 and "label" in result.err and "unexpected" not in result.err
+    assert result.code == 1 and "--label" in result.err and "unexpected" not in result.err
     assert invoke(repo, "todo", "add", "g1", "T", "--label", "ready").code == 0
 
 

@@ -351,3 +351,23 @@ def test_judging_a_dirty_work_tree_adds_nothing_to_the_repository(project: Path)
     tree = json.loads(run.out.split("\n", 1)[1])["data"]["tree"]
     assert git(project, "cat-file", "-t", tree) == "tree"  # evidence keeps what it ran on
     assert criterion(project)["freshness"] == "fresh"
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--todo", "t1", "--criterion", "a7"], "goal g1 has no criterion a7"),
+    (["--todo", "t1", "--id", "e-taken"], "evidence e-taken already exists"),
+    (["--criterion", "a1"], "evidence for criteria must name its goal or todo"),
+])
+def test_run_refuses_what_it_could_not_record_before_the_command_runs(
+        project: Path, args: list[str], says: str) -> None:
+    """A typo in `--criterion` (or an id already taken) was found only once the command had
+    run to its end (a test suite's whole length), then nothing was recorded."""
+    ok(project, "evidence", "add", "--kind", "note", "--goal", "g1", "--id", "e-taken")
+    before = git(project, "rev-parse", "refs/heads/loopx/state")
+    refused = run_loopx(project, "run", *args, "--", "touch", "ran")
+    assert (refused.code, refused.out) == (1, "")
+    assert says in refused.err and len(refused.err.splitlines()) == 1, refused.err
+    assert not (project / "ran").exists()  # the command never started
+    assert git(project, "rev-parse", "refs/heads/loopx/state") == before
+    bad_actor = run_loopx(project, "run", "--todo", "t1", "--", "touch", "ran", actor="bob")
+    assert bad_actor.code == 1 and not (project / "ran").exists(), bad_actor.err

@@ -105,6 +105,30 @@ def test_without_a_channel_notify_says_how_to_name_one(repo: Path) -> None:
     assert result.code == 1 and result.err.count("\n") == 1 and "--webhook" in result.err
 
 
+@pytest.mark.parametrize("url", ["hooks.slack.com/services/T0/B0/secretpath",  # no scheme
+                                 "ftp://hooks.example/secretpath", "https:///secretpath",
+                                 "http://[hooks/secretpath"])
+@pytest.mark.parametrize("given", ["flag", "config"])
+def test_a_webhook_that_is_no_url_is_refused_unquoted_and_nothing_recorded(
+        repo: Path, url: str, given: str) -> None:
+    """Pasted without its https://, the whole webhook (its secret path) was the 'scheme' the
+    failed send quoted, and that failure went into the ledger as an effect, pushed with it."""
+    _plan(repo)
+    if given == "config":
+        git(repo, "config", "loopx.notify.webhook", url)
+    before = git(repo, "rev-parse", "refs/heads/loopx/state")
+    for args in (["notify"], ["watch", "--notify", "--timeout", "0", "--", "true"]):
+        if args[0] == "watch" and given == "flag":
+            continue  # watch --notify reads git config only
+        result = invoke(repo, *args, *(["--webhook", url] if given == "flag" else []))
+        named = "--webhook" if given == "flag" else "git config loopx.notify.webhook"
+        assert result.code == 1 and result.err.count("\n") == 1, result.err
+        assert result.err.startswith(f"error: {named} is not an http(s) URL with a host")
+        assert "secretpath" not in result.err + result.out
+    assert git(repo, "rev-parse", "refs/heads/loopx/state") == before
+    assert _effects(repo) == []
+
+
 def test_a_session_awaiting_your_instruction_is_a_nudge_per_response(repo: Path,
                                                                     hook: Hook) -> None:
     _plan(repo)

@@ -601,3 +601,19 @@ def test_a_one_shot_session_closes_as_done_with_its_result(repo_with_goal: Path)
     open_session(repo_with_goal, "kept")
     ok(repo_with_goal, "session", "respond", "kept", "Feb")
     assert ok(repo_with_goal, "session", "show", "kept")["state"] == "awaiting_input"
+
+
+def test_a_checkpoint_number_without_transcript_is_refused(repo_with_goal: Path,
+                                                          tmp_path: Path) -> None:
+    """`session show S --checkpoint 5` (no such checkpoint, and no --transcript) showed the
+    session as if --checkpoint had not been given."""
+    open_session(repo_with_goal)
+    result = invoke(repo_with_goal, "session", "show", "s-1", "--checkpoint", "5", actor=OWNER)
+    assert result.code == 2 and result.err.strip().splitlines()[-1] == (
+        "Error: --checkpoint N picks the transcript to print: give --transcript")
+    (tmp_path / "t.txt").write_text("one")
+    ok(repo_with_goal, "session", "checkpoint", "s-1", "--transcript", str(tmp_path / "t.txt"),
+       "--summary", "s")
+    missing = invoke(repo_with_goal, "session", "show", "s-1", "--transcript", "--checkpoint",
+                     "5", actor=OWNER)
+    assert missing.code == 1 and "has checkpoints 1..1" in missing.err

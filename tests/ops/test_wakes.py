@@ -105,3 +105,16 @@ def test_cli_wake_every_and_ack(repo: Path) -> None:
     bad = invoke(repo, "wake", "set", "--every", "10s")
     # the option's bounds, the event field's, said in the units it was given (a usage error)
     assert bad.code == 2 and "Invalid value for '--every': at least 1m, not 10s" in bad.err
+
+
+def test_a_wake_with_no_condition_names_the_options(repo: Path) -> None:
+    """`wake set` alone said "a wake needs a time, a gate, CI or a todo to wait for", naming
+    none of the options that give one."""
+    assert invoke(repo, "init").code == 0
+    before = git(repo, "rev-parse", "refs/heads/loopx/state")
+    for extra in ([], ["--reason", "look again"]):
+        result = invoke(repo, "wake", "set", *extra)
+        assert result.code == 1 and result.err == (
+            "error: say when to look again: --in DURATION, --at TIME, --every DURATION, "
+            "--on-gate GATE, --on-ci REV or --on-todo TODO\n"), result.err
+    assert git(repo, "rev-parse", "refs/heads/loopx/state") == before

@@ -55,6 +55,14 @@ EVIDENCE = [{"id": "e-1", "kind": "test", "command": "pytest -q"}]
 
 CASES: list[tuple[str, dict[str, Any], dict[str, Any], str, list[str]]] = [
     ("nothing at all", snap(goals=[]), {}, ME, []),
+    # Its work done and no criterion to judge it by: `next` said "nothing left to do" (exit 20)
+    # while the goal stayed open (the README's `goal add "Ship 1.0"` has no --accept).
+    ("a goal with no criteria whose work is done is to close",
+     snap(todos=[todo("t-1", state="done", ready=False)]), {}, ME, ["close_goal"]),
+    ("one whose work is open is not", snap(todos=[todo("t-1", state="done", ready=False),
+                                                  todo("t-2", ready=False, holder="agent:x",
+                                                       until="2026-01-01T13:00:00Z")]),
+     {}, ME, ["wait_lease"]),
     ("a frontier todo is work", snap(todos=[todo("t-1")]), {}, ME, ["work"]),
     ("frontier in ledger order", snap(todos=[todo("t-2"), todo("t-1")]), {}, ME, ["work", "work"]),
     ("a damaged file comes first", snap(todos=[todo("t-1")], problems=[

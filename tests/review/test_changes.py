@@ -213,3 +213,18 @@ def test_log_oneline_has_one_line_per_event(repo: Path, story: list[str]) -> Non
 
 def test_diff_without_a_range_shows_the_last_state_commit(repo: Path, story: list[str]) -> None:
     assert invoke(repo, "diff").out == invoke(repo, "diff", "loopx/state~1..loopx/state").out
+
+
+@pytest.mark.parametrize("args", [["diff", "HEAD~1..HEAD"], ["diff", "HEAD"],
+                                  ["diff", "loopx/state..HEAD"], ["log", "HEAD"],
+                                  ["log", "loopx/state..HEAD", "-n", "2"]])
+def test_a_code_commit_is_not_read_as_a_ledger(repo: Path, story: list[str],
+                                               args: list[str]) -> None:
+    """HEAD is the code: read as a state commit it was a ledger of 0 events (a diff to it
+    said every goal was gone, its log named commits and no events), exit 0."""
+    run(repo, "commit", "-q", "--allow-empty", "-m", "more code")
+    result = invoke(repo, *args)
+    assert result.code == 1 and result.out == "", result.out
+    assert result.err == ("error: HEAD is not a commit of a loopx state branch (its tree has no "
+                          "events/): name one like loopx/state, loopx/state~1 or "
+                          "origin/loopx/state\n") or result.err.startswith("error: HEAD~1 is not")

@@ -108,6 +108,19 @@ def test_web_without_a_ledger_says_so(repo: Path) -> None:
     assert result.err.count("\n") == 1 and "git loopx init" in result.err
 
 
+def test_a_port_in_use_is_one_line(repo: Path) -> None:
+    """A second page on the first one's port: uvicorn's start-up failure was a traceback of
+    its own SystemExit, exit 3."""
+    plan(repo)
+    with serve(repo) as first:
+        port = first.base.rsplit(":", 1)[1].rstrip("/")
+        second = run_loopx(repo, "web", "--port", port, actor="human:test@example.com")
+        assert second.code == 1 and second.out == "", second.err
+        assert second.err == (f"error: port {port} on 127.0.0.1 is in use (Address already in "
+                              "use): give another --port, or none for a free one\n")
+        assert first.get("/")[0] == 200  # the first page still serves
+
+
 def test_no_other_command_loads_the_web_stack(repo: Path) -> None:
     plan(repo)
     argv = [sys.executable, "-X", "importtime", "-m", "loopx", "--help"]  # loads every command
