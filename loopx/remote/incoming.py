@@ -387,11 +387,11 @@ def _check_once(ours: TreeDirs, added: list[Entry], verdict: Verdict) -> None:
     once; a copy beside it doubled a spend, a note count, an answer."""
     named: dict[str, str] = {}
     for entry in added:
-        match = PATH_RE.match(entry.path)
+        match = PATH_RE.fullmatch(entry.path)
         if match is not None:
             named.setdefault(match.group(4), entry.path)
     for entry in added:
-        match = PATH_RE.match(entry.path)
+        match = PATH_RE.fullmatch(entry.path)
         if match is None:
             continue
         event_id = match.group(4)

@@ -64,7 +64,6 @@ _REFUSED = re.compile(r"No space left|Disk quota|File too large|Read-only file s
                       r"Permission denied|Operation not permitted")
 
 
-
 class Entry(NamedTuple):
     """One file of a tree listing (a tuple: a ledger's listing builds a hundred thousand)."""
 
@@ -403,6 +402,7 @@ class Store:
             if _REFUSED.search(stderr) or proc.returncode < 0:
                 return proc  # the machine refused the write (no room, no permission): say so
             if self._journal and _MISSING_OBJECT.search(stderr):
+                self._await_gc(self._running_gc())  # (or it prunes what we rewrite again)
                 if not self._rewrite_missing(self._journal):
                     return proc
             elif not _GC_RACE.search(stderr):
@@ -440,10 +440,15 @@ class Store:
         the running gc in gc.pid, written when it starts and removed when it ends.
         """
         first = self._running_gc()
-        if first is None or first[1] > cas or not self._prunes_everything(first[2]):
+        self._await_gc(first if first is not None and first[1] <= cas else None)
+
+    def _await_gc(self, running: tuple[int, float, int | None] | None) -> None:
+        """Wait for the ``running`` gc (:meth:`_running_gc`) to end, at most GC_WAIT_S, if
+        it prunes unreachable objects whatever their age."""
+        if running is None or not self._prunes_everything(running[2]):
             return
         deadline = time.monotonic() + self.max_wait(GC_WAIT_S)
-        while time.monotonic() < deadline and self._running_gc() == first:
+        while time.monotonic() < deadline and self._running_gc() == running:
             time.sleep(0.02)
 
     def _running_gc(self) -> tuple[int, float, int | None] | None:
