@@ -98,6 +98,8 @@ COVERED_ELSEWHERE = {
     "web/page.py": "tests/web/test_server_http.py, tests/web/test_browser.py (the page served)",
     "model/paths.py": "tests/ledger/test_layout.py, tests/remote/test_incoming_paths.py "
                       "(event paths)",
+    "model/yamlevents.py": "tests/model/test_codec.py (every document the slow way; what a "
+                           "parse leaves for the cycle collector), tests/model/test_codec_fast.py",
     "model/plain.py": "tests/review/test_changes.py (`log` on a warm cache), "
                       "tests/cli/test_startup.py (without pydantic)",
     "model/limits.py": "tests/ops/test_declare.py (the bounds declarations and event models "

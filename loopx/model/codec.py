@@ -14,13 +14,13 @@ bytes. Our own loader reads it back exactly; ``tests/test_codec.py`` checks that
 from __future__ import annotations
 
 import functools
-import io
 import json
 import math
 import re
 from typing import Any, Callable, Optional
 
 from loopx.errors import CodecError
+from loopx.model.yamlevents import events
 
 MAX_BYTES = 256 * 1024
 MAX_DEPTH = 32
@@ -49,20 +49,6 @@ _YAML11_WORDS = frozenset({"y", "n", "yes", "no", "on", "off"})
 # with a letter, "_" or "/", and every int and float starts with a sign, a digit or ".".
 _CORE_WORDS = frozenset({"null", "Null", "NULL", "true", "True", "TRUE", "false", "False",
                          "FALSE"})
-
-_yaml: Any = None
-
-
-def _parser() -> Any:
-    global _yaml
-    if _yaml is None:
-        from ruamel.yaml import YAML
-
-        try:
-            _yaml = YAML(typ="safe", pure=False)  # C parser when ruamel.yaml.clib is present
-        except Exception:  # pragma: no cover - clib missing or broken
-            _yaml = YAML(typ="safe", pure=True)
-    return _yaml
 
 
 @functools.lru_cache(maxsize=8192)  # keys, types, actors and ids repeat across event files
@@ -105,7 +91,7 @@ def load(data: bytes, name: str = "<input>") -> Value:
     if fast is not _NO_KEY:
         return fast
     try:
-        return _Builder(name).build(_parser().parse(io.StringIO(text)))
+        return _Builder(name).build(events(text))
     except CodecError:
         raise
     except RecursionError:

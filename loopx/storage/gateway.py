@@ -494,13 +494,16 @@ class ObjectReader:
         unique = list(dict.fromkeys(names))  # each object once
         answer.seek(0)
         answer.truncate()
+        cap = self.BULK_BYTES + self.HEADER_BYTES * len(unique)
         try:
             proc = run(self._cwd, *self.DELTA_CACHE, "cat-file", "--batch",
                        input="\n".join([*unique, ""]).encode(), stdout=answer, check=False,
-                       file_limit=self.BULK_BYTES + self.HEADER_BYTES * len(unique))
+                       file_limit=cap)
         except OSError:  # (prlimit refused)
             return None
-        if proc.returncode != 0:
+        # Over the cap though git succeeded: a git the kernel does not hold (a wrapper that
+        # hands the work to another process tree, as flatpak-spawn --host): never read in.
+        if proc.returncode != 0 or answer.seek(0, os.SEEK_END) > cap:
             return None
         answer.seek(0)
         found = batches.parse_answers(answer.read(), unique, kind, max_size)

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import io
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import strategies
-from loopx.model import codec
+from loopx.model import codec, yamlevents
 from loopx.model.events import EVENT_TYPES, parse_event
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-(2**63 - 1), 2**63 - 1), st.text(max_size=30),
@@ -20,7 +19,7 @@ values = st.recursive(scalars, lambda inner: st.one_of(
 
 
 def _full(data: bytes) -> object:
-    return codec._Builder("t").build(codec._parser().parse(io.StringIO(data.decode())))
+    return codec._Builder("t").build(yamlevents.events(data.decode()))
 
 
 @settings(max_examples=100, deadline=None)
@@ -318,7 +317,7 @@ def test_a_canonical_document_over_the_node_limit_is_refused_as_the_full_loader_
 def test_the_line_steps_count_nodes_as_the_full_loader_does(doc: dict[str, object]) -> None:
     data = codec.dump(doc)
     builder = codec._Builder("t")
-    builder.build(codec._parser().parse(io.StringIO(data.decode())))
+    builder.build(yamlevents.events(data.decode()))
     lines = [codec._line(line) for line in data.decode()[:-1].split("\n")]
     room = codec.MAX_NODES - (builder.nodes - 2)  # nodes before the lines that just fit
     assert not codec._over_nodes(lines, room) and codec._over_nodes(lines, room + 1)

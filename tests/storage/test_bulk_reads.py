@@ -151,6 +151,33 @@ def test_an_answer_over_the_cap_is_cut_by_the_kernel_and_read_the_checked_way(
         assert objects.read_bulk([huge]) == [b"\0" * (8 << 20)]
 
 
+@pytest.mark.skipif(not gateway.CAN_LIMIT, reason="no prlimit(2) here")
+def test_an_answer_over_the_cap_from_a_git_the_kernel_does_not_hold_is_never_read_in(
+        repo: Path, spawned: list[tuple[str, ...]], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A git that runs where the cap does not reach (a wrapper handing the work to another
+    process tree) answers whole and exits 0: its answer, past the cap, was read into memory
+    (a hostile 1 GiB event file: 1.07 GB). It is read again the checked way instead."""
+    import resource
+
+    monkeypatch.setattr(ObjectReader, "BULK_MIN", 0)
+    monkeypatch.setattr(ObjectReader, "BULK_BYTES", 4096)
+    monkeypatch.setattr(resource, "prlimit", lambda *args: None)  # the kernel holds nothing
+    huge = _blob(repo, b"\0" * (8 << 20))
+    small = _blob(repo, b"small\n")
+    read: list[int] = []
+    real = batches.parse_answers
+    monkeypatch.setattr(batches, "parse_answers",
+                        lambda data, *rest: read.append(len(data)) or real(data, *rest))
+    with ObjectReader(repo) as objects, tempfile.TemporaryFile() as answer:
+        assert objects._bulk_at_once([small, huge], "blob", 1 << 20, answer) is None
+        assert answer.seek(0, 2) > 8 << 20  # git wrote it all: nothing stopped it
+        spawned.clear()
+        assert objects.read_bulk([small, huge], max_size=1 << 20) == [
+            b"small\n", Oversize("blob", 8 << 20, huge)]
+    assert read == []  # never parsed, so never read
+    assert [a[-1] for a in spawned] == ["--batch", "--batch-check", "--batch"]
+
+
 def test_a_missing_object_is_one_error_line_naming_it(repo: Path, reader: ObjectReader,
                                                       scratch: Path) -> None:
     here = _blob(repo, b"here\n")
