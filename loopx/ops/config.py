@@ -129,8 +129,7 @@ def add_signer(txn: Txn, identity: str, key_text: str, *,
     first key also turns signing on for every authority act (``signed_answers: all``) unless
     a policy was set; later changes are themselves signed by a listed key."""
     if not re.fullmatch(ACTOR_PATTERN, identity):
-        raise UsageError(f"{identity!r} is not an identity: give KIND:NAME, e.g. "
-                         "human:alice@example.com")
+        raise UsageError(f"{identity!r} is not {PATTERN_MEANS[ACTOR_PATTERN]}")
     key = public_key(key_text)
     listed = signers(txn.fold.config.get("allowed_signers"))
     if any(s.identity == identity and s.key == key for s in listed):

@@ -385,23 +385,19 @@ def _check_once(ours: TreeDirs, added: list[Entry], verdict: Verdict) -> None:
     """Refuse a second file of one event id: the same event at the fan-out path and at the
     one before it (both layouts are read), or under another type. Replay counts each id
     once; a copy beside it doubled a spend, a note count, an answer."""
+    events = [(entry.path, match.group(4)) for entry in added
+              if (match := PATH_RE.fullmatch(entry.path)) is not None]
     named: dict[str, str] = {}
-    for entry in added:
-        match = PATH_RE.fullmatch(entry.path)
-        if match is not None:
-            named.setdefault(match.group(4), entry.path)
-    for entry in added:
-        match = PATH_RE.fullmatch(entry.path)
-        if match is None:
-            continue
-        event_id = match.group(4)
+    for path, event_id in events:
+        named.setdefault(event_id, path)
+    for path, event_id in events:
         others = [f"{directory}/{name}" for directory in event_dirs(event_id)
                   for name in ours.entries(directory) if name.startswith(event_id + ".")]
-        if named[event_id] != entry.path:
+        if named[event_id] != path:
             others.append(named[event_id])
-        others = [other for other in others if other != entry.path]
+        others = [other for other in others if other != path]
         if others:
-            verdict.findings.append(Finding(entry.path, (
+            verdict.findings.append(Finding(path, (
                 f"event {event_id} is also {others[0]}: an event is one file"), "duplicate"))
 
 
