@@ -12,7 +12,7 @@ from loopx.errors import (CheckedOut, LockTimeout, LoopxError, Quarantined, RefR
 from loopx.ledger import layout, progress
 from loopx.ledger.book import Ledger
 from loopx.model import inert
-from loopx.model.limits import ACTOR_PATTERN, PATTERN_MEANS
+from loopx.model.limits import ACTOR_PATTERN
 from loopx.storage import gateway, settings
 from loopx.storage.store import STATE_REF
 
@@ -261,7 +261,8 @@ def actor(cwd: Path | str, given: Optional[str] = None, *, named: str = "--actor
     (refused by the event's schema, it read "new event: actor: ...")."""
     if given:
         if not re.fullmatch(ACTOR_PATTERN, given):
-            raise UsageError(f"{named} {given!r} is not {PATTERN_MEANS[ACTOR_PATTERN]}")
+            raise UsageError(f"{named} {given!r} is not an identity: give KIND:NAME, e.g. "
+                             "agent:claude@laptop or human:alice@example.com")
         return given
     email = (settings.get(cwd, "user.email") or "").strip()
     if not email:
