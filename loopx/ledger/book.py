@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 MAX_RACE_RETRIES = 5
+OWN_KEPT = 256  # the commits a Ledger remembers writing (Ledger.moved_by_others)
 # How many writes this process has published (moved a ref for): a command that wrote is never
 # run a second time (see loopx.cli.root.main, on a cache that failed a read).
 published = 0
@@ -71,6 +72,9 @@ class Ledger:
         # How many times this ledger folded every event of a tip (a cache rebuilt from the
         # events, not from a checkpoint or the rows of an earlier tip).
         self.replays = 0
+        # The commits this object wrote, each with its parent (the latest OWN_KEPT): what a
+        # watcher tells its own moves of the ref by (:meth:`moved_by_others`).
+        self._own: dict[str, Optional[str]] = {}
         # This clone's clock (the CLI sets it to --now): when it first saw each timed event.
         self.time: Callable[[], datetime] = clock.now
         self._first_seen_path = seen.path_for(self._live_path)
@@ -121,6 +125,13 @@ class Ledger:
             tip = self.store.tip(STATE_REF)
         self._seen = self._seen or tip is not None
         return tip
+
+    def moved_by_others(self, since: Optional[str], tip: Optional[str]) -> bool:
+        """Whether ``tip`` holds a commit ``since`` lacks that this object did not write:
+        the ref moved for a reason other than its own writes."""
+        while tip != since and tip in self._own:
+            tip = self._own[tip]
+        return tip != since
 
     def exists(self) -> bool:
         # A ledger is never deleted: once seen, it exists; and its ref's file says so without
@@ -421,6 +432,9 @@ class Ledger:
                     self._end_quietly()
                     raise
                 self._keep(new, txn.fold, base, txn.now)
+                self._own[new] = base
+                if len(self._own) > OWN_KEPT:
+                    del self._own[next(iter(self._own))]
                 self.store.maintain()
             self._checkpoint_when_due(txn)  # outside the lock: it is a write of its own
             return result, txn

@@ -148,15 +148,17 @@ def send(ledger: Ledger, chosen: Channels, snap: status.StatusDoc, *, actor: str
 def watcher(ledger: Ledger, chosen: Channels, *, actor: str,
             told: Callable[[Report], None]) -> Callable[[status.StatusDoc, datetime], None]:
     """What `watch --notify` does with each status document it looks at: :func:`send` its
-    nudges and ``told`` the report, unless the state ref has not moved since this watcher's
-    own last sends (their effects move it; a failed send is tried again on the next move)."""
+    nudges and ``told`` the report, unless the state ref has moved only by this watcher's own
+    writes since its last sends (their effects, the wakes it acknowledged): a failed send is
+    tried again on the next move someone else makes."""
     ours: list[Optional[str]] = [None]
 
     def seen(snap: status.StatusDoc, now: datetime) -> None:
-        if ours[0] is not None and ledger.tip() == ours[0]:
+        tip = ledger.tip()
+        if ours[0] is not None and not ledger.moved_by_others(ours[0], tip):
             return
         report = send(ledger, chosen, snap, actor=actor, now=now)
-        ours[0] = ledger.tip()
+        ours[0] = tip  # what the sends wrote on it is this watcher's own
         told(report)
     return seen
 

@@ -4,6 +4,7 @@ effect with a receipt, to a real webhook server on 127.0.0.1 and to the desktop'
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -145,3 +146,38 @@ def test_a_session_awaiting_your_instruction_is_a_nudge_per_response(repo: Path,
         "sent     webhook  session s-1")
     assert len(hook.received) == 2
     assert "session s-1 (port the parser) is waiting" in hook.received[0]["text"]
+
+
+def test_the_watcher_tries_a_failed_send_again_only_when_someone_else_moves_the_state(
+        repo: Path, hook: Hook) -> None:
+    from loopx import Ledger
+    from loopx.ops import notify, status, wakes
+
+    _plan(repo)
+    hook.status = 500
+    reports: list[notify.Report] = []
+    with Ledger.open(repo) as ledger, Ledger.open(repo) as other:
+        seen = notify.watcher(ledger, notify.Channels(webhook=hook.url), actor=ME,
+                              told=reports.append)
+
+        def look() -> None:
+            seen(status.status(ledger, actor=ME, ci=False, offline=True), datetime.now(timezone.utc))
+
+        look()
+        assert len(hook.received) == 1  # the first look sends; the failure is recorded
+        look()
+        ledger.run(wakes.set_, at="2020-01-01T00:00:00Z", id="w-1", actor=ME)
+        assert wakes.ack_due(ledger, ["w-1"], actor=ME) == ["w-1"]
+        look()  # moved by its own writes only: the failed effect, the wake, its ack
+        assert len(hook.received) == 1 and len(reports) == 1
+        other.run(wakes.set_, at="2020-01-01T00:00:00Z", id="w-2", actor=ME)
+        ledger.run(wakes.ack, "w-2", actor=ME)  # its own write on top of someone else's
+        look()
+        assert len(hook.received) == 2 and len(reports) == 2
+        hook.status = 200
+        look()  # its own failed effect moved it: still no reason to try again
+        assert len(hook.received) == 2
+        other.run(wakes.set_, at="2020-01-01T00:00:00Z", id="w-3", actor=ME)
+        look()
+    assert len(hook.received) == 3
+    assert [e["state"] for e in _effects(repo)] == ["failed", "failed", "confirmed"]
