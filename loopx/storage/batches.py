@@ -112,29 +112,6 @@ def _refusal(line: bytes, name: str, kind: str, done: int, asked: int) -> Except
                     f"object {name} ({done} of {asked} read); nothing was used")
 
 
-def parse_batch(data: bytes, asked: list[tuple[bytes, int]]) -> dict[bytes, bytes]:
-    """Header line -> contents of each object ``cat-file --batch`` answered in ``data`` (its
-    header line, the contents, a newline), for the objects ``asked`` (header line and size,
-    as ``--batch-check`` gave them) in that order; raises :class:`GitError` when the answer
-    is cut short or is not of them."""
-    contents: dict[bytes, bytes] = {}
-    at = 0
-    for line, size in asked:
-        start = at + len(line) + 1
-        end = start + size
-        if data[at : start] != line + b"\n" or data[end : end + 1] != b"\n":
-            oid = line.split(b" ", 1)[0].decode()
-            raise GitError(["cat-file", "--batch"], 0,
-                           f"its answer was cut short or damaged at object {oid} "
-                           f"({len(contents)} of {len(asked)} read); nothing was used")
-        contents[line] = data[start:end]
-        at = end + 1
-    if at != len(data):
-        raise GitError(["cat-file", "--batch"], 0, f"its answer held {len(data) - at} bytes "
-                       f"after the {len(asked)} objects asked for; nothing was used")
-    return contents
-
-
 def by_bytes(headers: list[tuple[bytes, int]],
              limit: int) -> Iterator[list[tuple[bytes, int]]]:
     """``headers`` in consecutive groups of at most ``limit`` bytes of contents (one object

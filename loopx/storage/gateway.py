@@ -519,11 +519,12 @@ class ObjectReader:
         headers = self._bulk_headers(names, kind, request, answer)
         wanted = list({line: size for line, size in headers  # each object once
                        if max_size is None or size <= max_size}.items())
-        contents: dict[bytes, bytes] = {}
+        contents: dict[bytes, bytes | Oversize] = {}
         for group in batches.by_bytes(wanted, self.BULK_BYTES):
-            answers = self._bulk_batch(["--batch"], [h.split(b" ", 1)[0].decode()
-                                                     for h, _ in group], request, answer)
-            contents.update(batches.parse_batch(answers, group))
+            oids = [line.split(b" ", 1)[0].decode() for line, _ in group]
+            answers = self._bulk_batch(["--batch"], oids, request, answer)
+            contents.update(zip([line for line, _ in group],
+                                batches.parse_answers(answers, oids, kind, None)))
         return [contents[line] if line in contents
                 else Oversize(kind, size, line.split(b" ", 1)[0].decode())
                 for line, size in headers]

@@ -96,9 +96,7 @@ def test_duplicates_each_get_the_contents_and_are_read_once(repo: Path, bulk: Ob
                                                             ) -> None:
     a, b = _blob(repo, b"a\n"), _blob(repo, b"b\n")
     asked: list[list[object]] = []
-    batch, answers = batches.parse_batch, batches.parse_answers
-    monkeypatch.setattr(batches, "parse_batch", lambda data, wanted: asked.append(
-        [line for line, _ in wanted]) or batch(data, wanted))
+    answers = batches.parse_answers
     monkeypatch.setattr(batches, "parse_answers", lambda data, names, *rest: asked.append(
         list(names)) or answers(data, names, *rest))
     assert bulk.read_bulk([a, b, a, a, b]) == [b"a\n", b"b\n", b"a\n", b"a\n", b"b\n"]
@@ -120,14 +118,14 @@ def test_checked_the_blob_over_the_limit_is_never_asked_for(
     monkeypatch.setattr(ObjectReader, "BULK_MIN", 0)
     monkeypatch.setattr(gateway, "CAN_LIMIT", False)
     big, small = _blob(repo, b"x" * (2 << 20)), _blob(repo, b"small\n")
-    asked: list[list[tuple[bytes, int]]] = []
-    real = batches.parse_batch
-    monkeypatch.setattr(batches, "parse_batch",
-                        lambda data, wanted: asked.append(wanted) or real(data, wanted))
+    asked: list[list[str]] = []
+    real = batches.parse_answers
+    monkeypatch.setattr(batches, "parse_answers",
+                        lambda data, names, *rest: asked.append(names) or real(data, names, *rest))
     with ObjectReader(repo) as objects:
         assert objects.read_bulk([small, big], max_size=1 << 20) == [
             b"small\n", Oversize("blob", 2 << 20, big)]
-    assert [size for group in asked for _, size in group] == [6]  # the big one not asked
+    assert asked == [[small]]  # the big one not asked
 
 
 @pytest.mark.skipif(not gateway.CAN_LIMIT, reason="no prlimit(2) here")
@@ -174,7 +172,7 @@ def test_an_answer_over_the_cap_from_a_git_the_kernel_does_not_hold_is_never_rea
         spawned.clear()
         assert objects.read_bulk([small, huge], max_size=1 << 20) == [
             b"small\n", Oversize("blob", 8 << 20, huge)]
-    assert read == []  # never parsed, so never read
+    assert read and max(read) < 4096  # the answer past the cap never parsed, so never read
     assert [a[-1] for a in spawned] == ["--batch", "--batch-check", "--batch"]
 
 
@@ -203,22 +201,6 @@ def test_an_object_of_another_type_is_one_error_line_naming_it(repo: Path, reade
 def test_other_kinds_are_read_when_asked_for(repo: Path, reader: ObjectReader) -> None:
     tree = git(repo, "rev-parse", "HEAD^{tree}")
     assert reader.read_bulk([tree], kind="tree") == [reader.read(tree)[1]]  # type: ignore[index]
-
-
-def test_an_answer_cut_short_or_padded_is_one_error_line_and_no_result(repo: Path) -> None:
-    a, b = _blob(repo, b"first\n"), _blob(repo, b"second\n")
-    wanted = [(f"{a} blob 6".encode(), 6), (f"{b} blob 7".encode(), 7)]
-    whole = f"{a} blob 6\nfirst\n\n{b} blob 7\nsecond\n\n".encode()
-    assert list(batches.parse_batch(whole, wanted).values()) == [b"first\n", b"second\n"]
-    second = whole.index(b"\n\n") + 2  # where the second object's answer starts
-    for cut in (len(whole) - 1, len(whole) - 4, whole.index(b"second"), second, 50, 0):
-        with pytest.raises(GitError, match="cut short") as caught:
-            batches.parse_batch(whole[:cut], wanted)
-        assert "\n" not in str(caught.value) and (a if cut < second else b) in str(caught.value)
-    with pytest.raises(GitError, match="bytes after the 2 objects"):
-        batches.parse_batch(whole + b"junk", wanted)
-    with pytest.raises(GitError, match="cut short or damaged"):  # another object's answer
-        batches.parse_batch(whole.replace(a.encode(), b.encode()), wanted)
 
 
 def test_an_answer_read_at_once_cut_short_or_padded_is_one_error_line_and_no_result(
