@@ -45,10 +45,10 @@ def replace(path: Path, data: bytes, *, mode: Optional[int] = None, durable: boo
         raise
 
 
-def read(path: Path, most: int) -> bytes:
+def read(path: Path, most: int, *, prefix: bool = False) -> bytes:
     """The content of the regular file at ``path`` (a symlink followed); OSError when there
     is none, when it is anything else (a fifo is not waited on, a device not read) or when
-    it holds more than ``most`` bytes."""
+    it holds more than ``most`` bytes (with ``prefix``, its first ``most`` bytes then)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
@@ -63,6 +63,8 @@ def read(path: Path, most: int) -> bytes:
             chunks.append(chunk)
             size += len(chunk)
             if size > most:
+                if prefix:
+                    return b"".join(chunks)[:most]
                 raise OSError(f"{path}: more than {most} bytes, not read")
         return b"".join(chunks)
     finally:

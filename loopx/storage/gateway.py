@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import stat
 import subprocess
 import sys
 import time
@@ -22,7 +21,7 @@ from dataclasses import dataclass
 from typing import IO, NewType
 
 from loopx.errors import GitError, NotFound
-from loopx.storage import batches, owner
+from loopx.storage import batches, files, owner
 from loopx.storage.batches import Oversize
 
 Oid = NewType("Oid", str)
@@ -296,8 +295,8 @@ def loose_object(repo: Repo, oid: str, *, head_only: bool = False) -> tuple[str,
     if not _OID.fullmatch(oid):
         return None
     raw = _read_regular(repo.common_dir / "objects" / oid[:2] / oid[2:],
-                        256 if head_only else _LOOSE_MAX + 1)
-    if raw is None or len(raw) > _LOOSE_MAX:
+                        256 if head_only else _LOOSE_MAX, prefix=head_only)
+    if raw is None:
         return None
     try:  # at most 16 times the file (a zlib bomb: git's answer, not our memory)
         unpack = zlib.decompressobj()
@@ -313,15 +312,10 @@ def loose_object(repo: Repo, oid: str, *, head_only: bool = False) -> tuple[str,
     return (kind.decode(), content) if unpack.eof and len(content) == int(size) else None
 
 
-def _read_regular(path: Path, most: int) -> bytes | None:
-    """Up to ``most`` bytes of the regular file at ``path`` (a symlink followed, as git
-    follows it); None for anything else: a fifo is not waited on, a directory not read."""
+def _read_regular(path: Path, most: int, *, prefix: bool = False) -> bytes | None:
+    """:func:`files.read`, None where it raises: ask git then."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-        try:
-            return os.read(fd, most) if stat.S_ISREG(os.fstat(fd).st_mode) else None
-        finally:
-            os.close(fd)
+        return files.read(path, most, prefix=prefix)
     except OSError:
         return None
 
