@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 MAX_RACE_RETRIES = 5
-OWN_KEPT = 256  # the commits a Ledger remembers writing (Ledger.moved_by_others)
 # How many writes this process has published (moved a ref for): a command that wrote is never
 # run a second time (see loopx.cli.root.main, on a cache that failed a read).
 published = 0
@@ -72,8 +71,7 @@ class Ledger:
         # How many times this ledger folded every event of a tip (a cache rebuilt from the
         # events, not from a checkpoint or the rows of an earlier tip).
         self.replays = 0
-        # The commits this object wrote, each with its parent (the latest OWN_KEPT): what a
-        # watcher tells its own moves of the ref by (:meth:`moved_by_others`).
+        # The latest 256 commits this object wrote, each with its parent: moved_by_others.
         self._own: dict[str, Optional[str]] = {}
         # This clone's clock (the CLI sets it to --now): when it first saw each timed event.
         self.time: Callable[[], datetime] = clock.now
@@ -433,7 +431,7 @@ class Ledger:
                     raise
                 self._keep(new, txn.fold, base, txn.now)
                 self._own[new] = base
-                if len(self._own) > OWN_KEPT:
+                if len(self._own) > 256:
                     del self._own[next(iter(self._own))]
                 self.store.maintain()
             self._checkpoint_when_due(txn)  # outside the lock: it is a write of its own
