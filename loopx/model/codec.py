@@ -333,18 +333,18 @@ def _over_nodes(lines: list[_Line], start: int) -> bool:
 # line holding it alone (_entry_value, _item_value), and everything else (keys, nesting,
 # empty containers, line forms) exactly the lines the line steps read before. Anything else
 # takes the line steps (tests/model/test_codec_fast.py checks both agree).
-_Shape = tuple["re.Pattern[str]", tuple[Callable[[str], Value], ...], Callable[..., Value]]
+_Shape = tuple["re.Pattern[str]", Callable[[tuple[str, ...]], Value]]
 _SHAPES: dict[str, list[_Shape]] = {}
 SHAPES_PER_TYPE, SHAPES_MAX, SHAPE_LINES, SHAPE_CHARS = 4, 256, 48, 4096  # (memory: bounded)
 
 
 def _by_shape(shapes: Optional[list[_Shape]], text: str, body: int) -> Optional[Value]:
-    for n, (pattern, readers, build) in enumerate(shapes or ()):
+    for n, (pattern, build) in enumerate(shapes or ()):
         found = pattern.fullmatch(text, body)
         if found is not None:
             if n and shapes is not None:  # the last one that fitted is tried first
                 shapes.insert(0, shapes.pop(n))
-            return build(*[read(value) for read, value in zip(readers, found.groups())])
+            return build(found.groups())
     return None
 
 
@@ -395,15 +395,16 @@ def _learn(event_type: str, raw: list[str], lines: list[_Line], value: dict[Any,
                                    for n, item in enumerate(node.values())) + "}"
         if isinstance(node, list):
             return "[" + ", ".join(source(item) for item in node) + "]"
-        return f"S{next(slots)}"
+        n = next(slots)
+        return f"{'I' if readers[n] is _item_value else 'E'}(G[{n}])"
 
     body = source(value)
     if next(slots, None) is not None:  # (a scalar line the value does not hold: never)
         return
-    args = ", ".join(f"S{n}" for n in range(len(readers)))
-    build = eval(f"lambda {args}: {body}", {"K": tuple(keys)})  # noqa: S307 - indices only
+    build = eval(f"lambda G: {body}", {"K": tuple(keys), "E": _entry_value,  # noqa: S307
+                                       "I": _item_value})  # (indices and the two readers only)
     pattern = re.compile("\n".join(parts) + "\n")
-    _SHAPES.setdefault(event_type, []).append((pattern, tuple(readers), build))
+    _SHAPES.setdefault(event_type, []).append((pattern, build))
 
 
 # The five lines every event file written by dump() starts with, each in the one spelling

@@ -281,7 +281,7 @@ def test_shapes_stay_bounded_whatever_files_come() -> None:
     assert sum(map(len, codec._SHAPES.values())) <= codec.SHAPES_MAX
     assert all(len(v) <= codec.SHAPES_PER_TYPE for v in codec._SHAPES.values())
     assert all(len(p.pattern) < 2 * codec.SHAPE_CHARS + 1000
-               for v in codec._SHAPES.values() for p, _, _ in v)
+               for v in codec._SHAPES.values() for p, _ in v)
 
 
 @pytest.mark.parametrize("body, items", [("a:\n", "  - 1\n"), ("a:\n", "  - b: 1\n"),
