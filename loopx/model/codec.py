@@ -373,7 +373,8 @@ def _learn(event_type: str, raw: list[str], lines: list[_Line], value: dict[Any,
     if not raw or len(raw) > SHAPE_LINES or sum(map(len, raw)) > SHAPE_CHARS or len(
             shapes or ()) >= SHAPES_PER_TYPE or sum(map(len, _SHAPES.values())) >= SHAPES_MAX:
         return
-    parts, readers = [], []
+    parts: list[str] = []
+    readers: list[str] = []  # which reader reads each group
     for text, (form, _, _, scalar) in zip(raw, lines):
         if scalar is _OPEN or scalar.__class__ in (dict, list) or form == "list":
             parts.append(re.escape(text))
@@ -383,7 +384,7 @@ def _learn(event_type: str, raw: list[str], lines: list[_Line], value: dict[Any,
         if not text.endswith(spelling) or not prefix.endswith((": ", "- ")):
             return
         parts.append(re.escape(prefix) + "([^\n]+)")
-        readers.append(_item_value if form == "item" else _entry_value)
+        readers.append("I" if form == "item" else "E")  # _item_value, _entry_value
     keys: list[Any] = []
     slots = iter(range(len(readers)))
 
@@ -396,7 +397,7 @@ def _learn(event_type: str, raw: list[str], lines: list[_Line], value: dict[Any,
         if isinstance(node, list):
             return "[" + ", ".join(source(item) for item in node) + "]"
         n = next(slots)
-        return f"{'I' if readers[n] is _item_value else 'E'}(G[{n}])"
+        return f"{readers[n]}(G[{n}])"
 
     body = source(value)
     if next(slots, None) is not None:  # (a scalar line the value does not hold: never)
