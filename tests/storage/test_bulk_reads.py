@@ -90,6 +90,42 @@ def test_many_objects_come_back_in_order_across_chunks(repo: Path, bulk: ObjectR
         assert len(checks) == 7 and len(batches_run) > len(checks)
 
 
+@pytest.mark.parametrize("jobs", [1, 2, 3])
+def test_chunks_read_side_by_side_answer_as_one_at_a_time(repo: Path, scratch: Path,
+                                                           jobs: int,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """BULK_JOBS cat-files at once: the same bytes in the order asked, the first missing
+    object in that order named (not whichever chunk failed first), no answer file left."""
+    monkeypatch.setattr(ObjectReader, "BULK_MIN", 0)
+    monkeypatch.setattr(ObjectReader, "BULK_NAMES", 5)
+    monkeypatch.setattr(ObjectReader, "BULK_JOBS", jobs)
+    contents = [f"chunked {n}\n".encode() * (n % 4 + 1) for n in range(23)]
+    oids = [_blob(repo, data) for data in contents]
+    gone = ["0123456789abcdef0123456789abcdef0123456" + str(n) for n in range(2)]
+    with ObjectReader(repo) as objects:
+        assert objects.read_bulk(oids[::-1] + oids) == contents[::-1] + contents
+        with pytest.raises(DamagedLedger) as caught:  # chunks 2 and 4 each lack one
+            objects.read_bulk(oids[:12] + [gone[0]] + oids[12:18] + [gone[1]] + oids[18:])
+    assert gone[0] in str(caught.value) and gone[1] not in str(caught.value)
+    assert list(scratch.iterdir()) == []
+
+
+@pytest.mark.skipif(not gateway.CAN_LIMIT, reason="no prlimit(2) here")
+def test_a_chunk_over_the_cap_among_chunks_read_side_by_side_is_read_again_alone(
+        repo: Path, spawned: list[tuple[str, ...]], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ObjectReader, "BULK_MIN", 0)
+    monkeypatch.setattr(ObjectReader, "BULK_NAMES", 3)
+    monkeypatch.setattr(ObjectReader, "BULK_BYTES", 4096)
+    huge = _blob(repo, b"\0" * (8 << 20))
+    small = [_blob(repo, f"small {n}\n".encode()) for n in range(8)]
+    spawned.clear()
+    with ObjectReader(repo) as objects:  # chunks: 3 small, 2 small and the huge one, 3 small
+        assert objects.read_bulk([*small[:5], huge, *small[5:]], max_size=1 << 20) == [
+            *(f"small {n}\n".encode() for n in range(5)), Oversize("blob", 8 << 20, huge),
+            *(f"small {n}\n".encode() for n in range(5, 8))]
+    assert [a[-1] for a in spawned].count("--batch-check") == 1  # only that chunk, again
+
+
 def test_duplicates_each_get_the_contents_and_are_read_once(repo: Path, bulk: ObjectReader,
                                                             scratch: Path,
                                                             monkeypatch: pytest.MonkeyPatch
