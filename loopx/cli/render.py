@@ -100,16 +100,18 @@ def _todos(snap: answers.StatusDoc, paint: Any) -> list[str]:
         (paint("\nGates with decisions that did not see each other:", fg="red", bold=True),
          [line for g in snap.gates if g.state == "conflicted" for line in _conflict(g)]),
     ]
-    return [line for title, rows in sections if rows for line in (title, *_capped(rows))]
+    return [line for title, rows in sections if rows for line in (title, *capped(rows, "git loopx todo list --offset N"))]
 
 
 ROWS = 15  # rows of one section of the status text; the rest is counted
 
 
-def _capped(rows: list[str]) -> list[str]:
-    if len(rows) <= ROWS:
+def capped(rows: list[str], where: str, most: int = ROWS) -> list[str]:
+    """``rows`` up to ``most``, then one line counting the rest and saying ``where`` they are:
+    a text answer stays a screen however much a ledger (or a remote) holds."""
+    if len(rows) <= most:
         return rows
-    return [*rows[:ROWS], f"  ... and {len(rows) - ROWS} more (git loopx todo list --offset N)"]
+    return [*rows[:most], f"  ... and {len(rows) - most} more ({where})"]
 
 
 def _tags(todo: answers.Todo) -> str:

@@ -58,17 +58,18 @@ def _doctor_text(result: upkeep.Examined) -> str:
     health = result.health
     lines = [f"{health.ref} at {render.short_oid(health.tip)}: "
              + ("healthy" if health.ok else plural.counted(len(health.problems), 'problem'))]
-    lines += [f"  problem: {p}" for p in health.problems[:30]]
-    lines += [f"  warning: {w}" for w in health.warnings]
+    whole = "git loopx doctor --json lists them all"
+    lines += render.capped([f"  problem: {p}" for p in health.problems], whole, 30)
+    lines += render.capped([f"  warning: {w}" for w in health.warnings], whole)
     lines.append(f"  reflog: {plural.counted(health.reflog_entries, 'entry', 'entries')}")
     if result.verify is not None:
         lines.append(f"  verified against a replay of the events: {', '.join(result.verify.checked)}")
     for lock in health.locks:
         lines.append(f"  lock: {lock.lock}" + (f" (pid {lock.pid})" if lock.pid is not None else
                                                f" ({lock.age_seconds}s old)"))
-    for q in health.quarantines:
-        lines.append(f"  quarantined: {q.ref} -> {render.short_oid(q.tip)} (report {q.report})")
-    lines += [f"  leftover proposal: {ref}" for ref in health.proposals]
+    lines += render.capped([f"  quarantined: {q.ref} -> {render.short_oid(q.tip)} (report "
+                            f"{q.report})" for q in reversed(health.quarantines)], whole, 5)
+    lines += render.capped([f"  leftover proposal: {ref}" for ref in health.proposals], whole)
     for done in (result.repair, result.rollback):
         restored = getattr(done, "ref_restored", None)
         if restored is not None:
@@ -82,7 +83,7 @@ def _doctor_text(result: upkeep.Examined) -> str:
     elif rb is not None:
         lines.append(f"rolled back {render.short_oid(rb.from_)} -> {render.short_oid(rb.to)}, dropping "
                      f"{plural.counted(len(rb.dropped), 'event file')}:")
-        lines += [f"  {path}" for path in rb.dropped]
+        lines += render.capped([f"  {path}" for path in rb.dropped], whole)
     return "\n".join(lines)
 
 

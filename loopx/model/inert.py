@@ -100,6 +100,12 @@ _SCRIPTS = (re.compile("[A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u1e00-\u1
             re.compile(f"[{_COMPATIBLE}]"))
 
 
+def clip(text: str, most: int) -> str:
+    """``text`` cut to ``most`` characters, an ellipsis for what is cut: a text from
+    elsewhere (a path, a label, a finding) kept to a bounded length where it is shown."""
+    return text if len(text) <= most else text[: most - 1] + "…"
+
+
 def unmixed(text: str) -> str:
     """``text`` with the lookalike letters of each word that mixes Latin, Cyrillic, Greek,
     Armenian, Cherokee and the compatibility forms of Latin written as ``\\uXXXX`` escapes

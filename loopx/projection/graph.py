@@ -98,11 +98,7 @@ def _done(snap: dict[str, Any], todo: str) -> bool:
 
 
 def _short(text: str) -> str:
-    return _clip(inert.line(text), MAX_LABEL)
-
-
-def _clip(text: str, most: int) -> str:
-    return text if len(text) <= most else text[:most - 1] + "…"
+    return inert.clip(inert.line(text), MAX_LABEL)
 
 
 def layers(graph: Graph) -> list[list[str]]:
@@ -247,6 +243,6 @@ def _svg_node(node: Node, x: int, y: int) -> str:
             f'<rect x="{x}" y="{y}" width="{BOX_W}" height="{BOX_H}" rx="{rx}" fill="{fill}" '
             f'stroke="{stroke}" stroke-width="1.5"/>'
             f'<text x="{x + 10}" y="{y + 17}" font-size="12" font-family="sans-serif">'
-            f"{html.escape(_clip(node.label, BOX_CHARS))}</text>"
+            f"{html.escape(inert.clip(node.label, BOX_CHARS))}</text>"
             f'<text x="{x + 10}" y="{y + 32}" font-size="10" font-family="sans-serif" '
             f'fill="{stroke}">{node.state}</text></g>')

@@ -24,7 +24,7 @@ def _quote(text: Optional[str]) -> str:
     if not text:
         return ""
     line = " ".join(text.split())
-    return "'" + (line if len(line) <= _QUOTE_MAX else line[: _QUOTE_MAX - 1] + "…") + "'"
+    return "'" + inert.clip(line, _QUOTE_MAX) + "'"
 
 
 def _with(text: str, note: Optional[str], sep: str = ": ") -> str:
@@ -446,4 +446,4 @@ def _plain(value: Any) -> str:
 def _short(value: Any) -> str:
     text = _plain(value)
     text = " ".join(text.split())
-    return text if len(text) <= 60 else text[:59] + "…"
+    return inert.clip(text, 60)

@@ -33,6 +33,7 @@ from loopx.ledger import layout, signatures
 from loopx.storage.gateway import Oid
 from loopx.ledger.progress import Progress
 from loopx.ledger.layout import AREAS, Broken  # noqa: F401  (AREAS: re-exported, the layout's areas)
+from loopx.model import inert, plural
 from loopx.model.paths import PATH_RE, event_dirs
 from loopx.projection import authority, folding
 from loopx.projection.entities import Fold
@@ -40,6 +41,10 @@ from loopx.storage.store import QUARANTINE_PREFIX, Entry, Store
 
 if TYPE_CHECKING:
     from loopx.model.events import Event
+
+
+# A refusal shows this many findings, each at most this long; the report holds them all.
+SHOWN_FINDINGS, FINDING_CHARS = 3, 300
 
 
 @dataclass(frozen=True)
@@ -83,6 +88,21 @@ class Verdict:
     @property
     def new_events(self) -> int:
         return self.counted + sum(1 for path in self.new_files if path.startswith("events/"))
+
+    def refusal(self, remote: str, ref: str, report: Path) -> str:
+        """Why sync refuses this tip, bounded however many files the remote broke: how many
+        findings, the first :data:`SHOWN_FINDINGS` (each clipped: their paths came from the
+        remote) and the report that lists them all."""
+        shown = "\n".join(f"  {inert.clip(str(finding), FINDING_CHARS)}"
+                          for finding in self.findings[:SHOWN_FINDINGS])
+        more = len(self.findings) - SHOWN_FINDINGS
+        found = plural.counted(len(self.findings), "finding")
+        if self.findings[-1].rule == "many":  # (the check stopped counting)
+            found = f"at least {MAX_FINDINGS} findings"
+        return (f"{remote}'s loopx/state ({self.theirs[:12]}) failed the incoming check "
+                f"({found}) and was quarantined as "
+                f"{ref}; local state is unchanged:\n{shown}"
+                + (f"\n  ... and {more} more" if more > 0 else "") + f"\nreport: {report}")
 
     def report(self) -> str:
         lines = [f"tip {self.theirs} refused (base {self.base or 'none'}, ours {self.ours or 'none'}):"]

@@ -461,14 +461,7 @@ def _first_events(store: Store, tip: str) -> tuple[str, bool]:
 def _refuse(store: Store, report: Report, verdict: incoming.Verdict) -> None:
     ref = incoming.quarantine(store, remote=report.remote, verdict=verdict)
     report.quarantined.append(ref)
-    shown = "\n".join(f"  {f}" for f in verdict.findings[:20])
-    more = len(verdict.findings) - 20
-    raise Quarantined(
-        f"{report.remote}'s loopx/state ({verdict.theirs[:12]}) failed the incoming check and was "
-        f"quarantined as {ref}; local state is unchanged:\n{shown}"
-        + (f"\n  ... and {more} more" if more > 0 else "")
-        + f"\nreport: {incoming.report_path(store, ref)}"
-    )
+    raise Quarantined(verdict.refusal(report.remote, ref, incoming.report_path(store, ref)))
 
 
 def _remote_tip(store: Store, report: Report) -> Optional[str]:

@@ -126,4 +126,4 @@ def _cut(rows: list[str]) -> list[str]:
 
 def _md(text: str) -> str:
     shown = inert.line(text)
-    return inert.md(shown if len(shown) <= TEXT_MAX else shown[:TEXT_MAX - 1] + "…")
+    return inert.md(inert.clip(shown, TEXT_MAX))

@@ -298,3 +298,28 @@ def test_the_bulk_check_of_a_whole_tip_finds_what_every_rule_finds(
     finally:
         store.close()
     assert refused[-3:] == [True, True, True]  # the neighbours are refused, not just alike
+
+
+@pytest.mark.parametrize("broken", [5, 150])
+def test_a_refusal_is_bounded_however_many_files_the_remote_broke(
+        pair: tuple[Path, Path, Path], broken: int) -> None:
+    """Hundreds of hostile files with long names (and a control character in one): sync's
+    refusal says how many findings, the first few clipped, and where the report lists them
+    all; it does not grow with them (it was 20 findings whole, 4 KB at 150-character paths)."""
+    remote, victim, attacker = pair
+    base = git(attacker, "rev-parse", "origin/loopx/state")
+    long = "x" * 400
+    files = {f"events/{n:03d}-{long}\x1b[2J.yaml": ("100644", b"x: 1\n") for n in range(broken)}
+    git(attacker, "push", "-q", "-f", "origin",
+        f"{forge(attacker, base, add=files)}:refs/heads/loopx/state")
+
+    result = invoke(victim, "sync")
+
+    assert result.code == 1
+    (line,) = result.err.splitlines()
+    assert len(line) < 2000 and "\x1b" not in line
+    said = "at least 100 findings" if broken > 100 else f"({broken} findings)"
+    assert said in line and "events/000-xxx" in line
+    assert "events/003-" not in line and ("... and" in line) == (broken > 3)
+    report = Path(line.rsplit("report: ", 1)[1])
+    assert report.read_text().count("events/") >= min(broken, 100)

@@ -80,3 +80,26 @@ def test_doctor_rollback_does_nothing_on_a_healthy_branch(repo: Path) -> None:
     result = invoke(repo, "doctor", "--rollback")
     assert result.code == 0 and "nothing to roll back" in result.out
     assert tip(repo) == before
+
+
+def test_doctor_text_stays_a_screen_however_many_quarantines_and_problems(repo: Path) -> None:
+    """A hostile remote can be quarantined once per tip it pushes, and a broken tool can
+    commit many bad files: the text shows the newest few of each and counts the rest (the
+    JSON keeps every one)."""
+    invoke(repo, "init")
+    state = tip(repo)
+    for n in range(12):
+        git(repo, "update-ref", f"refs/loopx/quarantine/origin/20261206T1200{n:02d}Z-{n:012x}",
+            state)
+    for n in range(40):
+        _forge_on_state(repo, f"events/2026/01/01/bad-{n:02d}.yaml", b"x: 1\n")
+
+    text = invoke(repo, "doctor")
+    whole = invoke(repo, "doctor", "--json").json()["health"]
+
+    assert text.code == 1 and len(whole["quarantines"]) == 12 and len(whole["problems"]) >= 40
+    shown = [line for line in text.out.splitlines() if "quarantined:" in line]
+    assert len(shown) == 5 and "20261206T120011Z" in shown[0]  # the newest first
+    assert "... and 7 more (git loopx doctor --json lists them all)" in text.out
+    assert len([line for line in text.out.splitlines() if "problem:" in line]) == 30
+    assert f"... and {len(whole['problems']) - 30} more" in text.out
