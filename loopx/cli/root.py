@@ -194,7 +194,8 @@ def main(argv: Optional[list[str]] = None) -> None:
             _json_error(exc.exit_code, exc.format_message(), type(exc).__name__)
         shown = io.StringIO()  # click repeats the offending input: made safe like all output
         exc.show(file=shown)
-        terminal.echo(shown.getvalue(), err=True, nl=False)
+        terminal.echo("".join(inert.bounded(line) for line in shown.getvalue().splitlines(True)),
+                      err=True, nl=False)
         sys.exit(exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
@@ -285,7 +286,7 @@ def _fail(kind: str, message: str, code: int, as_json: bool, hint: Optional[str]
         # full disk): "nothing was changed" would have the user write it again.
         message = (f"{message.removesuffix('; nothing was changed')}, after this command's "
                    "write was recorded (`git loopx log` shows it)")
-    terminal.echo(f"error: {inert.line(message)}", err=True)  # it may quote a title
+    terminal.echo(f"error: {inert.bounded(inert.line(message))}", err=True)  # (quoting a title)
     if hint:
         terminal.echo(hint, err=True)
     if as_json:
@@ -295,5 +296,5 @@ def _fail(kind: str, message: str, code: int, as_json: bool, hint: Optional[str]
 
 def _json_error(code: int, message: str, kind: str) -> None:
     with contextlib.suppress(OSError):  # stdout may be what failed: stderr has said it
-        click.echo(terminal.json_text({"error": {"message": message, "kind": kind,
+        click.echo(terminal.json_text({"error": {"message": inert.bounded(message), "kind": kind,
                                                  "exit_code": code}}))

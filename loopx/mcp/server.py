@@ -88,8 +88,8 @@ def call(config: Config, name: str, arguments: Optional[dict[str, Any]]) -> Call
 
 def _error(kind: str, message: str, code: int) -> CallToolResult:
     # The text is one line (a message may quote a title or a question); the JSON is exact.
-    doc = {"error": {"message": message, "kind": kind, "exit_code": code}}
-    return CallToolResult(content=[TextContent(text=inert.line(message))],
+    doc = {"error": {"message": inert.bounded(message), "kind": kind, "exit_code": code}}
+    return CallToolResult(content=[TextContent(text=inert.bounded(inert.line(message)))],
                           structured_content=doc, is_error=True)
 
 
@@ -107,11 +107,12 @@ def read(config: Config, uri: str) -> ReadResourceResult:
         try:
             goal = goals.show(config.ledger, str(found["id"]))
         except LoopxError as exc:
-            raise MCPError(code=INVALID_PARAMS, message=inert.line(str(exc)),
+            raise MCPError(code=INVALID_PARAMS, message=inert.bounded(inert.line(str(exc))),
                            data={"uri": uri}) from None
         return _text(uri, inert.json_text(goal), "application/json")
-    raise MCPError(code=INVALID_PARAMS, message=f"unknown resource {uri} (loopx serves "
-                   f"{BRIEF}, {PRIME} and loopx://goal/ID)", data={"uri": uri})
+    raise MCPError(code=INVALID_PARAMS, message=inert.bounded(inert.line(
+        f"unknown resource {uri} (loopx serves {BRIEF}, {PRIME} and loopx://goal/ID)")),
+        data={"uri": inert.bounded(uri)})
 
 
 def _text(uri: str, text: str, mime: str) -> ReadResourceResult:
@@ -143,7 +144,8 @@ def build(config: Config) -> Server[Any]:
     async def on_call_tool(ctx: ServerRequestContext[Any],
                            params: CallToolRequestParams) -> CallToolResult:
         if params.name not in tools.TOOLS:
-            raise MCPError(code=INVALID_PARAMS, message=f"unknown tool {params.name!r}")
+            raise MCPError(code=INVALID_PARAMS, message=inert.bounded(
+                inert.line(f"unknown tool {params.name!r}")))
         result: CallToolResult = await serial(call, config, params.name, params.arguments)
         return result
 

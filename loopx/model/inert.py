@@ -106,6 +106,19 @@ def clip(text: str, most: int) -> str:
     return text if len(text) <= most else text[: most - 1] + "…"
 
 
+ERROR_CHARS = 1200  # an error message's bound (it may quote a value given, or read elsewhere)
+
+
+def bounded(text: str, most: int = ERROR_CHARS) -> str:
+    """``text`` at most ``most`` characters long (and ``most`` at least 40), its start and its
+    end kept (an error's end says what to do) and the middle counted: an error that quotes a
+    100 KB value, or a hostile path, stays one short line."""
+    if len(text) <= most:
+        return text
+    head, tail = most * 2 // 3, most // 4
+    return f"{text[:head]} … ({len(text) - head - tail} characters not shown) … {text[-tail:]}"
+
+
 def unmixed(text: str) -> str:
     """``text`` with the lookalike letters of each word that mixes Latin, Cyrillic, Greek,
     Armenian, Cherokee and the compatibility forms of Latin written as ``\\uXXXX`` escapes

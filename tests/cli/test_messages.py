@@ -315,3 +315,24 @@ def test_notes_can_be_listed(repo: Path) -> None:
 def test_schema_check_outside_loopx_sources_says_what_it_is_for(repo: Path) -> None:
     result = invoke(repo, "schema", "check", "--root", str(repo))
     assert result.code == 1 and result.out.count("\n") == 1 and "no .loopx-schema/" in result.out
+
+
+@pytest.mark.parametrize("args", [
+    ["--now", "x" * 100_000, "status"],  # click's own refusal of an option's value
+    ["todo", "show", "t" * 100_000],  # loopx's: no todo matches it
+    ["--json", "todo", "show", "t" * 100_000],
+])
+def test_an_error_quoting_a_huge_value_is_one_short_line_that_keeps_its_end(
+        tmp_path: Path, args: list[str]) -> None:
+    """A message quotes the value it refuses; given 100 KB (or read from a hostile remote) it
+    was 100 KB of stderr. It keeps its start and its end (what to do), the middle counted."""
+    git(tmp_path, "init", "-q")
+    assert invoke(tmp_path, "init").code == 0
+    result = run_loopx(tmp_path, *args)
+    assert result.code in (1, 2) and len(result.err) < 2000
+    assert "characters not shown" in result.err
+    if args[0] == "--json":
+        message = json.loads(result.out)["error"]["message"]
+        assert len(message) <= 1200 and message.endswith("(see `git loopx todo list`)")
+    elif args[0] == "todo":
+        assert result.err.rstrip().endswith("(see `git loopx todo list`)")

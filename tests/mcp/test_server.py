@@ -115,6 +115,13 @@ async def test_errors_are_tool_errors_with_the_clis_message_and_kind(session: Cl
     assert bad.is_error and "not a duration: 'soon'" in bad.content[0].text  # type: ignore[union-attr]
     with pytest.raises(MCPError, match="unknown tool 'nope'"):
         await session.call_tool("nope", {})
+    huge = "x" * 100_000  # an error quoting what it was given stays one short line
+    long = await session.call_tool("todo_show", {"todo": huge})
+    assert long.is_error and len(long.content[0].text) <= 1200  # type: ignore[union-attr]
+    assert len(long.structured_content["error"]["message"]) <= 1200  # type: ignore[index]
+    with pytest.raises(MCPError) as caught:
+        await session.call_tool(huge, {})
+    assert len(str(caught.value)) <= 1300
     assert (await _call(session, "todo_show", todo="output"))["state"] == "open"  # still serving
 
 
