@@ -92,7 +92,7 @@ def single(files: list[tuple[str, str, str]]) -> tuple[set[int], dict[int, entit
         for n in ns[1:] if same else ns:
             path, other = files[n][1], files[ns[1] if n == ns[0] else ns[0]][1]
             problems[n] = entities.Problem(
-                path, "file", "", 0, f"{path}: event {event_id} is also {other}: "
+                path, "file", "", 0, f"event {event_id} is also {other}: "
                 + ("counted once" if same else "they differ, so none is applied"))
     return kept, problems
 
@@ -180,10 +180,11 @@ class Reader:
         :func:`layout.read_events`). A file that is not a plain one (a symlink or an
         executable committed by hand) is a problem under the rule sync and validate apply."""
         found = layout.read_events([(entry.path, data) for entry, data in files])
-        return [entities.Problem(entry.path, "file", "", 0, f"{entry.path}: {broken.message}")
+        return [entities.Problem(entry.path, "file", "", 0, broken.message)
                 if entry.mode != BLOB_MODE and (broken := layout.mode_rule(entry.mode))
                 else item if isinstance(item, Event)
-                else entities.Problem(entry.path, "file", "", 0, str(item))
+                else entities.Problem(entry.path, "file", "", 0,
+                                      str(item).removeprefix(f"{entry.path}: "))
                 for (entry, _), item in zip(files, found)]
 
     def _apply_in_order(self, entries: list[Entry], held: list[bytes | Event | None],

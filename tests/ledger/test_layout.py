@@ -183,3 +183,38 @@ def test_read_events_gives_each_file_what_read_event_gives_it_alone() -> None:
     kinds = [type(x).__name__ for x in together]
     assert kinds == ["Event", "SchemaError", "SchemaError", "CodecError", "CodecError",
                      "SchemaError", "SchemaError", "SchemaError", "Event"]
+
+
+def test_a_broken_files_path_is_said_once_where_status_shows_it(repo: Path) -> None:
+    """Status said "PATH: PATH: not valid YAML" (the problem's subject, then its reason
+    naming the path again), and the repair action "first: PATH: PATH: ...". Each says the
+    path once, for every kind of broken file: bad YAML, a schema error, a copy, a symlink."""
+    import subprocess
+
+    from conftest import git, invoke
+    from loopx.model.paths import file_path
+
+    assert invoke(repo, "init").code == 0
+    assert invoke(repo, "note", "add", "hi").code == 0
+    stamp = "01KB" + "A" * 22
+    bad = {file_path(stamp, "note.added"): ("100644", "id: x\n: : :\n"),
+           file_path("01KB" + "B" * 22, "note.added"): ("100644", "just: text\n"),
+           file_path("01KB" + "C" * 22, "note.added"): ("120000", "/etc/passwd")}
+    env = {**__import__("os").environ, "GIT_INDEX_FILE": str(repo / ".git" / "t-index")}
+    git(repo, "read-tree", "--index-output=.git/t-index", "refs/heads/loopx/state")
+    for path, (mode, text) in bad.items():
+        blob = git(repo, "hash-object", "-w", "--stdin", input=text)
+        subprocess.run(["git", "update-index", "--add", "--cacheinfo", f"{mode},{blob},{path}"],
+                       cwd=repo, env=env, check=True)
+    tree = subprocess.run(["git", "write-tree"], cwd=repo, env=env, check=True,
+                          capture_output=True, text=True).stdout.strip()
+    git(repo, "update-ref", "refs/heads/loopx/state",
+        git(repo, "commit-tree", tree, "-p", "refs/heads/loopx/state", "-m", "broken"))
+
+    text = invoke(repo, "status").out
+    problems = invoke(repo, "status", "--json").json()["problems"]  # type: ignore[index]
+
+    assert sorted(p["event"] for p in problems) == sorted(bad)
+    for path in bad:
+        assert text.count(path) == 1 + (path == min(bad)), text  # (the repair names the first)
+    assert all(p["event"] not in p["reason"] for p in problems)
