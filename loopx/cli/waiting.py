@@ -80,6 +80,9 @@ def wait(app: App, timeout: Optional[str], fetch: bool, remote: Optional[str],
          poll: Optional[str], fetch_every: Optional[str]) -> None:
     """Block until a wake is due (0), a gate you wait on is answered (11), the state changes
     (12) or CI for HEAD finishes (13); 124 when --timeout passes first. Prints why."""
+    hint = None if fetch or timeout == "0" else wakes.local_only(app.ledger, remote)
+    if hint is not None:
+        terminal.echo(f"wait: {hint}", err=True)
     result = wakes.wait(app.ledger, actor=app.actor_or_none(), timeout=_seconds(timeout, "--timeout"),
                         fetch=fetch, remote=remote, pace=_pace(poll, fetch_every),
                         clock_fn=_clock(app), sleep=time.sleep)

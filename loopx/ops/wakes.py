@@ -150,6 +150,19 @@ def wait(ledger: Ledger, *, actor: Optional[str], timeout: Optional[float] = Non
                       clock=clock_fn, sleep=sleep)
 
 
+def local_only(ledger: Ledger, remote: Optional[str]) -> Optional[str]:
+    """What a wait without ``fetch`` cannot see, when this clone shares its state through a
+    remote (it has fetched or pushed it): gates answered and work pushed in other clones,
+    which reach it only by a fetch. None for a clone that shares nothing."""
+    from loopx.remote import sync as remote_sync  # (a wait that fetches loads it anyway)
+
+    name = remote or remote_sync.default_remote(ledger.repo)
+    if not ledger.store.has_ref(remote_sync.tracking_ref(ledger.ref, name)):
+        return None
+    return (f"waiting on this clone's state only: gates answered and work pushed in other "
+            f"clones reach it from {name} with --fetch")
+
+
 def ack_due(ledger: Ledger, ids: Sequence[str], *, actor: str,
             now: Optional[datetime] = None) -> list[str]:
     """Acknowledge (:func:`ack`) the wakes ``ids`` that a run was for, each in its own commit,

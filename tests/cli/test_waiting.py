@@ -105,6 +105,26 @@ def test_wait_returns_11_when_a_gate_is_answered_in_another_clone(tmp_path: Path
     assert "approved by human:alice@example.com" in str(doc["reason"])
 
 
+def test_a_wait_that_cannot_see_other_clones_says_so_once(tmp_path: Path) -> None:
+    """An agent waiting on a gate a human answers in another clone waits for ever without
+    --fetch: a clone that shares its state through a remote is told, in one line on stderr;
+    with --fetch, or a clone that shares nothing, nothing is said."""
+    remote = bare_remote(tmp_path)
+    agent = clone(remote, tmp_path / "agent")
+    git(agent, "commit", "-q", "--allow-empty", "-m", "initial")
+    _ledger(agent)
+    alone = run_loopx(agent, "wait", "--timeout", "0.2", *FAST)
+    assert run_loopx(agent, "sync").code == 0
+
+    shared = run_loopx(agent, "wait", "--timeout", "0.2", *FAST)
+    fetching = run_loopx(agent, "wait", "--fetch", "--timeout", "0.2", *FAST)
+
+    assert alone.code == shared.code == fetching.code == 124
+    assert alone.err == "" and fetching.err == ""
+    assert shared.err == ("wait: waiting on this clone's state only: gates answered and work "
+                          "pushed in other clones reach it from origin with --fetch\n")
+
+
 def test_wait_times_out_with_124(repo: Path) -> None:
     _ledger(repo)
     result = run_loopx(repo, "wait", "--timeout", "0")
