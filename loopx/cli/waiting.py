@@ -16,7 +16,7 @@ from typing import Callable, Optional
 import click
 
 from loopx.agents import hosts
-from loopx.cli import terminal
+from loopx.cli import render, terminal
 from loopx.cli.app import App, pass_app
 from loopx.model import clock
 from loopx.model.inert import line
@@ -86,7 +86,10 @@ def wait(app: App, timeout: Optional[str], fetch: bool, remote: Optional[str],
     result = wakes.wait(app.ledger, actor=app.actor_or_none(), timeout=_seconds(timeout, "--timeout"),
                         fetch=fetch, remote=remote, pace=_pace(poll, fetch_every),
                         clock_fn=_clock(app), sleep=time.sleep)
-    app.emit(result.to_dict(), f"{result.cause}: {result.reason}")
+    # A due wake stays due until acted on: the next wait ends at once on it again.
+    acks = [f"  acted on it? git loopx wake ack {wake}" for wake in result.wakes]
+    app.emit(result.to_dict(), "\n".join([f"{result.cause}: {result.reason}",
+                                          *render.capped(acks, "git loopx wake list", 3)]))
     if EXIT[result.cause]:
         raise click.exceptions.Exit(EXIT[result.cause])
 

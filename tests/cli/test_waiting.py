@@ -75,6 +75,14 @@ def test_wait_returns_0_when_a_time_wake_is_due(repo: Path) -> None:
     result = run_loopx(repo, "wait", "--timeout", "30", "--json", *FAST, actor=AGENT)
     assert result.code == 0, result.err  # the wake, not the 30 s timeout (exit 124), ended it
     assert result.json()["cause"] == "wake" and result.json()["wakes"] == ["w-soon"]  # type: ignore[index]
+    for n in range(5):
+        assert run_loopx(repo, "wake", "set", "--in", "0s", "--id", f"w-{n}").code == 0
+    text = run_loopx(repo, "wait", "--timeout", "0", actor=AGENT)  # due until acted on
+    assert text.code == 0 and text.out.startswith("wake: ")
+    assert "  acted on it? git loopx wake ack w-soon\n" in text.out
+    assert text.out.count("git loopx wake ack") == 3 and "... and 3 more" in text.out
+    assert run_loopx(repo, "wake", "ack", "w-soon", actor=AGENT).code == 0
+    assert "wake ack w-soon" not in run_loopx(repo, "wait", "--timeout", "0", actor=AGENT).out
 
 
 def test_wait_returns_12_when_another_process_writes(repo: Path) -> None:
