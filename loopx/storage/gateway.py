@@ -356,15 +356,15 @@ class ObjectReader:
     DELTA_CACHE = ("-c", "core.deltaBaseCacheLimit=16m")
 
     def __init__(self, cwd: Path | str) -> None:
-        self._cwd = cwd
+        self.cwd = cwd
         self._proc: subprocess.Popen[bytes] | None = None
 
     def _start(self) -> subprocess.Popen[bytes]:
         if self._proc is None or self._proc.poll() is not None:
             self._proc = subprocess.Popen(
                 ["git", *_SAFE_CONFIG, *self.DELTA_CACHE, "cat-file", "--batch-command"],
-                cwd=self._cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL, env=_env(None, self._cwd), bufsize=1 << 18,
+                cwd=self.cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL, env=_env(None, self.cwd), bufsize=1 << 18,
             )
         return self._proc
 
@@ -451,133 +451,17 @@ class ObjectReader:
                   max_size: int | None = None) -> list[bytes | Oversize]:
         """The contents of many objects of type ``kind``, or an :class:`Oversize` where one is
         over ``max_size`` bytes, through short-lived cat-file processes whose answers go to a
-        temporary file, not a pipe.
-
-        For reads of a whole ledger (a cold replay): git writes each object by itself, and
-        on a pipe each of those writes is a hand-over to the reader (at 100k blobs, git's
-        CPU for the same answers was about twice a file's). Each chunk of names is one
-        ``--batch`` whose answer the kernel caps (:meth:`_bulk_at_once`); a chunk over the
-        cap, or where the system cannot cap, is read the checked way (:meth:`_bulk_checked`).
-        Raises :class:`DamagedLedger` naming the first object that is missing or of another
+        temporary file, not a pipe (:mod:`loopx.storage.bulk`): for reads of a whole
+        ledger (a cold replay). Raises :class:`DamagedLedger` naming the first object that is missing or of another
         type, and :class:`GitError` when git fails or its answer is cut short: never a
         partial list.
         """
         if len(names) < self.BULK_MIN:
             return [batches.checked(name, found, kind)
                     for name, found in zip(names, self.read_capped(names, max_size))]
-        # Imported here: tempfile costs 6 ms at import (shutil, random), which the warm
-        # commands that import this module and never read in bulk must not pay.
-        import tempfile
+        from loopx.storage import bulk  # (only a whole ledger's read needs it)
 
-        chunks = [names[start : start + self.BULK_NAMES]
-                  for start in range(0, len(names), self.BULK_NAMES)]
-
-        def at_once(chunk: list[str]) -> list[bytes | Oversize] | None:
-            with tempfile.TemporaryFile() as answer:
-                return self._bulk_at_once(chunk, kind, max_size, answer)
-
-        jobs = min(self.BULK_JOBS, len(chunks), os.cpu_count() or 1) if CAN_LIMIT else 1
-        if jobs > 1:
-            from concurrent.futures import ThreadPoolExecutor
-
-            with ThreadPoolExecutor(jobs) as pool:  # (every job done or failed at its end)
-                onces = list(pool.map(at_once, chunks))
-        else:
-            onces = [at_once(chunk) for chunk in chunks]
-        found: list[bytes | Oversize] = []
-        with tempfile.TemporaryFile() as request, tempfile.TemporaryFile() as answer:
-            for chunk, once in zip(chunks, onces):
-                found += (once if once is not None
-                          else self._bulk_checked(chunk, kind, max_size, request, answer))
-        return found
-
-    def _bulk_at_once(self, names: list[str], kind: str, max_size: int | None,
-                      answer: IO[bytes]) -> list[bytes | Oversize] | None:
-        """Each object of ``names`` from one ``cat-file --batch`` whose answer file git may
-        not write past :data:`BULK_BYTES` and the header lines (:func:`run`'s
-        ``file_limit``): a hostile tree's huge blob costs the disk and the memory no more
-        than that, and the answer's own headers say each object's type and size, so no
-        ``--batch-check`` runs before it (a sixth of git's CPU in a 100k replay). None when
-        git went over the cap or failed (a gc deleting a pack as it opened it), for
-        :meth:`_bulk_checked` to read instead."""
-        if not CAN_LIMIT:
-            return None
-        unique = list(dict.fromkeys(names))  # each object once
-        answer.seek(0)
-        answer.truncate()
-        cap = self.BULK_BYTES + self.HEADER_BYTES * len(unique)
-        try:
-            proc = run(self._cwd, *self.DELTA_CACHE, "cat-file", "--buffer", "--batch",
-                       input="\n".join([*unique, ""]).encode(), stdout=answer, check=False,
-                       file_limit=cap)
-        except OSError:  # (prlimit refused)
-            return None
-        # Over the cap though git succeeded: a git the kernel does not hold (a wrapper that
-        # hands the work to another process tree, as flatpak-spawn --host): never read in.
-        if proc.returncode != 0 or answer.seek(0, os.SEEK_END) > cap:
-            return None
-        answer.seek(0)
-        found = batches.parse_answers(answer.read(), unique, kind, max_size)
-        if len(unique) == len(names):
-            return found
-        contents = dict(zip(unique, found))
-        return [contents[name] for name in names]
-
-    def _bulk_checked(self, names: list[str], kind: str, max_size: int | None,
-                      request: IO[bytes], answer: IO[bytes]) -> list[bytes | Oversize]:
-        """Each object of ``names``, its size asked of ``--batch-check`` first: one over
-        ``max_size`` is never read, and the rest are read :data:`BULK_BYTES` at a time."""
-        headers = self._bulk_headers(names, kind, request, answer)
-        wanted = list({line: size for line, size in headers  # each object once
-                       if max_size is None or size <= max_size}.items())
-        contents: dict[bytes, bytes | Oversize] = {}
-        for group in batches.by_bytes(wanted, self.BULK_BYTES):
-            oids = [line.split(b" ", 1)[0].decode() for line, _ in group]
-            answers = self._bulk_batch(["--buffer", "--batch"], oids, request, answer)
-            contents.update(zip([line for line, _ in group],
-                                batches.parse_answers(answers, oids, kind, None)))
-        return [contents[line] if line in contents
-                else Oversize(kind, size, line.split(b" ", 1)[0].decode())
-                for line, size in headers]
-
-    def _bulk_headers(self, names: list[str], kind: str, request: IO[bytes],
-                      answer: IO[bytes]) -> list[tuple[bytes, int]]:
-        """The header line (``<oid> <type> <size>``) and size of each object in ``names``, in
-        order."""
-        lines = self._bulk_batch(["--buffer", "--batch-check"], names, request,
-                                 answer).split(b"\n")
-        if len(lines) != len(names) + 1 or lines[-1]:
-            raise GitError(["cat-file", "--batch-check"], 0, f"its answer was cut short "
-                           f"({len(lines) - 1} of {len(names)} lines); nothing was used")
-        headers = []
-        wanted = kind.encode()
-        for name, line in zip(names, lines):
-            _, _, rest = line.partition(b" ")
-            found, _, size = rest.partition(b" ")
-            if found != wanted:  # (no size: "<name> missing" or "<name> ambiguous")
-                raise batches.not_read(name, batches.PLACE.get(found, "is unreadable") if not size else
-                                f"is a {found.decode()}, not a {kind}")
-            headers.append((line, int(size)))
-        return headers
-
-    def _bulk_batch(self, args: list[str], names: list[str], request: IO[bytes],
-                    answer: IO[bytes]) -> bytes:
-        """What ``cat-file ARGS`` answers for ``names``, read from ``request`` and written
-        to ``answer`` (both emptied first); asked again when git dies, as a read may."""
-        for _ in range(3):
-            for file in (request, answer):
-                file.seek(0)
-                file.truncate()
-            request.write("\n".join([*names, ""]).encode())  # each name and a newline
-            request.seek(0)
-            proc = run(self._cwd, *self.DELTA_CACHE, "cat-file", *args, stdin=request,
-                       stdout=answer, check=False)
-            if proc.returncode == 0:
-                answer.seek(0)
-                return answer.read()
-            # cat-file dies when a `git gc` deletes a pack it was about to open.
-        raise GitError(["cat-file", *args], proc.returncode,
-                       proc.stderr.decode("utf-8", "replace"))
+        return bulk.read(self, names, kind, max_size)
 
     def close(self) -> None:
         if self._proc is not None:

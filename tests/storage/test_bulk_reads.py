@@ -18,6 +18,7 @@ from loopx.errors import DamagedLedger, GitError
 from loopx.ledger import cache
 from loopx.ledger.replay import Reader
 from loopx.storage import batches, gateway
+from loopx.storage import bulk as bulk_reads
 from loopx.storage.batches import Oversize
 from loopx.storage.gateway import ObjectReader
 from loopx.storage.store import STATE_REF
@@ -174,7 +175,7 @@ def test_an_answer_over_the_cap_is_cut_by_the_kernel_and_read_the_checked_way(
     huge = _blob(repo, b"\0" * (8 << 20))  # 8 MiB, a few KiB packed
     small = [_blob(repo, f"small {n}\n".encode()) for n in range(3)]
     with ObjectReader(repo) as objects, tempfile.TemporaryFile() as answer:
-        assert objects._bulk_at_once([small[0], huge], "blob", 1 << 20, answer) is None
+        assert bulk_reads.at_once(objects, [small[0], huge], "blob", 1 << 20, answer) is None
         answer.seek(0, 2)
         assert 4096 <= answer.tell() <= 4096 + 2 * ObjectReader.HEADER_BYTES  # cut at the cap
         spawned.clear()
@@ -203,7 +204,7 @@ def test_an_answer_over_the_cap_from_a_git_the_kernel_does_not_hold_is_never_rea
     monkeypatch.setattr(batches, "parse_answers",
                         lambda data, *rest: read.append(len(data)) or real(data, *rest))
     with ObjectReader(repo) as objects, tempfile.TemporaryFile() as answer:
-        assert objects._bulk_at_once([small, huge], "blob", 1 << 20, answer) is None
+        assert bulk_reads.at_once(objects, [small, huge], "blob", 1 << 20, answer) is None
         assert answer.seek(0, 2) > 8 << 20  # git wrote it all: nothing stopped it
         spawned.clear()
         assert objects.read_bulk([small, huge], max_size=1 << 20) == [
