@@ -444,7 +444,8 @@ class ObjectReader:
     BULK_MIN = 1000
     # Chunks read at once, each by its own cat-file, where the machine has the cores: git's
     # inflating of a cold replay's blobs is most of its reading, and one process uses one
-    # core (at 100k blobs, two halved git's wall time; its CPU is the same).
+    # core (at 100k blobs, two halved git's wall time; its CPU is the same). A hostile
+    # tree's answers take at most BULK_JOBS * BULK_BYTES of disk at once.
     BULK_JOBS = 2
 
     def read_bulk(self, names: list[str], *, kind: str = "blob",
