@@ -62,13 +62,15 @@ start_drain() {
 }
 
 # Queue this commit's record, marked as a post-commit at work while it does (for the check
-# that finds commits whose hook was killed: loopx.hooks.unrecorded.running).
+# that finds commits whose hook was killed, and credits them to who the mark names: as
+# loopx.hooks.unrecorded.mark_text writes one). A mark not written whole is none.
 queue_commit() {
     mark=
     if [ -f "$common/loopx/commits-watch.json" ]; then
         [ -d "$common/loopx/hooks.running" ] || mkdir -p "$common/loopx/hooks.running" 2>/dev/null
         mark="$common/loopx/hooks.running/$$"
-        : 2>/dev/null > "$mark" || mark=
+        printf 'loopx-running v1\n%s\n%s\n' "$actor" "$sha" 2>/dev/null > "$mark" ||
+            { rm -f "$mark"; mark=; }
     fi
     pause_at start
     queue_entry && return 0

@@ -102,12 +102,13 @@ def _post_commit(hook: Hook) -> list[str]:
     if found is None:
         spool.pause_point("start", hook.environ)
         return []
-    with unrecorded.running(found.loopx_dir):  # a sweep beside it waits (killed: it does not)
+    # A sweep beside it waits; killed, its mark names who made the commit.
+    with unrecorded.running(found.loopx_dir, hook.actor) as noted:
         spool.pause_point("start", hook.environ)
-        return _post_commit_in(hook, found)
+        return _post_commit_in(hook, found, noted)
 
 
-def _post_commit_in(hook: Hook, found: "_Found") -> list[str]:
+def _post_commit_in(hook: Hook, found: "_Found", noted: Callable[[str], None]) -> list[str]:
     if _rebasing(found.git_dir):
         return []
     branch = _head_ref(hook.cwd, found.git_dir)
@@ -118,6 +119,7 @@ def _post_commit_in(hook: Hook, found: "_Found") -> list[str]:
     if _internal(branch, hook.ref):
         return []  # a proposal or another loopx branch is not work on a todo
     info = capture.read_commit(hook.cwd, "HEAD")
+    noted(info.sha)
     lines = _post_commit_of(hook, found, branch, info)
     unrecorded.mark_done(found.loopx_dir, info.sha)  # recorded, queued, or nothing to record
     return lines
@@ -293,6 +295,7 @@ def drain(cwd: str, *, state_ref: Optional[str] = None, retry: bool = False,
         total.applied += done.applied
         total.failed.update(done.failed)
         total.found += done.found
+        total.unknown += done.unknown
         total.kept, total.busy = done.kept, done.busy
         if not done.kept or time.monotonic() >= deadline:
             return total

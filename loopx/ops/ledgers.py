@@ -94,11 +94,20 @@ def _check_state_ref(path: Path | str, ref: str) -> None:
 
 def found_line(done: Drained) -> str:
     """What to say about commits found with no record (their post-commit hook was killed)."""
-    shas = ", ".join(sha[:9] for sha in done.found[:5]) + (" ..." if len(done.found) > 5 else "")
     failed = f"; {len(done.failed)} set aside (`git loopx hooks queue`)" if done.failed else ""
     kept = "; some still queued (the state branch is busy)" if done.kept or done.busy else ""
-    return (f"found {len(done.found)} commit(s) whose post-commit hook did not finish ({shas}): "
-            f"their evidence is recorded now{failed}{kept}")
+    known = [sha for sha in done.found if sha not in done.unknown]
+    said = "their evidence is recorded now" if known else "nothing was recorded"
+    if done.unknown:
+        said = (f"{said}; {_shas(done.unknown)} recorded for no one: who made "
+                f"{'it' if len(done.unknown) == 1 else 'them'} is not known (no mark of "
+                "its hook, and not one lease holder on the branch)")
+    return (f"found {len(done.found)} commit(s) whose post-commit hook did not finish "
+            f"({_shas(done.found)}): {said}{failed}{kept}")
+
+
+def _shas(shas: list[str]) -> str:
+    return ", ".join(sha[:9] for sha in shas[:5]) + (" ..." if len(shas) > 5 else "")
 
 
 def scrub(text: str) -> str:
@@ -122,7 +131,7 @@ def apply_spool(ledger: Ledger, *, wait: Optional[float] = None,
     commit whose post-commit has not finished yet would look like one whose hook was killed
     (git writes the reflog before it runs the hook). None when nothing was queued."""
     done = _drain(ledger, wait)
-    found = _queue_unrecorded(ledger) if sweep else []
+    found, unknown = _queue_unrecorded(ledger) if sweep else ([], [])
     if not found:
         return done
     from loopx.hooks import spool
@@ -133,7 +142,7 @@ def apply_spool(ledger: Ledger, *, wait: Optional[float] = None,
     done.kept += again.kept
     done.failed.update(again.failed)
     done.busy = again.busy
-    done.found = found
+    done.found, done.unknown = found, unknown
     return done
 
 
@@ -163,30 +172,31 @@ def _drain(ledger: Ledger, wait: Optional[float]) -> Optional[Drained]:
         ledger.store.wait_limit = limit
 
 
-def _queue_unrecorded(ledger: Ledger) -> list[str]:
+def _queue_unrecorded(ledger: Ledger) -> tuple[list[str], list[str]]:
     """Queue, as post-commit would have, the commits of watched branches (where a lease was
     taken) that have no commit record and are not queued: a hook killed before it queued
     anything (loopx.hooks.unrecorded). While no watched reflog grew this is one small
     file and a stat per branch; after, only the new reflog lines are read."""
     loopx_dir = ledger.repo.loopx_dir
     if not (loopx_dir / "commits-watch.json").is_file():  # unrecorded.WATCH: start-up time
-        return []
+        return [], []
     from loopx.hooks import unrecorded
 
     if not unrecorded.grown(loopx_dir) or ledger.tip() is None:
-        return []
-    swept, offsets = unrecorded.sweep(loopx_dir)
+        return [], []
+    swept, offsets, spent = unrecorded.sweep(loopx_dir)
     found = _queue_missed(ledger, [m for m in swept
                                    if any(ref == ledger.ref for _, ref in m.holders)])
-    unrecorded.mark_read(loopx_dir, offsets)  # only once they are queued (a kill: again)
+    unrecorded.mark_read(loopx_dir, offsets, spent)  # only once queued (a kill: again)
     return found
 
 
-def _queue_missed(ledger: Ledger, missed: list[Missed]) -> list[str]:
+def _queue_missed(ledger: Ledger, missed: list[Missed]) -> tuple[list[str], list[str]]:
     """Queue the commits of ``missed`` that have no record, are not queued and whose hook did
-    not finish; their shas."""
+    not finish, for who made them; their shas, and those of the commits whose maker is not
+    known (queued for no one)."""
     if not missed:
-        return []
+        return [], []
     from loopx.hooks import shims, spool, unrecorded
     from loopx.projection.appliers import ANY_EVIDENCE
 
@@ -196,22 +206,27 @@ def _queue_missed(ledger: Ledger, missed: list[Missed]) -> list[str]:
     missed = [m for m in missed if m.sha not in finished]
     # Without loopx's post-commit shim no commit is recorded on its own, so none is missing.
     if not missed or not shims.records_commits(cwd=ledger.repo.cwd):
-        return []
+        return [], []
     fold = ledger.fold()
     queued = {e.inputs.get("commit") for e in spool.pending(loopx_dir)}
     found: list[str] = []
+    unknown: list[str] = []
     for m in missed:
         records = [i for i in fold.by_commit.get(m.sha) or [] if i != ANY_EVIDENCE]
         if records or m.sha in queued:
             continue
-        for actor, ref in dict.fromkeys(m.holders):
-            if ref == ledger.ref:
-                spool.append(loopx_dir, hook="post-commit", actor=actor, state_ref=ref,
-                             inputs={"commit": m.sha, "branch": m.branch, "amended": None},
-                             at=datetime.fromtimestamp(m.at, timezone.utc))
+        # Credited to who made it, never to whoever runs this sweep, nor to every holder:
+        # a commit whose maker is not known is recorded for no one (found_line names it).
+        maker = m.maker(ledger.ref)
+        if maker is not None:
+            spool.append(loopx_dir, hook="post-commit", actor=maker, state_ref=ledger.ref,
+                         inputs={"commit": m.sha, "branch": m.branch, "amended": None},
+                         at=datetime.fromtimestamp(m.at, timezone.utc))
         queued.add(m.sha)
         found.append(m.sha)
-    return found
+        if maker is None:
+            unknown.append(m.sha)
+    return found, unknown
 
 
 def _unwatch_ended(ledger: Ledger, watched: set[tuple[str, tuple[str, str]]]) -> None:
