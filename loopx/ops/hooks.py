@@ -279,6 +279,8 @@ def drain(cwd: str, *, state_ref: Optional[str] = None, retry: bool = False,
     must wait for a busy branch it tries again for up to ``patience`` seconds (default: none,
     or ``DRAIN_PATIENCE_S`` in the detached drain a hook starts, see BACKGROUND_ENV)."""
     found = gateway.discover(cwd)
+    if state_ref is not None:
+        ledgers.check_state_ref(cwd, state_ref)
     if retry:
         spool.retry(found.loopx_dir)
     background = bool(os.environ.get(BACKGROUND_ENV))  # the drain a hook started
@@ -348,7 +350,10 @@ class _Found(NamedTuple):
 
 
 def _ledger_tip(hook: Hook) -> Optional[_Found]:
-    """Where the repository is and its state tip, if it has a ledger (one git call)."""
+    """Where the repository is and its state tip, if it has a ledger (one git call; more
+    for a state ref given: it must be one, or nothing is read as state)."""
+    if hook.state_ref:
+        ledgers.check_state_ref(hook.cwd, hook.state_ref)
     proc = gateway.run(hook.cwd, "rev-parse", "--absolute-git-dir", "--git-common-dir",
                        "--verify", "-q", f"{hook.ref}^{{commit}}", check=False)
     lines = proc.stdout.decode().splitlines()

@@ -43,7 +43,7 @@ def open_ledger(path: Path | str = ".", *, ref: Optional[str] = None,
     hooks queued is applied first (:func:`apply_spool`, waiting up to ``wait`` seconds).
     ``report`` hears how far long work got (:mod:`loopx.ledger.progress`)."""
     if ref is not None:
-        _check_state_ref(path, ref)
+        check_state_ref(path, ref)
     ledger = Ledger.open(path, ref=state_ref(ref), scrub=scrub)
     ledger.progress.report = report
     # The ref's file says "there is a ledger" without a git process; whether its commit is
@@ -60,12 +60,15 @@ def open_ledger(path: Path | str = ".", *, ref: Optional[str] = None,
     return ledger
 
 
-def _check_state_ref(path: Path | str, ref: str) -> None:
-    """UsageError unless the ref given (``--state-ref``) is one git can have and is a state
-    branch or none yet: `--state-ref 'a..b'` was git's update-ref failing (exit 3) after the
-    events were built, and `--state-ref feature`, a branch of code, got a ledger commit on top
-    of its code; a symbolic ref read as damage doctor would "repair". Asked of git (three
-    processes), only for a ref given."""
+def check_state_ref(path: Path | str, ref: str, *, damaged: bool = False) -> None:
+    """UsageError unless the ref given (``--state-ref``, ``$LOOPX_STATE_REF``) is one git can
+    have and is a state branch or none yet: `--state-ref 'a..b'` was git's update-ref failing
+    (exit 3) after the events were built, and `--state-ref feature`, a branch of code, got a
+    ledger commit on top of its code; a symbolic ref read as damage doctor would "repair"; a
+    name git reads as a tag or a commit (`v1`, `HEAD`, `3f2a9c1`) made a new branch beside
+    it. A state branch has an events/ folder and nothing outside the state layout; with
+    ``damaged`` (doctor, which repairs them) it need only have had events/ at some point.
+    Asked of git (up to four processes), only for a ref given."""
     full = state_ref(ref)
     if gateway.run(path, "check-ref-format", full, check=False).returncode != 0:
         raise UsageError(f"--state-ref: {ref!r} is not a valid ref name (see `git help "
@@ -81,14 +84,33 @@ def _check_state_ref(path: Path | str, ref: str) -> None:
         target = pointed.stdout.decode("utf-8", "replace").strip()
         raise UsageError(f"--state-ref: {full} is a symbolic ref (to {inert.line(target)}); "
                          "nothing was read or written: name the branch itself")
-    listed = gateway.run(path, "ls-tree", "-z", "--name-only", full, "--", check=False)
+    if ref != full:  # a short name: what git itself takes it for
+        meant = gateway.run(path, "rev-parse", "-q", "--verify", "--symbolic-full-name",
+                            "--end-of-options", ref, check=False)  # (`--all` is a name here)
+        said = meant.stdout.decode("utf-8", "replace").strip()
+        if meant.returncode == 0 and said != full:
+            what = inert.line(said) if said else "an object id"
+            raise UsageError(f"--state-ref: git reads {ref!r} as {what}, not the branch {full}; "
+                             f"nothing was read or written: name a branch, e.g. proposal/x "
+                             f"(or give {full} in full)")
+    listed = gateway.run(path, "ls-tree", "-z", full, "--", check=False)
     if listed.returncode != 0:
         return  # no such ref yet (a proposal starts at loopx/state's tip), or not a repository
-    foreign = [name for name in listed.stdout.decode("utf-8", "replace").split("\0")
-               if name and name not in layout.AREAS]
-    if foreign:
-        shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
-        raise UsageError(f"--state-ref: {full} is not a state branch (it holds {shown}); "
+    kinds: dict[str, str] = {}  # name -> object type, of each entry at the top
+    for line in listed.stdout.decode("utf-8", "replace").split("\0"):
+        head, tab, name = line.partition("\t")
+        if tab and len(head.split()) == 3:
+            kinds[name] = head.split()[1]
+    if damaged and (kinds.get("events") == "tree" or gateway.run(
+            path, "rev-list", "-1", full, "--", "events/", check=False).stdout.strip()):
+        return  # a state branch, whatever became of it: doctor's to say
+    foreign = [name for name in kinds if name not in layout.AREAS]
+    files_ = [name for name, kind in kinds.items() if name in layout.AREAS and kind != "tree"]
+    why = (f"it holds {', '.join(foreign[:3]) + (', ...' if len(foreign) > 3 else '')}" if foreign
+           else f"its {files_[0]} is no folder" if files_
+           else "it has no events/ folder" if "events" not in kinds else "")
+    if why:
+        raise UsageError(f"--state-ref: {full} is not a state branch ({inert.line(why)}); "
                          "nothing was read or written: name a new branch, e.g. proposal/x")
 
 
