@@ -298,6 +298,7 @@ def drain(cwd: str, *, state_ref: Optional[str] = None, retry: bool = False,
         total.failed.update(done.failed)
         total.found += done.found
         total.unknown += done.unknown
+        total.bare += done.bare
         total.kept, total.busy = done.kept, done.busy
         if not done.kept or time.monotonic() >= deadline:
             return total

@@ -118,8 +118,11 @@ def found_line(done: Drained) -> str:
     """What to say about commits found with no record (their post-commit hook was killed)."""
     failed = f"; {len(done.failed)} set aside (`git loopx hooks queue`)" if done.failed else ""
     kept = "; some still queued (the state branch is busy)" if done.kept or done.busy else ""
-    known = [sha for sha in done.found if sha not in done.unknown]
+    known = [sha for sha in done.found if sha not in done.unknown and sha not in done.bare]
     said = "their evidence is recorded now" if known else "nothing was recorded"
+    if done.bare:
+        said = (f"{said}; nothing to record for {_shas(done.bare)} (no lease of "
+                f"{'its maker' if len(done.bare) == 1 else 'their makers'} covers it now)")
     if done.unknown:
         said = (f"{said}; {_shas(done.unknown)} recorded for no one: who made "
                 f"{'it' if len(done.unknown) == 1 else 'them'} is not known (no mark of "
@@ -157,6 +160,7 @@ def apply_spool(ledger: Ledger, *, wait: Optional[float] = None,
     if not found:
         return done
     from loopx.hooks import spool
+    from loopx.projection.appliers import ANY_EVIDENCE
 
     again = _drain(ledger, wait) or spool.Drained()
     done = done or spool.Drained()
@@ -165,6 +169,10 @@ def apply_spool(ledger: Ledger, *, wait: Optional[float] = None,
     done.failed.update(again.failed)
     done.busy = again.busy
     done.found, done.unknown = found, unknown
+    if not (done.kept or done.busy):  # what their makers' records came to
+        fold = ledger.fold()
+        done.bare = [sha for sha in found if sha not in unknown and not any(
+            i != ANY_EVIDENCE for i in fold.by_commit.get(sha) or [])]
     return done
 
 

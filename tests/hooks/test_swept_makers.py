@@ -189,3 +189,20 @@ def test_the_python_hooks_mark_names_its_actor_then_its_commit(tmp_path: Path) -
         dead = unrecorded._read_mark(mark)
         assert (dead.actor, dead.sha, dead.known) == (B, "a" * 40, True)
     assert not mark.exists()
+
+
+def test_a_maker_whose_lease_was_taken_over_is_told_nothing_was_recorded(
+        leased: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The mark names A, whose lease on t1 went to B before the sweep: not B's evidence, and
+    the line said "their evidence is recorded now" of a record that was never made."""
+    monkeypatch.setenv(unrecorded.GRACE_ENV, "3600")  # the commands between do not sweep it
+    sha, killed = _commit_killed_at(leased, "start", tmp_path)
+    assert killed
+    assert invoke(leased, "todo", "release", "t1").code == 0
+    assert invoke(leased, "todo", "claim", "t1", actor=B).code == 0
+    monkeypatch.setenv(unrecorded.GRACE_ENV, "0")
+    status = run_loopx(leased, "status", actor=B)
+    assert status.code == 0, status.err
+    assert (f"({sha[:9]}): nothing was recorded; nothing to record for {sha[:9]} (no lease of "
+            "its maker covers it now)") in status.err, status.err
+    assert _credited(leased) == []
