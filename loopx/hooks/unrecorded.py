@@ -186,8 +186,8 @@ def _marks(loopx_dir: Path) -> tuple[bool, list[_Dead]]:
         if pid is not None and (pid == os.getpid() or (locks.alive(pid)
                                                        and not _reused(pid, mark))):
             alive = True
-        else:
-            dead.append(_read_mark(mark))
+        else:  # (a file not named by a pid is no hook's mark: it names no one)
+            dead.append(_read_mark(mark) if pid is not None else _Dead(mark, None, None, False))
     return alive, dead
 
 

@@ -206,3 +206,14 @@ def test_a_maker_whose_lease_was_taken_over_is_told_nothing_was_recorded(
     assert (f"({sha[:9]}): nothing was recorded; nothing to record for {sha[:9]} (no lease of "
             "its maker covers it now)") in status.err, status.err
     assert _credited(leased) == []
+
+
+def test_a_file_among_the_marks_not_named_by_a_pid_names_no_one(leased: Path) -> None:
+    sha = _unhooked_commit(leased)
+    folder = leased / ".git" / "loopx" / unrecorded.RUNNING
+    folder.mkdir(parents=True, exist_ok=True)
+    stray = folder / "notes"
+    stray.write_text(unrecorded.mark_text(B, sha))
+    status = run_loopx(leased, "status", actor=B)
+    assert status.code == 0 and f"({sha[:9]}): their evidence is recorded now" in status.err
+    assert _credited(leased) == [("t1", A)] and not stray.exists()
