@@ -217,3 +217,36 @@ def test_a_file_among_the_marks_not_named_by_a_pid_names_no_one(leased: Path) ->
     status = run_loopx(leased, "status", actor=B)
     assert status.code == 0 and f"({sha[:9]}): their evidence is recorded now" in status.err
     assert _credited(leased) == [("t1", A)] and not stray.exists()
+
+
+def test_an_agents_hook_killed_before_it_decided_leaves_its_commit_to_no_one(
+        leased: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Agent B (no lease) commits in A's clone; its shim is killed before it decided anything:
+    the commit was credited to A, the one holder of a lease on the branch. The shim marks an
+    agent's hook at work from its start, so B is one who may have made it: no one is credited."""
+    monkeypatch.setenv("LOOPX_ACTOR", B)
+    sha, killed = _commit_killed_at(leased, "marked", tmp_path)
+    assert killed
+    monkeypatch.delenv("LOOPX_ACTOR")
+    status = run_loopx(leased, "status", actor=A)
+    assert status.code == 0 and f"{sha[:9]} recorded for no one" in status.err, status.err
+    assert _credited(leased) == []
+
+
+def test_a_hook_the_shim_marked_that_finishes_leaves_no_mark(leased: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOOPX_ACTOR", B)
+    subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", "B's, nothing to record"],
+                   cwd=leased, check=True)
+    monkeypatch.setenv("LOOPX_ACTOR", A)
+    subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", "A's, queued"], cwd=leased,
+                   check=True)
+    monkeypatch.delenv("LOOPX_ACTOR")
+    status = run_loopx(leased, "status", actor=A)
+    assert status.code == 0 and "did not finish" not in status.err, status.err
+    assert _credited(leased) == [("t1", A)]
+    deadline = time.monotonic() + 60  # (the detached drain removes the queued one's mark)
+    while list((leased / ".git" / "loopx" / unrecorded.RUNNING).iterdir()) and \
+            time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert list((leased / ".git" / "loopx" / unrecorded.RUNNING).iterdir()) == []
