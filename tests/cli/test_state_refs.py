@@ -35,7 +35,8 @@ def _branch(repo: Path, name: str, tree_lines: str) -> None:
 
 def _refused(repo: Path, ref: str, message: str) -> None:
     before = _refs(repo)
-    for args in (["--state-ref", ref, "note", "add", "x"], ["status", "--state-ref", ref]):
+    for args in (["--state-ref", ref, "note", "add", "x"], ["status", "--state-ref", ref],
+                 ["--state-ref", ref, "init", "--offline"], ["--state-ref", ref, "hooks", "drain"]):
         refused = invoke(repo, *args, actor=ACTOR)
         assert refused.code == 1 and refused.err.count("\n") == 1, refused.err
         assert refused.err.startswith(f"error: --state-ref: {message}"), refused.err
@@ -122,3 +123,9 @@ def test_drain_and_hooks_refuse_a_state_ref_that_is_no_state_branch(project: Pat
     after = _refs(project)
     assert [r for r in after.splitlines() if "refs/heads/main" not in r] == [
         r for r in before.splitlines() if "refs/heads/main" not in r]
+
+
+def test_init_makes_a_ledger_on_a_state_ref_not_made_yet(repo: Path) -> None:
+    made = invoke(repo, "--state-ref", "proposal/new", "init", "--offline", actor=ACTOR)
+    assert made.code == 0 and "initialised ledger on refs/heads/proposal/new" in made.out, made.err
+    assert git(repo, "ls-tree", "--name-only", "proposal/new") == "events"
