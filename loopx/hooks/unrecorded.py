@@ -173,7 +173,7 @@ class _Dead:
 
 def _marks(loopx_dir: Path) -> tuple[bool, list[_Dead]]:
     """Whether a post-commit hook of this clone is running (this process, when it is one,
-    counts), and the marks of those that died. A mark is data: read bounded, and only an
+    counts; not when it only has a dead hook's pid), and the marks of those that died. A mark is data: read bounded, and only an
     identity and a commit id are taken from it. A live pid that started after its mark was
     written is another process that reused a dead hook's pid: that hook died."""
     alive, dead = False, []
@@ -183,8 +183,7 @@ def _marks(loopx_dir: Path) -> tuple[bool, list[_Dead]]:
         return False, []
     for mark in marks:
         pid = locks.pid_of(mark.name)
-        if pid is not None and (pid == os.getpid() or (locks.alive(pid)
-                                                       and not _reused(pid, mark))):
+        if pid is not None and locks.alive(pid) and not _reused(pid, mark):
             alive = True
         else:  # (a file not named by a pid is no hook's mark: it names no one)
             dead.append(_read_mark(mark) if pid is not None else _Dead(mark, None, None, False))

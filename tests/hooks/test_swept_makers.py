@@ -250,3 +250,15 @@ def test_a_hook_the_shim_marked_that_finishes_leaves_no_mark(leased: Path,
             time.monotonic() < deadline:
         time.sleep(0.1)
     assert list((leased / ".git" / "loopx" / unrecorded.RUNNING).iterdir()) == []
+
+
+def test_a_dead_hooks_mark_with_the_sweepers_own_pid_is_a_dead_hooks(leased: Path) -> None:
+    """The command that sweeps may have been given a dead hook's pid: that mark is not this
+    command at work (it held back its sweep, or was dropped unread)."""
+    sha = _unhooked_commit(leased)
+    mark = _mark(leased, os.getpid(), unrecorded.mark_text(A, sha).encode())
+    past = time.time() - 600
+    os.utime(mark, (past, past))
+    status = invoke(leased, "status", actor=B)
+    assert status.code == 0 and f"({sha[:9]}): their evidence is recorded now" in status.err
+    assert _credited(leased) == [("t1", A)] and not mark.exists()
