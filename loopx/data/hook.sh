@@ -62,16 +62,18 @@ start_drain() {
 }
 
 # Queue this commit's record, marked as a post-commit at work while it does (for the check
-# that finds commits whose hook was killed: loopx.hooks.unrecorded.running).
+# that finds commits whose hook was killed, and credits them to who the mark names: as
+# loopx.hooks.unrecorded.mark_text writes one). A mark not written whole is none.
 queue_commit() {
     mark=
     if [ -f "$common/loopx/commits-watch.json" ]; then
         [ -d "$common/loopx/hooks.running" ] || mkdir -p "$common/loopx/hooks.running" 2>/dev/null
         mark="$common/loopx/hooks.running/$$"
-        : 2>/dev/null > "$mark" || mark=
+        printf 'loopx-running v1\n%s\n%s\n' "$actor" "$sha" 2>/dev/null > "$mark" ||
+            { rm -f "$mark"; mark=; }
     fi
     pause_at start
-    queue_entry && return 0
+    queue_entry && { early=; return 0; }  # (the mark is the drain's to remove now)
     [ -z "$mark" ] || rm -f "$mark"
     return 1
 }
@@ -173,6 +175,18 @@ EOF
     [ $found -eq 1 ] && [ ! -f "$common/refs/heads/loopx/state" ] && exit $status
     # A rebase runs post-commit for every pick; post-rewrite remaps them once it is done.
     if [ -d "$gitdir/rebase-merge" ] || [ -d "$gitdir/rebase-apply" ]; then exit $status; fi
+    # An agent's post-commit is marked at work from here (queue_commit names the commit in
+    # the mark later): a hook killed before it decided anything leaves a mark naming who
+    # committed, and the check that finds its commit does not credit the lease's holder.
+    early=
+    if [ -n "${LOOPX_ACTOR:-}" ] && [ -f "$common/loopx/commits-watch.json" ]; then
+        [ -d "$common/loopx/hooks.running" ] || mkdir -p "$common/loopx/hooks.running" 2>/dev/null
+        early="$common/loopx/hooks.running/$$"
+        printf 'loopx-running v1\n%s\n\n' "$LOOPX_ACTOR" 2>/dev/null > "$early" ||
+            { rm -f "$early"; early=; }
+        trap '[ -z "$early" ] || rm -f "$early"' EXIT
+        pause_at marked
+    fi
     known= leases= head= queued= ids=
     read -r head 2>/dev/null < "$gitdir/HEAD"
     for entry in "$common"/loopx/spool/*.json; do

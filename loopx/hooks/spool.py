@@ -80,6 +80,8 @@ class Drained:
     failed: dict[str, str] = field(default_factory=dict)
     busy: bool = False  # another drain held the queue for longer than the wait
     found: list[str] = field(default_factory=list)  # commits with no record, queued (ledgers)
+    unknown: list[str] = field(default_factory=list)  # of those, made by no one known
+    bare: list[str] = field(default_factory=list)  # of those, nothing to record for their maker
 
 
 class Later(Exception):

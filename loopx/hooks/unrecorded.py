@@ -16,8 +16,12 @@ the hook, so a foreground command beside a slow hook would see the commit unreco
 record it twice (once itself, once the hook). The sweep stops (and reads that line again
 next time) at the first commit not yet finished for while a post-commit hook of this clone
 is alive (each writes ``hooks.running/<pid>`` while it runs; a killed one leaves a file
-whose pid is gone, removed here), or while the line is younger than :data:`GRACE_S` (the
-moment between git's reflog write and the hook's first act).
+whose pid is gone), or while the line is younger than :data:`GRACE_S` (the moment between
+git's reflog write and the hook's first act).
+
+Each commit found is credited to who made it (:meth:`Missed.maker`): the actor a dead hook's
+mark names for it (a mark holds the hook's actor and, once read, its commit), else the one
+actor who can have made it; else no one (said, by the caller), never whoever sweeps.
 
 Derived data: a damaged or foreign watch file is dropped (it is rebuilt by the next claim);
 a reflog that shrank (``git reflog expire``) is read again from its start. Amends are
@@ -29,12 +33,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from loopx.model.limits import ACTOR_PATTERN
 from loopx.storage import files, locks
 
 WATCH = "commits-watch.json"
@@ -43,7 +49,10 @@ _DONE_KEEP = 2000
 VERSION = 1
 _COMMITS = ("commit:", "commit (merge):", "commit (initial):", "cherry-pick:")
 _LOCK_WAIT_S = 2.0
-RUNNING = "hooks.running"  # one empty file per post-commit process alive, named by its pid
+RUNNING = "hooks.running"  # one file per post-commit process alive, named by its pid
+MARK_MAGIC = "loopx-running v1"  # a mark's first line; then the actor, then the commit
+_MARK_MOST = 1024  # a mark is read up to this size (one larger is no hook's)
+_REUSE_SLACK_S = 2  # a live pid started this long after its mark was written is a reuse
 GRACE_S = 5  # a reflog line this young may still have its hook starting
 GRACE_ENV = "LOOPX_SWEEP_GRACE_S"  # tests that kill hooks set 0 (a live hook still counts)
 
@@ -56,6 +65,17 @@ class Missed:
     branch: str
     holders: tuple[tuple[str, str], ...]  # (actor, state ref) of the leases taken there
     at: int  # the reflog entry's Unix time
+    named: tuple[str | None, ...] = ()  # who the marks of dead hooks for this commit name
+    unsure: tuple[str | None, ...] = ()  # who those of hooks that died before reading it do
+
+    def maker(self, ref: str) -> str | None:
+        """Who made the commit, for the ledger at ``ref``: the actor its dead hook's mark
+        names, else the one actor who can have (a holder of a lease on the branch, a hook
+        that died before it read its commit); None when that is not one actor."""
+        can: set[str | None] = set(self.named)
+        if not can:
+            can = set(self.unsure) | {a for a, r in self.holders if r == ref}
+        return can.pop() if len(can) == 1 else None
 
 
 def watch(loopx_dir: Path, branch: str, *, actor: str, state_ref: str) -> None:
@@ -107,36 +127,92 @@ def done(loopx_dir: Path) -> set[str]:
 
 
 @contextlib.contextmanager
-def running(loopx_dir: Path) -> Iterator[None]:
-    """Mark this process as a post-commit at work until the block ends (or it is killed)."""
+def running(loopx_dir: Path, actor: str | None) -> Iterator[Callable[[str], None]]:
+    """Mark this process as a post-commit at work for ``actor`` until the block ends (or it
+    is killed); the block names its commit, once read, with the function it is given. A
+    killed hook's mark says who made the commit the sweep finds (:func:`mark_text`)."""
     mark = loopx_dir / RUNNING / str(os.getpid())
-    try:
+
+    def write(sha: str) -> None:
+        try:
+            fd = files.open_plain(mark, os.O_WRONLY | os.O_TRUNC)
+            try:
+                os.write(fd, mark_text(actor, sha).encode("utf-8", "replace"))
+            finally:
+                os.close(fd)
+        except OSError:  # no mark (or a partial one, dropped): the sweep's grace protects
+            with contextlib.suppress(OSError):  # this hook, and the lease names the maker
+                mark.unlink()
+
+    with contextlib.suppress(OSError):
         mark.parent.mkdir(parents=True, exist_ok=True)
-        mark.touch()
-    except OSError:
-        pass  # (no mark: the sweep's grace period is what protects this hook)
+    write("")
     try:
-        yield
+        yield write
     finally:
         with contextlib.suppress(OSError):
             mark.unlink()
 
 
-def _hooks_alive(loopx_dir: Path) -> bool:
-    """Whether a post-commit hook of this clone is running (stale marks are removed)."""
-    alive = False
+def mark_text(actor: str | None, sha: str) -> str:
+    """A running mark's content, as the shim writes it too: who commits, then the commit
+    once known (either line may be empty)."""
+    return f"{MARK_MAGIC}\n{actor or ''}\n{sha}\n"
+
+
+@dataclass(frozen=True)
+class _Dead:
+    """What the mark of a post-commit that died says: who made which commit (each None when
+    it does not say, or says something no hook writes)."""
+
+    path: Path
+    actor: str | None
+    sha: str | None
+    known: bool = True  # a mark as hooks write them (else: garbage, naming no one)
+
+
+def _marks(loopx_dir: Path) -> tuple[bool, list[_Dead]]:
+    """Whether a post-commit hook of this clone is running (this process, when it is one,
+    counts; not when it only has a dead hook's pid), and the marks of those that died. A mark is data: read bounded, and only an
+    identity and a commit id are taken from it. A live pid that started after its mark was
+    written is another process that reused a dead hook's pid: that hook died."""
+    alive, dead = False, []
     try:
         marks = list((loopx_dir / RUNNING).iterdir())
     except OSError:
-        return False
+        return False, []
     for mark in marks:
         pid = locks.pid_of(mark.name)
-        if pid is not None and pid != os.getpid() and locks.alive(pid):
+        if pid is not None and locks.alive(pid) and not _reused(pid, mark):
             alive = True
-        else:
-            with contextlib.suppress(OSError):
-                mark.unlink()
-    return alive
+        else:  # (a file not named by a pid is no hook's mark: it names no one)
+            dead.append(_read_mark(mark) if pid is not None else _Dead(mark, None, None, False))
+    return alive, dead
+
+
+def _read_mark(mark: Path) -> _Dead:
+    try:
+        lines = files.read(mark, _MARK_MOST).decode("ascii").split("\n")
+    except (OSError, UnicodeDecodeError):
+        lines = []
+    if len(lines) != 4 or lines[0] != MARK_MAGIC or lines[3]:
+        return _Dead(mark, None, None, known=False)
+    actor = lines[1] if re.fullmatch(ACTOR_PATTERN, lines[1]) else None
+    sha = lines[2] if re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", lines[2]) else None
+    return _Dead(mark, actor, sha)
+
+
+def _reused(pid: int, mark: Path) -> bool:
+    """Whether process ``pid`` started after ``mark`` was last written (Linux's /proc says;
+    elsewhere no process is taken for a reuse)."""
+    try:
+        written = mark.stat().st_mtime
+        ticks = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[19])
+        boot = next(int(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
+                    if line.startswith("btime "))
+        return boot + ticks / os.sysconf("SC_CLK_TCK") > written + _REUSE_SLACK_S
+    except (OSError, ValueError, IndexError, StopIteration):
+        return False
 
 
 def _grace() -> float:
@@ -153,28 +229,34 @@ def grown(loopx_dir: Path) -> bool:
     return any(_size(loopx_dir, b) != w["offset"] for b, w in doc["branches"].items())
 
 
-def sweep(loopx_dir: Path, *, now: float | None = None) -> tuple[list[Missed], dict[str, int]]:
-    """The commits the watched reflogs gained since they were last read, and how far each
-    reflog was read. Nothing is marked read here: the caller queues the commits first, then
-    calls :func:`mark_read`, so a process killed in between leaves them to the next one.
-    A commit whose hook may still be at work ends the read of its reflog (module doc)."""
+def sweep(loopx_dir: Path, *, now: float | None = None
+          ) -> tuple[list[Missed], dict[str, int], list[Path]]:
+    """The commits the watched reflogs gained since they were last read, how far each reflog
+    was read, and the marks of dead hooks that are spent once they are queued. Nothing is
+    marked read here: the caller queues the commits first, then calls :func:`mark_read`, so
+    a process killed in between leaves them to the next one. A commit whose hook may still
+    be at work ends the read of its reflog (module doc), and keeps the dead hooks' marks."""
     found: list[Missed] = []
     offsets: dict[str, int] = {}
     now = time.time() if now is None else now
     finished: set[str] | None = None
-    alive: bool | None = None
+    hooks: tuple[bool, list[_Dead]] | None = None
+    cut = False
+
+    def marks() -> tuple[bool, list[_Dead]]:
+        nonlocal hooks
+        hooks = _marks(loopx_dir) if hooks is None else hooks
+        return hooks
 
     def settled(sha: str, at: int) -> bool:
-        nonlocal finished, alive
+        nonlocal finished
         if finished is None:
             finished = done(loopx_dir)
         if sha in finished:
             return True
         if abs(now - at) < _grace():  # (a line dated later than that is not young: its
             return False  # commit's clock was ahead, and it held back every line after it)
-        if alive is None:
-            alive = _hooks_alive(loopx_dir)
-        return not alive
+        return not marks()[0]
 
     with _locked(loopx_dir) as doc:
         for branch, item in doc["branches"].items():
@@ -187,17 +269,30 @@ def sweep(loopx_dir: Path, *, now: float | None = None) -> tuple[list[Missed], d
             for sha, at, end in _commits(text):
                 if not settled(sha, at):
                     offsets[branch] = start + end  # read again from this line next time
+                    cut = True
                     break
-                found.append(Missed(sha, branch, holders, at))
-    return found, offsets
+                if finished is not None and sha in finished:
+                    found.append(Missed(sha, branch, holders, at))
+                    continue
+                dead = marks()[1]
+                found.append(Missed(sha, branch, holders, at,
+                                    tuple(d.actor for d in dead if d.sha == sha),
+                                    tuple(d.actor for d in dead if d.sha is None and d.known)))
+    swept = {m.sha for m in found}
+    spent = [d.path for d in (hooks or (False, []))[1] if not cut or d.sha in swept]
+    return found, offsets, spent
 
 
-def mark_read(loopx_dir: Path, offsets: dict[str, int]) -> None:
-    """Record that the reflogs were read up to ``offsets`` (their commits are queued)."""
+def mark_read(loopx_dir: Path, offsets: dict[str, int], spent: Iterable[Path] = ()) -> None:
+    """Record that the reflogs were read up to ``offsets`` (their commits are queued), and
+    drop the ``spent`` marks of dead hooks."""
     with _locked(loopx_dir) as doc:
         for branch, offset in offsets.items():
             if branch in doc["branches"]:
                 doc["branches"][branch]["offset"] = offset
+    for path in spent:
+        with contextlib.suppress(OSError):
+            path.unlink()
 
 
 def _commits(text: str) -> Iterator[tuple[str, int, int]]:

@@ -102,12 +102,13 @@ def _post_commit(hook: Hook) -> list[str]:
     if found is None:
         spool.pause_point("start", hook.environ)
         return []
-    with unrecorded.running(found.loopx_dir):  # a sweep beside it waits (killed: it does not)
+    # A sweep beside it waits; killed, its mark names who made the commit.
+    with unrecorded.running(found.loopx_dir, hook.actor) as noted:
         spool.pause_point("start", hook.environ)
-        return _post_commit_in(hook, found)
+        return _post_commit_in(hook, found, noted)
 
 
-def _post_commit_in(hook: Hook, found: "_Found") -> list[str]:
+def _post_commit_in(hook: Hook, found: "_Found", noted: Callable[[str], None]) -> list[str]:
     if _rebasing(found.git_dir):
         return []
     branch = _head_ref(hook.cwd, found.git_dir)
@@ -118,6 +119,7 @@ def _post_commit_in(hook: Hook, found: "_Found") -> list[str]:
     if _internal(branch, hook.ref):
         return []  # a proposal or another loopx branch is not work on a todo
     info = capture.read_commit(hook.cwd, "HEAD")
+    noted(info.sha)
     lines = _post_commit_of(hook, found, branch, info)
     unrecorded.mark_done(found.loopx_dir, info.sha)  # recorded, queued, or nothing to record
     return lines
@@ -277,6 +279,8 @@ def drain(cwd: str, *, state_ref: Optional[str] = None, retry: bool = False,
     must wait for a busy branch it tries again for up to ``patience`` seconds (default: none,
     or ``DRAIN_PATIENCE_S`` in the detached drain a hook starts, see BACKGROUND_ENV)."""
     found = gateway.discover(cwd)
+    if state_ref is not None:
+        ledgers.check_state_ref(cwd, state_ref)
     if retry:
         spool.retry(found.loopx_dir)
     background = bool(os.environ.get(BACKGROUND_ENV))  # the drain a hook started
@@ -293,6 +297,8 @@ def drain(cwd: str, *, state_ref: Optional[str] = None, retry: bool = False,
         total.applied += done.applied
         total.failed.update(done.failed)
         total.found += done.found
+        total.unknown += done.unknown
+        total.bare += done.bare
         total.kept, total.busy = done.kept, done.busy
         if not done.kept or time.monotonic() >= deadline:
             return total
@@ -345,7 +351,10 @@ class _Found(NamedTuple):
 
 
 def _ledger_tip(hook: Hook) -> Optional[_Found]:
-    """Where the repository is and its state tip, if it has a ledger (one git call)."""
+    """Where the repository is and its state tip, if it has a ledger (one git call; more
+    for a state ref given: it must be one, or nothing is read as state)."""
+    if hook.state_ref:
+        ledgers.check_state_ref(hook.cwd, hook.state_ref)
     proc = gateway.run(hook.cwd, "rev-parse", "--absolute-git-dir", "--git-common-dir",
                        "--verify", "-q", f"{hook.ref}^{{commit}}", check=False)
     lines = proc.stdout.decode().splitlines()

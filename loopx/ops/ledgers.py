@@ -43,7 +43,7 @@ def open_ledger(path: Path | str = ".", *, ref: Optional[str] = None,
     hooks queued is applied first (:func:`apply_spool`, waiting up to ``wait`` seconds).
     ``report`` hears how far long work got (:mod:`loopx.ledger.progress`)."""
     if ref is not None:
-        _check_state_ref(path, ref)
+        check_state_ref(path, ref)
     ledger = Ledger.open(path, ref=state_ref(ref), scrub=scrub)
     ledger.progress.report = report
     # The ref's file says "there is a ledger" without a git process; whether its commit is
@@ -60,12 +60,15 @@ def open_ledger(path: Path | str = ".", *, ref: Optional[str] = None,
     return ledger
 
 
-def _check_state_ref(path: Path | str, ref: str) -> None:
-    """UsageError unless the ref given (``--state-ref``) is one git can have and is a state
-    branch or none yet: `--state-ref 'a..b'` was git's update-ref failing (exit 3) after the
-    events were built, and `--state-ref feature`, a branch of code, got a ledger commit on top
-    of its code; a symbolic ref read as damage doctor would "repair". Asked of git (three
-    processes), only for a ref given."""
+def check_state_ref(path: Path | str, ref: str, *, damaged: bool = False) -> None:
+    """UsageError unless the ref given (``--state-ref``, ``$LOOPX_STATE_REF``) is one git can
+    have and is a state branch or none yet: `--state-ref 'a..b'` was git's update-ref failing
+    (exit 3) after the events were built, and `--state-ref feature`, a branch of code, got a
+    ledger commit on top of its code; a symbolic ref read as damage doctor would "repair"; a
+    name git reads as a tag or a commit (`v1`, `HEAD`, `3f2a9c1`) made a new branch beside
+    it. A state branch has an events/ folder and nothing outside the state layout; with
+    ``damaged`` (doctor, which repairs them) it need only have had events/ at some point.
+    Asked of git (up to four processes), only for a ref given."""
     full = state_ref(ref)
     if gateway.run(path, "check-ref-format", full, check=False).returncode != 0:
         raise UsageError(f"--state-ref: {ref!r} is not a valid ref name (see `git help "
@@ -81,24 +84,55 @@ def _check_state_ref(path: Path | str, ref: str) -> None:
         target = pointed.stdout.decode("utf-8", "replace").strip()
         raise UsageError(f"--state-ref: {full} is a symbolic ref (to {inert.line(target)}); "
                          "nothing was read or written: name the branch itself")
-    listed = gateway.run(path, "ls-tree", "-z", "--name-only", full, "--", check=False)
+    if ref != full:  # a short name: what git itself takes it for
+        meant = gateway.run(path, "rev-parse", "-q", "--verify", "--symbolic-full-name",
+                            "--end-of-options", ref, check=False)  # (`--all` is a name here)
+        said = meant.stdout.decode("utf-8", "replace").strip()
+        if meant.returncode == 0 and said != full:
+            what = inert.line(said) if said else "an object id"
+            raise UsageError(f"--state-ref: git reads {ref!r} as {what}, not the branch {full}; "
+                             f"nothing was read or written: name a branch, e.g. proposal/x "
+                             f"(or give {full} in full)")
+    listed = gateway.run(path, "ls-tree", "-z", full, "--", check=False)
     if listed.returncode != 0:
         return  # no such ref yet (a proposal starts at loopx/state's tip), or not a repository
-    foreign = [name for name in listed.stdout.decode("utf-8", "replace").split("\0")
-               if name and name not in layout.AREAS]
-    if foreign:
-        shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
-        raise UsageError(f"--state-ref: {full} is not a state branch (it holds {shown}); "
+    kinds: dict[str, str] = {}  # name -> object type, of each entry at the top
+    for line in listed.stdout.decode("utf-8", "replace").split("\0"):
+        head, tab, name = line.partition("\t")
+        if tab and len(head.split()) == 3:
+            kinds[name] = head.split()[1]
+    if damaged and (kinds.get("events") == "tree" or gateway.run(
+            path, "rev-list", "-1", full, "--", "events/", check=False).stdout.strip()):
+        return  # a state branch, whatever became of it: doctor's to say
+    foreign = [name for name in kinds if name not in layout.AREAS]
+    files_ = [name for name, kind in kinds.items() if name in layout.AREAS and kind != "tree"]
+    why = (f"it holds {', '.join(foreign[:3]) + (', ...' if len(foreign) > 3 else '')}" if foreign
+           else f"its {files_[0]} is no folder" if files_
+           else "it has no events/ folder" if "events" not in kinds else "")
+    if why:
+        raise UsageError(f"--state-ref: {full} is not a state branch ({inert.line(why)}); "
                          "nothing was read or written: name a new branch, e.g. proposal/x")
 
 
 def found_line(done: Drained) -> str:
     """What to say about commits found with no record (their post-commit hook was killed)."""
-    shas = ", ".join(sha[:9] for sha in done.found[:5]) + (" ..." if len(done.found) > 5 else "")
     failed = f"; {len(done.failed)} set aside (`git loopx hooks queue`)" if done.failed else ""
     kept = "; some still queued (the state branch is busy)" if done.kept or done.busy else ""
-    return (f"found {len(done.found)} commit(s) whose post-commit hook did not finish ({shas}): "
-            f"their evidence is recorded now{failed}{kept}")
+    known = [sha for sha in done.found if sha not in done.unknown and sha not in done.bare]
+    said = "their evidence is recorded now" if known else "nothing was recorded"
+    if done.bare:
+        said = (f"{said}; nothing to record for {_shas(done.bare)} (no lease of "
+                f"{'its maker' if len(done.bare) == 1 else 'their makers'} covers it now)")
+    if done.unknown:
+        said = (f"{said}; {_shas(done.unknown)} recorded for no one: who made "
+                f"{'it' if len(done.unknown) == 1 else 'them'} is not known (no mark of "
+                "its hook, and not one lease holder on the branch)")
+    return (f"found {len(done.found)} commit(s) whose post-commit hook did not finish "
+            f"({_shas(done.found)}): {said}{failed}{kept}")
+
+
+def _shas(shas: list[str]) -> str:
+    return ", ".join(sha[:9] for sha in shas[:5]) + (" ..." if len(shas) > 5 else "")
 
 
 def scrub(text: str) -> str:
@@ -122,10 +156,11 @@ def apply_spool(ledger: Ledger, *, wait: Optional[float] = None,
     commit whose post-commit has not finished yet would look like one whose hook was killed
     (git writes the reflog before it runs the hook). None when nothing was queued."""
     done = _drain(ledger, wait)
-    found = _queue_unrecorded(ledger) if sweep else []
+    found, unknown = _queue_unrecorded(ledger) if sweep else ([], [])
     if not found:
         return done
     from loopx.hooks import spool
+    from loopx.projection.appliers import ANY_EVIDENCE
 
     again = _drain(ledger, wait) or spool.Drained()
     done = done or spool.Drained()
@@ -133,7 +168,11 @@ def apply_spool(ledger: Ledger, *, wait: Optional[float] = None,
     done.kept += again.kept
     done.failed.update(again.failed)
     done.busy = again.busy
-    done.found = found
+    done.found, done.unknown = found, unknown
+    if not (done.kept or done.busy):  # what their makers' records came to
+        fold = ledger.fold()
+        done.bare = [sha for sha in found if sha not in unknown and not any(
+            i != ANY_EVIDENCE for i in fold.by_commit.get(sha) or [])]
     return done
 
 
@@ -163,30 +202,31 @@ def _drain(ledger: Ledger, wait: Optional[float]) -> Optional[Drained]:
         ledger.store.wait_limit = limit
 
 
-def _queue_unrecorded(ledger: Ledger) -> list[str]:
+def _queue_unrecorded(ledger: Ledger) -> tuple[list[str], list[str]]:
     """Queue, as post-commit would have, the commits of watched branches (where a lease was
     taken) that have no commit record and are not queued: a hook killed before it queued
     anything (loopx.hooks.unrecorded). While no watched reflog grew this is one small
     file and a stat per branch; after, only the new reflog lines are read."""
     loopx_dir = ledger.repo.loopx_dir
     if not (loopx_dir / "commits-watch.json").is_file():  # unrecorded.WATCH: start-up time
-        return []
+        return [], []
     from loopx.hooks import unrecorded
 
     if not unrecorded.grown(loopx_dir) or ledger.tip() is None:
-        return []
-    swept, offsets = unrecorded.sweep(loopx_dir)
+        return [], []
+    swept, offsets, spent = unrecorded.sweep(loopx_dir)
     found = _queue_missed(ledger, [m for m in swept
                                    if any(ref == ledger.ref for _, ref in m.holders)])
-    unrecorded.mark_read(loopx_dir, offsets)  # only once they are queued (a kill: again)
+    unrecorded.mark_read(loopx_dir, offsets, spent)  # only once queued (a kill: again)
     return found
 
 
-def _queue_missed(ledger: Ledger, missed: list[Missed]) -> list[str]:
+def _queue_missed(ledger: Ledger, missed: list[Missed]) -> tuple[list[str], list[str]]:
     """Queue the commits of ``missed`` that have no record, are not queued and whose hook did
-    not finish; their shas."""
+    not finish, for who made them; their shas, and those of the commits whose maker is not
+    known (queued for no one)."""
     if not missed:
-        return []
+        return [], []
     from loopx.hooks import shims, spool, unrecorded
     from loopx.projection.appliers import ANY_EVIDENCE
 
@@ -196,22 +236,27 @@ def _queue_missed(ledger: Ledger, missed: list[Missed]) -> list[str]:
     missed = [m for m in missed if m.sha not in finished]
     # Without loopx's post-commit shim no commit is recorded on its own, so none is missing.
     if not missed or not shims.records_commits(cwd=ledger.repo.cwd):
-        return []
+        return [], []
     fold = ledger.fold()
     queued = {e.inputs.get("commit") for e in spool.pending(loopx_dir)}
     found: list[str] = []
+    unknown: list[str] = []
     for m in missed:
         records = [i for i in fold.by_commit.get(m.sha) or [] if i != ANY_EVIDENCE]
         if records or m.sha in queued:
             continue
-        for actor, ref in dict.fromkeys(m.holders):
-            if ref == ledger.ref:
-                spool.append(loopx_dir, hook="post-commit", actor=actor, state_ref=ref,
-                             inputs={"commit": m.sha, "branch": m.branch, "amended": None},
-                             at=datetime.fromtimestamp(m.at, timezone.utc))
+        # Credited to who made it, never to whoever runs this sweep, nor to every holder:
+        # a commit whose maker is not known is recorded for no one (found_line names it).
+        maker = m.maker(ledger.ref)
+        if maker is not None:
+            spool.append(loopx_dir, hook="post-commit", actor=maker, state_ref=ledger.ref,
+                         inputs={"commit": m.sha, "branch": m.branch, "amended": None},
+                         at=datetime.fromtimestamp(m.at, timezone.utc))
         queued.add(m.sha)
         found.append(m.sha)
-    return found
+        if maker is None:
+            unknown.append(m.sha)
+    return found, unknown
 
 
 def _unwatch_ended(ledger: Ledger, watched: set[tuple[str, tuple[str, str]]]) -> None:

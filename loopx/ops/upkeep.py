@@ -185,6 +185,8 @@ def examine(cwd: str, *, ref: Optional[str] = None, rollback: bool = False,
     entry instead; then report again. Opened without adopting: doctor must work even when
     origin's state is refused."""
     checked = mended = rolled = after = None
+    if ref is not None:
+        ledgers.check_state_ref(cwd, ref, damaged=True)
     with Ledger.open(cwd, ref=ledgers.state_ref(ref)) as ledger:
         health = doctor.examine(ledger=ledger, now=now)
         if verify and health["damage"] and not health["damage"]["tip_missing"]:

@@ -335,11 +335,11 @@ def test_a_young_reflog_line_waits_out_the_grace_period(
                     "-m", "no hook ran"], cwd=leased, check=True)
     sha = git(leased, "rev-parse", "HEAD")
     made = int(git(leased, "log", "-1", "--format=%ct"))
-    found, offsets = unrecorded.sweep(loopx_dir, now=made + 1)
+    found, offsets, _ = unrecorded.sweep(loopx_dir, now=made + 1)
     assert found == []
     unrecorded.mark_read(loopx_dir, offsets)
     assert unrecorded.grown(loopx_dir)  # the line is still to be read
-    found, _ = unrecorded.sweep(loopx_dir, now=made + unrecorded.GRACE_S + 1)
+    found, _, _ = unrecorded.sweep(loopx_dir, now=made + unrecorded.GRACE_S + 1)
     assert [m.sha for m in found] == [sha]
 
 
@@ -357,12 +357,12 @@ def test_a_reflog_line_dated_ahead_does_not_hold_back_the_lines_after_it(
                         "-m", "no hook ran"], cwd=leased, env=env, check=True)
         shas.append(git(leased, "rev-parse", "HEAD"))
     made = int(git(leased, "log", "-1", "--format=%ct"))
-    found, offsets = unrecorded.sweep(loopx_dir, now=made + unrecorded.GRACE_S + 1)
+    found, offsets, _ = unrecorded.sweep(loopx_dir, now=made + unrecorded.GRACE_S + 1)
     assert [m.sha for m in found] == shas
     unrecorded.mark_read(loopx_dir, offsets)
     subprocess.run(["git", "-c", "core.hooksPath=/dev/null", "commit", "-q", "--allow-empty",
                     "-m", "young"], cwd=leased, check=True)
-    found, _ = unrecorded.sweep(loopx_dir, now=int(git(leased, "log", "-1", "--format=%ct")))
+    found, _, _ = unrecorded.sweep(loopx_dir, now=int(git(leased, "log", "-1", "--format=%ct")))
     assert found == []  # a line seconds old still waits out the grace
 
 

@@ -85,7 +85,10 @@ def test_a_hook_mark_or_reflog_time_with_no_number_is_not_one(tmp_path: Path, te
     marks = tmp_path / unrecorded.RUNNING
     marks.mkdir()
     (marks / text).write_text("")
-    assert not unrecorded._hooks_alive(tmp_path) and not (marks / text).exists()
+    alive, dead = unrecorded._marks(tmp_path)  # a dead hook's, naming no one
+    assert not alive and [(d.path.name, d.known) for d in dead] == [(text, False)]
+    unrecorded.mark_read(tmp_path, {}, [d.path for d in dead])
+    assert not (marks / text).exists()
     sha = "a" * 40
     line = f"{'0' * 40} {sha} A U Thor <a@x> {text} +0000\tcommit: x\n"
     assert [found[0] for found in unrecorded._commits(line)] == (
