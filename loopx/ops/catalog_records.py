@@ -129,8 +129,8 @@ EVIDENCE_OPS = [
         ref("todo", dest="todo_id", metavar="TODO", help="Only the evidence of this todo."),
         ref("goal", dest="goal_id", metavar="GOAL", help="Only the evidence of this goal."),
         *paging("pieces of evidence")),
-        run=lambda c: page(evidence.listing(c.ledger, todo=c.values.todo, goal=c.values.goal,
-                                            now=c.now)[::-1], c.values)),
+        run=lambda c: evidence.listing(c.ledger, todo=c.values.todo, goal=c.values.goal,
+                                       now=c.now, page=lambda e: page(e[::-1], c.values))),
     Operation("evidence show", "Show one piece of evidence: what ran, its result and output, "
               "the commit and tree it vouches for, and whether it is still fresh (and if not, "
               "which files changed).", params=(
