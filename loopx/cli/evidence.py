@@ -9,7 +9,7 @@ import sys
 
 import click
 
-from loopx.cli import terminal
+from loopx.cli import render, terminal
 from loopx.cli.app import App, declared, pass_app
 from loopx.ops import catalog, evidence
 from loopx.ops.declare import Values
@@ -35,12 +35,11 @@ def evidence_add(app: App, v: Values) -> None:
 @declared(catalog.find("evidence list"))
 def evidence_list(app: App, v: Values) -> None:
     items = app.call(catalog.find("evidence list"), v)
-    app.emit(items, lambda: _evidence_text(items))
+    app.emit(catalog.find("evidence list").document(items),
+             lambda: render.page_text(items, lambda: _evidence_text(items), "no evidence"))
 
 
 def _evidence_text(items: list[evidence.Evidence]) -> str:
-    if not items:
-        return "no evidence"
     rows = [("ID", "KIND", "COMMIT", "RESULT", "NOW", "TODO", "SUMMARY")]
     rows += [(e.id, e.kind, _commit(e), _result(e), e.freshness or "-",
               e.todo or "-", e.summary or "") for e in items]

@@ -172,7 +172,10 @@ _CONVENTIONS = """\
 - **JSON.** Every command but `help` and `completion` (usage, a shell script: text only) takes
   `--format json` (or `--json`), before or after the command
   name. Every `list` prints a JSON
-  list of objects (`session list` included: the slots in use are in `session stats`); a
+  list of objects (`session list` included: the slots in use are in `session stats`), but
+  the listings shown a page at a time (`todo list`, `note list`, `evidence list`): they print
+  `{todos|notes|evidence: [...], total, next_offset}` (`next_offset` null on the last page;
+  the text says `(1-15 of 40; 25 more: --offset 15)` under the rows when more follow); a
   write prints the event it recorded; `status` prints the documented status document
   (docs/status.md), `next` `{action, next_wake, actions, claimed, not_claimed}` (`actions` is
   a count), `brief` `{markdown, status}`. `status` and `brief` print compact JSON to a

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import click
 
+from loopx.cli import render
 from loopx.cli.app import App, declared
 from loopx.model import inert, plural
 from loopx.model.inert import line
@@ -35,10 +36,10 @@ def note_add(app: App, v: Values) -> None:
 @declared(_op("note list"))
 def note_list(app: App, v: Values) -> None:
     found = app.call(_op("note list"), v)
-    app.emit(found, lambda: "\n".join(
+    app.emit(_op("note list").document(found), lambda: render.page_text(found, lambda: "\n".join(
         f"{n.id:<12} {n.at}  {line(n.actor)}" + (f"  (on {n.todo or n.goal})"
                                                 if n.todo or n.goal else "")
-        + "\n" + inert.indented(n.text) for n in found) or "no notes")
+        + "\n" + inert.indented(n.text) for n in found), "no notes"))
 
 
 

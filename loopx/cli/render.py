@@ -4,6 +4,7 @@ events is shown with :func:`loopx.model.inert.line`: one line, so it cannot fake
 from __future__ import annotations
 
 from datetime import timedelta
+from collections.abc import Callable
 from typing import Any, Optional
 
 import click
@@ -11,7 +12,7 @@ import click
 from loopx.recovery.readback import local_host
 from loopx.model import clock, plural, typed
 from loopx.model.inert import line
-from loopx.projection import answers, environment
+from loopx.projection import answers, compact, environment
 
 
 def _style(color: bool):  # type: ignore[no-untyped-def]
@@ -177,6 +178,19 @@ def _sessions(sessions: list[answers.Session], paint: Any) -> list[str]:
             out += [f"               also open on goal {line(s.goal or '')}: "
                     f"{line(', '.join(s.same_goal))}"] if s.same_goal else []
     return out
+
+
+def page_text(found: compact.Page[Any], rows: Callable[[], str], empty: str) -> str:
+    """A page of a listing as text: its ``rows``, then one line when more follow (which of
+    how many these are, how many more, and the option that shows them); ``empty`` when
+    there is nothing (saying so of the offset when there is more before it)."""
+    if not found:
+        return empty if not found.total else f"{empty} from --offset {found.offset} " \
+                                             f"({found.total} in all)"
+    more = found.next_offset
+    return rows() + ("" if more is None else (
+        f"\n({found.offset + 1}-{more} of {found.total}; {found.total - more} more: "
+        f"--offset {more})"))
 
 
 def ago(seconds: Optional[int]) -> str:

@@ -21,6 +21,8 @@ from loopx.projection import answers, environment
 
 EXIT_WAIT = 10
 EXIT_NOTHING = 20
+ACTIONS = 8  # actions the status text lists before the ledger, most important first
+WAITS = 3  # of the things to wait for, listed after them when there is something to do
 
 
 def _emit(app: App, data: Any, text: Any) -> None:
@@ -107,10 +109,15 @@ def status_text(snap: answers.StatusDoc, ledger_text: str, *, color: bool = Fals
 
     first, _, rest = ledger_text.partition("\n")
     out = [first, *environment_lines(snap.environment, paint)]
-    actions = [a for a in snap.actions if a.kind not in ("work", "wait_lease")][:8]
-    if actions:
-        out.append("\n" + paint("Do now:" if not status.is_waiting(actions[0]) else "Waiting for:",
-                         bold=True))
+    # What to do leads (new work as its best todo: the rest are under Ready to work on), then
+    # what to wait for (gates, wakes, CI; others' leases are under Claimed).
+    work = next((a for a in snap.actions if a.kind == "work"), None)
+    doing = [a for a in snap.actions
+             if not status.is_waiting(a) and (a.kind != "work" or a is work)][:ACTIONS]
+    waits = [a for a in snap.actions if status.is_waiting(a) and a.kind != "wait_lease"]
+    for title, actions in (("Do now:", doing), ("Waiting for:", waits[:WAITS if doing else ACTIONS])):
+        if actions:
+            out.append("\n" + paint(title, bold=True))
         for action in actions:
             colour = "yellow" if status.is_waiting(action) else "red" if action.priority < 30 else "cyan"
             out.append(f"  {paint(action.kind, fg=colour)}: {inert.line(action.reason)}")

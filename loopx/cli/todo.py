@@ -7,11 +7,12 @@ from typing import TYPE_CHECKING
 
 import click
 
+from loopx.cli import render
 from loopx.cli.app import App, declared
 from loopx.model.inert import line
 from loopx.ops import catalog, declare
 from loopx.ops.declare import Values
-from loopx.projection import compact
+
 
 if TYPE_CHECKING:  # annotations only: the command runs its operation through the catalog
     from loopx.ops import todos
@@ -134,23 +135,12 @@ def todo_renew(app: App, v: Values) -> None:
 @declared(_op("list"))
 def todo_list(app: App, v: Values) -> None:
     found = app.call(_op("list"), v)
-    app.emit(found, lambda: _list_text(found))
-
-
-def _list_text(found: list[todos.Todo]) -> str:
-    if not found:
-        return "no todos"
-    more = ""
-    if isinstance(found, compact.Page) and found.next_offset is not None:
-        more = (f"\n({found.offset + 1}-{found.next_offset} of {found.total}; "
-                f"--offset {found.next_offset} for more)")
-    return "\n".join(
+    app.emit(_op("list").document(found), lambda: render.page_text(found, lambda: "\n".join(
         f"{t.id:<12} {t.state:<9} P{t.priority} {line(t.title)}"
         + (f"  [{' '.join(line(label) for label in t.labels)}]" if t.labels else "")
         + (f"  -> {line(t.assignee)}" if t.assignee and t.assignee != t.claimed_by else "")
         + (f"  ({line(t.why_not_ready)})" if t.why_not_ready and t.state != "done" else "")
-        for t in found
-    ) + more
+        for t in found), "no todos"))
 
 
 @todo.command("show")

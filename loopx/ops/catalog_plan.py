@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from loopx.errors import ArgumentError, LoopxError
@@ -12,8 +11,8 @@ from loopx.model.limits import (
 )
 from loopx.ops import gates, goals, notes, notices, todos
 from loopx.ops.declare import (
-    EVENT_ID, LABEL_FILTER, LIMIT, OFFSET, REFS_MAX, Call, Operation, Param, arg, labels, opt,
-    ref, text,
+    EVENT_ID, LABEL_FILTER, REFS_MAX, Call, Operation, Param, arg, labels, opt, page, paged_note,
+    paging, ref, text,
 )
 from loopx.projection import compact
 
@@ -152,7 +151,7 @@ def _todo_list(c: Call) -> Any:
                           priority=v.priority, state=v.state,
                           claimant=c.who() if v.mine else v.claimed_by, labels=v.label,
                           assignee=v.assigned_to, now=c.now)
-    return compact.page(found, limit=v.limit or compact.PAGE, offset=v.offset)
+    return page(found, v)
 
 
 def _todo_assign(c: Call) -> Any:
@@ -285,10 +284,7 @@ TODO_OPS = [
                                                             ttl=c.values.ttl,
                                                             event_id=c.values.event_id))),
     Operation("todo list", "List todos with their state and why they are not ready (ledger "
-              "order), a page at a time.", agent_note=(
-                  "Answers {todos: [...]}: at most `limit` (default 15), from `offset`; a page "
-                  "as long as the limit may have more after it (ask again at offset + limit)."),
-              wrap="todos", run=_todo_list, params=(
+              "order), a page at a time.", agent_note=paged_note("todos"), wrap="todos", run=_todo_list, params=(
         ref("goal", dest="goal_id", help="Only this goal's todos."),
         opt("ready", "bool", help="Only the frontier (ready to work on), in its order."),
         opt("all", "bool", dest="show_all", help="Include done and cancelled todos."),
@@ -302,10 +298,7 @@ TODO_OPS = [
         LABEL_FILTER,
         opt("assigned_to", metavar="ACTOR", pattern=ACTOR_PATTERN,
             help="Only todos assigned to this actor."),
-        dataclasses.replace(LIMIT, help=(
-            f"At most N todos (a page; default {compact.PAGE}, what fits an agent's "
-            "context).")),
-        OFFSET)),
+        *paging("todos", compact.TODO_PAGE))),
     Operation("todo show", "Show one todo.", params=(TODO,),
               run=lambda c: todos.show(c.ledger, c.values.todo, now=c.now)),
 ]
@@ -407,10 +400,13 @@ NOTE_OPS = [
         run=lambda c: c.write(lambda txn: notes.add(txn, c.values.text, todo=c.values.todo,
                                                     goal=c.values.goal,
                                                     event_id=c.values.event_id))),
-    Operation("note list", "List notes, oldest first.", wrap="notes", params=(
+    Operation("note list", "List notes, newest first, a page at a time.", wrap="notes",
+              agent_note=paged_note("notes"), params=(
         ref("todo", dest="todo_id", metavar="TODO", help="Only the notes on this todo."),
-        ref("goal", dest="goal_id", metavar="GOAL", help="Only the notes on this goal.")),
-        run=lambda c: notes.listing(c.ledger, todo=c.values.todo, goal=c.values.goal)),
+        ref("goal", dest="goal_id", metavar="GOAL", help="Only the notes on this goal."),
+        *paging("notes")),
+        run=lambda c: page(notes.listing(c.ledger, todo=c.values.todo,
+                                         goal=c.values.goal)[::-1], c.values)),
     Operation("notice list", "Your events that were not applied, and why (dismissed ones with "
               "--all).", wrap="notices", params=(
         opt("all", "bool", dest="show_all", help="Include dismissed notices."),),

@@ -20,7 +20,8 @@ from loopx.model.globs import GLOB_PATTERN
 from loopx.model.paths import TRANSCRIPT_MAX_BYTES
 from loopx.ops import config, effects, evidence, quotas, review, sessions, wakes
 from loopx.ops.catalog_plan import ON_GOAL, ON_TODO
-from loopx.ops.declare import EVENT_ID, REFS_MAX, Call, Operation, Param, arg, opt, ref, text
+from loopx.ops.declare import (
+    EVENT_ID, REFS_MAX, Call, Operation, Param, arg, opt, page, paged_note, paging, ref, text)
 
 CRITERIA = ref("criterion", many=True, metavar="ID", help="Acceptance criterion it meets.")
 PATHS = opt("paths", many=True, metavar="GLOB", pattern=GLOB_PATTERN, max_length=1_000,
@@ -123,11 +124,13 @@ EVIDENCE_OPS = [
         EVENT_ID)),
     Operation("evidence list", "List evidence: the commit it points to now (after amends and "
               "rebases; the one it was recorded on in brackets when they differ), its result "
-              "and how it stands now.", wrap="evidence", params=(
+              "and how it stands now; newest first, a page at a time.", wrap="evidence",
+              agent_note=paged_note("evidence"), params=(
         ref("todo", dest="todo_id", metavar="TODO", help="Only the evidence of this todo."),
-        ref("goal", dest="goal_id", metavar="GOAL", help="Only the evidence of this goal.")),
+        ref("goal", dest="goal_id", metavar="GOAL", help="Only the evidence of this goal."),
+        *paging("pieces of evidence")),
         run=lambda c: evidence.listing(c.ledger, todo=c.values.todo, goal=c.values.goal,
-                                       now=c.now)),
+                                       now=c.now, page=lambda e: page(e[::-1], c.values))),
     Operation("evidence show", "Show one piece of evidence: what ran, its result and output, "
               "the commit and tree it vouches for, and whether it is still fresh (and if not, "
               "which files changed).", params=(

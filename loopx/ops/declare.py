@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace as _replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Optional, TypeVar
 
 from loopx.errors import ArgumentError, LoopxError, UsageError
 from loopx.model import clock, typed
 from loopx.model.limits import ID_PATTERN, LABEL_PATTERN, LABELS_MAX, TEXT_MAX
+from loopx.projection import compact
 
 if TYPE_CHECKING:
     from loopx.ledger.book import Ledger
@@ -140,6 +141,26 @@ LIMIT = opt("limit", "int", lo=1, hi=100_000, metavar="N", help=(
 OFFSET = opt("offset", "int", lo=0, hi=10_000_000, default=0, metavar="N", help=(
     "Skip the first N items (the next page starts at offset + limit)."))
 
+
+def paging(what: str, default: int = compact.PAGE) -> tuple[Param, Param]:
+    """``--limit`` (``default`` a page: what fits an agent's context) and ``--offset`` of a
+    listing of ``what`` answered a page at a time (:func:`page`)."""
+    return (_replace(LIMIT, default=default, help=f"At most N {what} (a page; default "
+                                                  f"{default}, what fits an agent's context)."),
+            OFFSET)
+
+
+def paged_note(key: str) -> str:
+    """What a paged listing's MCP tool says of its answer."""
+    return (f"Answers {{{key}: [...], total, next_offset}}: at most `limit` from `offset`; "
+            "next_offset is where the next page starts (null on the last).")
+
+
+def page(items: Sequence[T], values: Values) -> compact.Page[T]:
+    """The page of ``items`` that a listing's ``limit`` and ``offset`` (:func:`paging`) ask for."""
+    return compact.page(items, limit=values.limit, offset=values.offset)
+
+
 EVENT_ID = opt("event_id", "event_id", metavar="ULID", help=(
     "Event id to use; retrying with the same id records nothing new."))
 
@@ -213,7 +234,7 @@ class Operation:
     params: tuple[Param, ...] = ()
     writes: bool = False  # batch takes it (and MCP marks it as not read-only)
     tool: Optional[str] = ""  # the MCP tool's name ("" derives it: todo_add); None: none
-    wrap: Optional[str] = None  # MCP: a list result is the value of this key
+    wrap: Optional[str] = None  # MCP (and any page): a list result is the value of this key
     agent_note: str = ""  # what the MCP description adds for agents (the shape of the result)
     batch: Optional[bool] = None  # None: batch takes it when it writes
     shape: Optional[Callable[[Any], Any]] = None  # the result as a document, when not itself
@@ -236,8 +257,15 @@ class Operation:
         return Values({p.name: _listed(p, given.get(p.key)) for p in self.params})
 
     def document(self, result: Any) -> Any:
-        """The result as JSON values (what MCP answers and a batch line gives)."""
-        return typed.plain(self.shape(result) if self.shape else result)
+        """The result as JSON values (what MCP answers, a batch line gives and a listing's
+        --format json prints). A page of a listing (:class:`loopx.projection.compact.Page`) is
+        ``{wrap: [...], total, next_offset}``: how many there are in all, and the offset of the
+        next page (None on the last)."""
+        doc = typed.plain(self.shape(result) if self.shape else result)
+        if isinstance(result, compact.Page):
+            return {self.wrap or "items": doc, "total": result.total,
+                    "next_offset": result.next_offset}
+        return doc
 
     def description(self) -> str:
         """What the MCP tool says of itself: the help's first paragraph, the command, and what

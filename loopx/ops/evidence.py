@@ -24,7 +24,7 @@ from loopx.ledger.draft import Draft
 from loopx.model import clock, typed
 from loopx.model.ids import new_short_id
 from loopx.ops import lookup
-from loopx.projection import answers, entities, environment, views
+from loopx.projection import answers, compact, entities, environment, views
 from loopx.storage import gateway
 
 if TYPE_CHECKING:
@@ -201,12 +201,17 @@ def held_by(ledger: Ledger, actor: str, *, now: Optional[datetime] = None) -> li
     return [t["id"] for t in todos if t["claimed_by"] == actor]
 
 
+Window = Callable[[list[dict[str, Any]]], compact.Page[dict[str, Any]]]
+
+
 def listing(ledger: Ledger, *, todo: Optional[str] = None, goal: Optional[str] = None,
-            now: Optional[datetime] = None, judged: bool = True) -> list[Evidence]:
+            now: Optional[datetime] = None, judged: bool = True,
+            page: Optional[Window] = None) -> list[Evidence]:
     """Evidence, optionally of one todo or goal (id prefixes match), oldest first. Each item
     is the status document's ``evidence[]`` entry; ``current_commit`` is the commit it points
     to now (after amends and rebases; ``commit`` is the one it was recorded on) and, when
-    ``judged``, ``freshness`` how it stands against the code as it is now."""
+    ``judged``, ``freshness`` how it stands against the code as it is now. ``page``: the page
+    of them to answer (a :class:`~loopx.projection.compact.Page`), the only ones judged."""
     ledger.require()
     fold = ledger.fold()
     items: list[dict[str, Any]] = views.snapshot(fold, now or clock.now())["evidence"]
@@ -214,6 +219,8 @@ def listing(ledger: Ledger, *, todo: Optional[str] = None, goal: Optional[str] =
         items = [e for e in items if e["todo"] and e["todo"].startswith(todo)]
     if goal:
         items = [e for e in items if e["goal"] and e["goal"].startswith(goal)]
+    window = page(items) if page else None
+    items = list(window) if window is not None else items
     found = readback.freshness(ledger.repo, items, readback.look(ledger.repo, ledger.store.reader),
                                fold.remaps, reader=ledger.store.reader,
                                ignore=fold.config.get("evidence_ignore"),
@@ -223,7 +230,9 @@ def listing(ledger: Ledger, *, todo: Optional[str] = None, goal: Optional[str] =
             item["commit"]) else None
         item["freshness"] = found[item["id"]].state if item["id"] in found else (
             "unbound" if judged else None)
-    return [typed.build(Evidence, item) for item in items]
+    built = [typed.build(Evidence, item) for item in items]
+    return built if window is None else compact.Page(built, total=window.total,
+                                                     offset=window.offset)
 
 
 def show(ledger: Ledger, evidence: str, *, now: Optional[datetime] = None) -> EvidenceShown:

@@ -141,35 +141,65 @@ class Next:
         return found | ({"passed_over": self.passed_over} if self.passed_over else {})
 
 
+CLAIM_TRIES = 10  # races `next --claim` may lose in one call, deciding again after each
+
+
 def next_action(ledger: Ledger, *, actor: str, claim: bool = False, ttl: Optional[int] = None,
                 ci: bool = True, offline: bool = False, now: Optional[datetime] = None,
                 synced: bool = False, labels: Sequence[str] = ()) -> Next:
     """The single best action for ``actor``. With ``claim``, when working on a frontier todo
-    is the best action, claim it in the same call (the first one still claimable: another
-    agent may have raced us); ``synced``: each claim counts only once the remote has it
-    (:func:`loopx.ops.todos.claim_synced`), so agents on several hosts never share a todo.
+    is the best action, claim it in the same call; ``synced``: each claim counts only once the
+    remote has it (:func:`loopx.ops.todos.claim_synced`), so agents on several hosts never
+    share a todo. A claim that loses the race (another agent's reached the remote first)
+    decides again from the state that claim fetched, and claims what is best there: up to
+    :data:`CLAIM_TRIES` todos, until nothing is ready.
 
     New work is never a todo assigned to someone else, and one assigned to ``actor`` comes
     first; ``labels``: only todos that carry every one of them. When no work is offered,
     ``passed_over`` says which ready todos were left out and why."""
+    lost: list[str] = []  # why each todo tried went to someone else
+    tried: set[str] = set()
+    while True:
+        result, actions = _decided(ledger, actor=actor, ci=ci, offline=offline, now=now,
+                                   labels=labels, skip=tried)
+        best = result.action
+        if not claim:
+            return result
+        if best is None or best.kind != "work" or not best.todo:
+            why = _why_not_claimed(best, actions)
+            if result.passed_over and (best is None or best.kind != "continue"):
+                why += f" ({'; '.join(result.passed_over[:3])})"
+            result.not_claimed = "; ".join([*lost, why])
+            return result
+        if len(tried) >= CLAIM_TRIES:
+            result.not_claimed = "; ".join([*lost, (
+                f"gave up after {len(tried)} lost races: run git loopx next --claim again")])
+            return result
+        tried.add(best.todo)
+        event, why_lost = _claim(ledger, best.todo, actor, ttl, now, synced)
+        if event is not None:
+            result.claimed = event
+            result.action = dataclasses.replace(
+                best, kind="continue", priority=decide.PRIORITY["continue"],
+                command=f"git loopx todo show {best.todo}",
+                reason=f"you claimed {best.todo} until {event.data.until}: "
+                f"{best.reason.removeprefix(best.todo + ' is ready: ')}")
+            return result
+        lost.append(why_lost)
+
+
+def _decided(ledger: Ledger, *, actor: str, ci: bool, offline: bool, now: Optional[datetime],
+             labels: Sequence[str], skip: set[str]) -> tuple[Next, list[Action]]:
+    """What :func:`next_action` answers without a claim, from the ledger as it is now, and the
+    actions it chose from; new work on the todos in ``skip`` (tried already) left out."""
     plain = _document(ledger, actor=actor, goal=None, ci=ci, offline=offline, now=now,
                       labels=labels)
     snap = typed.build(StatusDoc, plain)
-    actions = snap.actions
-    best = actions[0] if actions else None
-    result = Next(best, None, len(actions), snap.next_wake)
+    actions = [a for a in snap.actions if not (a.kind == "work" and a.todo in skip)]
+    result = Next(actions[0] if actions else None, None, len(actions), snap.next_wake)
     if not any(a.kind == "work" for a in actions):
         result.passed_over = decide.passed_over(plain, actor, labels)
-    if claim and best is not None and best.kind == "work":
-        result.claimed, result.action = _claim_first(ledger, actions, actor, ttl, now, synced)
-        if result.claimed is None:
-            result.not_claimed = "every ready todo was claimed by someone else first"
-    elif claim:
-        why = _why_not_claimed(best, actions)
-        if result.passed_over and (best is None or best.kind != "continue"):
-            why += f" ({'; '.join(result.passed_over[:3])})"
-        result.not_claimed = why
-    return result
+    return result, actions
 
 
 def _why_not_claimed(best: Optional[Action], actions: list[Action]) -> str:
@@ -183,27 +213,23 @@ def _why_not_claimed(best: Optional[Action], actions: list[Action]) -> str:
     return f"{best.kind} comes before new work"
 
 
-def _claim_first(ledger: Ledger, actions: list[Action], actor: str, ttl: Optional[int],
-                 now: Optional[datetime], synced: bool
-                 ) -> tuple[Optional[Event[TodoClaimed]], Action]:
+def _claim(ledger: Ledger, todo: str, actor: str, ttl: Optional[int],
+           now: Optional[datetime], synced: bool
+           ) -> tuple[Optional[Event[TodoClaimed]], str]:
+    """Claim ``todo``: the event, or None and why not (whose claim came first)."""
     from loopx.ops import todos  # only `next --claim` writes: `status` starts without it
 
-    work = [a for a in actions if a.kind == "work" and a.todo]
-    for action in work:
-        todo = str(action.todo)
-        try:
-            if synced:
-                event, _ = todos.claim_synced(ledger, todo, actor=actor, ttl=ttl, now=now)
-            else:
-                event = ledger.run(todos.claim, todo, ttl=ttl, actor=actor, now=now)
-        except (TransitionError, ClaimLost):
-            continue
-        return event, dataclasses.replace(
-            action, kind="continue", priority=decide.PRIORITY["continue"],
-            command=f"git loopx todo show {todo}",
-            reason=f"you claimed {todo} until {event.data.until}: "
-            f"{action.reason.removeprefix(todo + ' is ready: ')}")
-    return None, work[0]
+    try:
+        if synced:
+            event, _ = todos.claim_synced(ledger, todo, actor=actor, ttl=ttl, now=now)
+        else:
+            event = ledger.run(todos.claim, todo, ttl=ttl, actor=actor, now=now)
+    except (TransitionError, ClaimLost) as exc:
+        found = ledger.fold().todos.get(todo)
+        holder = found.holder if found else None
+        return None, (f"{todo} went to {holder} first" if holder and holder != actor
+                      else f"{todo}: {exc}")
+    return event, ""
 
 
 def brief(ledger: Ledger, *, actor: Optional[str], goal: Optional[str] = None,

@@ -20,7 +20,8 @@ GOALS = 5  # goals it shows (each with its criteria judged)
 ACTIONS = 20  # actions it shows, most important first
 WAITS = 3  # of them, things to wait for (another's lease, a gate, CI), when nothing else
 BLOCKS = 5  # todos a gate's ``blocks`` lists
-PAGE = 15  # items of a listing (`todo list`) a page holds unless asked for more
+PAGE = 15  # items of a listing (`note list`, `evidence list`) a page holds unless asked
+TODO_PAGE = 12  # todos (larger documents) a page of `todo list` holds: within 8 KB as JSON
 # Lists cut to CAP, keeping their order (the snapshot's own, most relevant first or ledger order).
 _CAPPED = ("problems", "unknown_events", "wakes")
 

@@ -86,14 +86,15 @@ def status_schema() -> dict[str, Any]:
                          see="docs/status.md")
 
 
-# `git loopx X --format json` -> the type of what it prints (a list command: an array of them).
-ANSWERS: dict[str, tuple[type, bool]] = {
-    "todo list": (answers.Todo, True), "todo show": (answers.Todo, False),
+# `git loopx X --format json` -> the type of what it prints (a list command: an array of them;
+# a paged one: {KEY: [...], total, next_offset}, its operation's ``wrap`` the KEY).
+ANSWERS: dict[str, tuple[type, bool | str]] = {
+    "todo list": (answers.Todo, "todos"), "todo show": (answers.Todo, False),
     "goal list": (answers.GoalRecord, True), "goal show": (answers.GoalShown, False),
     "gate list": (answers.Gate, True), "gate show": (answers.Gate, False),
-    "evidence list": (answers.Evidence, True), "evidence show": (answers.EvidenceShown, False),
+    "evidence list": (answers.Evidence, "evidence"), "evidence show": (answers.EvidenceShown, False),
     "wake list": (answers.Wake, True), "effect list": (answers.Effect, True),
-    "note list": (answers.Note, True), "notice list": (answers.Problem, True),
+    "note list": (answers.Note, "notes"), "notice list": (answers.Problem, True),
 }
 
 
@@ -110,8 +111,14 @@ def command_schema(command: str) -> dict[str, Any]:
     defs = schema.pop("$defs", {})
     head = {k: schema.pop(k) for k in ("$schema", "$id", "title", "description")}
     defs[cls.__name__] = schema
-    return {**head, "type": "array", "items": {"$ref": f"#/$defs/{cls.__name__}"},
-            "$defs": defs}
+    listed = {"type": "array", "items": {"$ref": f"#/$defs/{cls.__name__}"}}
+    if many is True:
+        return {**head, **listed, "$defs": defs}
+    return {**head, "type": "object", "properties": {
+        many: listed, "total": {"type": "integer", "minimum": 0},
+        "next_offset": {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "null"}]}},
+        "required": [many, "total", "next_offset"], "additionalProperties": False,
+        "$defs": defs}
 
 
 def render() -> dict[str, str]:

@@ -98,9 +98,9 @@ def test_json_goes_before_or_after_the_command(project: Path, where: str) -> Non
     args = ["todo", "list"]
     result = run_loopx(project, *(["--json", *args] if where == "before" else [*args, "--json"]))
     assert result.code == 0, result.err
-    assert isinstance(json.loads(result.out), list)
+    assert isinstance(json.loads(result.out)["todos"], list)
     text = run_loopx(project, "--format", "text", *args)
-    assert text.code == 0 and not text.out.lstrip().startswith("[")
+    assert text.code == 0 and not text.out.lstrip().startswith("{")
 
 
 def test_init_is_idempotent(project: Path) -> None:

@@ -199,7 +199,7 @@ def test_run_refuses_an_option_it_does_not_know_and_records_nothing(repo: Path) 
     (repo / "t.py").write_text("print('ran')\n")
     result = run_loopx(repo, "run", "--goal", "g", "--no-such-flag", "x", "--", "python", "t.py")
     assert result.code == 2 and "No such option" in result.err and "ran" not in result.out
-    assert json.loads(ok(repo, "evidence", "list", "--json")) == []
+    assert json.loads(ok(repo, "evidence", "list", "--json"))["evidence"] == []
     good = run_loopx(repo, "run", "--goal", "g", "--", "python", "t.py", "--no-such-flag")
     assert good.code == 0 and "ran" in good.out  # after the command, options are the command's
 
@@ -222,17 +222,24 @@ def test_one_is_singular_everywhere_it_was_plural(pair: tuple[Path, Path]) -> No
 # --- lists in JSON ----------------------------------------------------------------------------
 
 
-def test_every_list_prints_a_bare_list_of_objects_in_json(pair: tuple[Path, Path]) -> None:
+def test_every_list_prints_a_bare_list_of_objects_in_json_or_a_page(
+        pair: tuple[Path, Path]) -> None:
     one, _ = pair
     ok(one, "session", "open", "Report", "--id", "s-1", "--goal", "g")
     ok(one, "wake", "set", "--in", "1h", "--goal", "g")
     ok(one, "effect", "intend", "repo#1", "--action", "comment", "--goal", "g")
     ok(one, "evidence", "add", "--kind", "note", "--goal", "g", "--summary", "seen")
     ok(one, "gate", "open", "g", "Ok?", "--authority", "human:test@example.com")
-    for args in (["todo", "list"], ["goal", "list"], ["gate", "list"], ["evidence", "list"],
-                 ["effect", "list"], ["wake", "list"], ["session", "list"], ["notice", "list"],
-                 ["log"], ["session", "inbox", "s-1"], ["note", "list"]):
+    ok(one, "note", "add", "seen too")
+    for args in (["goal", "list"], ["gate", "list"], ["effect", "list"], ["wake", "list"],
+                 ["session", "list"], ["notice", "list"], ["log"], ["session", "inbox", "s-1"],
+                 ["todo", "list"], ["evidence", "list"], ["note", "list"]):
         value = json.loads(ok(one, *args, "--json"))
+        if args[0] in ("todo", "evidence", "note"):  # a page: its items, how many in all, next
+            key = {"todo": "todos", "note": "notes"}.get(args[0], args[0])
+            assert set(value) == {key, "total", "next_offset"}, args
+            assert value["total"] == len(value[key]) > 0 and value["next_offset"] is None, args
+            value = value[key]
         assert isinstance(value, list), args
         assert all(isinstance(item, dict) for item in value), args
     stats = json.loads(ok(one, "session", "stats", "--json"))
@@ -304,10 +311,10 @@ def test_notes_can_be_listed(repo: Path) -> None:
     ok(repo, "todo", "add", "g", "One", "--id", "t1")
     ok(repo, "note", "add", "first")
     ok(repo, "note", "add", "on the todo", "--todo", "t1")
-    listed = json.loads(ok(repo, "note", "list", "--json"))
-    assert [(n["text"], n["todo"], n["goal"]) for n in listed] == [("first", None, None),
-                                                                    ("on the todo", "t1", "g")]
-    assert [n["text"] for n in json.loads(ok(repo, "note", "list", "--todo", "t1", "--json"))] == [
+    listed = json.loads(ok(repo, "note", "list", "--json"))["notes"]
+    assert [(n["text"], n["todo"], n["goal"]) for n in listed] == [("on the todo", "t1", "g"),
+                                                                    ("first", None, None)]
+    assert [n["text"] for n in json.loads(ok(repo, "note", "list", "--todo", "t1", "--json"))["notes"]] == [
         "on the todo"]
     assert "on the todo" in ok(repo, "note", "list")
 

@@ -105,9 +105,9 @@ def test_a_write_through_the_server_is_the_same_event_as_the_full_path(served: P
     got, modules = handed_off(served, "note", "add", "from the server", "--todo", "t")
     assert got.code == full.code == 0 and "click" not in modules
     assert got.out.split()[0] == full.out.split()[0] == "noted"
-    notes = json.loads(run_loopx(served, "--json", "note", "list", "--todo", "t").out)
+    notes = json.loads(run_loopx(served, "--json", "note", "list", "--todo", "t").out)["notes"]
     assert [(n["text"], n["actor"], n["todo"]) for n in notes] == [
-        ("from the full path", ACTOR, "t"), ("from the server", ACTOR, "t")]
+        ("from the server", ACTOR, "t"), ("from the full path", ACTOR, "t")]
     assert run_loopx(served, "validate").code == 0
 
 
@@ -117,8 +117,9 @@ def test_stdin_reaches_a_command_the_server_runs(served: Path) -> None:
     got, modules = handed_off(served, "batch", input=lines)
     assert got.code == 0, got.err
     assert "click" not in modules
-    texts = [n["text"] for n in json.loads(run_loopx(served, "--json", "note", "list").out)]
-    assert texts[-2:] == ["one from stdin", "two from stdin"]
+    texts = [n["text"] for n in json.loads(run_loopx(served, "--json", "note", "list").out)[
+        "notes"]]
+    assert texts[:2] == ["two from stdin", "one from stdin"]  # newest first
 
 
 def test_start_says_so_and_stop_stops_it(served: Path) -> None:

@@ -196,3 +196,28 @@ def test_in_a_bare_hub_status_and_brief_say_there_is_no_work_tree(repo: Path, tm
     git(repo, "checkout", "-q", "--detach")
     assert "Work tree: HEAD detached at " in invoke(repo, "status", "--no-ci", actor=AGENT).out
     assert " (detached)\n" in invoke(repo, "brief", "--no-ci", actor=AGENT).out
+
+
+def _heads(text: str) -> list[str]:
+    """The status text's section headings before the ledger's first goal."""
+    before = text.split("\nGoal ", 1)[0]
+    return [line for line in before.splitlines() if line in ("Do now:", "Waiting for:")]
+
+
+def test_status_text_leads_with_what_to_do_and_with_the_waits_only_when_nothing_is_ready(
+        repo: Path) -> None:
+    _project(repo)
+    assert invoke(repo, "gate", "open", "g-1", "Another?", "--id", "q-2",
+                  "--authority", "human:boss@example.com").code == 0
+    assert invoke(repo, "todo", "add", "g-1", "Gated", "--id", "t-3", "--gate", "q-2").code == 0
+    ready = invoke(repo, "status", "--no-ci", actor=AGENT).out  # t-1 ready, t-3 on a gate
+    assert _heads(ready) == ["Do now:", "Waiting for:"], ready
+    first = ready.split("Do now:\n", 1)[1].splitlines()
+    assert first[:2] == ["  work: t-1 is ready: Write code", "    git loopx todo claim t-1"]
+    assert invoke(repo, "todo", "claim", "t-1", actor=AGENT).code == 0
+    held = invoke(repo, "status", "--no-ci", actor=AGENT).out
+    assert _heads(held) == ["Do now:", "Waiting for:"]
+    assert held.split("Do now:\n", 1)[1].startswith("  continue: ")
+    others = invoke(repo, "status", "--no-ci", actor="agent:other@box").out  # t-1 is AGENT's
+    assert _heads(others) == ["Waiting for:"], others
+    assert "wait_gate: t-3 waits for gate q-2" in others.split("\nGoal ", 1)[0]

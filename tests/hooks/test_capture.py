@@ -32,7 +32,7 @@ def work(repo: Path) -> Path:
 
 
 def only_evidence(repo: Path) -> dict[str, object]:
-    (item,) = invoke(repo, "evidence", "list", "--json").json()  # type: ignore[misc]
+    (item,) = invoke(repo, "evidence", "list", "--json").json()["evidence"]  # type: ignore[index]
     return item  # type: ignore[no-any-return]
 
 
@@ -85,7 +85,7 @@ def test_a_command_that_cannot_start_is_a_usage_error_and_records_nothing(
     assert result.code == 1, result.err
     (line,) = [ln for ln in result.err.splitlines() if "could not start" in ln]
     assert said in line and line.endswith("nothing recorded"), line
-    assert invoke(work, "evidence", "list", "--json").json() == []
+    assert invoke(work, "evidence", "list", "--json").json()["evidence"] == []  # type: ignore[index]
 
 
 def test_a_failing_command_that_started_is_still_evidence(work: Path) -> None:
@@ -101,7 +101,7 @@ def test_rerun_says_a_command_that_cannot_start_here_and_records_nothing(work: P
     tool.unlink()  # gone from this work tree: the recorded command cannot start
     result = run_loopx(work, "rerun")
     assert result.code == 1 and "could not start" in result.err, result.err
-    assert len(invoke(work, "evidence", "list", "--json").json()) == 1  # type: ignore[arg-type]
+    assert len(invoke(work, "evidence", "list", "--json").json()["evidence"]) == 1  # type: ignore[index]
 
 
 def test_the_tail_keeps_the_last_lines_within_4_kib(work: Path) -> None:

@@ -42,9 +42,10 @@ def remaps(repo: Path) -> dict[str, str]:
 
 
 def evidence(repo: Path) -> list[dict[str, object]]:
-    result = invoke(repo, "evidence", "list", "--json")
+    """Every piece of evidence, oldest first (the listing pages newest first)."""
+    result = invoke(repo, "evidence", "list", "--limit", "100000", "--json")
     assert result.code == 0, result.err
-    return result.json()  # type: ignore[return-value]
+    return result.json()["evidence"][::-1]  # type: ignore[index, no-any-return]
 
 
 def commit(repo: Path, message: str, *extra: str,

@@ -31,7 +31,7 @@ def no_grace(monkeypatch: pytest.MonkeyPatch) -> None:
 def _recorded(repo: Path) -> list[str]:
     result = invoke(repo, "evidence", "list", "--json")
     assert result.code == 0, result.err
-    return [e["commit"] for e in result.json() if e["kind"] == "commit"]  # type: ignore[index]
+    return [e["commit"] for e in result.json()["evidence"] if e["kind"] == "commit"]  # type: ignore[index]
 
 
 def _stopped(pid: int) -> bool:

@@ -80,9 +80,10 @@ def _commit(repo: Path, message: str, *extra: str) -> subprocess.CompletedProces
 
 
 def _evidence(repo: Path) -> list[dict[str, object]]:
-    result = invoke(repo, "evidence", "list", "--json")
+    """Every piece of evidence, oldest first (the listing pages newest first)."""
+    result = invoke(repo, "evidence", "list", "--limit", "100000", "--json")
     assert result.code == 0, result.err
-    return result.json()  # type: ignore[return-value]
+    return result.json()["evidence"][::-1]  # type: ignore[index, no-any-return]
 
 
 def _recorded_without_loopx(repo: Path, sha: str) -> bool:

@@ -249,4 +249,4 @@ def test_a_commit_beside_a_locked_cache_is_recorded_without_a_stall(repo: Path) 
         holder.communicate("")
     listed = invoke(repo, "evidence", "list", "--json")
     assert listed.code == 0, listed.err
-    assert [e["commit"] for e in listed.json()] == [git(repo, "rev-parse", "HEAD")]  # type: ignore[index, union-attr]
+    assert [e["commit"] for e in listed.json()["evidence"]] == [git(repo, "rev-parse", "HEAD")]  # type: ignore[index, union-attr]

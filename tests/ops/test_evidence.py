@@ -117,7 +117,7 @@ def test_rerun_records_the_failure_then_the_fix_makes_it_fresh_again(project: Pa
     assert action["command"] == "git loopx rerun --criterion g1:a1"
     dry = run_loopx(project, "rerun", "--dry-run", actor=AGENT)
     assert dry.code == 0 and "would re-run `sh check.sh`" in dry.err
-    assert len(json.loads(invoke(project, "evidence", "list", "--json").out)) == 1
+    assert len(json.loads(invoke(project, "evidence", "list", "--json").out)["evidence"]) == 1
     failed = run_loopx(project, *action["command"].split()[2:], actor=AGENT)
     assert failed.code == 1 and "FAILED: BUG found" in failed.out
     found = criterion(project)
@@ -294,7 +294,8 @@ def test_list_show_and_brief_follow_an_amend_and_name_the_commit_it_was_recorded
     git(project, "commit", "-q", "-a", "--amend", "--no-edit")
     now = git(project, "rev-parse", "HEAD")
 
-    listed = {e["id"]: e for e in json.loads(ok(project, "evidence", "list", "--json").out)}
+    listed = {e["id"]: e for e in json.loads(ok(project, "evidence", "list", "--json").out)[
+        "evidence"]}
     assert {e["kind"] for e in listed.values()} == {"commit", "test"}  # the hook's record too
     for ev in listed.values():
         assert (ev["commit"], ev["current_commit"], ev["freshness"]) == (recorded, now, "stale")

@@ -120,7 +120,7 @@ def test_cli_todo_priority_discovered_from_and_list_filters(repo: Path) -> None:
     assert nxt["action"]["todo"] == "t-2"
 
     assert invoke(repo, "todo", "claim", "t-1", actor=AGENT).code == 0
-    mine = json.loads(invoke(repo, "todo", "list", "--mine", "--json", actor=AGENT).out)
+    mine = json.loads(invoke(repo, "todo", "list", "--mine", "--json", actor=AGENT).out)["todos"]
     assert [t["id"] for t in mine] == ["t-1"]
     hot = invoke(repo, "todo", "list", "--priority", "0")
     assert hot.out.split() == ["t-2", "open", "P0", "Hot"]

@@ -96,7 +96,7 @@ def test_a_busy_status_builds_into_the_types_prints_back_the_same_and_validates(
 
 
 def test_every_list_and_show_validates_against_its_generated_schema(busy: Path) -> None:
-    ev = json.loads(invoke(busy, "evidence", "list", "--json").out)[0]["id"]
+    ev = json.loads(invoke(busy, "evidence", "list", "--json").out)["evidence"][0]["id"]
     for command, args in (("todo list", ["--all"]), ("todo show", ["t1"]),
                           ("goal list", ["--all"]), ("goal show", ["g1"]),
                           ("gate list", ["--all"]), ("gate show", ["q1"]),

@@ -5,6 +5,7 @@ status and todo list answers stay within 8 KB, own work always among them, the r
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -97,25 +98,26 @@ def test_the_status_tool_answers_within_8kb(busy: Path) -> None:
 
 def test_the_default_todo_list_fits_8kb(busy: Path) -> None:
     listed, size = _json(busy, "todo", "list")
-    assert size <= BUDGET and isinstance(listed, list) and 0 < len(listed) < TODOS
+    assert size <= BUDGET and isinstance(listed, dict)
+    shown = len(listed["todos"])
+    assert 0 < shown < TODOS and (listed["total"], listed["next_offset"]) == (TODOS, shown)
     text = invoke(busy, "todo", "list").out
-    assert f"of {TODOS}; --offset {len(listed)} for more" in text
+    assert text.endswith(f"(1-{shown} of {TODOS}; {TODOS - shown} more: --offset {shown})\n")
 
 
 def test_paging_returns_every_todo_exactly_once(busy: Path) -> None:
     seen: list[str] = []
-    offset = 0
-    while True:
+    offset: object = 0
+    while offset is not None:
         page, _ = _json(busy, "todo", "list", "--limit", "7", "--offset", str(offset))
-        assert isinstance(page, list)
-        seen += [t["id"] for t in page]
-        if len(page) < 7:
-            break
-        offset += 7
+        assert isinstance(page, dict) and page["total"] == TODOS
+        seen += [t["id"] for t in page["todos"]]
+        offset = page["next_offset"]
     assert sorted(seen) == sorted(set(seen)) and len(seen) == TODOS
     with Ledger.open(busy) as led:
         paged = tools.call(led, AGENT, "todo_list", {"limit": 40, "offset": 80})
         assert [t["id"] for t in paged["todos"]] == seen[80:]
+        assert (paged["total"], paged["next_offset"]) == (TODOS, None)
 
 
 def test_a_smaller_frontier_top_is_asked_with_limit(busy: Path) -> None:
@@ -132,3 +134,71 @@ def test_a_page_knows_where_the_next_one_starts() -> None:
     assert (list(first), first.next_offset, first.total) == ([0, 1, 2, 3], 4, 10)
     last = compact.page(items, limit=4, offset=8)
     assert (list(last), last.next_offset) == ([8, 9], None)
+
+
+NOTES, PIECES = 40, 20
+
+
+@pytest.fixture(scope="module")
+def logged(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A ledger with 40 notes ("note 00: ..." oldest) and 20 pieces of evidence (e-00 oldest,
+    "review 00: ...")."""
+    from loopx.ops import evidence, notes
+
+    repo = tmp_path_factory.mktemp("logged")
+    _git(repo, "init", "-q")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q", "--allow-empty",
+         "-m", "initial")
+
+    def log(txn: object) -> None:
+        goals.add(txn, "A goal", id="g", accept=["it works"])  # type: ignore[arg-type]
+        for i in range(NOTES):
+            notes.add(txn, f"note {i:02d}: " + "words " * 20, goal="g")  # type: ignore[arg-type]
+        for i in range(PIECES):
+            evidence.add(txn, "review", bound=None, goal="g", id=f"e-{i:02d}",  # type: ignore[arg-type]
+                         summary=f"review {i:02d}: " + "words " * 10)
+
+    with Ledger.open(repo) as led:
+        led.init(actor=ALICE)
+        led.write(log, actor=ALICE)
+    return repo
+
+
+@pytest.mark.parametrize("command, key, field, total, word", [
+    ("note", "notes", "text", NOTES, "note"), ("evidence", "evidence", "summary", PIECES, "review")])
+def test_note_and_evidence_lists_page_newest_first(logged: Path, command: str, key: str,
+                                                   field: str, total: int, word: str) -> None:
+    def which(page: object) -> list[str]:
+        assert isinstance(page, dict) and page["total"] == total
+        return [x[field].split(":")[0] for x in page[key]]
+
+    first, size = _json(logged, command, "list")
+    assert size <= BUDGET
+    newest = [f"{word} {i:02d}" for i in reversed(range(total))]
+    assert which(first) == newest[:15]
+    assert isinstance(first, dict) and first["next_offset"] == 15
+    text = invoke(logged, command, "list").out
+    assert text.endswith(f"(1-15 of {total}; {total - 15} more: --offset 15)\n")
+    assert len(re.findall(rf"{word} \d\d:", text)) == 15 and text.index(newest[0]) < text.index(newest[14])
+    seen: list[str] = []
+    offset: object = 0
+    while offset is not None:
+        page, _ = _json(logged, command, "list", "--limit", "6", "--offset", str(offset))
+        seen += which(page)
+        offset = page["next_offset"]  # type: ignore[index]
+    assert seen == newest
+    last = invoke(logged, command, "list", "--offset", str(total - 2)).out
+    assert "more" not in last and len(re.findall(rf"{word} \d\d:", last)) == 2
+    past = invoke(logged, command, "list", "--offset", str(total))
+    assert past.code == 0 and past.out.strip().endswith(f"from --offset {total} ({total} in all)")
+    with Ledger.open(logged) as led:
+        tool = tools.call(led, AGENT, f"{command}_list", {"limit": 4, "offset": total - 3})
+    assert (which(tool), tool["next_offset"]) == (newest[-3:], None)
+
+
+@pytest.mark.parametrize("command", ["note", "evidence", "todo"])
+@pytest.mark.parametrize("bad", [["--limit", "0"], ["--offset", "-1"], ["--limit", "x"]])
+def test_a_bad_page_is_refused_in_one_line(logged: Path, command: str, bad: list[str]) -> None:
+    found = invoke(logged, command, "list", *bad)
+    assert found.code == 2 and found.out == ""
+    assert "--limit" in found.err or "--offset" in found.err

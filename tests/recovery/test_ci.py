@@ -261,7 +261,7 @@ def test_a_green_mapped_check_meets_its_criterion_and_is_recorded_for_every_clon
     assert dry["planned"][0]["criteria"] == ["a2"] and dry["recorded"] == []  # type: ignore[index]
     text = invoke(repo, "ci", "record").out
     assert "recorded ci evidence" in text and "https://ci.example/run/success" in text
-    (ev,) = invoke(repo, "evidence", "list", "--json").json()  # type: ignore[misc]
+    (ev,) = invoke(repo, "evidence", "list", "--json").json()["evidence"]  # type: ignore[index]
     assert (ev["kind"], ev["check"], ev["url"], ev["criteria"], ev["commit"]) == (
         "ci", "tests (3.12)", "https://ci.example/run/success", ["a2"],
         git(repo, "rev-parse", "HEAD"))
@@ -302,7 +302,7 @@ def test_github_check_runs_meet_criteria_through_the_stand_in(repo: Path,
         git(repo, "config", f"loopx.ci.{key}", value)
     assert _a2(invoke(repo, "status", "--json").json())["met"]  # type: ignore[arg-type]
     assert invoke(repo, "ci", "record").code == 0
-    (ev,) = invoke(repo, "evidence", "list", "--json").json()  # type: ignore[misc]
+    (ev,) = invoke(repo, "evidence", "list", "--json").json()["evidence"]  # type: ignore[index]
     assert ev["url"] == "https://ci.example/tests (3.12)"
     assert f"/repos/acme/widget/commits/{git(repo, 'rev-parse', 'HEAD')}/check-runs" in (
         stand_in.requests[0][0])
