@@ -38,10 +38,12 @@ def shared(leased: Path) -> Path:
 
 def _credited(repo: Path) -> list[tuple[str, str]]:
     """(todo, actor) of each commit record."""
-    result = invoke(repo, "evidence", "list", "--json")
+    result = invoke(repo, "evidence", "list", "--limit", "100", "--json")
     assert result.code == 0, result.err
-    return sorted((e["todo"], e["actor"]) for e in result.json()  # type: ignore[union-attr]
-                  if e["kind"] == "commit")  # type: ignore[index]
+    page = result.json()
+    assert page["next_offset"] is None  # type: ignore[index]
+    return sorted((e["todo"], e["actor"]) for e in page["evidence"]  # type: ignore[index]
+                  if e["kind"] == "commit")
 
 
 def _unhooked_commit(repo: Path) -> str:
