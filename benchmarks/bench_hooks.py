@@ -130,7 +130,8 @@ def measure(root: Path, env: dict[str, str], commits: int, *,
         for name, path in repos.items():
             times[name].append(timed_commit(path, n, env, said[name]))
     recorded = {name: subprocess.run(
-        ["git", "loopx", "evidence", "list", "--json"], cwd=repos[name], env=env,
+        ["git", "loopx", "evidence", "list", "--limit", "100000", "--json"], cwd=repos[name],
+        env=env,
         capture_output=True, text=True, check=True).stdout.count('"kind": "commit"')
         for name in repos if name not in ("plain", "idle")}
     return Measured({name: statistics.median(w for w, _ in got) for name, got in times.items()},
