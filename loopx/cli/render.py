@@ -101,7 +101,8 @@ def _todos(snap: answers.StatusDoc, paint: Any) -> list[str]:
         (paint("\nGates with decisions that did not see each other:", fg="red", bold=True),
          [line for g in snap.gates if g.state == "conflicted" for line in _conflict(g)]),
     ]
-    return [line for title, rows in sections if rows for line in (title, *capped(rows, "git loopx todo list --offset N"))]
+    return [line for title, rows in sections if rows
+            for line in (title, *capped(rows, "git loopx todo list --offset N"))]
 
 
 ROWS = 15  # rows of one section of the status text; the rest is counted

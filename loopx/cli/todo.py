@@ -13,7 +13,6 @@ from loopx.model.inert import line
 from loopx.ops import catalog, declare
 from loopx.ops.declare import Values
 
-
 if TYPE_CHECKING:  # annotations only: the command runs its operation through the catalog
     from loopx.ops import todos
 

@@ -173,8 +173,8 @@ class _Dead:
 
 def _marks(loopx_dir: Path) -> tuple[bool, list[_Dead]]:
     """Whether a post-commit hook of this clone is running (this process, when it is one,
-    counts; not when it only has a dead hook's pid), and the marks of those that died. A mark is data: read bounded, and only an
-    identity and a commit id are taken from it. A live pid that started after its mark was
+    counts; not when it only has a dead hook's pid), and the marks of those that died. A
+    mark is data: read bounded, and only an identity and a commit id are taken from it. A live pid that started after its mark was
     written is another process that reused a dead hook's pid: that hook died."""
     alive, dead = False, []
     try:
@@ -205,13 +205,10 @@ def _read_mark(mark: Path) -> _Dead:
 def _reused(pid: int, mark: Path) -> bool:
     """Whether process ``pid`` started after ``mark`` was last written (Linux's /proc says;
     elsewhere no process is taken for a reuse)."""
+    started = locks.started_at(pid)
     try:
-        written = mark.stat().st_mtime
-        ticks = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[19])
-        boot = next(int(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
-                    if line.startswith("btime "))
-        return boot + ticks / os.sysconf("SC_CLK_TCK") > written + _REUSE_SLACK_S
-    except (OSError, ValueError, IndexError, StopIteration):
+        return started is not None and started > mark.stat().st_mtime + _REUSE_SLACK_S
+    except OSError:
         return False
 
 

@@ -102,3 +102,15 @@ def alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0] != "Z"
     except (OSError, IndexError):
         return True  # no /proc (macOS): existing is all we can know
+
+
+def started_at(pid: int) -> float | None:
+    """When process ``pid`` started, in Unix time (Linux's /proc: its start in clock ticks
+    after boot); None where that cannot be told (no /proc, the process gone)."""
+    try:
+        ticks = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[19])
+        boot = next(int(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
+                    if line.startswith("btime "))
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+    return boot + ticks / os.sysconf("SC_CLK_TCK")
