@@ -93,9 +93,18 @@ def check_state_ref(path: Path | str, ref: str, *, damaged: bool = False) -> Non
             raise UsageError(f"--state-ref: git reads {ref!r} as {what}, not the branch {full}; "
                              f"nothing was read or written: name a branch, e.g. proposal/x "
                              f"(or give {full} in full)")
+    why = _not_a_state_branch(path, full, damaged)
+    if why:
+        raise UsageError(f"--state-ref: {full} is not a state branch ({inert.line(why)}); "
+                         "nothing was read or written: name a new branch, e.g. proposal/x")
+
+
+def _not_a_state_branch(path: Path | str, full: str, damaged: bool) -> Optional[str]:
+    """Why the branch ``full`` is not a state branch (:func:`check_state_ref`), or None: it
+    is one, or there is no such branch yet."""
     listed = gateway.run(path, "ls-tree", "-z", full, "--", check=False)
     if listed.returncode != 0:
-        return  # no such ref yet (a proposal starts at loopx/state's tip), or not a repository
+        return None  # no such ref yet (a proposal starts at loopx/state's tip), or not a repository
     kinds: dict[str, str] = {}  # name -> object type, of each entry at the top
     for line in listed.stdout.decode("utf-8", "replace").split("\0"):
         head, tab, name = line.partition("\t")
@@ -103,15 +112,12 @@ def check_state_ref(path: Path | str, ref: str, *, damaged: bool = False) -> Non
             kinds[name] = head.split()[1]
     if damaged and (kinds.get("events") == "tree" or gateway.run(
             path, "rev-list", "-1", full, "--", "events/", check=False).stdout.strip()):
-        return  # a state branch, whatever became of it: doctor's to say
+        return None  # a state branch, whatever became of it: doctor's to say
     foreign = [name for name in kinds if name not in layout.AREAS]
     files_ = [name for name, kind in kinds.items() if name in layout.AREAS and kind != "tree"]
-    why = (f"it holds {', '.join(foreign[:3]) + (', ...' if len(foreign) > 3 else '')}" if foreign
-           else f"its {files_[0]} is no folder" if files_
-           else "it has no events/ folder" if "events" not in kinds else "")
-    if why:
-        raise UsageError(f"--state-ref: {full} is not a state branch ({inert.line(why)}); "
-                         "nothing was read or written: name a new branch, e.g. proposal/x")
+    return (f"it holds {', '.join(foreign[:3]) + (', ...' if len(foreign) > 3 else '')}" if foreign
+            else f"its {files_[0]} is no folder" if files_
+            else "it has no events/ folder" if "events" not in kinds else None)
 
 
 def found_line(done: Drained) -> str:
